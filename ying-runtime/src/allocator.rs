@@ -1,0 +1,370 @@
+//! [`YingProfiler`]: the `GlobalAlloc` wrapper that keeps exact figures, samples stacks and attributes to scopes.
+
+use crate::counters::{self, HeapStats};
+use crate::sampler::{self, DEFAULT_SAMPLE_INTERVAL};
+use crate::stack_stats::{self, StackStats};
+use crate::table::{self, Entry, Sample};
+use crate::thread::{THREAD, ThreadState, as_profiler};
+use crate::{scope, stacks, symbolize};
+use core::alloc::{GlobalAlloc, Layout};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::alloc::System;
+use std::time::Instant;
+
+/// The default [`giant_alloc_limit`](YingProfiler::giant_alloc_limit): 64 GiB on 64-bit targets, no limit on
+/// smaller ones.
+pub const DEFAULT_GIANT_ALLOC_LIMIT: usize = if usize::BITS >= 64 { 1 << 36 } else { usize::MAX };
+
+/// Set by the first allocation the ying allocator sees: the allocator is installed.
+static OBSERVED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the process's global allocator is a [`YingProfiler`].
+///
+/// Makes one small allocation if the allocator has not been seen at work yet.
+pub fn is_installed() -> bool {
+    if !OBSERVED.load(Relaxed) {
+        drop(core::hint::black_box(Box::new(0u64)));
+    }
+    OBSERVED.load(Relaxed)
+}
+
+/// A memory-profiling global allocator: exact heap figures, Poisson-sampled allocation stacks, and the scopes
+/// [`measure`](crate::measure) and `#[ying::leak_test]` use.
+///
+/// It wraps a provider allocator `A` ([`System`] by default) held as a plain field: every allocation is served by
+/// the provider, statically dispatched, and the profiler only watches.
+///
+/// ```
+/// #[global_allocator]
+/// static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
+///
+/// let retained = ALLOC.total_retained_bytes();
+/// assert!(retained > 0);
+/// ```
+///
+/// Configure it with the `const` builder methods, for instance to sample densely or wrap another allocator:
+///
+/// ```
+/// # struct Provider;
+/// # unsafe impl core::alloc::GlobalAlloc for Provider {
+/// #     unsafe fn alloc(&self, l: core::alloc::Layout) -> *mut u8 { unsafe { std::alloc::System.alloc(l) } }
+/// #     unsafe fn dealloc(&self, p: *mut u8, l: core::alloc::Layout) { unsafe { std::alloc::System.dealloc(p, l) } }
+/// # }
+/// static DENSE: ying::YingProfiler = ying::YingProfiler::new().sample_interval(4096);
+/// static WRAPPED: ying::YingProfiler<Provider> =
+///     ying::YingProfiler::with_allocator(Provider).giant_alloc_limit(1 << 40);
+/// ```
+///
+/// The figures ([`stats`](Self::stats)) and the sampled stacks are process-wide: install one `YingProfiler` as
+/// the global allocator and ask it.
+#[derive(Debug)]
+pub struct YingProfiler<A: GlobalAlloc = System> {
+    inner: A,
+    sample_interval: AtomicUsize,
+    giant_alloc_limit: usize,
+}
+
+impl YingProfiler<System> {
+    /// A profiler over the [`System`] allocator with the default sampling interval (512 KiB).
+    pub const fn new() -> Self {
+        Self::with_allocator(System)
+    }
+}
+
+impl Default for YingProfiler<System> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<A: GlobalAlloc> YingProfiler<A> {
+    /// A profiler over the provider `inner`, for instance `mimalloc::MiMalloc`.
+    pub const fn with_allocator(inner: A) -> Self {
+        Self {
+            inner,
+            sample_interval: AtomicUsize::new(DEFAULT_SAMPLE_INTERVAL),
+            giant_alloc_limit: DEFAULT_GIANT_ALLOC_LIMIT,
+        }
+    }
+
+    /// Sets the mean number of bytes between two samples (Poisson sampling). `0` records every allocation.
+    /// The default, 512 KiB, costs little enough for production; smaller intervals give finer stacks.
+    #[must_use]
+    pub const fn sample_interval(mut self, bytes: usize) -> Self {
+        self.sample_interval = AtomicUsize::new(bytes);
+        self
+    }
+
+    /// Refuses single allocations (and reallocations) larger than `bytes`: the allocator returns null, so the
+    /// program sees an allocation failure instead of exhausting memory, and the allocating stack is written to
+    /// standard error.
+    #[must_use]
+    pub const fn giant_alloc_limit(mut self, bytes: usize) -> Self {
+        self.giant_alloc_limit = bytes;
+        self
+    }
+
+    /// Changes the mean sampling interval at run time (`0`: record every allocation). Each thread starts a fresh
+    /// countdown for the new interval at its next allocation.
+    pub fn set_sample_interval(&self, bytes: usize) {
+        self.sample_interval.store(bytes, Relaxed);
+    }
+
+    /// The mean sampling interval in force, in bytes.
+    pub fn current_sample_interval(&self) -> usize {
+        self.sample_interval.load(Relaxed)
+    }
+
+    /// Exact heap figures of the whole process.
+    pub fn stats(&self) -> HeapStats {
+        counters::snapshot()
+    }
+
+    /// Exact number of bytes live in the process now.
+    pub fn total_retained_bytes(&self) -> u64 {
+        counters::snapshot().live_bytes
+    }
+
+    /// The `k` stacks that retain the most memory now (estimated from the samples), largest first.
+    /// Symbols are resolved here, outside the allocator.
+    pub fn top_k_stacks_by_retained(&self, k: usize) -> Vec<StackStats> {
+        stack_stats::top_k(k, stack_stats::Order::Retained)
+    }
+
+    /// The `k` stacks that allocated the most bytes since the process started (estimated), largest first.
+    pub fn top_k_stacks_by_allocated(&self, k: usize) -> Vec<StackStats> {
+        stack_stats::top_k(k, stack_stats::Order::Allocated)
+    }
+
+    #[cold]
+    fn refuse_giant(&self, size: usize) -> *mut u8 {
+        let limit = self.giant_alloc_limit;
+        as_profiler(|| {
+            let frames = symbolize::symbolize(stacks::capture().as_slice());
+            let mut message = format!(
+                "ying: refused an allocation of {size} bytes, above the giant_alloc_limit of {limit} bytes, at:\n"
+            );
+            for frame in &frames {
+                message.push_str("    ");
+                message.push_str(&frame.to_string());
+                message.push('\n');
+            }
+            eprint!("{message}");
+        });
+        core::ptr::null_mut()
+    }
+
+    /// Samples an allocation event of `bytes` bytes: captures and interns the stack.
+    fn sample(&self, bytes: usize, interval: usize, objects: f64) -> Option<Sample> {
+        let p = sampler::inclusion_probability(bytes, interval);
+        let stack = stacks::record_alloc(&stacks::capture(), objects / p, bytes as f64 / p);
+        if stack.is_none() {
+            counters::on_dropped();
+        }
+        Some(Sample { stack: stack?, interval, born: Instant::now() })
+    }
+
+    #[inline]
+    fn on_alloc(&self, ptr: *mut u8, size: usize) {
+        let ptr = ptr as usize;
+        let recorded = THREAD.try_with(|thread| {
+            if thread.busy.get() {
+                table::insert(ptr, Entry::internal(size));
+                return;
+            }
+            counters::on_alloc(Some(thread), size);
+            if !OBSERVED.load(Relaxed) {
+                OBSERVED.store(true, Relaxed);
+            }
+            let scope = scope::attributed(thread);
+            let interval = self.sample_interval.load(Relaxed);
+            let sampled = sampler::should_sample(thread, size, interval);
+            if scope != 0 || sampled {
+                self.record_alloc(thread, ptr, size, scope, sampled, interval);
+            }
+        });
+        if recorded.is_err() {
+            counters::on_alloc(None, size);
+            counters::on_dropped();
+        }
+    }
+
+    #[cold]
+    fn record_alloc(&self, thread: &ThreadState, ptr: usize, size: usize, scope: u64, sampled: bool, interval: usize) {
+        thread.busy.set(true);
+        let sample = if sampled { self.sample(size, interval, 1.0) } else { None };
+        let owner = if scope != 0 && scope::on_alloc(scope, size) { scope } else { 0 };
+        if owner != 0 || sample.is_some() {
+            let owned = if owner != 0 { size } else { 0 };
+            table::insert(ptr, Entry { scope: owner, owned, sample, owns_block: owner != 0, ..Entry::untracked(size) });
+        }
+        thread.busy.set(false);
+    }
+
+    #[inline]
+    fn on_free(&self, ptr: *mut u8, size: usize) {
+        let entry = table::remove(ptr as usize);
+        if entry.is_some_and(|entry| entry.internal) {
+            return;
+        }
+        let recorded = THREAD.try_with(|thread| {
+            counters::on_free(Some(thread), size);
+            let scope = scope::attributed(thread);
+            if scope != 0 {
+                scope::on_free(scope, size);
+            }
+        });
+        if recorded.is_err() {
+            counters::on_free(None, size);
+            counters::on_dropped();
+        }
+        if let Some(entry) = entry {
+            release(&entry);
+        }
+    }
+
+    fn on_realloc(&self, taken: Option<Entry>, new_ptr: *mut u8, old: usize, new: usize) {
+        let new_ptr = new_ptr as usize;
+        if let Some(entry) = taken.filter(|entry| entry.internal) {
+            table::insert(new_ptr, Entry { size: new, ..entry });
+            return;
+        }
+        let recorded = THREAD.try_with(|thread| {
+            counters::on_resize(Some(thread), old, new);
+            let current = scope::attributed(thread);
+            if current != 0 {
+                scope::on_resize(current, old, new);
+            }
+            let interval = self.sample_interval.load(Relaxed);
+            let sampled = new > old && sampler::should_sample(thread, new - old, interval);
+            if taken.is_some() || current != 0 || sampled {
+                thread.busy.set(true);
+                let entry = self.resized(taken, current, old, new, sampled.then_some(interval));
+                if let Some(entry) = entry {
+                    table::insert(new_ptr, entry);
+                }
+                thread.busy.set(false);
+            }
+        });
+        if recorded.is_err() {
+            counters::on_resize(None, old, new);
+            counters::on_dropped();
+            if let Some(entry) = taken {
+                table::insert(new_ptr, Entry { size: new, ..entry });
+            }
+        }
+    }
+
+    /// The entry of a block resized from `old` to `new` bytes in scope `current`: the block keeps its origin
+    /// (owner, stack, birth); an owner gains the growth it caused, or loses the owned bytes a shrink gave back.
+    #[cold]
+    fn resized(
+        &self,
+        taken: Option<Entry>,
+        current: u64,
+        old: usize,
+        new: usize,
+        sampled_interval: Option<usize>,
+    ) -> Option<Entry> {
+        let mut entry = taken;
+        if new > old {
+            let growth = new - old;
+            let owner_grows = entry.is_some_and(|e| e.scope != 0 && scope::own(e.scope, growth, false));
+            if owner_grows {
+                entry.as_mut()?.owned += growth;
+            } else if current != 0 && scope::own(current, growth, false) {
+                let e = entry.get_or_insert(Entry::untracked(old));
+                // An older block (or one whose owner has closed) grown here: the growth is this scope's.
+                *e = Entry { scope: current, owned: growth, owns_block: false, ..*e };
+            }
+            if let Some(interval) = sampled_interval {
+                let p = sampler::inclusion_probability(growth, interval);
+                match entry.and_then(|e| e.sample) {
+                    Some(sample) => stacks::record_growth(sample.stack, growth, p),
+                    None => {
+                        let sample = self.sample(growth, interval, 0.0);
+                        entry.get_or_insert(Entry::untracked(old)).sample = sample;
+                    }
+                }
+            }
+        } else if let Some(e) = entry.as_mut().filter(|e| e.scope != 0) {
+            let given_back = e.owned.min(old - new);
+            scope::disown(e.scope, given_back, false);
+            e.owned -= given_back;
+        }
+        let mut entry = entry?;
+        entry.size = new;
+        (entry.scope != 0 || entry.sample.is_some()).then_some(entry)
+    }
+}
+
+/// Settles what a freed block's entry recorded: its owner's figures and its stack's lifetime histogram.
+fn release(entry: &Entry) {
+    if entry.scope != 0 {
+        scope::disown(entry.scope, entry.owned, entry.owns_block);
+    }
+    if let Some(sample) = entry.sample {
+        let objects = 1.0 / sampler::inclusion_probability(entry.size, sample.interval);
+        stacks::record_free(sample.stack, objects, sample.born.elapsed());
+    }
+}
+
+// SAFETY: every method forwards to the provider `A` with the caller's pointer and layout unchanged and returns the
+// provider's result (or null, which `GlobalAlloc` permits, for a refused giant allocation). The bookkeeping around
+// the calls never allocates through the global allocator while holding a lock, never unwinds, and never touches the
+// memory of the block.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for YingProfiler<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > self.giant_alloc_limit {
+            return self.refuse_giant(layout.size());
+        }
+        // SAFETY: the caller upholds `alloc`'s contract for `layout`, which is passed on unchanged.
+        let ptr = unsafe { self.inner.alloc(layout) };
+        if !ptr.is_null() {
+            self.on_alloc(ptr, layout.size());
+        }
+        ptr
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > self.giant_alloc_limit {
+            return self.refuse_giant(layout.size());
+        }
+        // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`, which is passed on unchanged.
+        let ptr = unsafe { self.inner.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            self.on_alloc(ptr, layout.size());
+        }
+        ptr
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // The entry goes before the memory does: once the provider has the block back it may hand the same
+        // address to another thread, whose entry must not be the one removed.
+        self.on_free(ptr, layout.size());
+        // SAFETY: the caller guarantees `ptr` was allocated by this allocator (hence by `inner`) with `layout`.
+        unsafe { self.inner.dealloc(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > self.giant_alloc_limit {
+            return self.refuse_giant(new_size);
+        }
+        // Taken out before the provider may free the old address (see `dealloc`), put back if the realloc fails.
+        let taken = table::remove(ptr as usize);
+        // SAFETY: the caller upholds `realloc`'s contract for `ptr`, `layout` and `new_size`, passed on unchanged.
+        let new_ptr = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if new_ptr.is_null() {
+            if let Some(entry) = taken {
+                table::insert(ptr as usize, entry);
+            }
+            return new_ptr;
+        }
+        self.on_realloc(taken, new_ptr, layout.size(), new_size);
+        new_ptr
+    }
+}

@@ -1,0 +1,153 @@
+//! Exact process-wide figures, kept off any single shared cache line.
+//!
+//! Each thread writes to one of [`SHARDS`] cache-line-aligned counter blocks (threads are spread over them round
+//! robin), and [`snapshot`] sums the shards on read. A counting allocator that bumps one global atomic per
+//! allocation makes every core fight over that line; here two threads never share one until there are more
+//! threads than shards.
+//!
+//! The process peak needs a global maximum of a global sum. Rather than a shared atomic per allocation, each thread
+//! batches its live-byte changes and folds them into a global live figure (and its maximum) once they reach
+//! [`PEAK_BATCH`] bytes either way. The process peak is therefore a lower bound of the true peak, short of it by at
+//! most `PEAK_BATCH` bytes per thread that was allocating at the time; scopes keep their own peak exactly.
+
+use crate::thread::ThreadState;
+use core::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+/// Number of counter shards.
+const SHARDS: usize = 64;
+
+/// Live-byte change a thread accumulates before it updates the process peak.
+pub(crate) const PEAK_BATCH: i64 = 64 * 1024;
+
+#[repr(align(128))]
+struct Shard {
+    allocated_bytes: AtomicU64,
+    allocations: AtomicU64,
+    freed_bytes: AtomicU64,
+    frees: AtomicU64,
+}
+
+impl Shard {
+    const fn new() -> Self {
+        Self {
+            allocated_bytes: AtomicU64::new(0),
+            allocations: AtomicU64::new(0),
+            freed_bytes: AtomicU64::new(0),
+            frees: AtomicU64::new(0),
+        }
+    }
+}
+
+static COUNTERS: [Shard; SHARDS] = [const { Shard::new() }; SHARDS];
+static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+static LIVE_FOLDED: AtomicI64 = AtomicI64::new(0);
+static PEAK_FOLDED: AtomicI64 = AtomicI64::new(0);
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// The shard of the calling thread (`None`: thread-local storage is gone, use the shared fallback shard).
+fn shard(thread: Option<&ThreadState>) -> &'static Shard {
+    let Some(thread) = thread else { return &COUNTERS[0] };
+    let mut index = thread.shard.get();
+    if index == 0 {
+        index = NEXT_SHARD.fetch_add(1, Relaxed) % SHARDS + 1;
+        thread.shard.set(index);
+    }
+    &COUNTERS[index - 1]
+}
+
+/// Folds a live-byte change into the batched process live figure and its peak.
+fn track_live(thread: Option<&ThreadState>, delta: i64) {
+    let pending = match thread {
+        Some(thread) => {
+            let pending = thread.pending_live.get() + delta;
+            if pending.abs() < PEAK_BATCH {
+                thread.pending_live.set(pending);
+                return;
+            }
+            thread.pending_live.set(0);
+            pending
+        }
+        None => delta,
+    };
+    let live = LIVE_FOLDED.fetch_add(pending, Relaxed) + pending;
+    PEAK_FOLDED.fetch_max(live, Relaxed);
+}
+
+/// Counts one allocation of `size` bytes.
+pub(crate) fn on_alloc(thread: Option<&ThreadState>, size: usize) {
+    let shard = shard(thread);
+    shard.allocated_bytes.fetch_add(size as u64, Relaxed);
+    shard.allocations.fetch_add(1, Relaxed);
+    track_live(thread, size as i64);
+}
+
+/// Counts one free of `size` bytes.
+pub(crate) fn on_free(thread: Option<&ThreadState>, size: usize) {
+    let shard = shard(thread);
+    shard.freed_bytes.fetch_add(size as u64, Relaxed);
+    shard.frees.fetch_add(1, Relaxed);
+    track_live(thread, -(size as i64));
+}
+
+/// Counts a successful realloc from `old` to `new` bytes: the same block, so only bytes move.
+pub(crate) fn on_resize(thread: Option<&ThreadState>, old: usize, new: usize) {
+    let shard = shard(thread);
+    if new >= old {
+        shard.allocated_bytes.fetch_add((new - old) as u64, Relaxed);
+    } else {
+        shard.freed_bytes.fetch_add((old - new) as u64, Relaxed);
+    }
+    track_live(thread, new as i64 - old as i64);
+}
+
+/// Counts an event the profiler could not record (thread-local storage unavailable, a table full).
+pub(crate) fn on_dropped() {
+    DROPPED.fetch_add(1, Relaxed);
+}
+
+/// Exact heap figures of the whole process, as counted by the ying allocator.
+///
+/// Every field is exact except `peak_bytes`, whose precision is documented on the field. Allocations the profiler
+/// makes for itself are not counted. A `realloc` is one allocation: growing a block adds to `allocated_bytes`,
+/// shrinking it adds to `freed_bytes`, and neither changes `allocations` or `frees`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct HeapStats {
+    /// Bytes allocated since the process started (including growth by `realloc`).
+    pub allocated_bytes: u64,
+    /// Number of allocations (`alloc` and `alloc_zeroed` calls that succeeded).
+    pub allocations: u64,
+    /// Bytes freed since the process started (including shrinkage by `realloc`).
+    pub freed_bytes: u64,
+    /// Number of frees (`dealloc` calls).
+    pub frees: u64,
+    /// Bytes live now: `allocated_bytes - freed_bytes`.
+    pub live_bytes: u64,
+    /// Blocks live now: `allocations - frees`.
+    pub live_blocks: u64,
+    /// The largest `live_bytes` seen. To stay off a shared cache line, each thread folds its live-byte changes
+    /// into the process figure in batches of 64 KiB, so this is a lower bound of the true peak, short of it by
+    /// at most 64 KiB per thread that was allocating at the time (never above it, and never below the current
+    /// `live_bytes`). The peak of a [`measure`](crate::measure) scope is exact.
+    pub peak_bytes: u64,
+    /// Events the profiler could not record in its tables (for instance an allocation made while a thread's
+    /// local storage was being torn down). The exact counters above still include them.
+    pub dropped_events: u64,
+}
+
+/// Sums the shards into one consistent-enough snapshot (each counter is read once; concurrent activity may land
+/// between reads, never inside one).
+pub(crate) fn snapshot() -> HeapStats {
+    let mut stats = HeapStats::default();
+    for shard in &COUNTERS {
+        stats.allocated_bytes += shard.allocated_bytes.load(Relaxed);
+        stats.allocations += shard.allocations.load(Relaxed);
+        stats.freed_bytes += shard.freed_bytes.load(Relaxed);
+        stats.frees += shard.frees.load(Relaxed);
+    }
+    stats.live_bytes = stats.allocated_bytes.saturating_sub(stats.freed_bytes);
+    stats.live_blocks = stats.allocations.saturating_sub(stats.frees);
+    stats.peak_bytes = (PEAK_FOLDED.load(Relaxed).max(0) as u64).max(stats.live_bytes);
+    stats.dropped_events = DROPPED.load(Relaxed);
+    stats
+}

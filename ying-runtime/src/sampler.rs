@@ -1,0 +1,116 @@
+//! Poisson byte-interval sampling.
+//!
+//! Sample points fall on the stream of allocated bytes as a Poisson process with mean spacing `R` bytes. Each
+//! thread keeps a countdown to its next point, drawn from an exponential distribution with mean `R`; an allocation
+//! of `S` bytes is sampled when it crosses the countdown, which happens with probability `p = 1 - exp(-S/R)`.
+//! Because the exponential distribution is memoryless, a fresh countdown drawn after each hit is exact: one random
+//! draw per sample, no loop over the points a large allocation crosses. A sample then stands for `1/p` allocations
+//! and `S/p` bytes (the estimator Go's and jemalloc's heap profiles use), kept fractional until output.
+//! `R = 0` samples every allocation (`p = 1`).
+
+use crate::thread::ThreadState;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// The default mean sampling interval: 512 KiB, as jemalloc and Go.
+pub const DEFAULT_SAMPLE_INTERVAL: usize = 512 * 1024;
+
+/// Seeds for threads' random state; each thread takes the next one.
+static SEEDS: AtomicU64 = AtomicU64::new(0x853c_49e6_748f_ea9b);
+
+/// SplitMix64 finaliser: spreads a counter into a well-mixed 64-bit value.
+const fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A uniform draw in (0, 1] from the thread's xorshift64* state.
+fn uniform(thread: &ThreadState) -> f64 {
+    let mut x = thread.rng.get();
+    if x == 0 {
+        x = mix(SEEDS.fetch_add(0x9e37_79b9_7f4a_7c15, Relaxed)) | 1;
+    }
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    thread.rng.set(x);
+    let bits = x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11; // 53 random bits
+    (bits as f64 + 1.0) / (1u64 << 53) as f64
+}
+
+/// Draws the distance to the next sample point for mean interval `interval`.
+fn draw(thread: &ThreadState, interval: usize) -> i64 {
+    let distance = -uniform(thread).ln() * interval as f64;
+    // Rounded up: an allocation of S bytes is then sampled when ceil(X) <= S, that is X <= S, with probability
+    // exactly 1 - exp(-S/R) (rounding down would make it 1 - exp(-(S+1)/R), biased for small sizes). Capped well
+    // inside i64.
+    distance.ceil().clamp(1.0, (i64::MAX / 4) as f64) as i64
+}
+
+/// Advances the thread's countdown by `size` bytes and reports whether this allocation is sampled.
+#[inline]
+pub(crate) fn should_sample(thread: &ThreadState, size: usize, interval: usize) -> bool {
+    if interval == 0 {
+        return true;
+    }
+    if thread.interval.get() != interval {
+        // First allocation on this thread, or the interval changed: start a fresh countdown for it.
+        thread.interval.set(interval);
+        thread.countdown.set(draw(thread, interval));
+    }
+    let left = thread.countdown.get() - size as i64;
+    if left > 0 {
+        thread.countdown.set(left);
+        return false;
+    }
+    thread.countdown.set(draw(thread, interval));
+    true
+}
+
+/// The probability that an allocation of `size` bytes is sampled at mean interval `interval`.
+pub(crate) fn inclusion_probability(size: usize, interval: usize) -> f64 {
+    if interval == 0 {
+        return 1.0;
+    }
+    // 1 - exp(-x), computed without cancellation for small x.
+    -(-(size as f64) / interval as f64).exp_m1()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{inclusion_probability, should_sample};
+    use crate::thread::THREAD;
+
+    #[test]
+    fn sampling_rate_matches_inclusion_probability() {
+        THREAD.with(|thread| {
+            for (size, interval) in
+                [(1usize, 64usize), (16, 256), (64, 4096), (768, 1024), (4096, 1024), (100_000, 1 << 19)]
+            {
+                let draws = 200_000;
+                let hits = (0..draws).filter(|_| should_sample(thread, size, interval)).count();
+                let p = inclusion_probability(size, interval);
+                let expected = p * draws as f64;
+                // Binomial standard deviation; 5 sigma keeps this deterministic in practice.
+                let sigma = (expected * (1.0 - p)).sqrt();
+                assert!(
+                    (hits as f64 - expected).abs() <= 5.0 * sigma + 1.0,
+                    "size {size}, interval {interval}: {hits} hits, expected {expected:.0} ± {sigma:.0}"
+                );
+            }
+        });
+    }
+
+    #[test]
+    fn zero_interval_samples_everything() {
+        THREAD.with(|thread| assert!((0..1000).all(|_| should_sample(thread, 1, 0))));
+        assert_eq!(inclusion_probability(1, 0), 1.0);
+    }
+
+    #[test]
+    fn probability_is_exact_for_small_and_large_sizes() {
+        assert!((inclusion_probability(768, 1024) - (1.0 - (-0.75f64).exp())).abs() < 1e-15);
+        assert!((inclusion_probability(1, 1 << 30) - 1.0 / (1u64 << 30) as f64).abs() < 1e-18);
+        assert_eq!(inclusion_probability(1 << 40, 1024), 1.0);
+    }
+}

@@ -1,0 +1,307 @@
+//! Scopes: exact figures of what one piece of code did to the heap.
+//!
+//! A scope lives in one of [`SLOTS`] fixed slots of atomics, so opening, updating and closing one never allocates.
+//! Its id combines a generation with the slot index: blocks remember the id of the scope that owns them, and a free
+//! that arrives after the scope closed (or after the slot was reused) finds a different id and changes nothing.
+//! Updaters announce themselves in `users` before they check the id, and closing waits for them, so a closed
+//! scope's figures are final and a reused slot never receives a late update meant for its previous scope.
+
+use crate::thread::{THREAD, ThreadState};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+const SLOT_BITS: u32 = 8;
+const SLOTS: usize = 1 << SLOT_BITS;
+
+struct Slot {
+    claimed: AtomicBool,
+    id: AtomicU64,
+    users: AtomicU32,
+    allocated_bytes: AtomicU64,
+    allocations: AtomicU64,
+    freed_bytes: AtomicU64,
+    frees: AtomicU64,
+    live_bytes: AtomicI64,
+    live_blocks: AtomicI64,
+    peak_bytes: AtomicI64,
+}
+
+impl Slot {
+    const fn new() -> Self {
+        Self {
+            claimed: AtomicBool::new(false),
+            id: AtomicU64::new(0),
+            users: AtomicU32::new(0),
+            allocated_bytes: AtomicU64::new(0),
+            allocations: AtomicU64::new(0),
+            freed_bytes: AtomicU64::new(0),
+            frees: AtomicU64::new(0),
+            live_bytes: AtomicI64::new(0),
+            live_blocks: AtomicI64::new(0),
+            peak_bytes: AtomicI64::new(0),
+        }
+    }
+
+    fn add_live(&self, bytes: usize, blocks: i64) {
+        let live = self.live_bytes.fetch_add(bytes as i64, Ordering::Relaxed) + bytes as i64;
+        self.live_blocks.fetch_add(blocks, Ordering::Relaxed);
+        self.peak_bytes.fetch_max(live, Ordering::Relaxed);
+    }
+
+    fn sub_live(&self, bytes: usize, blocks: i64) {
+        self.live_bytes.fetch_sub(bytes as i64, Ordering::Relaxed);
+        self.live_blocks.fetch_sub(blocks, Ordering::Relaxed);
+    }
+}
+
+static SLOT_TABLE: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// The open process-attributed scope, if any: it receives every allocation not attributed to a thread's scope.
+static PROCESS_SCOPE: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `f` on the slot of scope `id` if that scope is still open; reports whether it was.
+#[inline]
+fn with_open(id: u64, f: impl FnOnce(&Slot)) -> bool {
+    let slot = &SLOT_TABLE[(id as usize) & (SLOTS - 1)];
+    slot.users.fetch_add(1, Ordering::SeqCst);
+    let open = slot.id.load(Ordering::SeqCst) == id;
+    if open {
+        f(slot);
+    }
+    slot.users.fetch_sub(1, Ordering::Release);
+    open
+}
+
+/// The scope the calling thread's heap activity is attributed to (0: none).
+#[inline]
+pub(crate) fn attributed(thread: &ThreadState) -> u64 {
+    match thread.scope.get() {
+        0 => PROCESS_SCOPE.load(Ordering::Relaxed),
+        id => id,
+    }
+}
+
+/// An allocation of `size` bytes made in scope `id`; reports whether the scope is open (and now owns the block).
+pub(crate) fn on_alloc(id: u64, size: usize) -> bool {
+    with_open(id, |slot| {
+        slot.allocated_bytes.fetch_add(size as u64, Ordering::Relaxed);
+        slot.allocations.fetch_add(1, Ordering::Relaxed);
+        slot.add_live(size, 1);
+    })
+}
+
+/// A free of `size` bytes made in scope `id`, of a block of any age or owner.
+pub(crate) fn on_free(id: u64, size: usize) {
+    with_open(id, |slot| {
+        slot.freed_bytes.fetch_add(size as u64, Ordering::Relaxed);
+        slot.frees.fetch_add(1, Ordering::Relaxed);
+    });
+}
+
+/// A realloc made in scope `id` from `old` to `new` bytes: growth counts as allocated, shrinkage as freed.
+pub(crate) fn on_resize(id: u64, old: usize, new: usize) {
+    with_open(id, |slot| {
+        if new >= old {
+            slot.allocated_bytes.fetch_add((new - old) as u64, Ordering::Relaxed);
+        } else {
+            slot.freed_bytes.fetch_add((old - new) as u64, Ordering::Relaxed);
+        }
+    });
+}
+
+/// Scope `id` now owns `bytes` more bytes of a live block (`block`: a whole new block); false if it has closed.
+pub(crate) fn own(id: u64, bytes: usize, block: bool) -> bool {
+    with_open(id, |slot| slot.add_live(bytes, i64::from(block)))
+}
+
+/// Scope `id` no longer owns `bytes` bytes (and, with `block`, one block) it owned.
+pub(crate) fn disown(id: u64, bytes: usize, block: bool) {
+    with_open(id, |slot| slot.sub_live(bytes, i64::from(block)));
+}
+
+/// Exact figures of what a scope did to the heap, as [`measure`](crate::measure) returns them.
+///
+/// The scope owns the blocks it allocated and the growth (by `realloc`) it gave to older blocks; frees from any
+/// thread reduce what it owns. `freed_bytes` and `frees` count the frees the scope itself made, of blocks of any
+/// age, so `allocated_bytes - freed_bytes` is the scope's net change of the live heap ("growth").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ScopeStats {
+    /// Bytes the scope owned that were still live when it closed.
+    pub retained_bytes: u64,
+    /// Blocks allocated in the scope that were still live when it closed.
+    pub retained_blocks: u64,
+    /// The largest number of bytes the scope owned at once while it was open (exact).
+    pub peak_bytes: u64,
+    /// Bytes allocated in the scope, including growth by `realloc`.
+    pub allocated_bytes: u64,
+    /// Allocation calls made in the scope (a `realloc` is not a new allocation).
+    pub allocations: u64,
+    /// Bytes the scope freed, whatever their age, including shrinkage by `realloc`.
+    pub freed_bytes: u64,
+    /// Free calls made in the scope, whatever the age of the block.
+    pub frees: u64,
+}
+
+impl ScopeStats {
+    /// The scope's net change of the live heap: `allocated_bytes - freed_bytes` (negative when it freed more
+    /// than it allocated).
+    pub fn growth(&self) -> i64 {
+        self.allocated_bytes as i64 - self.freed_bytes as i64
+    }
+}
+
+/// Which allocations a scope counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Attribution {
+    /// Allocations made on the scope's thread and on threads that entered it with [`Scope::enter`]. Right when
+    /// other work runs in the same process at the same time, as tests do under `cargo test`.
+    #[default]
+    Thread,
+    /// Every allocation in the process (except the profiler's own) that no thread-attributed scope claims. Right
+    /// when the code under test runs alone in its process and spreads work over threads it does not control.
+    /// One process-attributed scope can be open at a time.
+    Process,
+}
+
+/// An open scope; closes (and stops attributing) when dropped, so a panicking body never leaves it open.
+pub(crate) struct OpenScope {
+    id: u64,
+    attribution: Attribution,
+    previous_thread_scope: u64,
+}
+
+impl OpenScope {
+    /// Opens a scope. Panics when every slot is in use or, for [`Attribution::Process`], when a process scope is
+    /// already open.
+    pub(crate) fn open(attribution: Attribution) -> Self {
+        let index = SLOT_TABLE
+            .iter()
+            .position(|slot| slot.claimed.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok())
+            .unwrap_or_else(|| panic!("ying: more than {SLOTS} measured scopes are open at once"));
+        let slot = &SLOT_TABLE[index];
+        for counter in [&slot.allocated_bytes, &slot.allocations, &slot.freed_bytes, &slot.frees] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        for figure in [&slot.live_bytes, &slot.live_blocks, &slot.peak_bytes] {
+            figure.store(0, Ordering::Relaxed);
+        }
+        let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = (generation << SLOT_BITS) | index as u64;
+        if attribution == Attribution::Process
+            && PROCESS_SCOPE.compare_exchange(0, id, Ordering::SeqCst, Ordering::Relaxed).is_err()
+        {
+            slot.claimed.store(false, Ordering::Release);
+            panic!("ying: a process-attributed scope is already open; only one can be open at a time");
+        }
+        slot.id.store(id, Ordering::SeqCst);
+        let previous_thread_scope = match attribution {
+            Attribution::Thread => THREAD.try_with(|t| t.scope.replace(id)).unwrap_or(0),
+            Attribution::Process => 0,
+        };
+        Self { id, attribution, previous_thread_scope }
+    }
+
+    /// Closes the scope and returns its final figures.
+    pub(crate) fn close(self) -> ScopeStats {
+        self.finish()
+    }
+
+    fn finish(&self) -> ScopeStats {
+        match self.attribution {
+            Attribution::Thread => {
+                let previous = self.previous_thread_scope;
+                let _ = THREAD.try_with(|t| t.scope.set(previous));
+            }
+            Attribution::Process => {
+                let _ = PROCESS_SCOPE.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::Relaxed);
+            }
+        }
+        let slot = &SLOT_TABLE[(self.id as usize) & (SLOTS - 1)];
+        if slot.id.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+            return ScopeStats::default(); // already closed
+        }
+        while slot.users.load(Ordering::SeqCst) != 0 {
+            core::hint::spin_loop();
+        }
+        let stats = ScopeStats {
+            retained_bytes: slot.live_bytes.load(Ordering::Relaxed).max(0) as u64,
+            retained_blocks: slot.live_blocks.load(Ordering::Relaxed).max(0) as u64,
+            peak_bytes: slot.peak_bytes.load(Ordering::Relaxed).max(0) as u64,
+            allocated_bytes: slot.allocated_bytes.load(Ordering::Relaxed),
+            allocations: slot.allocations.load(Ordering::Relaxed),
+            freed_bytes: slot.freed_bytes.load(Ordering::Relaxed),
+            frees: slot.frees.load(Ordering::Relaxed),
+        };
+        slot.claimed.store(false, Ordering::Release);
+        stats
+    }
+}
+
+impl Drop for OpenScope {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// A handle on an open scope, to carry it into threads or tasks that the measured code spawns.
+///
+/// Under [`Attribution::Thread`] a scope counts only the allocations of its own thread. Work the measured code
+/// hands to another thread joins the scope when that thread enters it:
+///
+/// ```
+/// # #[global_allocator]
+/// # static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
+/// let ((), stats) = ying::measure(|| {
+///     let scope = ying::Scope::current();
+///     std::thread::spawn(move || {
+///         let _entered = scope.enter();
+///         Box::leak(Box::new([0u8; 100])); // counted by the scope
+///     })
+///     .join()
+///     .unwrap();
+/// });
+/// assert_eq!(stats.retained_bytes, 100);
+/// ```
+///
+/// A handle outliving its scope is harmless: entering a closed scope attributes nothing to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Scope {
+    id: u64,
+}
+
+impl Scope {
+    /// The scope the calling thread is in: the innermost [`measure`](crate::measure) on this thread, or the scope
+    /// this thread entered. When there is none, the handle is inert and entering it does nothing.
+    pub fn current() -> Self {
+        Self { id: THREAD.try_with(|t| t.scope.get()).unwrap_or(0) }
+    }
+
+    /// Whether this handle names a scope (open or since closed), rather than none.
+    pub fn is_some(&self) -> bool {
+        self.id != 0
+    }
+
+    /// Attributes the calling thread's allocations to this scope until the guard is dropped.
+    #[must_use = "the thread leaves the scope when the guard is dropped"]
+    pub fn enter(&self) -> EnterGuard {
+        let previous = THREAD.try_with(|t| t.scope.replace(self.id)).unwrap_or(0);
+        EnterGuard { previous, _not_send: core::marker::PhantomData }
+    }
+}
+
+/// Keeps the calling thread in a [`Scope`]; dropping it restores the thread's previous scope.
+#[derive(Debug)]
+pub struct EnterGuard {
+    previous: u64,
+    /// The guard changes the state of the thread that created it, so it must be dropped on that thread.
+    _not_send: core::marker::PhantomData<*const ()>,
+}
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        let previous = self.previous;
+        let _ = THREAD.try_with(|t| t.scope.set(previous));
+    }
+}

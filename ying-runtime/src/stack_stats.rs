@@ -1,0 +1,102 @@
+//! Per-stack estimates as the public API returns them: the samples aggregated per stack, symbolised on demand.
+
+use crate::histogram::LifetimeHistogram;
+use crate::symbolize::{Frame, symbolize};
+use crate::thread::as_profiler;
+use crate::{sampler, stacks, table};
+
+/// Estimated allocations of one stack, from the samples.
+///
+/// Every figure is an estimate (each sample stands for `1/p` allocations and `S/p` bytes, `p` its inclusion
+/// probability), kept fractional; round at display time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StackStats {
+    frames: Vec<Frame>,
+    retained_bytes: f64,
+    retained_objects: f64,
+    allocated_bytes: f64,
+    allocated_objects: f64,
+    lifetimes: LifetimeHistogram,
+}
+
+impl StackStats {
+    /// Estimated bytes allocated from this stack that are still live.
+    pub fn retained_bytes(&self) -> f64 {
+        self.retained_bytes
+    }
+
+    /// Estimated number of allocations from this stack that are still live.
+    pub fn retained_objects(&self) -> f64 {
+        self.retained_objects
+    }
+
+    /// Estimated bytes allocated from this stack since the process started (growth by realloc included).
+    pub fn allocated_bytes(&self) -> f64 {
+        self.allocated_bytes
+    }
+
+    /// Estimated number of allocations made from this stack since the process started.
+    pub fn allocated_objects(&self) -> f64 {
+        self.allocated_objects
+    }
+
+    /// The symbolised frames, from the allocation site outwards: inlined frames expanded, the profiler's own
+    /// frames and `<_ as Future>::poll` plumbing left out.
+    pub fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+
+    /// How long this stack's freed allocations lived.
+    pub fn lifetime_histogram(&self) -> &LifetimeHistogram {
+        &self.lifetimes
+    }
+}
+
+/// How [`top_k`] ranks stacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Order {
+    Retained,
+    Allocated,
+}
+
+/// The `k` largest stacks by `order`, symbolised. Runs as the profiler, so its allocations are in no figure.
+pub(crate) fn top_k(k: usize, order: Order) -> Vec<StackStats> {
+    as_profiler(|| {
+        // Live samples first: a sample's stack is interned before its entry is inserted, so every stack the live
+        // snapshot names is in the stack snapshot taken after it.
+        let live = table::sampled();
+        let records = stacks::snapshot();
+        let mut retained = vec![(0.0f64, 0.0f64); records.len()];
+        for sample in live {
+            let p = sampler::inclusion_probability(sample.size, sample.interval);
+            let (bytes, objects) = &mut retained[sample.stack as usize];
+            *bytes += sample.size as f64 / p;
+            *objects += 1.0 / p;
+        }
+        let mut ranked: Vec<(usize, f64)> = records
+            .iter()
+            .enumerate()
+            .map(|(i, (_, _, allocated_bytes, _))| match order {
+                Order::Retained => (i, retained[i].0),
+                Order::Allocated => (i, *allocated_bytes),
+            })
+            .filter(|&(_, key)| key > 0.0)
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(k);
+        ranked
+            .into_iter()
+            .map(|(i, _)| {
+                let (ips, allocated_objects, allocated_bytes, lifetimes) = &records[i];
+                StackStats {
+                    frames: symbolize(ips.as_slice()),
+                    retained_bytes: retained[i].0,
+                    retained_objects: retained[i].1,
+                    allocated_bytes: *allocated_bytes,
+                    allocated_objects: *allocated_objects,
+                    lifetimes: *lifetimes,
+                }
+            })
+            .collect()
+    })
+}

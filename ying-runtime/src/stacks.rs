@@ -1,0 +1,128 @@
+//! Stack capture on the hot path and the stack table that aggregates samples per stack.
+//!
+//! A sampled allocation captures its stack as raw instruction pointers only (no symbol lookup, no allocation) and
+//! interns it in the stack table, which also accumulates the per-stack allocation estimates and the lifetime
+//! histogram of freed samples. Symbols are resolved later, outside the allocator, by [`crate::symbolize`].
+
+use crate::histogram::LifetimeHistogram;
+use crate::raw::{RawSystem, RawVec};
+use crate::sync::SpinLock;
+use core::hash::Hasher;
+use std::hash::DefaultHasher;
+use std::time::Duration;
+
+/// Deepest stack kept, counted from the allocation site; deeper (outer) frames are cut.
+pub(crate) const MAX_FRAMES: usize = 64;
+
+/// A captured stack: instruction pointers, innermost first.
+#[derive(Clone, Copy)]
+pub(crate) struct Ips {
+    len: usize,
+    ips: [usize; MAX_FRAMES],
+}
+
+impl Ips {
+    pub(crate) fn as_slice(&self) -> &[usize] {
+        &self.ips[..self.len]
+    }
+
+    fn hash(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        for &ip in self.as_slice() {
+            hasher.write_usize(ip);
+        }
+        hasher.finish()
+    }
+}
+
+/// Captures the calling thread's stack without allocating or resolving symbols.
+#[inline(never)]
+pub(crate) fn capture() -> Ips {
+    let mut stack = Ips { len: 0, ips: [0; MAX_FRAMES] };
+    let mut push = |frame: &backtrace::Frame| {
+        stack.ips[stack.len] = frame.ip() as usize;
+        stack.len += 1;
+        stack.len < MAX_FRAMES
+    };
+    #[cfg(not(windows))]
+    // SAFETY: `trace_unsynchronized` is unsafe only because the unwinder may not be thread-safe on every platform;
+    // on the non-Windows targets it walks the stack with the system unwinder (`_Unwind_Backtrace`), which is safe to
+    // call concurrently, and the callback neither panics nor allocates.
+    unsafe {
+        backtrace::trace_unsynchronized(&mut push);
+    }
+    #[cfg(windows)]
+    backtrace::trace(&mut push);
+    stack
+}
+
+/// Aggregates of one stack.
+pub(crate) struct StackRecord {
+    pub(crate) ips: Ips,
+    /// Estimated allocations made from this stack (sum of `1/p`).
+    pub(crate) allocated_objects: f64,
+    /// Estimated bytes allocated from this stack (sum of `S/p`), including growth by realloc.
+    pub(crate) allocated_bytes: f64,
+    /// Lifetimes of the freed samples, weighted by the objects each stands for.
+    pub(crate) lifetimes: LifetimeHistogram,
+}
+
+struct StackTable {
+    index: hashbrown::HashTable<u32, RawSystem>,
+    records: RawVec<StackRecord>,
+}
+
+static STACKS: SpinLock<Option<StackTable>> = SpinLock::new(None);
+
+/// Interns `ips` and adds a sampled allocation event standing for `objects` allocations and `bytes` bytes; returns
+/// the stack index, or `None` when the table is full.
+pub(crate) fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<u32> {
+    let hash = ips.hash();
+    let mut table = STACKS.lock();
+    let table = table.get_or_insert_with(|| StackTable {
+        index: hashbrown::HashTable::new_in(RawSystem),
+        records: RawVec::new_in(RawSystem),
+    });
+    let records = &mut table.records;
+    let index = match table.index.find(hash, |&i| records[i as usize].ips.as_slice() == ips.as_slice()) {
+        Some(&index) => index,
+        None => {
+            let index = u32::try_from(records.len()).ok()?;
+            records.push(StackRecord {
+                ips: *ips,
+                allocated_objects: 0.0,
+                allocated_bytes: 0.0,
+                lifetimes: LifetimeHistogram::default(),
+            });
+            table.index.insert_unique(hash, index, |&i| records[i as usize].ips.hash());
+            index
+        }
+    };
+    let record = &mut records[index as usize];
+    record.allocated_objects += objects;
+    record.allocated_bytes += bytes;
+    Some(index)
+}
+
+/// Adds a sampled realloc growth of `bytes` bytes, taken with probability `p`, to stack `index`.
+pub(crate) fn record_growth(index: u32, bytes: usize, p: f64) {
+    if let Some(table) = STACKS.lock().as_mut() {
+        table.records[index as usize].allocated_bytes += bytes as f64 / p;
+    }
+}
+
+/// Records that a sample of stack `index` standing for `objects` allocations was freed after `lifetime`.
+pub(crate) fn record_free(index: u32, objects: f64, lifetime: Duration) {
+    if let Some(table) = STACKS.lock().as_mut() {
+        table.records[index as usize].lifetimes.add(lifetime, objects);
+    }
+}
+
+/// A copy of every stack's aggregates, taken under the lock into raw-system memory.
+pub(crate) fn snapshot() -> RawVec<(Ips, f64, f64, LifetimeHistogram)> {
+    let mut out = RawVec::new_in(RawSystem);
+    if let Some(table) = STACKS.lock().as_ref() {
+        out.extend(table.records.iter().map(|r| (r.ips, r.allocated_objects, r.allocated_bytes, r.lifetimes)));
+    }
+    out
+}

@@ -1,0 +1,204 @@
+//! Symbol resolution, outside the allocator: instruction pointers to demangled frames with inlined frames expanded,
+//! the profiler's own frames and async `poll` plumbing filtered.
+
+use crate::thread::as_profiler;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// One symbolised frame of an allocation stack.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Frame {
+    /// The demangled function name, without the hash suffix (`my_crate::cache::insert`).
+    pub function: String,
+    /// The source file, as recorded in the debug information.
+    pub file: Option<String>,
+    /// The line in `file`.
+    pub line: Option<u32>,
+}
+
+impl Frame {
+    /// A frame with the given function name and source location.
+    pub fn new(function: impl Into<String>, file: Option<String>, line: Option<u32>) -> Self {
+        Self { function: function.into(), file, line }
+    }
+}
+
+impl core::fmt::Display for Frame {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.function)?;
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, " at {file}:{line}"),
+            (Some(file), None) => write!(f, " at {file}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Resolved frames per instruction pointer, innermost (inlined) first. Resolution is slow, stacks share most of
+/// their pointers, and the profiler resolves the same stacks at every report.
+static CACHE: Mutex<Option<HashMap<usize, Arc<[Frame]>>>> = Mutex::new(None);
+
+/// Resolves one instruction pointer to its frames, inlined callees first.
+fn resolve_ip(ip: usize) -> Arc<[Frame]> {
+    let mut cache = CACHE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if let Some(frames) = cache.get(&ip) {
+        return Arc::clone(frames);
+    }
+    let mut frames = Vec::new();
+    // The return address points after the call; step back into the call instruction so the line is the call's.
+    backtrace::resolve(ip.saturating_sub(1) as *mut core::ffi::c_void, |symbol| {
+        let function = match symbol.name() {
+            Some(name) => format!("{name:#}"),
+            None => format!("{ip:#x}"),
+        };
+        let file = symbol.filename().map(|path| path.display().to_string());
+        frames.push(Frame { function, file, line: symbol.lineno() });
+    });
+    if frames.is_empty() {
+        frames.push(Frame { function: format!("{ip:#x}"), file: None, line: None });
+    }
+    let frames: Arc<[Frame]> = frames.into();
+    cache.insert(ip, Arc::clone(&frames));
+    frames
+}
+
+/// Where the profiler's own source lives, as debug information records it.
+const OWN_SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
+
+/// A frame of the profiler's own machinery between the allocating code and the stack capture: the profiler
+/// (whose inlined frames may carry short names only, so its source path tells), the unwinder, the thread-local
+/// access around the bookkeeping, and the allocator entry shims (`__rust_alloc`, `__rg_alloc`, ...).
+fn is_profiler_frame(frame: &Frame) -> bool {
+    const NAMES: &[&str] = &[
+        "ying::",
+        "<ying::",
+        "backtrace::",
+        "<backtrace::",
+        "std::thread::local::",
+        "<std::thread::local::",
+        "__rustc::",
+        "__rust_",
+        "__rg_",
+        "__rdl_",
+    ];
+    let name = frame.function.as_str();
+    NAMES.iter().any(|prefix| name.starts_with(prefix))
+        || frame.file.as_deref().is_some_and(|file| {
+            let file = file.replace('\\', "/");
+            file.starts_with(OWN_SOURCE)
+                || file.contains("/backtrace-0.3")
+                || file.ends_with("/std/src/thread/local.rs")
+        })
+}
+
+/// The standard library's allocation plumbing between user code and the allocator entry.
+fn is_allocation_plumbing(frame: &Frame) -> bool {
+    const NAMES: &[&str] = &["alloc::alloc::", "<alloc::alloc::Global", "core::alloc::", "std::alloc::"];
+    const FILES: &[&str] = &["/alloc/src/alloc.rs", "/std/src/alloc.rs", "/core/src/alloc/global.rs"];
+    NAMES.iter().any(|prefix| frame.function.starts_with(prefix))
+        || frame
+            .file
+            .as_deref()
+            .is_some_and(|file| FILES.iter().any(|suffix| file.replace('\\', "/").ends_with(suffix)))
+}
+
+/// Drops the frames above the allocating code: the run of the profiler's own frames every captured stack starts
+/// with (up to and including the allocator entry), then the standard library's allocation plumbing. Frames of
+/// the profiler further out (`ying::measure` around a measured body) are the caller's context and stay.
+fn strip_allocator_frames(frames: &mut Vec<Frame>) {
+    let own = frames.iter().position(|frame| !is_profiler_frame(frame)).unwrap_or(frames.len());
+    if own == 0 {
+        return;
+    }
+    let plumbing = frames[own..].iter().position(|frame| !is_allocation_plumbing(frame)).unwrap_or(frames.len() - own);
+    frames.drain(..own + plumbing);
+}
+
+/// `<F as core::future::Future>::poll` and similar: plumbing between the async functions that matter.
+fn is_poll_frame(function: &str) -> bool {
+    function.starts_with('<') && function.ends_with(">::poll")
+}
+
+/// Symbolises a captured stack: inlined frames expanded, the frames above the allocating code dropped, `poll`
+/// plumbing dropped.
+pub(crate) fn symbolize(ips: &[usize]) -> Vec<Frame> {
+    as_profiler(|| {
+        let mut frames: Vec<Frame> = Vec::new();
+        for &ip in ips {
+            frames.extend(resolve_ip(ip).iter().cloned());
+        }
+        strip_allocator_frames(&mut frames);
+        frames.retain(|frame| !is_poll_frame(&frame.function));
+        frames
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Frame, is_poll_frame, strip_allocator_frames};
+
+    fn names(functions: &[&str]) -> Vec<Frame> {
+        functions.iter().map(|&function| Frame::new(function, None, None)).collect()
+    }
+
+    #[test]
+    fn frames_above_the_allocating_code_are_dropped() {
+        let mut frames = names(&[
+            "backtrace::backtrace::libunwind::trace",
+            "ying::stacks::capture",
+            "std::thread::local::LocalKey<T>::try_with",
+            "ying::allocator::YingProfiler<A>::on_alloc",
+            "<ying::allocator::YingProfiler<A> as core::alloc::global::GlobalAlloc>::alloc",
+            "__rustc::__rust_alloc",
+            "alloc::alloc::alloc",
+            "<alloc::alloc::Global>::alloc_impl",
+            "<alloc::alloc::Global as core::alloc::Allocator>::allocate",
+            "alloc::boxed::Box<T>::new",
+            "app::cache::insert",
+            "ying::measure::measure_with",
+            "app::main",
+        ]);
+        strip_allocator_frames(&mut frames);
+        let kept: Vec<_> = frames.iter().map(|f| f.function.as_str()).collect();
+        assert_eq!(
+            kept,
+            ["alloc::boxed::Box<T>::new", "app::cache::insert", "ying::measure::measure_with", "app::main"]
+        );
+    }
+
+    #[test]
+    fn short_inlined_names_are_recognised_by_their_source() {
+        let own = |name: &str, file: &str| Frame::new(name, Some(format!("{}{file}", super::OWN_SOURCE)), Some(1));
+        let std = |name: &str, file: &str| Frame::new(name, Some(format!("/rustc/0/library/{file}")), Some(1));
+        let mut frames = vec![
+            Frame::new("trace", Some("/registry/backtrace-0.3.77/src/backtrace/libunwind.rs".into()), Some(117)),
+            own("capture", "stacks.rs"),
+            own("{closure#0}<std::alloc::System>", "allocator.rs"),
+            std("try_with<ying::thread::ThreadState>", "std/src/thread/local.rs"),
+            own("alloc<std::alloc::System>", "allocator.rs"),
+            std("alloc_impl", "alloc/src/alloc.rs"),
+            std("try_allocate_in<alloc::alloc::Global>", "alloc/src/raw_vec/mod.rs"),
+            Frame::new("remember", Some("/app/src/main.rs".into()), Some(38)),
+            own("measure_with<()>", "measure.rs"),
+        ];
+        strip_allocator_frames(&mut frames);
+        let kept: Vec<_> = frames.iter().map(|f| f.function.as_str()).collect();
+        assert_eq!(kept, ["try_allocate_in<alloc::alloc::Global>", "remember", "measure_with<()>"]);
+    }
+
+    #[test]
+    fn a_stack_without_an_allocator_entry_is_kept_whole() {
+        let mut frames = names(&["app::a", "app::b"]);
+        strip_allocator_frames(&mut frames);
+        assert_eq!(frames.len(), 2);
+    }
+
+    #[test]
+    fn poll_plumbing_is_recognised() {
+        assert!(is_poll_frame("<core::future::from_generator::GenFuture<T> as core::future::future::Future>::poll"));
+        assert!(!is_poll_frame("my_app::poll_queue"));
+        assert!(!is_poll_frame("my_app::handler::{{closure}}"));
+    }
+}

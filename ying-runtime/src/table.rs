@@ -1,0 +1,156 @@
+//! The live table: every block the profiler must recognise when it is freed or reallocated.
+//!
+//! A block has an entry when it was sampled, when a scope owns (part of) it, or when the profiler allocated it for
+//! itself. Most blocks have none, so every free first asks a counting filter, which answers "certainly absent" for
+//! them with one read of a mostly read-only cache line; only possible members lock a shard and probe. The shards are
+//! spin-locked hash maps whose memory comes from the system allocator directly ([`RawSystem`]).
+
+use crate::raw::{RawSystem, RawVec};
+use crate::sync::SpinLock;
+use core::hash::{BuildHasherDefault, Hasher};
+use core::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+/// What the profiler remembers of a sampled block.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sample {
+    /// Index of the allocating stack in the stack table.
+    pub(crate) stack: u32,
+    /// The sampling interval in force when it was sampled.
+    pub(crate) interval: usize,
+    /// When it was allocated (for the lifetime histogram).
+    pub(crate) born: Instant,
+}
+
+/// What the profiler remembers of a live block.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entry {
+    /// Current size in bytes.
+    pub(crate) size: usize,
+    /// The scope that owns bytes of this block (0: none).
+    pub(crate) scope: u64,
+    /// How many of its bytes that scope caused (all of them for a block allocated in it; the growth for an older
+    /// block a scope enlarged).
+    pub(crate) owned: usize,
+    /// Present when the block was sampled.
+    pub(crate) sample: Option<Sample>,
+    /// The block was allocated in that scope (it counts among the scope's retained blocks), rather than only grown.
+    pub(crate) owns_block: bool,
+    /// The profiler allocated this block for itself: it is in no figure.
+    pub(crate) internal: bool,
+}
+
+impl Entry {
+    /// An entry for a block of `size` bytes that records nothing yet.
+    pub(crate) const fn untracked(size: usize) -> Self {
+        Self { size, scope: 0, owned: 0, sample: None, owns_block: false, internal: false }
+    }
+
+    /// An entry for a block the profiler allocated for itself.
+    pub(crate) const fn internal(size: usize) -> Self {
+        Self { size, scope: 0, owned: 0, sample: None, owns_block: false, internal: true }
+    }
+}
+
+const SHARD_BITS: u32 = 6;
+const SHARDS: usize = 1 << SHARD_BITS;
+const FILTER_BITS: u32 = 16;
+
+/// Hashes pointers for the shard maps (a different mix than [`spread`], so keys in one shard stay well spread).
+#[derive(Default)]
+struct PtrHasher(u64);
+
+impl Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        let z = (value as u64 ^ 0x2545_f491_4f6c_dd1d).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = z ^ (z >> 29);
+    }
+}
+
+type Map = hashbrown::HashMap<usize, Entry, BuildHasherDefault<PtrHasher>, RawSystem>;
+
+static SHARD_MAPS: [SpinLock<Option<Map>>; SHARDS] = [const { SpinLock::new(None) }; SHARDS];
+/// Counting filter: how many entries hash to each slot. Zero means no entry for any pointer of that slot.
+static FILTER: [AtomicU32; 1 << FILTER_BITS] = [const { AtomicU32::new(0) }; 1 << FILTER_BITS];
+
+/// Spreads a pointer into (shard, filter slot).
+#[inline]
+fn spread(ptr: usize) -> (usize, usize) {
+    let mut z = (ptr as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z ^= z >> 32;
+    let shard = (z >> (64 - SHARD_BITS)) as usize;
+    let slot = (z as usize) & ((1 << FILTER_BITS) - 1);
+    (shard, slot)
+}
+
+/// Records `entry` for `ptr`, replacing any stale entry for the same address.
+pub(crate) fn insert(ptr: usize, entry: Entry) {
+    let (shard, slot) = spread(ptr);
+    let mut map = SHARD_MAPS[shard].lock();
+    let map = map.get_or_insert_with(|| Map::with_hasher_in(BuildHasherDefault::default(), RawSystem));
+    if map.insert(ptr, entry).is_none() {
+        // Raised while the shard is locked, before the pointer is handed to anyone: a free of `ptr` can only come
+        // after the allocation returned, so it always sees the count.
+        FILTER[slot].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Removes and returns the entry for `ptr`, if it has one.
+#[inline]
+pub(crate) fn remove(ptr: usize) -> Option<Entry> {
+    let (shard, slot) = spread(ptr);
+    if FILTER[slot].load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let mut map = SHARD_MAPS[shard].lock();
+    let entry = map.as_mut()?.remove(&ptr)?;
+    FILTER[slot].fetch_sub(1, Ordering::Relaxed);
+    Some(entry)
+}
+
+/// One sampled live block, as [`sampled`] returns it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LiveSample {
+    pub(crate) stack: u32,
+    pub(crate) size: usize,
+    pub(crate) interval: usize,
+}
+
+/// A copy of every sampled live block, taken shard by shard. Only raw-system memory is used while a shard is
+/// locked, so this never re-enters the allocator under a lock.
+pub(crate) fn sampled() -> RawVec<LiveSample> {
+    let mut out = RawVec::new_in(RawSystem);
+    for shard in &SHARD_MAPS {
+        let map = shard.lock();
+        let Some(map) = map.as_ref() else { continue };
+        out.extend(map.values().filter(|entry| !entry.internal).filter_map(|entry| {
+            let sample = entry.sample?;
+            Some(LiveSample { stack: sample.stack, size: entry.size, interval: sample.interval })
+        }));
+    }
+    out
+}
+
+/// Counts of entries by kind: (sampled, owned by a scope, internal). For tests and diagnostics.
+pub(crate) fn census() -> (usize, usize, usize) {
+    let (mut sampled, mut owned, mut internal) = (0, 0, 0);
+    for shard in &SHARD_MAPS {
+        let map = shard.lock();
+        for entry in map.iter().flat_map(|map| map.values()) {
+            sampled += usize::from(entry.sample.is_some());
+            owned += usize::from(entry.scope != 0);
+            internal += usize::from(entry.internal);
+        }
+    }
+    (sampled, owned, internal)
+}

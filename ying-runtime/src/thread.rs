@@ -1,0 +1,60 @@
+//! The per-thread state the allocator keeps: re-entrancy guard, sampler countdown, counter shard and scope.
+//!
+//! Everything here is a `const`-initialised thread-local made only of `Cell`s of plain integers: no lazy
+//! initialisation (which could allocate inside `alloc`) and no `Drop` (so no destructor is registered, which could
+//! also allocate, and the state stays readable while the thread tears down). Access goes through
+//! [`LocalKey::try_with`](std::thread::LocalKey::try_with); when that fails the event is counted as dropped.
+
+use core::cell::Cell;
+
+/// The state of one thread.
+pub(crate) struct ThreadState {
+    /// Set while the profiler itself runs on this thread; allocations made then are the profiler's own.
+    pub(crate) busy: Cell<bool>,
+    /// Bytes left until the next sample point (Poisson countdown).
+    pub(crate) countdown: Cell<i64>,
+    /// The sampling interval the countdown was drawn for; a change of interval redraws it.
+    pub(crate) interval: Cell<usize>,
+    /// Random state for the countdown draws (xorshift64*); 0 until seeded.
+    pub(crate) rng: Cell<u64>,
+    /// Index + 1 of this thread's counter shard; 0 until assigned.
+    pub(crate) shard: Cell<usize>,
+    /// Live-byte changes not yet folded into the process peak (see `counters`).
+    pub(crate) pending_live: Cell<i64>,
+    /// The scope this thread's allocations are attributed to; 0 for none.
+    pub(crate) scope: Cell<u64>,
+}
+
+impl ThreadState {
+    const fn new() -> Self {
+        Self {
+            busy: Cell::new(false),
+            countdown: Cell::new(0),
+            interval: Cell::new(usize::MAX),
+            rng: Cell::new(0),
+            shard: Cell::new(0),
+            pending_live: Cell::new(0),
+            scope: Cell::new(0),
+        }
+    }
+}
+
+std::thread_local! {
+    pub(crate) static THREAD: ThreadState = const { ThreadState::new() };
+}
+
+/// Runs `f` with the profiler marked busy on this thread, so that allocations `f` makes through the global
+/// allocator are recorded as the profiler's own and excluded from every figure. Nested use is fine.
+pub(crate) fn as_profiler<R>(f: impl FnOnce() -> R) -> R {
+    /// Restores the flag even when `f` unwinds.
+    struct Restore(Option<bool>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(was_busy) = self.0 {
+                let _ = THREAD.try_with(|t| t.busy.set(was_busy));
+            }
+        }
+    }
+    let _restore = Restore(THREAD.try_with(|t| t.busy.replace(true)).ok());
+    f()
+}

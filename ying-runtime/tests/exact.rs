@@ -1,0 +1,217 @@
+//! Exact scope figures: forgotten blocks, peak, realloc, older blocks, cross-thread frees, isolation from other
+//! threads, and the profiler's own allocations kept out.
+
+use std::hint::black_box;
+use std::sync::mpsc;
+
+#[global_allocator]
+static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
+
+#[test]
+fn forgotten_vec_is_retained_exactly() {
+    let ((), stats) = ying::measure(|| std::mem::forget(black_box(Vec::<u8>::with_capacity(1000))));
+    assert_eq!(stats.retained_bytes, 1000);
+    assert_eq!(stats.retained_blocks, 1);
+    assert_eq!(stats.allocations, 1);
+    assert_eq!(stats.allocated_bytes, 1000);
+    assert_eq!(stats.frees, 0);
+}
+
+#[test]
+fn freed_memory_is_not_retained() {
+    let ((), stats) = ying::measure(|| drop(black_box(vec![7u8; 4096])));
+    assert_eq!(stats.retained_bytes, 0);
+    assert_eq!(stats.retained_blocks, 0);
+    assert_eq!(stats.allocations, 1);
+    assert_eq!((stats.frees, stats.freed_bytes), (1, 4096));
+    assert_eq!(stats.growth(), 0);
+}
+
+#[test]
+fn peak_is_the_true_maximum_of_live_bytes() {
+    let ((), stats) = ying::measure(|| {
+        let a = black_box(Vec::<u8>::with_capacity(3000));
+        let b = black_box(Vec::<u8>::with_capacity(5000));
+        drop(a);
+        let c = black_box(Vec::<u8>::with_capacity(2000));
+        drop((b, c));
+        let d = black_box(Vec::<u8>::with_capacity(7999));
+        drop(d);
+    });
+    assert_eq!(stats.peak_bytes, 8000);
+    assert_eq!(stats.retained_bytes, 0);
+    assert_eq!(stats.allocations, 4);
+}
+
+#[test]
+fn realloc_is_one_allocation_whose_size_changes() {
+    let ((), stats) = ying::measure(|| {
+        let mut v = black_box(Vec::<u8>::with_capacity(10));
+        v.reserve_exact(1000);
+        v.reserve_exact(5000);
+        v.shrink_to(2000);
+        std::mem::forget(v);
+    });
+    assert_eq!(stats.allocations, 1);
+    assert_eq!(stats.retained_blocks, 1);
+    assert_eq!(stats.retained_bytes, 2000);
+    assert_eq!(stats.allocated_bytes, 5000);
+    assert_eq!(stats.freed_bytes, 3000);
+    assert_eq!(stats.frees, 0);
+    assert_eq!(stats.peak_bytes, 5000);
+}
+
+#[test]
+fn alloc_zeroed_counts_like_alloc() {
+    let (v, stats) = ying::measure(|| black_box(vec![0u8; 1000]));
+    assert_eq!((stats.allocations, stats.allocated_bytes, stats.retained_bytes), (1, 1000, 1000));
+    drop(v);
+}
+
+#[test]
+fn an_older_block_freed_inside_changes_nothing_it_owns() {
+    let older = black_box(vec![1u8; 1500]);
+    let ((), stats) = ying::measure(move || drop(older));
+    assert_eq!(stats.retained_bytes, 0);
+    assert_eq!(stats.peak_bytes, 0);
+    assert_eq!(stats.allocations, 0);
+    // The free itself is the scope's: its net change of the live heap is negative.
+    assert_eq!((stats.frees, stats.freed_bytes), (1, 1500));
+    assert_eq!(stats.growth(), -1500);
+}
+
+#[test]
+fn growth_of_an_older_block_is_owned_by_the_scope() {
+    let mut older = black_box(Vec::<u8>::with_capacity(100));
+    let ((), stats) = ying::measure(|| older.reserve_exact(300));
+    assert_eq!(older.capacity(), 300);
+    assert_eq!(stats.retained_bytes, 200);
+    assert_eq!(stats.retained_blocks, 0);
+    assert_eq!(stats.allocations, 0);
+    assert_eq!(stats.allocated_bytes, 200);
+    drop(older);
+}
+
+#[test]
+fn a_free_on_another_thread_reduces_the_owner() {
+    let (to_freer, freer_inbox) = mpsc::channel::<Vec<u8>>();
+    let (done, wait_done) = mpsc::channel::<()>();
+    let freer = std::thread::spawn(move || {
+        for block in freer_inbox {
+            drop(block);
+            done.send(()).unwrap();
+        }
+    });
+    // Warm both channels up: their first message allocates the channel's slot block.
+    to_freer.send(Vec::new()).unwrap();
+    wait_done.recv().unwrap();
+    let ((), stats) = ying::measure(|| {
+        let kept = black_box(vec![3u8; 640]);
+        to_freer.send(black_box(vec![2u8; 2048])).unwrap();
+        wait_done.recv().unwrap();
+        std::mem::forget(kept);
+    });
+    drop(to_freer);
+    freer.join().unwrap();
+    assert_eq!(stats.retained_bytes, 640);
+    assert_eq!(stats.retained_blocks, 1);
+    assert_eq!(stats.peak_bytes, 640 + 2048);
+    // The free happened on a thread outside the scope: it is not one of the scope's frees.
+    assert_eq!(stats.frees, 0);
+}
+
+#[test]
+fn a_block_freed_after_the_scope_closed_changes_nothing() {
+    let (kept, stats) = ying::measure(|| black_box(vec![5u8; 300]));
+    let ((), later) = ying::measure(|| drop(black_box(Box::new(1u32))));
+    drop(kept);
+    assert_eq!(stats.retained_bytes, 300);
+    assert_eq!(later.retained_bytes, 0);
+}
+
+#[test]
+fn other_threads_never_pollute_a_scope() {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let noisy: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut leaked = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    drop(black_box(vec![0u8; 10_000]));
+                    Box::leak(black_box(Box::new([1u8; 64])));
+                    leaked += 1;
+                }
+                leaked
+            })
+        })
+        .collect();
+    for _ in 0..50 {
+        let ((), stats) = ying::measure(|| {
+            std::mem::forget(black_box(Vec::<u8>::with_capacity(123)));
+            for _ in 0..100 {
+                drop(black_box(vec![0u8; 512]));
+            }
+        });
+        assert_eq!(stats.retained_bytes, 123);
+        assert_eq!(stats.allocations, 101);
+        assert_eq!(stats.peak_bytes, 123 + 512);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let leaked: usize = noisy.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(leaked > 0, "the noisy threads never ran");
+}
+
+#[test]
+fn a_spawned_thread_joins_the_scope_through_its_handle() {
+    let ((), stats) = ying::measure(|| {
+        let scope = ying::Scope::current();
+        assert!(scope.is_some());
+        std::thread::spawn(move || {
+            let _entered = scope.enter();
+            Box::leak(black_box(Box::new([0u8; 100])));
+        })
+        .join()
+        .unwrap();
+        // Without entering, a thread's allocations are its own.
+        std::thread::spawn(|| Box::leak(black_box(Box::new([0u8; 50])))).join().unwrap();
+    });
+    assert_eq!(stats.retained_bytes, 100);
+    assert_eq!(stats.retained_blocks, 1);
+}
+
+#[test]
+fn the_profilers_own_allocations_are_not_counted() {
+    let (stacks, stats) = ying::measure(|| ALLOC.top_k_stacks_by_allocated(1000));
+    assert!(!stacks.is_empty());
+    assert_eq!(stats.allocations, 0, "{stats:?}");
+    assert_eq!(stats.retained_bytes, 0);
+}
+
+#[test]
+fn nested_scopes_attribute_to_the_innermost() {
+    let ((first, second, _kept), outer) = ying::measure(|| {
+        let kept = black_box(vec![0u8; 10]);
+        let first = ying::measure(|| std::mem::forget(black_box(vec![0u8; 20]))).1;
+        let second = ying::measure(|| std::mem::forget(black_box(vec![0u8; 30]))).1;
+        (first, second, kept)
+    });
+    assert_eq!(first.retained_bytes, 20);
+    assert_eq!(second.retained_bytes, 30);
+    assert_eq!(outer.retained_bytes, 10);
+}
+
+#[test]
+fn a_panicking_body_closes_its_scope() {
+    let result = std::panic::catch_unwind(|| ying::measure(|| panic!("boom")));
+    assert!(result.is_err());
+    assert!(!ying::Scope::current().is_some());
+}
+
+#[test]
+fn scope_stats_round_trip_through_json() {
+    let ((), stats) = ying::measure(|| std::mem::forget(black_box(vec![1u8; 42])));
+    let json = serde_json::to_string(&stats).unwrap();
+    assert!(json.contains("\"retained_bytes\":42"), "{json}");
+    assert_eq!(serde_json::from_str::<ying::ScopeStats>(&json).unwrap(), stats);
+}
