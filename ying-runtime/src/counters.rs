@@ -1,9 +1,11 @@
 //! Exact process-wide figures, kept off any single shared cache line.
 //!
-//! Each thread writes to one of [`SHARDS`] cache-line-aligned counter blocks (threads are spread over them round
-//! robin), and [`snapshot`] sums the shards on read. A counting allocator that bumps one global atomic per
-//! allocation makes every core fight over that line; here two threads never share one until there are more
-//! threads than shards.
+//! Each of the first [`OWNED_SHARDS`] threads that allocate gets a cache-line-aligned counter block of its own, and
+//! [`snapshot`] sums the blocks on read. With one writer per block, an update is a plain load and store, not a
+//! locked read-modify-write, and no two threads ever write the same cache line (a counting allocator that bumps
+//! one global atomic per allocation makes every core fight over that line). A block stays with its thread for the
+//! life of the process (its counts are still summed after the thread exits, there being no destructor to hand it
+//! back); threads beyond the first [`OWNED_SHARDS`] share [`SHARED_SHARDS`] blocks with atomic adds.
 //!
 //! The process peak needs a global maximum of a global sum. Rather than a shared atomic per allocation, each thread
 //! batches its live-byte changes and folds them into a global live figure (and its maximum) once they reach
@@ -13,8 +15,10 @@
 use crate::thread::ThreadState;
 use core::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-/// Number of counter shards.
-const SHARDS: usize = 64;
+/// Counter blocks owned by one thread each.
+const OWNED_SHARDS: usize = 256;
+/// Counter blocks shared, with atomic adds, by the threads that came after the owned blocks ran out.
+const SHARED_SHARDS: usize = 16;
 
 /// Live-byte change a thread accumulates before it updates the process peak.
 pub(crate) const PEAK_BATCH: i64 = 64 * 1024;
@@ -38,21 +42,37 @@ impl Shard {
     }
 }
 
-static COUNTERS: [Shard; SHARDS] = [const { Shard::new() }; SHARDS];
+static OWNED: [Shard; OWNED_SHARDS] = [const { Shard::new() }; OWNED_SHARDS];
+static SHARED: [Shard; SHARED_SHARDS] = [const { Shard::new() }; SHARED_SHARDS];
 static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
 static LIVE_FOLDED: AtomicI64 = AtomicI64::new(0);
 static PEAK_FOLDED: AtomicI64 = AtomicI64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
-/// The shard of the calling thread (`None`: thread-local storage is gone, use the shared fallback shard).
-fn shard(thread: Option<&ThreadState>) -> &'static Shard {
-    let Some(thread) = thread else { return &COUNTERS[0] };
+/// The counter block of the calling thread, and whether the thread is its only writer. `None` (thread-local
+/// storage gone) uses a shared block.
+#[inline]
+fn shard(thread: Option<&ThreadState>) -> (&'static Shard, bool) {
+    let Some(thread) = thread else { return (&SHARED[0], false) };
     let mut index = thread.shard.get();
     if index == 0 {
-        index = NEXT_SHARD.fetch_add(1, Relaxed) % SHARDS + 1;
+        index = NEXT_SHARD.fetch_add(1, Relaxed) + 1;
         thread.shard.set(index);
     }
-    &COUNTERS[index - 1]
+    match OWNED.get(index - 1) {
+        Some(owned) => (owned, true),
+        None => (&SHARED[index % SHARED_SHARDS], false),
+    }
+}
+
+/// Adds `value` to `counter`: a plain load and store for the block's only writer, an atomic add otherwise.
+#[inline]
+fn add(counter: &AtomicU64, value: u64, exclusive: bool) {
+    if exclusive {
+        counter.store(counter.load(Relaxed).wrapping_add(value), Relaxed);
+    } else {
+        counter.fetch_add(value, Relaxed);
+    }
 }
 
 /// Folds a live-byte change into the batched process live figure and its peak.
@@ -74,28 +94,30 @@ fn track_live(thread: Option<&ThreadState>, delta: i64) {
 }
 
 /// Counts one allocation of `size` bytes.
+#[inline]
 pub(crate) fn on_alloc(thread: Option<&ThreadState>, size: usize) {
-    let shard = shard(thread);
-    shard.allocated_bytes.fetch_add(size as u64, Relaxed);
-    shard.allocations.fetch_add(1, Relaxed);
+    let (shard, exclusive) = shard(thread);
+    add(&shard.allocated_bytes, size as u64, exclusive);
+    add(&shard.allocations, 1, exclusive);
     track_live(thread, size as i64);
 }
 
 /// Counts one free of `size` bytes.
+#[inline]
 pub(crate) fn on_free(thread: Option<&ThreadState>, size: usize) {
-    let shard = shard(thread);
-    shard.freed_bytes.fetch_add(size as u64, Relaxed);
-    shard.frees.fetch_add(1, Relaxed);
+    let (shard, exclusive) = shard(thread);
+    add(&shard.freed_bytes, size as u64, exclusive);
+    add(&shard.frees, 1, exclusive);
     track_live(thread, -(size as i64));
 }
 
 /// Counts a successful realloc from `old` to `new` bytes: the same block, so only bytes move.
 pub(crate) fn on_resize(thread: Option<&ThreadState>, old: usize, new: usize) {
-    let shard = shard(thread);
+    let (shard, exclusive) = shard(thread);
     if new >= old {
-        shard.allocated_bytes.fetch_add((new - old) as u64, Relaxed);
+        add(&shard.allocated_bytes, (new - old) as u64, exclusive);
     } else {
-        shard.freed_bytes.fetch_add((old - new) as u64, Relaxed);
+        add(&shard.freed_bytes, (old - new) as u64, exclusive);
     }
     track_live(thread, new as i64 - old as i64);
 }
@@ -139,7 +161,7 @@ pub struct HeapStats {
 /// between reads, never inside one).
 pub(crate) fn snapshot() -> HeapStats {
     let mut stats = HeapStats::default();
-    for shard in &COUNTERS {
+    for shard in OWNED.iter().chain(&SHARED) {
         stats.allocated_bytes += shard.allocated_bytes.load(Relaxed);
         stats.allocations += shard.allocations.load(Relaxed);
         stats.freed_bytes += shard.freed_bytes.load(Relaxed);

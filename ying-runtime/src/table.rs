@@ -54,7 +54,9 @@ impl Entry {
 
 const SHARD_BITS: u32 = 6;
 const SHARDS: usize = 1 << SHARD_BITS;
-const FILTER_BITS: u32 = 16;
+/// 16 Ki counters (64 KiB): small enough to stay in cache, sparse enough for the few hundred sampled blocks a
+/// heap of a few hundred MiB holds at the default interval.
+const FILTER_BITS: u32 = 14;
 
 /// Hashes pointers for the shard maps (a different mix than [`spread`], so keys in one shard stay well spread).
 #[derive(Default)]

@@ -61,6 +61,17 @@ fn threads_sum_into_the_process_figures() {
     assert_eq!((live_bytes, live_blocks), (10_000, 4));
 }
 
+fn threads_beyond_the_owned_counter_blocks_are_counted_too() {
+    // More threads than there are counter blocks of their own: the later ones share blocks, still exactly.
+    let before = ALLOC.stats();
+    for _ in 0..300 {
+        std::thread::spawn(|| Box::leak(black_box(Box::new([0u8; 10])))).join().unwrap();
+    }
+    let after = ALLOC.stats();
+    let [_, _, _, _, live_bytes, live_blocks] = delta(&before, &after);
+    assert_eq!((live_bytes, live_blocks), (3000, 300));
+}
+
 fn the_peak_is_within_its_documented_precision() {
     let before = ALLOC.stats();
     // Small blocks on one thread: the peak folds in 64 KiB batches.
@@ -101,12 +112,16 @@ fn thread_teardown_is_counted_without_a_crash() {
 }
 
 fn main() {
-    let checks: [(&str, fn()); 6] = [
+    let checks: [(&str, fn()); 7] = [
         ("thread_teardown_is_counted_without_a_crash", thread_teardown_is_counted_without_a_crash),
         ("allocation_and_free_are_counted_exactly", allocation_and_free_are_counted_exactly),
         ("realloc_moves_bytes_not_blocks", realloc_moves_bytes_not_blocks),
         ("alloc_zeroed_is_an_allocation", alloc_zeroed_is_an_allocation),
         ("threads_sum_into_the_process_figures", threads_sum_into_the_process_figures),
+        (
+            "threads_beyond_the_owned_counter_blocks_are_counted_too",
+            threads_beyond_the_owned_counter_blocks_are_counted_too,
+        ),
         ("the_peak_is_within_its_documented_precision", the_peak_is_within_its_documented_precision),
     ];
     for (name, check) in checks {
