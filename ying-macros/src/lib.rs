@@ -1,4 +1,38 @@
 //! Procedural macros of ying. Depend on `ying-runtime` and use them through it (`ying::leak_test`); this crate
 //! holds the compile-time half only.
 //!
-//! It holds no macro yet: `#[ying::leak_test]` is the next piece of the project to land here.
+//! The attribute goes through three steps, each in its own module: [`args`] parses the arguments keeping every
+//! value with its span, [`validate`] checks them (unknown, duplicate and mistyped keys, sizes and their units) into
+//! a [`validate::LeakTestArgs`], and [`expand`] writes the test. On an error the function is still emitted, with
+//! the error beside it, so that one mistake does not bury the rest of the crate under follow-on errors.
+
+mod args;
+mod expand;
+mod size;
+mod validate;
+
+use proc_macro::TokenStream;
+
+/// Marks a test as a leak test: its body runs in a measured scope and the test fails when it exceeds its
+/// budgets. See `ying::leak_test` in the `ying-runtime` crate for the documentation.
+#[proc_macro_attribute]
+pub fn leak_test(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    let function = match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(function) => function,
+        Err(error) => {
+            let mut output = error.into_compile_error();
+            output.extend(item);
+            return output.into();
+        }
+    };
+    let checked = args::parse(args.into()).and_then(|args| validate::validate(args, &function));
+    match checked {
+        Ok(args) => expand::expand(&args, function).into(),
+        Err(error) => {
+            let mut output = error.into_compile_error();
+            output.extend(item);
+            output.into()
+        }
+    }
+}

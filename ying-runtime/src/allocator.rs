@@ -192,8 +192,14 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     #[cold]
     fn record_alloc(&self, thread: &ThreadState, ptr: usize, size: usize, scope: u64, sampled: bool, interval: usize) {
         thread.busy.set(true);
-        let sample = if sampled { self.sample(size, interval, 1.0) } else { None };
-        let owner = if scope != 0 && scope::on_alloc(scope, size) { scope } else { 0 };
+        let capture = if scope != 0 { scope::on_alloc(scope, size) } else { None };
+        let owner = if capture.is_some() { scope } else { 0 };
+        // A scope that records every stack samples its allocations with certainty (p = 1).
+        let sample = match (capture, sampled) {
+            (Some(true), _) => self.sample(size, 0, 1.0),
+            (_, true) => self.sample(size, interval, 1.0),
+            _ => None,
+        };
         if owner != 0 || sample.is_some() {
             let owned = if owner != 0 { size } else { 0 };
             table::insert(ptr, Entry { scope: owner, owned, sample, owns_block: owner != 0, ..Entry::untracked(size) });
@@ -269,15 +275,21 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         let mut entry = taken;
         if new > old {
             let growth = new - old;
-            let owner_grows = entry.is_some_and(|e| e.scope != 0 && scope::own(e.scope, growth, false));
-            if owner_grows {
+            let owner = entry.map_or(0, |e| e.scope);
+            let mut capture = if owner != 0 { scope::own(owner, growth, false) } else { None };
+            if capture.is_some() {
                 entry.as_mut()?.owned += growth;
-            } else if current != 0 && scope::own(current, growth, false) {
-                let e = entry.get_or_insert(Entry::untracked(old));
-                // An older block (or one whose owner has closed) grown here: the growth is this scope's.
-                *e = Entry { scope: current, owned: growth, owns_block: false, ..*e };
+            } else if current != 0 {
+                capture = scope::own(current, growth, false);
+                if capture.is_some() {
+                    // An older block (or one whose owner has closed) grown here: the growth is this scope's.
+                    let e = entry.get_or_insert(Entry::untracked(old));
+                    *e = Entry { scope: current, owned: growth, owns_block: false, ..*e };
+                }
             }
-            if let Some(interval) = sampled_interval {
+            // The growth is an allocation event: sampled with certainty in a scope recording every stack.
+            let interval = if capture == Some(true) { Some(0) } else { sampled_interval };
+            if let Some(interval) = interval {
                 let p = sampler::inclusion_probability(growth, interval);
                 match entry.and_then(|e| e.sample) {
                     Some(sample) => stacks::record_growth(sample.stack, growth, p),

@@ -50,10 +50,13 @@
 mod allocator;
 mod counters;
 mod histogram;
+mod leak_test;
 mod measure;
 mod raw;
+pub mod report;
 mod sampler;
 mod scope;
+mod size;
 mod stack_stats;
 mod stacks;
 mod symbolize;
@@ -64,15 +67,21 @@ mod thread;
 pub use allocator::{DEFAULT_GIANT_ALLOC_LIMIT, YingProfiler, is_installed};
 pub use counters::HeapStats;
 pub use histogram::LifetimeHistogram;
+pub use leak_test::ATTRIBUTION_ENV;
 pub use measure::{measure, measure_with};
 pub use sampler::DEFAULT_SAMPLE_INTERVAL;
 pub use scope::{Attribution, EnterGuard, Scope, ScopeStats};
 pub use stack_stats::StackStats;
 pub use symbolize::Frame;
+pub use ying_macros::leak_test;
 
 /// Internals for ying's own macros and tests; not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::leak_test::{LeakTest, TestResult, run, run_async};
+    pub use crate::report::Budgets;
+    pub use crate::scope::Attribution;
+
     /// Entries in the live table: (sampled, owned by a scope, the profiler's own).
     pub fn live_table_census() -> (usize, usize, usize) {
         crate::table::census()

@@ -49,7 +49,7 @@ pub fn measure_with<R>(attribution: Attribution, body: impl FnOnce() -> R) -> (R
         is_installed(),
         "ying: the global allocator is not ying's, so nothing can be measured; add to the crate root:\n\n{INSTALL_HINT}\n"
     );
-    let scope = OpenScope::open(attribution);
+    let scope = OpenScope::open(attribution, false);
     let result = body();
     (result, scope.close())
 }

@@ -14,6 +14,8 @@ const SLOTS: usize = 1 << SLOT_BITS;
 
 struct Slot {
     claimed: AtomicBool,
+    /// Every allocation attributed to this scope records its stack (sampled with certainty).
+    capture: AtomicBool,
     id: AtomicU64,
     users: AtomicU32,
     allocated_bytes: AtomicU64,
@@ -29,6 +31,7 @@ impl Slot {
     const fn new() -> Self {
         Self {
             claimed: AtomicBool::new(false),
+            capture: AtomicBool::new(false),
             id: AtomicU64::new(0),
             users: AtomicU32::new(0),
             allocated_bytes: AtomicU64::new(0),
@@ -80,13 +83,17 @@ pub(crate) fn attributed(thread: &ThreadState) -> u64 {
     }
 }
 
-/// An allocation of `size` bytes made in scope `id`; reports whether the scope is open (and now owns the block).
-pub(crate) fn on_alloc(id: u64, size: usize) -> bool {
+/// An allocation of `size` bytes made in scope `id`. `None` when the scope has closed; otherwise the scope now owns
+/// the block, and the flag says whether the scope records the stack of every allocation.
+pub(crate) fn on_alloc(id: u64, size: usize) -> Option<bool> {
+    let mut capture = false;
     with_open(id, |slot| {
         slot.allocated_bytes.fetch_add(size as u64, Ordering::Relaxed);
         slot.allocations.fetch_add(1, Ordering::Relaxed);
         slot.add_live(size, 1);
+        capture = slot.capture.load(Ordering::Relaxed);
     })
+    .then_some(capture)
 }
 
 /// A free of `size` bytes made in scope `id`, of a block of any age or owner.
@@ -108,9 +115,15 @@ pub(crate) fn on_resize(id: u64, old: usize, new: usize) {
     });
 }
 
-/// Scope `id` now owns `bytes` more bytes of a live block (`block`: a whole new block); false if it has closed.
-pub(crate) fn own(id: u64, bytes: usize, block: bool) -> bool {
-    with_open(id, |slot| slot.add_live(bytes, i64::from(block)))
+/// Scope `id` now owns `bytes` more bytes of a live block (`block`: a whole new block). As [`on_alloc`]: `None` when
+/// the scope has closed, else whether it records every stack.
+pub(crate) fn own(id: u64, bytes: usize, block: bool) -> Option<bool> {
+    let mut capture = false;
+    with_open(id, |slot| {
+        slot.add_live(bytes, i64::from(block));
+        capture = slot.capture.load(Ordering::Relaxed);
+    })
+    .then_some(capture)
 }
 
 /// Scope `id` no longer owns `bytes` bytes (and, with `block`, one block) it owned.
@@ -173,9 +186,9 @@ pub(crate) struct OpenScope {
 }
 
 impl OpenScope {
-    /// Opens a scope. Panics when every slot is in use or, for [`Attribution::Process`], when a process scope is
-    /// already open.
-    pub(crate) fn open(attribution: Attribution) -> Self {
+    /// Opens a scope; with `capture`, every allocation attributed to it records its stack. Panics when every slot
+    /// is in use or, for [`Attribution::Process`], when a process scope is already open.
+    pub(crate) fn open(attribution: Attribution, capture: bool) -> Self {
         let index = SLOT_TABLE
             .iter()
             .position(|slot| slot.claimed.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok())
@@ -187,6 +200,7 @@ impl OpenScope {
         for figure in [&slot.live_bytes, &slot.live_blocks, &slot.peak_bytes] {
             figure.store(0, Ordering::Relaxed);
         }
+        slot.capture.store(capture, Ordering::Relaxed);
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
         let id = (generation << SLOT_BITS) | index as u64;
         if attribution == Attribution::Process
@@ -203,9 +217,22 @@ impl OpenScope {
         Self { id, attribution, previous_thread_scope }
     }
 
+    /// The scope's id, which the blocks it owns carry in the live table.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The scope's figures so far, while it is open (`retained_*`: owned and live now).
+    pub(crate) fn figures(&self) -> ScopeStats {
+        let slot = &SLOT_TABLE[(self.id as usize) & (SLOTS - 1)];
+        read_figures(slot)
+    }
+
     /// Closes the scope and returns its final figures.
     pub(crate) fn close(self) -> ScopeStats {
-        self.finish()
+        let stats = self.finish();
+        core::mem::forget(self);
+        stats
     }
 
     fn finish(&self) -> ScopeStats {
@@ -225,17 +252,21 @@ impl OpenScope {
         while slot.users.load(Ordering::SeqCst) != 0 {
             core::hint::spin_loop();
         }
-        let stats = ScopeStats {
-            retained_bytes: slot.live_bytes.load(Ordering::Relaxed).max(0) as u64,
-            retained_blocks: slot.live_blocks.load(Ordering::Relaxed).max(0) as u64,
-            peak_bytes: slot.peak_bytes.load(Ordering::Relaxed).max(0) as u64,
-            allocated_bytes: slot.allocated_bytes.load(Ordering::Relaxed),
-            allocations: slot.allocations.load(Ordering::Relaxed),
-            freed_bytes: slot.freed_bytes.load(Ordering::Relaxed),
-            frees: slot.frees.load(Ordering::Relaxed),
-        };
+        let stats = read_figures(slot);
         slot.claimed.store(false, Ordering::Release);
         stats
+    }
+}
+
+fn read_figures(slot: &Slot) -> ScopeStats {
+    ScopeStats {
+        retained_bytes: slot.live_bytes.load(Ordering::Relaxed).max(0) as u64,
+        retained_blocks: slot.live_blocks.load(Ordering::Relaxed).max(0) as u64,
+        peak_bytes: slot.peak_bytes.load(Ordering::Relaxed).max(0) as u64,
+        allocated_bytes: slot.allocated_bytes.load(Ordering::Relaxed),
+        allocations: slot.allocations.load(Ordering::Relaxed),
+        freed_bytes: slot.freed_bytes.load(Ordering::Relaxed),
+        frees: slot.frees.load(Ordering::Relaxed),
     }
 }
 

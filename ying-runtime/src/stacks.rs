@@ -126,3 +126,8 @@ pub(crate) fn snapshot() -> RawVec<(Ips, f64, f64, LifetimeHistogram)> {
     }
     out
 }
+
+/// The captured stack with index `index`, if the table has it.
+pub(crate) fn ips(index: u32) -> Option<Ips> {
+    STACKS.lock().as_ref()?.records.get(index as usize).map(|record| record.ips)
+}

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// One symbolised frame of an allocation stack.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Frame {
     /// The demangled function name, without the hash suffix (`my_crate::cache::insert`).
@@ -91,6 +91,13 @@ fn is_profiler_frame(frame: &Frame) -> bool {
                 || file.contains("/backtrace-0.3")
                 || file.ends_with("/std/src/thread/local.rs")
         })
+}
+
+/// A frame of ying's own code (a runner around a measured body, for instance), by name or source path.
+pub(crate) fn is_own_frame(frame: &Frame) -> bool {
+    frame.function.starts_with("ying::")
+        || frame.function.starts_with("<ying::")
+        || frame.file.as_deref().is_some_and(|file| file.replace('\\', "/").starts_with(OWN_SOURCE))
 }
 
 /// The standard library's allocation plumbing between user code and the allocator entry.

@@ -156,3 +156,29 @@ pub(crate) fn census() -> (usize, usize, usize) {
     }
     (sampled, owned, internal)
 }
+
+/// A block a scope owns bytes of, as [`owned_by`] returns it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OwnedBlock {
+    /// The stack the block was sampled with, if it was.
+    pub(crate) stack: Option<u32>,
+    /// Bytes of the block the scope owns.
+    pub(crate) owned: usize,
+    /// The scope allocated the block (rather than only growing it).
+    pub(crate) owns_block: bool,
+}
+
+/// Every live block that scope `id` owns bytes of (the scope may have closed since).
+pub(crate) fn owned_by(id: u64) -> RawVec<OwnedBlock> {
+    let mut out = RawVec::new_in(RawSystem);
+    for shard in &SHARD_MAPS {
+        let map = shard.lock();
+        let Some(map) = map.as_ref() else { continue };
+        out.extend(map.values().filter(|entry| entry.scope == id && !entry.internal).map(|entry| OwnedBlock {
+            stack: entry.sample.map(|sample| sample.stack),
+            owned: entry.owned,
+            owns_block: entry.owns_block,
+        }));
+    }
+    out
+}

@@ -1,0 +1,227 @@
+//! Validation: every argument checked against what `leak_test` accepts, errors on the offending tokens naming the
+//! fix; all errors reported at once.
+
+use crate::args::Arg;
+use crate::size;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprLit, Lit};
+
+/// How a test's figures are attributed, as written in `attribution = "..."`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Attribution {
+    Thread,
+    Process,
+}
+
+/// The arguments of one `#[leak_test(...)]`, checked; `None` where not written.
+#[derive(Debug, Default)]
+pub(crate) struct LeakTestArgs {
+    pub(crate) max_retained: Option<u64>,
+    pub(crate) max_peak: Option<u64>,
+    pub(crate) max_allocated: Option<u64>,
+    pub(crate) max_allocations: Option<u64>,
+    pub(crate) max_growth_per_iteration: Option<u64>,
+    pub(crate) warmup: u32,
+    pub(crate) iterations: Option<u32>,
+    pub(crate) attribution: Option<Attribution>,
+    pub(crate) allow: Vec<String>,
+    /// The function also carries `#[should_panic]`.
+    pub(crate) should_panic: bool,
+}
+
+/// What kind of value a key takes.
+#[derive(Clone, Copy)]
+enum Kind {
+    Size,
+    Count,
+    NonZeroCount,
+    Attribution,
+    Patterns,
+}
+
+const KEYS: &[(&str, Kind)] = &[
+    ("max_retained", Kind::Size),
+    ("max_peak", Kind::Size),
+    ("max_allocated", Kind::Size),
+    ("max_allocations", Kind::Count),
+    ("max_growth_per_iteration", Kind::Size),
+    ("warmup", Kind::Count),
+    ("iterations", Kind::NonZeroCount),
+    ("attribution", Kind::Attribution),
+    ("allow", Kind::Patterns),
+];
+
+/// A checked value.
+enum Value {
+    Bytes(u64),
+    Count(u64),
+    Attribution(Attribution),
+    Patterns(Vec<String>),
+}
+
+/// Checks `args` (and the function's own attributes) into [`LeakTestArgs`].
+pub(crate) fn validate(args: Vec<Arg>, function: &syn::ItemFn) -> syn::Result<LeakTestArgs> {
+    let mut checked = LeakTestArgs {
+        should_panic: function.attrs.iter().any(|attr| attr.path().is_ident("should_panic")),
+        ..LeakTestArgs::default()
+    };
+    let mut errors: Option<syn::Error> = None;
+    let mut push = |error: syn::Error| match &mut errors {
+        Some(errors) => errors.combine(error),
+        None => errors = Some(error),
+    };
+    let mut seen: Vec<String> = Vec::new();
+    for arg in args {
+        let key = arg.key.to_string();
+        let Some(&(_, kind)) = KEYS.iter().find(|(name, _)| *name == key) else {
+            push(syn::Error::new(arg.key.span(), unknown_key_message(&key)));
+            continue;
+        };
+        if seen.contains(&key) {
+            push(syn::Error::new(arg.key.span(), format!("duplicate argument `{key}`; give it once")));
+            continue;
+        }
+        seen.push(key.clone());
+        match check_value(&key, kind, &arg.value) {
+            Ok(value) => store(&mut checked, &key, value),
+            Err(error) => push(error),
+        }
+    }
+    match errors {
+        Some(errors) => Err(errors),
+        None => Ok(checked),
+    }
+}
+
+fn store(args: &mut LeakTestArgs, key: &str, value: Value) {
+    match (key, value) {
+        ("max_retained", Value::Bytes(bytes)) => args.max_retained = Some(bytes),
+        ("max_peak", Value::Bytes(bytes)) => args.max_peak = Some(bytes),
+        ("max_allocated", Value::Bytes(bytes)) => args.max_allocated = Some(bytes),
+        ("max_growth_per_iteration", Value::Bytes(bytes)) => args.max_growth_per_iteration = Some(bytes),
+        ("max_allocations", Value::Count(count)) => args.max_allocations = Some(count),
+        ("warmup", Value::Count(count)) => args.warmup = count as u32,
+        ("iterations", Value::Count(count)) => args.iterations = Some(count as u32),
+        ("attribution", Value::Attribution(attribution)) => args.attribution = Some(attribution),
+        ("allow", Value::Patterns(patterns)) => args.allow = patterns,
+        _ => unreachable!("`KEYS` and `check_value` agree on every key's kind"),
+    }
+}
+
+fn check_value(key: &str, kind: Kind, value: &Expr) -> syn::Result<Value> {
+    match kind {
+        Kind::Size => match literal(value) {
+            Some(Lit::Str(text)) => {
+                size::parse(&text.value()).map(Value::Bytes).map_err(|why| syn::Error::new(text.span(), why))
+            }
+            Some(Lit::Int(int)) => int.base10_parse::<u64>().map(Value::Bytes),
+            _ => Err(syn::Error::new(
+                value.span(),
+                format!("expected a size for `{key}`, like `{key} = \"64 KiB\"` or a number of bytes"),
+            )),
+        },
+        Kind::Count | Kind::NonZeroCount => {
+            let Some(Lit::Int(int)) = literal(value) else {
+                return Err(syn::Error::new(
+                    value.span(),
+                    format!("expected a whole number for `{key}`, like `{key} = {}`", example_count(key)),
+                ));
+            };
+            let limit = if key == "max_allocations" { u64::MAX } else { u64::from(u32::MAX) };
+            let count = int.base10_parse::<u64>()?;
+            if count > limit {
+                return Err(syn::Error::new(int.span(), format!("`{key}` is at most {limit}")));
+            }
+            if matches!(kind, Kind::NonZeroCount) && count == 0 {
+                return Err(syn::Error::new(
+                    int.span(),
+                    format!("`{key} = 0` would measure nothing; use at least 1, or leave `{key}` out for one run"),
+                ));
+            }
+            Ok(Value::Count(count))
+        }
+        Kind::Attribution => match literal(value) {
+            Some(Lit::Str(text)) if text.value() == "thread" => Ok(Value::Attribution(Attribution::Thread)),
+            Some(Lit::Str(text)) if text.value() == "process" => Ok(Value::Attribution(Attribution::Process)),
+            _ => {
+                Err(syn::Error::new(value.span(), "expected `attribution = \"thread\"` or `attribution = \"process\"`"))
+            }
+        },
+        Kind::Patterns => {
+            let Expr::Array(array) = value else {
+                return Err(syn::Error::new(
+                    value.span(),
+                    "expected a list of patterns, like `allow = [\"regex::\", \"my_crate::interner\"]`",
+                ));
+            };
+            array
+                .elems
+                .iter()
+                .map(|element| match literal(element) {
+                    Some(Lit::Str(text)) if !text.value().is_empty() => Ok(text.value()),
+                    Some(Lit::Str(text)) => {
+                        Err(syn::Error::new(text.span(), "an empty pattern would excuse everything"))
+                    }
+                    _ => Err(syn::Error::new(
+                        element.span(),
+                        "expected a string: a part of the function names to excuse, like \"regex::\"",
+                    )),
+                })
+                .collect::<syn::Result<Vec<_>>>()
+                .map(Value::Patterns)
+        }
+    }
+}
+
+fn literal(value: &Expr) -> Option<&Lit> {
+    match value {
+        Expr::Lit(ExprLit { lit, .. }) => Some(lit),
+        Expr::Group(group) => literal(&group.expr),
+        _ => None,
+    }
+}
+
+fn example_count(key: &str) -> &'static str {
+    match key {
+        "max_allocations" => "10_000",
+        "iterations" => "5",
+        _ => "1",
+    }
+}
+
+fn unknown_key_message(key: &str) -> String {
+    let names: Vec<&str> = KEYS.iter().map(|(name, _)| *name).collect();
+    let closest =
+        names.iter().map(|name| (edit_distance(key, name), *name)).min().filter(|&(distance, _)| distance <= 3);
+    let hint = match closest {
+        Some((_, name)) => format!("did you mean `{name}`? "),
+        None => String::new(),
+    };
+    format!("unknown argument `{key}`; {hint}expected one of: {}", names.join(", "))
+}
+
+/// Levenshtein distance, for suggestions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            current.push((previous[j] + usize::from(ca != cb)).min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{edit_distance, unknown_key_message};
+
+    #[test]
+    fn unknown_keys_get_the_closest_suggestion() {
+        assert_eq!(edit_distance("max_retain", "max_retained"), 2);
+        assert!(unknown_key_message("max_retain").contains("did you mean `max_retained`?"));
+        assert!(!unknown_key_message("colour").contains("did you mean"));
+    }
+}
