@@ -8,7 +8,7 @@ use syn::{ItemFn, ReturnType};
 
 /// Attributes that already make the function a test: `#[test]`, `#[tokio::test]`, and the marker the built-in
 /// `#[test]` leaves when it expanded first.
-fn is_test_attribute(attr: &syn::Attribute) -> bool {
+pub(crate) fn is_test_attribute(attr: &syn::Attribute) -> bool {
     let last = attr.path().segments.last().map(|segment| segment.ident.to_string());
     matches!(last.as_deref(), Some("test" | "rustc_test_marker"))
 }
@@ -17,6 +17,18 @@ fn option(value: Option<u64>) -> TokenStream {
     match value {
         Some(value) => quote!(::core::option::Option::Some(#value)),
         None => quote!(::core::option::Option::None),
+    }
+}
+
+/// Re-emits an `async fn` test below its async test attribute: `#[tokio::test]` (or the like) expands first into
+/// the synchronous test that builds the runtime, and the leak test then wraps all of it, whichever order the two
+/// attributes were written in.
+pub(crate) fn defer_to_async_attribute(raw_args: TokenStream, function: ItemFn) -> TokenStream {
+    let ItemFn { attrs, vis, sig, block } = function;
+    quote! {
+        #(#attrs)*
+        #[::ying::leak_test(#raw_args)]
+        #vis #sig #block
     }
 }
 
@@ -57,20 +69,6 @@ pub(crate) fn expand(args: &LeakTestArgs, function: ItemFn) -> TokenStream {
         ReturnType::Default => quote!(()),
         ReturnType::Type(_, ty) => quote!(#ty),
     };
-    let run = if sig.asyncness.is_some() {
-        quote! {
-            ::ying::__private::run_async(&__YING_LEAK_TEST, || {
-                ::std::boxed::Box::pin(async move #block)
-                    as ::core::pin::Pin<::std::boxed::Box<dyn ::core::future::Future<Output = #output>>>
-            })
-            .await
-        }
-    } else {
-        quote! {
-            ::ying::__private::run(&__YING_LEAK_TEST, || -> #output #block)
-        }
-    };
-
     quote! {
         #test_attribute
         #(#attrs)*
@@ -89,7 +87,7 @@ pub(crate) fn expand(args: &LeakTestArgs, function: ItemFn) -> TokenStream {
                 allow: &[#(#allow),*],
                 should_panic: #should_panic,
             };
-            #run
+            ::ying::__private::run(&__YING_LEAK_TEST, || -> #output #block)
         }
     }
 }

@@ -26,8 +26,10 @@ pub fn leak_test(args: TokenStream, item: TokenStream) -> TokenStream {
             return output.into();
         }
     };
-    let checked = args::parse(args.into()).and_then(|args| validate::validate(args, &function));
+    let raw_args = proc_macro2::TokenStream::from(args);
+    let checked = args::parse(raw_args.clone()).and_then(|args| validate::validate(args, &function));
     match checked {
+        Ok(_) if function.sig.asyncness.is_some() => expand::defer_to_async_attribute(raw_args, function).into(),
         Ok(args) => expand::expand(&args, function).into(),
         Err(error) => {
             let mut output = error.into_compile_error();

@@ -1,12 +1,11 @@
 //! The runner behind `#[ying::leak_test]`: warm-up and measured runs of a test body in a scope, budgets judged on
 //! exact figures, the allocation sites of retained memory named, and a report written for `cargo ying`.
 //!
-//! Stacks: a scope can record the stack of every allocation it owns, which names the site of even a single small
-//! leaked block, excuses what `allow` patterns match, and recognises the test harness's captured output (libtest
-//! keeps a test's `println!` output in a buffer that the test's own prints allocate). Recording costs an unwind
-//! per allocation, so it is on only where needed: when the harness captures output (plain `cargo test`) or the
-//! test has `allow` patterns. Otherwise (`--nocapture`, as `cargo ying` runs tests) the measured runs keep the
-//! fast path, and a test that breaks a budget runs its body once more, recording stacks, to name the sites.
+//! Stacks: the scope records the stack of every allocation it owns. That names the site of even a single small
+//! leaked block, lets `allow` patterns excuse what they match, and recognises two kinds of memory that a test
+//! retains without leaking it: libtest's captured output (a test's `println!` output is kept in a buffer its own
+//! prints allocate) and values of thread-locals first used by the test (freed when the thread exits). Recording
+//! costs an unwind per allocation; the figures themselves are exact either way.
 
 use crate::allocator::is_installed;
 use crate::measure::INSTALL_HINT;
@@ -20,11 +19,8 @@ use crate::symbolize::{Frame, is_own_frame, symbolize};
 use crate::thread::as_profiler;
 use crate::{stacks, table};
 use std::collections::HashMap;
-use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard};
-use std::task::{Context, Poll};
 
 /// The environment variable that sets the default attribution of leak tests: `process` or `thread`. `cargo ying`
 /// sets `process`, since it runs each test in a process of its own.
@@ -32,6 +28,10 @@ pub const ATTRIBUTION_ENV: &str = "YING_ATTRIBUTION";
 
 /// Frames of the standard library's output functions: memory they retain is libtest's captured output.
 const CAPTURED_OUTPUT: &[&str] = &["std::io::stdio::print_to", "std::io::stdio::_print", "std::io::stdio::_eprint"];
+
+/// Suffixes of the initialiser `thread_local!` generates (current and earlier toolchains): memory it allocates is
+/// the thread-local's value, which lives until its thread exits.
+const THREAD_LOCAL_INIT: &[&str] = &["::__rust_std_internal_init_fn", "::__init"];
 
 /// Stacks shown per failure message, and frames per stack.
 const SITES_SHOWN: usize = 5;
@@ -84,7 +84,6 @@ struct Plan {
     budgets: Budgets,
     attribution: Attribution,
     iterations: u32,
-    capture: bool,
 }
 
 impl Plan {
@@ -97,13 +96,7 @@ impl Plan {
             Some(_) => budgets.max_growth_per_iteration = budgets.max_growth_per_iteration.or(Some(0)),
         }
         let attribution = test.attribution.unwrap_or_else(default_attribution);
-        Self {
-            test,
-            budgets,
-            attribution,
-            iterations: test.iterations.unwrap_or(1).max(1),
-            capture: !test.allow.is_empty() || output_is_captured(),
-        }
+        Self { test, budgets, attribution, iterations: test.iterations.unwrap_or(1).max(1) }
     }
 
     /// The test's name as the test harness lists it: the module path without the crate, then the function.
@@ -127,8 +120,9 @@ impl Plan {
             .then(|| PROCESS_TESTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
-    fn open(&self, capture: bool) -> OpenScope {
-        OpenScope::open(self.attribution, capture)
+    /// Opens the measured scope, recording every stack.
+    fn open(&self) -> OpenScope {
+        OpenScope::open(self.attribution, true)
     }
 }
 
@@ -141,14 +135,8 @@ fn default_attribution() -> Attribution {
     }
 }
 
-/// Whether libtest captures this test's output (it does unless run with `--nocapture`).
-fn output_is_captured() -> bool {
-    let nocapture_arg = std::env::args().any(|arg| arg == "--nocapture" || arg == "--no-capture");
-    let nocapture_env = std::env::var_os("RUST_TEST_NOCAPTURE").is_some_and(|value| value != "0");
-    !(nocapture_arg || nocapture_env)
-}
-
-/// Which recorded stacks are excused: matched by an `allow` pattern, or libtest's captured output.
+/// Which recorded stacks are excused: matched by an `allow` pattern, libtest's captured output, or a thread-local's
+/// initial value.
 struct Excuses {
     patterns: &'static [&'static str],
     verdicts: HashMap<u32, bool>,
@@ -162,6 +150,7 @@ impl Excuses {
     fn frames_are_excused(&self, frames: &[Frame]) -> bool {
         frames.iter().any(|frame| {
             CAPTURED_OUTPUT.iter().any(|name| frame.function.starts_with(name))
+                || THREAD_LOCAL_INIT.iter().any(|suffix| frame.function.ends_with(suffix))
                 || self.patterns.iter().any(|pattern| frame.function.contains(pattern))
         })
     }
@@ -176,15 +165,17 @@ impl Excuses {
         verdict
     }
 
-    /// Bytes scope `id` owns in blocks whose stacks are excused.
-    fn owned(&mut self, id: u64) -> u64 {
+    /// Bytes and blocks scope `id` owns whose stacks are excused.
+    fn owned(&mut self, id: u64) -> (u64, u64) {
         as_profiler(|| {
-            table::owned_by(id)
-                .iter()
-                .filter_map(|block| Some((block.stack?, block.owned as u64)))
-                .filter(|&(stack, _)| self.is_excused(stack))
-                .map(|(_, owned)| owned)
-                .sum()
+            let mut excused = (0, 0);
+            for block in table::owned_by(id).iter() {
+                if block.stack.is_some_and(|stack| self.is_excused(stack)) {
+                    excused.0 += block.owned as u64;
+                    excused.1 += u64::from(block.owns_block);
+                }
+            }
+            excused
         })
     }
 }
@@ -205,6 +196,7 @@ struct Measured {
     scope_id: u64,
     stats: ScopeStats,
     excused_bytes: u64,
+    excused_blocks: u64,
     per_iteration: Vec<IterationFigures>,
     excuses: Excuses,
 }
@@ -214,7 +206,7 @@ impl Session {
     fn open(plan: Plan, iterations: u32) -> Self {
         let excuses = Excuses::new(plan.test.allow);
         let per_iteration = Vec::with_capacity(iterations as usize);
-        let scope = plan.open(plan.capture);
+        let scope = plan.open();
         Self { plan, scope: Some(scope), excuses, per_iteration, at_start: ScopeStats::default(), excused_at_start: 0 }
     }
 
@@ -222,19 +214,20 @@ impl Session {
         self.scope.as_ref().expect("the session's scope is open until it closes")
     }
 
-    fn excused_now(&mut self) -> u64 {
+    /// Excused bytes and blocks the scope owns now.
+    fn excused_now(&mut self) -> (u64, u64) {
         let id = self.scope().id();
-        if self.plan.capture { self.excuses.owned(id) } else { 0 }
+        self.excuses.owned(id)
     }
 
     fn before_iteration(&mut self) {
-        self.excused_at_start = self.excused_now();
+        self.excused_at_start = self.excused_now().0;
         self.at_start = self.scope().figures();
     }
 
     fn after_iteration(&mut self) {
         let now = self.scope().figures();
-        let excused_growth = self.excused_now() as i64 - self.excused_at_start as i64;
+        let excused_growth = self.excused_now().0 as i64 - self.excused_at_start as i64;
         let start = self.at_start;
         let allocated_bytes = now.allocated_bytes - start.allocated_bytes;
         let freed_bytes = now.freed_bytes - start.freed_bytes;
@@ -249,7 +242,7 @@ impl Session {
     }
 
     fn close(mut self) -> Measured {
-        let excused_bytes = self.excused_now();
+        let (excused_bytes, excused_blocks) = self.excused_now();
         let scope = self.scope.take().expect("closed once");
         let scope_id = scope.id();
         let stats = scope.close();
@@ -258,6 +251,7 @@ impl Session {
             scope_id,
             stats,
             excused_bytes,
+            excused_blocks,
             per_iteration: self.per_iteration,
             excuses: self.excuses,
         }
@@ -267,7 +261,8 @@ impl Session {
 /// One exceeded budget.
 struct Breach {
     budget: &'static str,
-    limit: u64,
+    /// The budget as written: a size, or a count of allocations.
+    limit: String,
     finding: String,
 }
 
@@ -282,10 +277,10 @@ impl Measured {
         if let Some(limit) = budgets.max_retained
             && self.retained() > limit
         {
-            let blocks = self.stats.retained_blocks;
+            let blocks = self.stats.retained_blocks.saturating_sub(self.excused_blocks);
             breaches.push(Breach {
                 budget: "max_retained",
-                limit,
+                limit: human(limit),
                 finding: format!(
                     "retained {} in {blocks} block{}, {} over",
                     human(self.retained()),
@@ -299,7 +294,7 @@ impl Measured {
         {
             breaches.push(Breach {
                 budget: "max_peak",
-                limit,
+                limit: human(limit),
                 finding: format!(
                     "peaked at {}, {} over",
                     human(self.stats.peak_bytes),
@@ -314,7 +309,7 @@ impl Measured {
             if allocated > limit {
                 breaches.push(Breach {
                     budget: "max_allocated",
-                    limit,
+                    limit: human(limit),
                     finding: format!("allocated {}{per_run}, {} over", human(allocated), human(allocated - limit)),
                 });
             }
@@ -324,7 +319,7 @@ impl Measured {
             if allocations > limit {
                 breaches.push(Breach {
                     budget: "max_allocations",
-                    limit,
+                    limit: limit.to_string(),
                     finding: format!("made {allocations} allocations{per_run}, {} over", allocations - limit),
                 });
             }
@@ -335,7 +330,7 @@ impl Measured {
                 let growths: Vec<String> = self.per_iteration.iter().map(|it| it.growth.to_string()).collect();
                 breaches.push(Breach {
                     budget: "max_growth_per_iteration",
-                    limit,
+                    limit: human(limit),
                     finding: format!(
                         "the heap grew in each of {} measured runs, by at least {} (bytes per run: {})",
                         self.per_iteration.len(),
@@ -374,17 +369,17 @@ impl Measured {
         })
     }
 
-    fn message(&self, breaches: &[Breach], sites: &[RetainedSite], rerun: bool) -> String {
+    fn message(&self, breaches: &[Breach], sites: &[RetainedSite]) -> String {
         let mut message = format!("ying: leak test `{}` exceeded its budget", self.plan.harness_name());
         if breaches.len() > 1 {
             message.push('s');
         }
         for breach in breaches {
-            message.push_str(&format!("\n  {} = {}: {}", breach.budget, human(breach.limit), breach.finding));
+            message.push_str(&format!("\n  {} = {}: {}", breach.budget, breach.limit, breach.finding));
         }
         if self.excused_bytes > 0 {
             message.push_str(&format!(
-                "\n  (not counted: {} excused as captured test output or by `allow`)",
+                "\n  (not counted: {} excused as captured test output, thread-local values or by `allow`)",
                 human(self.excused_bytes)
             ));
         }
@@ -392,11 +387,7 @@ impl Measured {
         if shown.is_empty() {
             return message;
         }
-        message.push_str(if rerun {
-            "\n\nretained memory by allocation site (from one more run of the body, recording every stack):"
-        } else {
-            "\n\nretained memory by allocation site:"
-        });
+        message.push_str("\n\nretained memory by allocation site:");
         for site in shown.iter().take(SITES_SHOWN) {
             message.push_str(&format!("\n  {} in {} block{}", human(site.bytes), site.blocks, plural(site.blocks)));
             let test_function = format!("{}::{}", self.plan.test.module_path, self.plan.test.name);
@@ -536,30 +527,18 @@ fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
         .collect()
 }
 
-/// The decision after the measured runs: what to report and whether (and how) to fail.
-enum Verdict {
-    Pass,
-    /// Budgets exceeded; in the fast path the sites come from one more run of the body.
-    Exceeded(Vec<Breach>),
-}
-
 impl Measured {
-    fn verdict(&self) -> Verdict {
+    /// Judges the budgets, reports, and fails the test with the message when a budget was exceeded (for a
+    /// `should_panic` test whose body did not panic, the message is printed and the harness fails the test for
+    /// not panicking).
+    fn judge(mut self) {
         let breaches = self.breaches();
-        if breaches.is_empty() { Verdict::Pass } else { Verdict::Exceeded(breaches) }
-    }
-
-    /// Reports a passing run.
-    fn pass(mut self) {
-        let sites = if self.plan.capture { self.sites(self.scope_id) } else { Vec::new() };
-        self.report(Outcome::Passed, None, sites);
-    }
-
-    /// Reports the failure and panics with its message (or, for a `should_panic` test whose body did not panic,
-    /// prints it and lets the harness fail the test for not panicking).
-    fn fail(mut self, breaches: Vec<Breach>, rerun_scope: Option<u64>) {
-        let sites = self.sites(rerun_scope.unwrap_or(self.scope_id));
-        let message = self.message(&breaches, &sites, rerun_scope.is_some());
+        let sites = self.sites(self.scope_id);
+        if breaches.is_empty() {
+            self.report(Outcome::Passed, None, sites);
+            return;
+        }
+        let message = self.message(&breaches, &sites);
         self.report(Outcome::Failed, Some(message.clone()), sites);
         if self.plan.test.should_panic {
             eprintln!("{message}");
@@ -573,7 +552,8 @@ impl Measured {
     }
 }
 
-/// Runs a synchronous leak test. Called by the code `#[ying::leak_test]` generates.
+/// Runs a leak test. Called by the code `#[ying::leak_test]` generates; async tests reach it through the sync
+/// function their test attribute (`#[tokio::test]`) generates, so the scope spans the whole runtime.
 #[doc(hidden)]
 pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) -> R {
     let plan = Plan::new(test);
@@ -607,97 +587,10 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
             resume_unwind(panic);
         }
     };
-    if !result.is_success() {
+    if result.is_success() {
+        measured.judge();
+    } else {
         measured.body_failed();
-        return result;
-    }
-    match measured.verdict() {
-        Verdict::Pass => measured.pass(),
-        Verdict::Exceeded(breaches) => {
-            let rerun = (!measured.plan.capture).then(|| {
-                let scope = measured.plan.open(true);
-                let id = scope.id();
-                let _ = catch_unwind(AssertUnwindSafe(&mut body));
-                scope.close();
-                id
-            });
-            measured.fail(breaches, rerun);
-        }
     }
     result
-}
-
-/// Runs an async leak test. Called by the code `#[ying::leak_test]` generates for `async fn` tests.
-#[doc(hidden)]
-pub async fn run_async<R, F>(test: &'static LeakTest, mut body: impl FnMut() -> F) -> R
-where
-    R: TestResult,
-    F: Future<Output = R>,
-{
-    let plan = Plan::new(test);
-    let _serial = plan.prepare();
-    for _ in 0..test.warmup {
-        let result = body().await;
-        if !result.is_success() {
-            return result;
-        }
-    }
-    let iterations = plan.iterations;
-    let mut session = Session::open(plan, iterations);
-    let mut last = None;
-    for _ in 0..iterations {
-        session.before_iteration();
-        match CatchUnwind(Box::pin(body())).await {
-            Ok(result) => {
-                let success = result.is_success();
-                session.after_iteration();
-                last = Some(result);
-                if !success {
-                    break;
-                }
-            }
-            Err(panic) => {
-                session.close().body_failed();
-                resume_unwind(panic);
-            }
-        }
-    }
-    let measured = session.close();
-    let result = last.expect("at least one measured run");
-    if !result.is_success() {
-        measured.body_failed();
-        return result;
-    }
-    match measured.verdict() {
-        Verdict::Pass => measured.pass(),
-        Verdict::Exceeded(breaches) => {
-            let rerun = if measured.plan.capture {
-                None
-            } else {
-                let scope = measured.plan.open(true);
-                let id = scope.id();
-                let _ = CatchUnwind(Box::pin(body())).await;
-                scope.close();
-                Some(id)
-            };
-            measured.fail(breaches, rerun);
-        }
-    }
-    result
-}
-
-/// Polls a future, turning a panic into an error (as `catch_unwind` does for closures).
-struct CatchUnwind<F>(Pin<Box<F>>);
-
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = std::thread::Result<F::Output>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let future = self.0.as_mut();
-        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Err(panic) => Poll::Ready(Err(panic)),
-        }
-    }
 }

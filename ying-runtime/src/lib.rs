@@ -78,7 +78,7 @@ pub use ying_macros::leak_test;
 /// Internals for ying's own macros and tests; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::leak_test::{LeakTest, TestResult, run, run_async};
+    pub use crate::leak_test::{LeakTest, TestResult, run};
     pub use crate::report::Budgets;
     pub use crate::scope::Attribution;
 
