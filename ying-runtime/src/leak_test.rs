@@ -499,17 +499,22 @@ fn relative_frames(mut frames: Vec<Frame>, manifest_dir: &str) -> Vec<Frame> {
 /// the standard library's frames, at most [`FRAMES_SHOWN`]. The closure the test's body runs in is shown as the
 /// test function itself.
 fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
+    const SYSTEM: &[&str] =
+        &["start_thread", "clone", "clone3", "__libc_start_main", "__libc_start_call_main", "_start"];
     let is_library = |frame: &Frame| {
         ["alloc::", "<alloc::", "core::", "<core::", "std::", "<std::", "__rust"]
             .iter()
             .any(|prefix| frame.function.starts_with(prefix))
+            || SYSTEM.contains(&frame.function.as_str())
             || frame.file.as_deref().is_none_or(|file| file.starts_with("/rustc/"))
     };
-    frames
-        .iter()
-        .take_while(|frame| !is_own_frame(frame) && !frame.function.starts_with("test::"))
-        .filter(|frame| !is_library(frame))
-        .take(FRAMES_SHOWN)
+    let outside_the_runner =
+        || frames.iter().take_while(|frame| !is_own_frame(frame) && !frame.function.starts_with("test::"));
+    let user: Vec<&Frame> = outside_the_runner().filter(|frame| !is_library(frame)).take(FRAMES_SHOWN).collect();
+    // Memory the standard library allocated on its own (no user frame at all): show where, as it is.
+    let shown = if user.is_empty() { outside_the_runner().take(FRAMES_SHOWN).collect() } else { user };
+    shown
+        .into_iter()
         .map(|frame| {
             let mut function = frame.function.as_str();
             while let Some(outer) = function.strip_suffix("::{{closure}}") {

@@ -60,6 +60,9 @@ static SLOT_TABLE: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// The open process-attributed scope, if any: it receives every allocation not attributed to a thread's scope.
 static PROCESS_SCOPE: AtomicU64 = AtomicU64::new(0);
+/// The process scope was opened on a thread other than the main thread, so the main thread is a test harness's
+/// scheduler (libtest's, waiting for the test's result): its bookkeeping is not the measured code's.
+static PROCESS_SKIPS_MAIN: AtomicBool = AtomicBool::new(false);
 
 /// Runs `f` on the slot of scope `id` if that scope is still open; reports whether it was.
 #[inline]
@@ -78,7 +81,11 @@ fn with_open(id: u64, f: impl FnOnce(&Slot)) -> bool {
 #[inline]
 pub(crate) fn attributed(thread: &ThreadState) -> u64 {
     match thread.scope.get() {
-        0 => PROCESS_SCOPE.load(Ordering::Relaxed),
+        0 => match PROCESS_SCOPE.load(Ordering::Relaxed) {
+            0 => 0,
+            _ if PROCESS_SKIPS_MAIN.load(Ordering::Relaxed) && thread.is_main() => 0,
+            id => id,
+        },
         id => id,
     }
 }
@@ -174,7 +181,8 @@ pub enum Attribution {
     Thread,
     /// Every allocation in the process (except the profiler's own) that no thread-attributed scope claims. Right
     /// when the code under test runs alone in its process and spreads work over threads it does not control.
-    /// One process-attributed scope can be open at a time.
+    /// One process-attributed scope can be open at a time. When it is opened on a thread other than the main
+    /// thread (as a test harness runs tests), the main thread is the harness's and is not counted.
     Process,
 }
 
@@ -203,11 +211,12 @@ impl OpenScope {
         slot.capture.store(capture, Ordering::Relaxed);
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
         let id = (generation << SLOT_BITS) | index as u64;
-        if attribution == Attribution::Process
-            && PROCESS_SCOPE.compare_exchange(0, id, Ordering::SeqCst, Ordering::Relaxed).is_err()
-        {
-            slot.claimed.store(false, Ordering::Release);
-            panic!("ying: a process-attributed scope is already open; only one can be open at a time");
+        if attribution == Attribution::Process {
+            PROCESS_SKIPS_MAIN.store(!crate::thread::on_main_thread(), Ordering::Relaxed);
+            if PROCESS_SCOPE.compare_exchange(0, id, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+                slot.claimed.store(false, Ordering::Release);
+                panic!("ying: a process-attributed scope is already open; only one can be open at a time");
+            }
         }
         slot.id.store(id, Ordering::SeqCst);
         let previous_thread_scope = match attribution {

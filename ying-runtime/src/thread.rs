@@ -23,6 +23,8 @@ pub(crate) struct ThreadState {
     pub(crate) pending_live: Cell<i64>,
     /// The scope this thread's allocations are attributed to; 0 for none.
     pub(crate) scope: Cell<u64>,
+    /// Whether this is the process's main thread: 0 not known yet, 1 yes, 2 no.
+    main: Cell<u8>,
 }
 
 impl ThreadState {
@@ -35,12 +37,50 @@ impl ThreadState {
             shard: Cell::new(0),
             pending_live: Cell::new(0),
             scope: Cell::new(0),
+            main: Cell::new(0),
         }
+    }
+
+    /// Whether this is the process's main thread (the one `main` runs on), asked of the system once per thread.
+    pub(crate) fn is_main(&self) -> bool {
+        if self.main.get() == 0 {
+            self.main.set(if is_main_thread() { 1 } else { 2 });
+        }
+        self.main.get() == 1
+    }
+}
+
+/// Asks the system whether the calling thread is the process's main thread; `false` where it cannot tell.
+fn is_main_thread() -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // SAFETY: `gettid` and `getpid` take no arguments, cannot fail and touch no memory of ours.
+        unsafe { libc::gettid() == libc::getpid() }
+    }
+    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+    {
+        // SAFETY: `pthread_main_np` takes no arguments and only reads the calling thread's identity.
+        unsafe { libc::pthread_main_np() != 0 }
+    }
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd"
+    )))]
+    {
+        false
     }
 }
 
 std::thread_local! {
     pub(crate) static THREAD: ThreadState = const { ThreadState::new() };
+}
+
+/// Whether the calling thread is the process's main thread.
+pub(crate) fn on_main_thread() -> bool {
+    THREAD.try_with(|t| t.is_main()).unwrap_or(false)
 }
 
 /// Runs `f` with the profiler marked busy on this thread, so that allocations `f` makes through the global

@@ -1,0 +1,157 @@
+//! Leak tests in a process of their own, as `cargo ying` runs them: process attribution (by argument or by the
+//! `YING_ATTRIBUTION` environment variable) catches leaks on helper threads, and `YING_REPORT_DIR` receives a
+//! report per test. Each check runs one `#[ignore]`d leak test in a child process of this test binary.
+
+use std::hint::black_box;
+use std::process::{Command, Output};
+
+#[global_allocator]
+static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
+
+fn leak_on_a_helper_thread() {
+    std::thread::spawn(|| {
+        Box::leak(black_box(Box::new([0u8; 512])));
+    })
+    .join()
+    .unwrap();
+}
+
+#[ying::leak_test(attribution = "process")]
+#[ignore = "run in a child process"]
+fn helper_thread_leak_process() {
+    leak_on_a_helper_thread();
+}
+
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn helper_thread_leak_default() {
+    leak_on_a_helper_thread();
+}
+
+#[ying::leak_test(max_retained = "1 KiB", max_growth_per_iteration = "128 B", warmup = 1, iterations = 2)]
+#[ignore = "run in a child process"]
+fn clean_with_budgets() {
+    drop(black_box(vec![0u8; 10_000]));
+    Box::leak(black_box(Box::new([0u8; 100])));
+}
+
+/// Runs the ignored test `name` alone in a child process, as `cargo ying` does.
+fn run_alone(name: &str, envs: &[(&str, &std::ffi::OsStr)]) -> Output {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command.args(["--exact", name, "--ignored", "--nocapture", "--test-threads=1"]);
+    command.env_remove(ying::ATTRIBUTION_ENV).env_remove(ying::report::REPORT_DIR_ENV);
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    command.output().unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn process_attribution_catches_a_leak_on_a_helper_thread() {
+    let output = run_alone("helper_thread_leak_process", &[]);
+    let stderr = stderr(&output);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("max_retained = 0 B: retained 512 B in 1 block"), "{stderr}");
+    assert!(
+        stderr.contains("leak_test_process::leak_on_a_helper_thread::{{closure}} at tests/leak_test_process.rs:"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn thread_attribution_counts_only_the_tests_own_thread() {
+    let output = run_alone("helper_thread_leak_default", &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn the_environment_switches_the_default_to_process_attribution() {
+    let output = run_alone("helper_thread_leak_default", &[(ying::ATTRIBUTION_ENV, "process".as_ref())]);
+    let stderr = stderr(&output);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("retained 512 B in 1 block"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_attribution_in_the_environment_is_an_error() {
+    let output = run_alone("clean_with_budgets", &[(ying::ATTRIBUTION_ENV, "everything".as_ref())]);
+    let stderr = stderr(&output);
+    assert!(!output.status.success());
+    assert!(stderr.contains("ying: YING_ATTRIBUTION must be `process` or `thread`, not `everything`"), "{stderr}");
+}
+
+fn read_reports(dir: &std::path::Path) -> Vec<ying::report::LeakReport> {
+    let mut reports: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .map(|path| serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap())
+        .collect();
+    reports.sort_by(|a: &ying::report::LeakReport, b| a.test.name.cmp(&b.test.name));
+    reports
+}
+
+#[test]
+fn each_leak_test_writes_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = [(ying::report::REPORT_DIR_ENV, dir.path().as_os_str()), (ying::ATTRIBUTION_ENV, "process".as_ref())];
+    assert!(!run_alone("helper_thread_leak_process", &envs).status.success());
+    assert!(run_alone("clean_with_budgets", &envs).status.success());
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let reports = read_reports(dir.path());
+    assert_eq!(reports.len(), 2, "{names:?}");
+
+    let clean = &reports[0];
+    assert_eq!(clean.schema_version, ying::report::REPORT_SCHEMA_VERSION);
+    assert_eq!(clean.test.name, "clean_with_budgets");
+    assert_eq!(clean.test.package, "ying-runtime");
+    assert_eq!(clean.test.krate, "leak_test_process");
+    assert_eq!(clean.test.module_path, "leak_test_process");
+    assert_eq!(clean.test.file, "ying-runtime/tests/leak_test_process.rs");
+    assert_eq!(clean.attribution, ying::Attribution::Process);
+    assert_eq!(clean.outcome, ying::report::Outcome::Passed);
+    assert_eq!((clean.warmup, clean.iterations), (1, 2));
+    assert_eq!(clean.budgets.max_retained, Some(1024));
+    assert_eq!(clean.budgets.max_growth_per_iteration, Some(128));
+    assert_eq!(clean.budgets.max_peak, None, "not written, no default");
+    assert_eq!(clean.per_iteration.len(), 2);
+    assert!(clean.per_iteration.iter().all(|it| it.allocations >= 2 && it.allocated_bytes >= 10_100));
+    assert_eq!(clean.figures.retained_bytes, 200);
+    assert!(clean.message.is_none());
+    let site = &clean.retained_sites[0];
+    assert_eq!((site.bytes, site.blocks, site.excused), (200, 2, false));
+    assert!(
+        site.frames.iter().any(|f| f.function == "leak_test_process::clean_with_budgets::{{closure}}"
+            && f.file.as_deref() == Some("tests/leak_test_process.rs")),
+        "{:#?}",
+        site.frames
+    );
+    assert!(!clean.sampled_stacks.is_empty());
+
+    let leaky = &reports[1];
+    assert_eq!(leaky.test.name, "helper_thread_leak_process");
+    assert_eq!(leaky.outcome, ying::report::Outcome::Failed);
+    assert!(leaky.message.as_deref().unwrap().starts_with("ying: leak test `helper_thread_leak_process`"));
+    assert_eq!(leaky.figures.retained_bytes, 512);
+    assert_eq!(names.len(), 2, "no partial files left: {names:?}");
+}
+
+#[test]
+fn reports_hold_nothing_that_churns_between_identical_runs() {
+    let first = tempfile::tempdir().unwrap();
+    let second = tempfile::tempdir().unwrap();
+    for dir in [&first, &second] {
+        let envs =
+            [(ying::report::REPORT_DIR_ENV, dir.path().as_os_str()), (ying::ATTRIBUTION_ENV, "process".as_ref())];
+        assert!(run_alone("clean_with_budgets", &envs).status.success());
+    }
+    let (mut first, mut second) = (read_reports(first.path()), read_reports(second.path()));
+    // Sampled stacks are estimates of a random sample; everything else is exact and must match.
+    first[0].sampled_stacks.clear();
+    second[0].sampled_stacks.clear();
+    assert_eq!(first, second);
+}
