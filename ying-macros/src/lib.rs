@@ -21,7 +21,8 @@ pub fn leak_test(args: TokenStream, item: TokenStream) -> TokenStream {
     let function = match syn::parse2::<syn::ItemFn>(item.clone()) {
         Ok(function) => function,
         Err(error) => {
-            let mut output = error.into_compile_error();
+            let message = format!("`#[ying::leak_test]` goes on a test function: {error}");
+            let mut output = syn::Error::new(error.span(), message).into_compile_error();
             output.extend(item);
             return output.into();
         }

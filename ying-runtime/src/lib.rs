@@ -14,8 +14,23 @@
 //!
 //! # Setup
 //!
-//! Add `ying-runtime` to `[dependencies]` (or `[dev-dependencies]` for tests only) and install the allocator once
-//! in the binary:
+//! Add `ying-runtime` to `[dev-dependencies]` to write leak tests (or to `[dependencies]` to profile a program),
+//! install the allocator once in each test binary (for unit tests, in the library under `#[cfg(test)]`), and mark
+//! tests with [`leak_test`]:
+//!
+//! ```no_run
+//! #[global_allocator]
+//! static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
+//!
+//! #[ying::leak_test]
+//! fn builds_and_drops_the_index() {
+//!     let index: std::collections::HashMap<u32, String> = (0..100).map(|i| (i, i.to_string())).collect();
+//!     assert_eq!(index.len(), 100);
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! The same allocator measures and profiles ordinary code:
 //!
 //! ```
 //! #[global_allocator]
@@ -73,6 +88,76 @@ pub use sampler::DEFAULT_SAMPLE_INTERVAL;
 pub use scope::{Attribution, EnterGuard, Scope, ScopeStats};
 pub use stack_stats::StackStats;
 pub use symbolize::Frame;
+/// Marks a test as a leak test: its body runs in a measured scope, and the test fails when it exceeds its budgets,
+/// naming where the retained memory was allocated.
+///
+/// ```no_run
+/// #[global_allocator]
+/// static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
+///
+/// #[ying::leak_test] // retains nothing: max_retained = "0"
+/// fn parses_without_leaking() {
+///     let words: Vec<String> = "a b c".split(' ').map(String::from).collect();
+///     assert_eq!(words.len(), 3);
+/// }
+///
+/// #[ying::leak_test(max_retained = "4 KiB", max_peak = "16 MiB")]
+/// fn within_budget() {}
+///
+/// #[ying::leak_test(max_allocated = "1 GiB", max_allocations = 10_000)]
+/// fn allocation_budgets() {}
+///
+/// // A real leak grows the heap on every call; one-time initialisation happens in the warm-up run.
+/// #[ying::leak_test(warmup = 1, iterations = 5)] // max_growth_per_iteration = "0" by default
+/// fn cache_stays_bounded() {}
+///
+/// #[ying::leak_test(allow = ["regex::", "my_crate::interner"])] // excuses memory these allocated
+/// fn with_allowed_sites() {}
+///
+/// #[ying::leak_test(attribution = "process")] // count every thread's allocations
+/// fn with_helper_threads() {}
+///
+/// #[ying::leak_test]
+/// #[tokio::test] // either order; the scope spans the runtime
+/// async fn async_test() {}
+/// # fn main() {}
+/// ```
+///
+/// # Arguments
+///
+/// Sizes are strings with a unit (`B`, `KB`/`KiB`, `MB`/`MiB`, `GB`/`GiB`, `TB`/`TiB`, any case, decimals allowed)
+/// or plain integers of bytes. Invalid arguments are compile errors on the offending tokens.
+///
+/// | argument | meaning |
+/// |---|---|
+/// | `max_retained` | bytes the measured runs may leave allocated; default `"0"` for a single run, unchecked with `iterations` unless written |
+/// | `max_peak` | bytes the measured runs may hold at once |
+/// | `max_allocated` | bytes each measured run may allocate |
+/// | `max_allocations` | allocations each measured run may make |
+/// | `max_growth_per_iteration` | net heap growth (allocated minus freed bytes, whatever their age) allowed per measured run; the test fails when every run grew by more; default `"0"` with `iterations` |
+/// | `warmup` | unmeasured runs of the body first (one-time initialisation) |
+/// | `iterations` | measured runs of the body (at least 1) |
+/// | `attribution` | `"thread"`: allocations of the test's thread and of threads that [enter](Scope::enter) its scope; `"process"`: every allocation in the process |
+/// | `allow` | retained memory allocated under a function whose name contains one of these is excused |
+///
+/// # Attribution
+///
+/// Under plain `cargo test`, tests run as threads of one process, so a leak test counts only its own thread (and
+/// threads that entered its [`Scope`]): other tests running beside it never change its figures. When
+/// [`ATTRIBUTION_ENV`] (`YING_ATTRIBUTION`) is `process`, as `cargo ying` sets it when it runs each test in a
+/// process of its own, the default becomes process attribution and leaks on helper threads and runtime workers
+/// count too.
+///
+/// # What is not a leak
+///
+/// Every allocation of the measured scope records its stack, which names the site of each leak and excuses
+/// memory that a test retains without leaking it: the test harness's captured output (`println!` under
+/// `cargo test`), and the values of thread-locals the test used first (freed when the thread exits).
+///
+/// # Reports
+///
+/// When [`report::REPORT_DIR_ENV`] (`YING_REPORT_DIR`) is set, each leak test writes a
+/// [`report::LeakReport`] there as JSON.
 pub use ying_macros::leak_test;
 
 /// Internals for ying's own macros and tests; not a public API.

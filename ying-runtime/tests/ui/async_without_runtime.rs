@@ -1,0 +1,4 @@
+#[ying::leak_test]
+async fn no_runtime() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[ying::leak_test(attribution = "everything")]
+fn everything() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[ying::leak_test(max_retained = "64 KiBs")]
+fn unit() {}
+
+fn main() {}

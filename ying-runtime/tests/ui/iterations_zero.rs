@@ -1,0 +1,4 @@
+#[ying::leak_test(iterations = 0)]
+fn never() {}
+
+fn main() {}

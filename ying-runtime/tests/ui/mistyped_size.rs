@@ -1,0 +1,4 @@
+#[ying::leak_test(max_retained = true)]
+fn mistyped() {}
+
+fn main() {}

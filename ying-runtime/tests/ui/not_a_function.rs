@@ -1,0 +1,4 @@
+#[ying::leak_test]
+struct NotATest;
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[ying::leak_test(max_retained)]
+fn bare() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[ying::leak_test(max_retain = "1 KiB")]
+fn typo() {}
+
+fn main() {}
