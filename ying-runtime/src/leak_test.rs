@@ -108,6 +108,7 @@ impl Plan {
     }
 
     /// Checks the allocator, and makes the process-wide lazy allocations a body's first print would make.
+    #[track_caller]
     fn prepare(&self) -> Option<MutexGuard<'static, ()>> {
         assert!(
             is_installed(),
@@ -389,7 +390,11 @@ impl Measured {
         }
         message.push_str("\n\nretained memory by allocation site:");
         for site in shown.iter().take(SITES_SHOWN) {
-            message.push_str(&format!("\n  {} in {} block{}", human(site.bytes), site.blocks, plural(site.blocks)));
+            if site.blocks == 0 {
+                message.push_str(&format!("\n  {} grown in blocks allocated before", human(site.bytes)));
+            } else {
+                message.push_str(&format!("\n  {} in {} block{}", human(site.bytes), site.blocks, plural(site.blocks)));
+            }
             let test_function = format!("{}::{}", self.plan.test.module_path, self.plan.test.name);
             let frames = user_frames(&site.frames, &test_function);
             if frames.is_empty() {
@@ -495,25 +500,21 @@ fn relative_frames(mut frames: Vec<Frame>, manifest_dir: &str) -> Vec<Frame> {
     frames
 }
 
-/// The frames worth showing in a failure message: the code between the allocation and the test runner, without
-/// the standard library's frames, at most [`FRAMES_SHOWN`]. The closure the test's body runs in is shown as the
-/// test function itself.
+/// The frames worth showing in a failure message: the test package's own code between the allocation and the
+/// test runner (frames whose source path [`relative_frames`] made relative), at most [`FRAMES_SHOWN`]. Memory a
+/// dependency or the standard library allocated on its own shows the frames where it was allocated instead. The
+/// closure the test's body runs in is shown as the test function itself.
 fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
-    const SYSTEM: &[&str] =
-        &["start_thread", "clone", "clone3", "__libc_start_main", "__libc_start_call_main", "_start"];
-    let is_library = |frame: &Frame| {
-        ["alloc::", "<alloc::", "core::", "<core::", "std::", "<std::", "__rust"]
-            .iter()
-            .any(|prefix| frame.function.starts_with(prefix))
-            || SYSTEM.contains(&frame.function.as_str())
-            || frame.file.as_deref().is_none_or(|file| file.starts_with("/rustc/"))
+    let is_own_code = |frame: &Frame| {
+        // System libraries record paths relative to their own build (`./nptl/pthread_create.c`).
+        frame.file.as_deref().is_some_and(|file| !std::path::Path::new(file).is_absolute() && !file.starts_with('.'))
+            && !frame.function.starts_with("__rust")
     };
     let outside_the_runner =
         || frames.iter().take_while(|frame| !is_own_frame(frame) && !frame.function.starts_with("test::"));
-    let user: Vec<&Frame> = outside_the_runner().filter(|frame| !is_library(frame)).take(FRAMES_SHOWN).collect();
-    // Memory the standard library allocated on its own (no user frame at all): show where, as it is.
+    let user: Vec<&Frame> = outside_the_runner().filter(|frame| is_own_code(frame)).take(FRAMES_SHOWN).collect();
     let shown = if user.is_empty() { outside_the_runner().take(FRAMES_SHOWN).collect() } else { user };
-    shown
+    let mut lines = shown
         .into_iter()
         .map(|frame| {
             let mut function = frame.function.as_str();
@@ -529,13 +530,17 @@ fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
             }
             Frame::new(function, frame.file.clone(), frame.line).to_string()
         })
-        .collect()
+        .collect::<Vec<_>>();
+    // An async body and the test function that polls it can land on the same line.
+    lines.dedup();
+    lines
 }
 
 impl Measured {
     /// Judges the budgets, reports, and fails the test with the message when a budget was exceeded (for a
     /// `should_panic` test whose body did not panic, the message is printed and the harness fails the test for
-    /// not panicking).
+    /// not panicking). The panic is located at the test function.
+    #[track_caller]
     fn judge(mut self) {
         let breaches = self.breaches();
         let sites = self.sites(self.scope_id);
@@ -560,6 +565,7 @@ impl Measured {
 /// Runs a leak test. Called by the code `#[ying::leak_test]` generates; async tests reach it through the sync
 /// function their test attribute (`#[tokio::test]`) generates, so the scope spans the whole runtime.
 #[doc(hidden)]
+#[track_caller]
 pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) -> R {
     let plan = Plan::new(test);
     let _serial = plan.prepare();
