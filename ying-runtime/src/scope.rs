@@ -212,11 +212,12 @@ impl OpenScope {
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
         let id = (generation << SLOT_BITS) | index as u64;
         if attribution == Attribution::Process {
-            PROCESS_SKIPS_MAIN.store(!crate::thread::on_main_thread(), Ordering::Relaxed);
             if PROCESS_SCOPE.compare_exchange(0, id, Ordering::SeqCst, Ordering::Relaxed).is_err() {
                 slot.claimed.store(false, Ordering::Release);
                 panic!("ying: a process-attributed scope is already open; only one can be open at a time");
             }
+            // Before the slot opens (below), so no allocation is attributed under the previous setting.
+            PROCESS_SKIPS_MAIN.store(!crate::thread::on_main_thread(), Ordering::Relaxed);
         }
         slot.id.store(id, Ordering::SeqCst);
         let previous_thread_scope = match attribution {
