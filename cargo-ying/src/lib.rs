@@ -1,15 +1,50 @@
-//! `cargo ying`: runs a test suite with ying's leak tests.
+//! `cargo ying`: runs a test suite with ying's leak tests, each test in a process of its own, and reports their
+//! memory.
 //!
-//! The binary is a thin wrapper around [`main_impl`]. Its subcommands (`cargo ying test`, baselines, diffs) are
-//! not built yet; until they are, it reports that and exits with the usage error code.
+//! The binary is a thin wrapper around [`main_impl`]. Modules, one job each: [`cli`] parses the command line,
+//! [`config`] reads `[workspace.metadata.ying]`, [`build`] builds the test binaries through cargo, [`discover`]
+//! lists and selects their tests, [`runner`] runs them, [`output`] shows the run, [`summary`] and [`render`] write
+//! `summary.json`, flamegraphs and `index.html`, and [`test_command`] ties them together.
 
+pub mod build;
+pub mod cli;
+pub mod config;
+pub mod discover;
+pub mod error;
+pub mod output;
+pub mod render;
+pub mod runner;
+pub mod summary;
+pub mod test_command;
+
+use clap::Parser;
 use std::process::ExitCode;
 
-/// Exit code for usage, configuration and build errors.
-pub const EXIT_USAGE: u8 = 2;
+pub use error::{EXIT_OK, EXIT_TEST_FAILED, EXIT_USAGE};
 
 /// Runs `cargo ying` with the process's arguments and returns its exit code.
 pub fn main_impl() -> ExitCode {
-    eprintln!("error: failed to run cargo ying: no subcommand is available yet in this version");
-    ExitCode::from(EXIT_USAGE)
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `cargo ying test` runs `cargo-ying ying test`; `cargo-ying test` (run directly) means the same.
+    if args.get(1).is_none_or(|arg| arg != "ying") {
+        args.insert(1.min(args.len()), "ying".into());
+    }
+    let cli = match cli::Cargo::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() { EXIT_USAGE } else { EXIT_OK });
+        }
+    };
+    let cli::CargoCommand::Ying(ying) = cli.command;
+    let result = match ying.command {
+        cli::Command::Test(args) => test_command::run(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
 }

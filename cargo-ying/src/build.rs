@@ -1,0 +1,88 @@
+//! Building the test binaries: `cargo test --no-run --message-format=json-render-diagnostics`, the executables
+//! taken from cargo's `compiler-artifact` messages. Compiler diagnostics reach the user as cargo renders them.
+
+use crate::cli::CargoOptions;
+use crate::error::{Error, Result};
+use cargo_metadata::{Message, Metadata, MetadataCommand};
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// One test executable.
+#[derive(Clone, Debug)]
+pub struct TestBinary {
+    /// The package it belongs to.
+    pub package: String,
+    /// The target's name (`leaks` for `tests/leaks.rs`, the crate name for a library's unit tests).
+    pub name: String,
+    /// The target's kind (`lib`, `test`, `bin`, ...).
+    pub kind: String,
+    /// The executable.
+    pub path: PathBuf,
+    /// The package's directory: the tests run there, as under `cargo test`.
+    pub package_dir: PathBuf,
+}
+
+impl TestBinary {
+    /// `package::target`, how results name the binary.
+    pub fn id(&self) -> String {
+        format!("{}::{}", self.package, self.name)
+    }
+}
+
+/// The cargo executable: the one that invoked us, or `cargo` on the path.
+pub fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Reads the workspace's metadata (packages, target directory, `[workspace.metadata]`).
+pub fn metadata(options: &CargoOptions) -> Result<Metadata> {
+    let mut command = MetadataCommand::new();
+    command.no_deps();
+    if let Some(path) = &options.manifest_path {
+        command.manifest_path(path);
+    }
+    if options.offline {
+        command.other_options(vec!["--offline".to_owned()]);
+    }
+    command.exec().map_err(|error| Error::new("read the workspace metadata", error))
+}
+
+/// Builds the test binaries and returns them, in cargo's order.
+pub fn build(options: &CargoOptions, metadata: &Metadata) -> Result<Vec<TestBinary>> {
+    let mut child = cargo()
+        .args(["test", "--no-run", "--message-format=json-render-diagnostics"])
+        .args(options.cargo_args())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|error| Error::new("run cargo test --no-run", error))?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut binaries = Vec::new();
+    for message in Message::parse_stream(BufReader::new(stdout)) {
+        let message = message.map_err(|error| Error::new("read cargo's build messages", error))?;
+        let Message::CompilerArtifact(artifact) = message else { continue };
+        let (Some(executable), true) = (artifact.executable, artifact.profile.test) else { continue };
+        let package = metadata.packages.iter().find(|package| package.id == artifact.package_id);
+        let (package, package_dir) = match package {
+            Some(package) => (
+                package.name.to_string(),
+                package.manifest_path.parent().map(|dir| dir.as_std_path().to_owned()).unwrap_or_default(),
+            ),
+            None => (artifact.target.name.clone(), metadata.workspace_root.as_std_path().to_owned()),
+        };
+        let kind = artifact.target.kind.first().map(|kind| kind.to_string()).unwrap_or_default();
+        binaries.push(TestBinary {
+            package,
+            name: artifact.target.name.clone(),
+            kind,
+            path: executable.into_std_path_buf(),
+            package_dir,
+        });
+    }
+    let status = child.wait().map_err(|error| Error::new("wait for cargo test --no-run", error))?;
+    if !status.success() {
+        return Err(Error::new("build the tests", format!("cargo test --no-run exited with {status}")));
+    }
+    Ok(binaries)
+}

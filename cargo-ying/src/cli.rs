@@ -1,0 +1,250 @@
+//! The command line: `cargo ying test [OPTIONS] [FILTERS]... [-- TEST ARGS]...`, parsed with clap.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  every test passed
+  1  a test failed, crashed or timed out
+  2  usage, configuration or build error";
+
+/// `cargo` runs `cargo-ying ying ...`: the outer level is cargo's.
+#[derive(Debug, Parser)]
+#[command(name = "cargo-ying", bin_name = "cargo", version, styles = clap::builder::Styles::plain())]
+pub struct Cargo {
+    /// The subcommand cargo ran.
+    #[command(subcommand)]
+    pub command: CargoCommand,
+}
+
+/// The cargo subcommand.
+#[derive(Debug, Subcommand)]
+pub enum CargoCommand {
+    /// Memory-leak regression testing with ying
+    #[command(version, after_help = EXIT_CODES)]
+    Ying(Ying),
+}
+
+/// `cargo ying`'s own subcommands.
+#[derive(Debug, Args)]
+pub struct Ying {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// A `cargo ying` subcommand.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build the tests, run each in its own process, and report their memory
+    ///
+    /// Every test runs alone in a process of its own, several at once, with process attribution
+    /// (YING_ATTRIBUTION=process) and YING_REPORT_DIR set, so that each leak test counts every allocation of its
+    /// process and writes a report. Reports, flamegraphs, summary.json and index.html go to <target-dir>/ying/.
+    #[command(after_help = EXIT_CODES)]
+    Test(TestArgs),
+}
+
+/// Options of `cargo ying test`.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Options for building the tests.
+    #[command(flatten)]
+    pub cargo: CargoOptions,
+
+    /// Run at most N tests at once [default: the number of available cores]
+    #[arg(short = 'j', long, value_name = "N", help_heading = "Running")]
+    pub jobs: Option<usize>,
+
+    /// Stop a test that runs longer than this and count it as failed (e.g. 90s, 5m, 500ms) [default: 5m]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Running")]
+    pub timeout: Option<std::time::Duration>,
+
+    /// Run every test, even after one has failed
+    #[arg(long, help_heading = "Running")]
+    pub no_fail_fast: bool,
+
+    /// When to color the output
+    #[arg(long, value_enum, value_name = "WHEN", help_heading = "Output")]
+    pub color: Option<ColorChoice>,
+
+    /// Run only the tests whose names contain one of these
+    #[arg(value_name = "TESTNAME")]
+    pub filters: Vec<String>,
+
+    /// Arguments for the test harness, as with cargo test: --exact, --skip NAME, --ignored, --include-ignored, and
+    /// more filters; anything else is passed to every test process
+    #[arg(last = true, value_name = "TEST ARGS")]
+    pub test_args: Vec<String>,
+}
+
+/// The options passed through to `cargo test --no-run`.
+#[derive(Debug, Default, Args)]
+pub struct CargoOptions {
+    /// Path to Cargo.toml
+    #[arg(long, value_name = "PATH", help_heading = "Package selection")]
+    pub manifest_path: Option<PathBuf>,
+    /// Package(s) to test
+    #[arg(short = 'p', long = "package", value_name = "SPEC", help_heading = "Package selection")]
+    pub packages: Vec<String>,
+    /// Test all packages in the workspace
+    #[arg(long, help_heading = "Package selection")]
+    pub workspace: bool,
+    /// Exclude packages from the test
+    #[arg(long, value_name = "SPEC", help_heading = "Package selection")]
+    pub exclude: Vec<String>,
+    /// Test only this package's library
+    #[arg(long, help_heading = "Target selection")]
+    pub lib: bool,
+    /// Test all test targets
+    #[arg(long, help_heading = "Target selection")]
+    pub tests: bool,
+    /// Test only the named test target
+    #[arg(long = "test", value_name = "NAME", help_heading = "Target selection")]
+    pub test_targets: Vec<String>,
+    /// Space or comma separated list of features to activate
+    #[arg(short = 'F', long, value_name = "FEATURES", help_heading = "Feature selection")]
+    pub features: Vec<String>,
+    /// Activate all available features
+    #[arg(long, help_heading = "Feature selection")]
+    pub all_features: bool,
+    /// Do not activate the `default` feature
+    #[arg(long, help_heading = "Feature selection")]
+    pub no_default_features: bool,
+    /// Build in release mode, with optimizations
+    #[arg(short = 'r', long, help_heading = "Compilation options")]
+    pub release: bool,
+    /// Build with the given profile
+    #[arg(long, value_name = "PROFILE-NAME", help_heading = "Compilation options")]
+    pub cargo_profile: Option<String>,
+    /// Directory for all generated artifacts
+    #[arg(long, value_name = "DIRECTORY", help_heading = "Compilation options")]
+    pub target_dir: Option<PathBuf>,
+    /// Assert that Cargo.lock will remain unchanged
+    #[arg(long, help_heading = "Manifest options")]
+    pub locked: bool,
+    /// Run without accessing the network
+    #[arg(long, help_heading = "Manifest options")]
+    pub offline: bool,
+}
+
+impl CargoOptions {
+    /// The arguments for `cargo test --no-run` (and `cargo metadata`, for the manifest path).
+    pub fn cargo_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        let mut flag = |condition: bool, name: &str| {
+            if condition {
+                args.push(name.to_owned());
+            }
+        };
+        flag(self.workspace, "--workspace");
+        flag(self.lib, "--lib");
+        flag(self.tests, "--tests");
+        flag(self.all_features, "--all-features");
+        flag(self.no_default_features, "--no-default-features");
+        flag(self.release, "--release");
+        flag(self.locked, "--locked");
+        flag(self.offline, "--offline");
+        let mut valued = |name: &str, values: &[String]| {
+            for value in values {
+                args.push(name.to_owned());
+                args.push(value.clone());
+            }
+        };
+        valued("--package", &self.packages);
+        valued("--exclude", &self.exclude);
+        valued("--test", &self.test_targets);
+        valued("--features", &self.features);
+        if let Some(profile) = &self.cargo_profile {
+            args.extend(["--profile".to_owned(), profile.clone()]);
+        }
+        if let Some(path) = &self.manifest_path {
+            args.extend(["--manifest-path".to_owned(), path.display().to_string()]);
+        }
+        if let Some(dir) = &self.target_dir {
+            args.extend(["--target-dir".to_owned(), dir.display().to_string()]);
+        }
+        args
+    }
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Color when writing to a terminal, unless NO_COLOR is set
+    Auto,
+    /// Always color
+    Always,
+    /// Never color
+    Never,
+}
+
+/// Parses `90s`, `5m`, `500ms`, `1h` or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a duration; write e.g. 90s, 5m or 500ms"))?;
+    let seconds = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => return Err(format!("unknown unit `{other}` in `{text}`; use ms, s, m or h")),
+    };
+    if seconds <= 0.0 || !seconds.is_finite() {
+        return Err(format!("`{text}` is not a positive duration"));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cargo, CargoCommand, Command, parse_duration};
+    use clap::{CommandFactory, Parser};
+    use std::time::Duration;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cargo::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_with_units() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
+        assert!(parse_duration("3 weeks").unwrap_err().contains("unknown unit `weeks`"));
+        assert!(parse_duration("0").is_err());
+    }
+
+    #[test]
+    fn cargo_options_pass_through() {
+        let cli = Cargo::parse_from([
+            "cargo",
+            "ying",
+            "test",
+            "-p",
+            "a",
+            "--features",
+            "x",
+            "--release",
+            "--test",
+            "leaks",
+            "box",
+            "--",
+            "--exact",
+        ]);
+        let CargoCommand::Ying(ying) = cli.command;
+        let Command::Test(args) = ying.command;
+        assert_eq!(
+            args.cargo.cargo_args(),
+            ["--release", "--package", "a", "--test", "leaks", "--features", "x"].map(String::from)
+        );
+        assert_eq!(args.filters, ["box"]);
+        assert_eq!(args.test_args, ["--exact"]);
+    }
+}

@@ -1,0 +1,112 @@
+//! `cargo ying test`: build, discover, run, then write reports, flamegraphs, summary.json and index.html.
+
+use crate::build::{self, TestBinary};
+use crate::cli::TestArgs;
+use crate::config::Config;
+use crate::discover::{self, Selection};
+use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
+use crate::output::{self, Reporter};
+use crate::render;
+use crate::runner::{self, RunOptions, TestResult};
+use crate::summary::{SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, slash_path};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The timeout when neither `--timeout` nor the configuration sets one: generous, for slow debug builds.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Runs `cargo ying test`; returns the exit code.
+pub fn run(args: TestArgs) -> Result<u8> {
+    let metadata = build::metadata(&args.cargo)?;
+    let manifest = metadata.workspace_root.join("Cargo.toml");
+    let config = Config::from_metadata(&metadata.workspace_metadata, manifest.as_std_path())?;
+    let selection = Selection::new(&args.filters, &args.test_args)?;
+    let target_dir = args.cargo.target_dir.clone().unwrap_or_else(|| metadata.target_directory.clone().into());
+    let out_dir = target_dir.join("ying");
+
+    let binaries: Vec<Arc<TestBinary>> = build::build(&args.cargo, &metadata)?.into_iter().map(Arc::new).collect();
+    let tests = discover::discover(&binaries, &selection)?;
+
+    let options = RunOptions {
+        jobs: args
+            .jobs
+            .or(config.jobs)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
+        timeout: args.timeout.or_else(|| config.timeout()).unwrap_or(DEFAULT_TIMEOUT),
+        fail_fast: !args.no_fail_fast && config.fail_fast.unwrap_or(true),
+        out_dir: out_dir.clone(),
+        passthrough: selection.passthrough.clone(),
+    };
+    prepare_out_dir(&out_dir)?;
+
+    let mut reporter = Reporter::new(output::use_color(args.color));
+    let planned: Vec<_> = tests
+        .into_iter()
+        .map(|test| {
+            let runs = selection.runs(test.ignored);
+            (test, runs)
+        })
+        .collect();
+    let running = planned.iter().filter(|(_, runs)| *runs).count();
+    let with_tests =
+        binaries.iter().filter(|binary| planned.iter().any(|(test, _)| Arc::ptr_eq(&test.binary, binary))).count();
+    reporter.start(running, with_tests, planned.len() - running);
+    let started = Instant::now();
+    let results = runner::run(planned, &options, |result| reporter.result(result));
+    reporter.finish(&results, started.elapsed(), options.fail_fast);
+
+    let summary = write_outputs(&results, &out_dir)?;
+    reporter.artifacts(&out_dir.join("index.html"));
+    let failed = summary.tests.iter().any(|test| ["failed", "crashed", "timed-out"].contains(&test.outcome.as_str()));
+    Ok(if failed { EXIT_TEST_FAILED } else { EXIT_OK })
+}
+
+/// Clears what an earlier run left under `<target>/ying/` (reports, flamegraphs), so every file there is this
+/// run's.
+fn prepare_out_dir(out_dir: &Path) -> Result<()> {
+    for dir in ["reports", "flamegraphs", "tmp"] {
+        let path = out_dir.join(dir);
+        if path.exists() {
+            std::fs::remove_dir_all(&path).map_err(|error| Error::new(format!("clear {}", path.display()), error))?;
+        }
+    }
+    std::fs::create_dir_all(out_dir).map_err(|error| Error::new(format!("create {}", out_dir.display()), error))
+}
+
+/// Writes the flamegraphs of every leak test, summary.json and index.html.
+fn write_outputs(results: &[TestResult], out_dir: &Path) -> Result<Summary> {
+    let mut tests = Vec::new();
+    for result in results {
+        let flamegraphs = match &result.report {
+            Some((_, report)) => {
+                let stem = Path::new("flamegraphs")
+                    .join(runner::file_stem(&result.test.binary.package))
+                    .join(runner::file_stem(&result.test.binary.name))
+                    .join(runner::file_stem(&result.test.name));
+                let retained = stem.with_extension("retained.svg");
+                let allocated = stem.with_extension("allocated.svg");
+                let title = |what: &str| format!("{what}: {}", result.test.id());
+                let write = |lines: Vec<String>, what: &str, path: &Path| {
+                    render::flamegraph(&lines, &title(what), &out_dir.join(path))
+                        .map_err(|error| Error::new(format!("write {}", out_dir.join(path).display()), error))
+                };
+                write(render::retained_lines(report), "retained bytes", &retained)?;
+                write(render::allocated_lines(report), "allocated bytes", &allocated)?;
+                Some((slash_path(&retained), slash_path(&allocated)))
+            }
+            None => None,
+        };
+        tests.push(SummaryTest::new(result, flamegraphs));
+    }
+    let summary = Summary { schema_version: SUMMARY_SCHEMA_VERSION, tests };
+    let json = serde_json::to_vec_pretty(&summary).map_err(|error| Error::new("encode summary.json", error))?;
+    write_file(&out_dir.join("summary.json"), &json)?;
+    write_file(&out_dir.join("index.html"), render::index_html(&summary).as_bytes())?;
+    Ok(summary)
+}
+
+fn write_file(path: &Path, contents: &[u8]) -> Result<()> {
+    std::fs::write(path, contents).map_err(|error| Error::new(format!("write {}", path.display()), error))
+}

@@ -1,0 +1,249 @@
+//! End to end: the built `cargo-ying` on a temporary copy of the fixture workspace (`fixtures/leak-tests`), with a
+//! cleaned environment and a target directory shared by every test here (so the fixture builds once). Checks
+//! outcomes, exit codes, summary.json, reports and SVGs; output is snapshotted after redacting durations.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// The tests share one target directory, and so one `<target>/ying/`: one at a time.
+static SHARED_TARGET: Mutex<()> = Mutex::new(());
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    repository().join("target/fixtures")
+}
+
+/// A temporary copy of the fixture workspace, its path dependency pointed back at this repository.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let source = repository().join("fixtures/leak-tests");
+        for relative in
+            ["Cargo.toml", "Cargo.lock", "src/lib.rs", "tests/leaks.rs", "tests/crashes.rs", "tests/no_allocator.rs"]
+        {
+            let destination = dir.path().join(relative);
+            std::fs::create_dir_all(destination.parent().unwrap()).unwrap();
+            std::fs::copy(source.join(relative), destination).unwrap();
+        }
+        let manifest = dir.path().join("Cargo.toml");
+        let runtime = repository().join("ying-runtime").display().to_string().replace('\\', "/");
+        let text = std::fs::read_to_string(&manifest).unwrap().replace("../../ying-runtime", &runtime);
+        std::fs::write(&manifest, text).unwrap();
+        Self { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs `cargo-ying ying test --manifest-path <copy> <args>` with a cleaned environment.
+    fn cargo_ying(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-ying"));
+        command.arg("ying").arg("test").arg("--manifest-path").arg(self.path().join("Cargo.toml")).args(args);
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy().into_owned();
+            let keep = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"].contains(&key.as_str());
+            if (key.starts_with("CARGO") && !keep) || key.starts_with("YING_") || key.starts_with("RUST_TEST_") {
+                command.env_remove(&key);
+            }
+        }
+        command
+            .env("CARGO_TARGET_DIR", target_dir())
+            .env("CARGO_TERM_COLOR", "never")
+            .env("RUST_BACKTRACE", "0")
+            .env("CI", "true")
+            .envs(envs.iter().copied());
+        command.output().unwrap()
+    }
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The per-test result lines (`PASS [ 0.123s] package::binary test`), durations redacted, sorted: tests run in
+/// parallel, so they finish in any order.
+fn result_lines(stderr: &str) -> String {
+    let mut lines: Vec<String> = stderr
+        .lines()
+        .filter(|line| {
+            let first = line.split_whitespace().next().unwrap_or_default();
+            ["PASS", "FAIL", "CRASH", "TIMEOUT", "Starting", "Summary"].contains(&first)
+        })
+        .map(|line| match (line.find('['), line.find(']')) {
+            (Some(open), Some(close)) if open < close => format!("{}[duration]{}", &line[..open], &line[close + 1..]),
+            _ => line.to_owned(),
+        })
+        .collect();
+    lines.sort();
+    lines.join("\n")
+}
+
+fn summary(fixture_target: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(fixture_target.join("ying/summary.json")).unwrap()).unwrap()
+}
+
+fn entry<'a>(summary: &'a serde_json::Value, binary: &str, name: &str) -> &'a serde_json::Value {
+    summary["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|test| test["binary"] == binary && test["name"] == name)
+        .unwrap_or_else(|| panic!("{binary} {name} is in summary.json"))
+}
+
+#[test]
+fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let output = fixture.cargo_ying(&["--no-fail-fast", "--timeout", "4s", "-j", "2"], &[("YING_FIXTURE_HANG", "1")]);
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    insta::assert_snapshot!("full_run_results", result_lines(&stderr));
+
+    let summary = summary(&target_dir());
+    assert_eq!(summary["schema_version"], 1);
+    let outcome = |binary: &str, name: &str| entry(&summary, binary, name)["outcome"].as_str().unwrap().to_owned();
+    assert_eq!(outcome("crashes", "aborts"), "crashed");
+    assert_eq!(entry(&summary, "crashes", "aborts")["reason"], "killed by SIGABRT");
+    assert_eq!(outcome("crashes", "overflows_its_stack"), "crashed");
+    assert_eq!(outcome("crashes", "hangs"), "timed-out");
+    assert_eq!(entry(&summary, "crashes", "hangs")["reason"], "timed out after 4.000s");
+    assert_eq!(outcome("crashes", "survives_beside_them"), "passed");
+    assert_eq!(outcome("leaks", "box_leak"), "failed");
+    assert_eq!(outcome("leaks", "clean"), "passed");
+    // Alone in its process with process attribution, the helper thread's leak is caught.
+    assert_eq!(outcome("leaks", "helper_thread_leak"), "failed");
+    assert_eq!(outcome("leaks", "helper_thread_leak_process"), "ignored");
+    assert_eq!(outcome("no_allocator", "without_the_allocator"), "failed");
+
+    let box_leak = entry(&summary, "leaks", "box_leak");
+    assert_eq!(box_leak["retained_bytes"], 1000);
+    assert_eq!(box_leak["allocated_bytes"], 1000);
+    assert_eq!(box_leak["allocations"], 1);
+    let aborts = entry(&summary, "crashes", "aborts");
+    assert!(aborts["retained_bytes"].is_null() && aborts["report"].is_null(), "ordinary tests have no figures");
+
+    let out = target_dir().join("ying");
+    let report: ying::report::LeakReport =
+        serde_json::from_slice(&std::fs::read(out.join(box_leak["report"].as_str().unwrap())).unwrap()).unwrap();
+    assert_eq!(report.test.name, "box_leak");
+    assert_eq!(report.outcome, ying::report::Outcome::Failed);
+    assert_eq!(report.attribution, ying::Attribution::Process);
+    for key in ["retained_flamegraph", "allocated_flamegraph"] {
+        let svg = std::fs::read_to_string(out.join(box_leak[key].as_str().unwrap())).unwrap();
+        assert!(svg.starts_with("<?xml") && svg.contains("</svg>"), "{key}");
+        assert!(svg.contains("leaks::box_leak"), "{key} shows the leaking function");
+        assert!(svg.contains("bytes"), "{key} counts bytes");
+    }
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    for name in ["box_leak", "aborts", "hangs", "clean", "flamegraphs/leak-fixtures/leaks/box_leak.retained.svg"] {
+        assert!(index.contains(name), "index.html lists {name}");
+    }
+    assert!(!out.join("tmp").exists(), "no scratch files left");
+    assert!(stderr.contains("--- leak-fixtures::leaks box_leak: output ---"), "a failure's output is shown");
+    assert!(stderr.contains("ying: leak test `box_leak` exceeded its budget"), "{stderr}");
+}
+
+#[test]
+fn flamegraphs_are_deterministic() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let svg = || {
+        let output = fixture.cargo_ying(&["--test", "leaks", "rc_cycle", "--", "--exact"], &[]);
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        std::fs::read(target_dir().join("ying/flamegraphs/leak-fixtures/leaks/rc_cycle.retained.svg")).unwrap()
+    };
+    assert_eq!(svg(), svg());
+}
+
+#[test]
+fn fail_fast_stops_scheduling_after_the_first_failure() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let output = fixture.cargo_ying(&["--test", "crashes", "-j", "1"], &[]);
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let summary = summary(&target_dir());
+    assert_eq!(entry(&summary, "crashes", "aborts")["outcome"], "crashed");
+    for name in ["hangs", "overflows_its_stack", "survives_beside_them"] {
+        assert_eq!(entry(&summary, "crashes", name)["outcome"], "not-run", "{name}");
+    }
+    assert!(stderr.contains("stopped after the first failure; --no-fail-fast runs every test"), "{stderr}");
+}
+
+#[test]
+fn filters_select_tests_and_a_passing_run_exits_zero() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let output = fixture.cargo_ying(&["--test", "leaks", "clean", "budget_passes", "--", "--exact"], &[]);
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let summary = summary(&target_dir());
+    let names: Vec<&str> = summary["tests"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["budget_passes", "clean"]);
+    assert!(stderr.contains("2 tests run: 2 passed"), "{stderr}");
+}
+
+#[test]
+fn configuration_is_read_and_unknown_keys_are_usage_errors() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let manifest = fixture.path().join("Cargo.toml");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        original.replace("[workspace]\n", "[workspace]\n\n[workspace.metadata.ying]\njbos = 2\n"),
+    )
+    .unwrap();
+    let output = fixture.cargo_ying(&["clean"], &[]);
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("error: failed to read [workspace.metadata.ying] in"), "{stderr}");
+    assert!(stderr.contains("unknown field `jbos`"), "{stderr}");
+
+    std::fs::write(
+        &manifest,
+        original.replace("[workspace]\n", "[workspace]\n\n[workspace.metadata.ying]\ntimeout = \"3s\"\n"),
+    )
+    .unwrap();
+    let output = fixture.cargo_ying(&["--test", "crashes", "hangs"], &[("YING_FIXTURE_HANG", "1")]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = self::stderr(&output);
+    assert!(stderr.contains("(timed out after 3.000s)"), "{stderr}");
+}
+
+#[test]
+fn build_errors_and_bad_usage_exit_two() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let output = fixture.cargo_ying(&["--bogus-flag"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("unexpected argument '--bogus-flag'"), "{}", stderr(&output));
+
+    std::fs::write(fixture.path().join("tests/broken.rs"), "fn broken( {}\n").unwrap();
+    let output = fixture.cargo_ying(&["--test", "broken"], &[]);
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("error: failed to build the tests"), "{stderr}");
+    assert!(stderr.contains("tests/broken.rs"), "cargo's rendered diagnostic reaches the user: {stderr}");
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let output = Command::new(env!("CARGO_BIN_EXE_cargo-ying")).args(["ying", "test", "--help"]).output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        help.contains("Exit codes:\n  0  every test passed\n  1  a test failed, crashed or timed out\n  2  usage"),
+        "{help}"
+    );
+}
