@@ -13,8 +13,10 @@ fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
+/// Not the directory `ying-runtime`'s fixture test builds the fixture in place into: the copies here are the same
+/// package at other paths, and would overwrite its artifacts.
 fn target_dir() -> PathBuf {
-    repository().join("target/fixtures")
+    repository().join("target/e2e")
 }
 
 /// A temporary copy of the fixture workspace, its path dependency pointed back at this repository.

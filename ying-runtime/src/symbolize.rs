@@ -123,6 +123,11 @@ fn strip_allocator_frames(frames: &mut Vec<Frame>) {
     frames.drain(..own + plumbing);
 }
 
+/// The frame through which the standard library enters a thread's (or `main`'s) code.
+fn is_thread_entry(frame: &Frame) -> bool {
+    frame.function.starts_with("std::sys::backtrace::__rust_begin_short_backtrace")
+}
+
 /// `<F as core::future::Future>::poll` and similar: plumbing between the async functions that matter.
 fn is_poll_frame(function: &str) -> bool {
     function.starts_with('<') && function.ends_with(">::poll")
@@ -134,7 +139,14 @@ pub(crate) fn symbolize(ips: &[usize]) -> Vec<Frame> {
     as_profiler(|| {
         let mut frames: Vec<Frame> = Vec::new();
         for &ip in ips {
-            frames.extend(resolve_ip(ip).iter().cloned());
+            let resolved = resolve_ip(ip);
+            // Past a thread's entry lie only the runtime's and the C library's start-up frames; resolving them
+            // would load the C library's debug information for nothing.
+            if let Some(entry) = resolved.iter().position(is_thread_entry) {
+                frames.extend(resolved[..entry].iter().cloned());
+                break;
+            }
+            frames.extend(resolved.iter().cloned());
         }
         strip_allocator_frames(&mut frames);
         frames.retain(|frame| !is_poll_frame(&frame.function));
