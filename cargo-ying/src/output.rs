@@ -50,6 +50,11 @@ impl Reporter {
         if self.color { format!("{style}{text}{RESET}") } else { text.to_owned() }
     }
 
+    /// A status word right-aligned in cargo's 12 columns, then colored (padding first, so escapes do not count).
+    fn label(&self, style: &str, text: &str) -> String {
+        self.paint(style, &format!("{text:>12}"))
+    }
+
     fn line(&self, line: &str) {
         match &self.progress {
             Some(progress) => progress.println(line),
@@ -60,12 +65,13 @@ impl Reporter {
     /// Announces the run.
     pub fn start(&mut self, running: usize, binaries: usize, ignored: usize) {
         let ignored = if ignored > 0 { format!(" ({ignored} ignored)") } else { String::new() };
-        self.line(&format!(
-            "{:>12} {running} test{} across {binaries} binar{}{ignored}",
-            self.paint(GREEN, "Starting"),
+        // Before the progress bar exists: a bar that is not drawn yet would swallow the line.
+        eprintln!(
+            "{} {running} test{} across {binaries} binar{}{ignored}",
+            self.label(GREEN, "Starting"),
             if running == 1 { "" } else { "s" },
             if binaries == 1 { "y" } else { "ies" },
-        ));
+        );
         if let Some(progress) = &mut self.progress {
             let bar = ProgressBar::new(running as u64).with_style(
                 ProgressStyle::with_template("{prefix:>12.cyan.bold} [{elapsed_precise}] {bar:25} {pos}/{len}: {msg}")
@@ -87,8 +93,8 @@ impl Reporter {
         };
         let reason = result.outcome.reason().map_or_else(String::new, |reason| format!(" ({reason})"));
         self.line(&format!(
-            "{:>12} [{:>8}] {}{reason}",
-            self.paint(style, label),
+            "{} [{:>8}] {}{reason}",
+            self.label(style, label),
             seconds(result.duration),
             result.test.id()
         ));
@@ -131,12 +137,9 @@ impl Reporter {
             totals.push_str(&format!(", {not_run} not run"));
         }
         let style = if failed + crashed + timed_out > 0 { RED } else { GREEN };
-        eprintln!("\n{:>12} [{:>8}] {totals}", self.paint(style, "Summary"), seconds(elapsed));
+        eprintln!("\n{} [{:>8}] {totals}", self.label(style, "Summary"), seconds(elapsed));
         if not_run > 0 && fail_fast_hint {
-            eprintln!(
-                "{:>12} stopped after the first failure; --no-fail-fast runs every test",
-                self.paint(YELLOW, "note")
-            );
+            eprintln!("{} stopped after the first failure; --no-fail-fast runs every test", self.label(YELLOW, "note"));
         }
         self.leak_table(results);
     }
@@ -166,6 +169,6 @@ impl Reporter {
 
     /// Where the reports went.
     pub fn artifacts(&self, index: &std::path::Path) {
-        eprintln!("\n{:>12} {}", self.paint(GREEN, "Reports"), index.display());
+        eprintln!("\n{} {}", self.label(GREEN, "Reports"), index.display());
     }
 }
