@@ -128,6 +128,12 @@ fn is_thread_entry(frame: &Frame) -> bool {
     frame.function.starts_with("std::sys::backtrace::__rust_begin_short_backtrace")
 }
 
+/// The function of ying's leak-test runner that calls the test's body (not the closure inside it).
+fn is_leak_test_runner(frame: &Frame) -> bool {
+    let name = frame.function.as_str();
+    name == "ying::leak_test::run" || name.starts_with("ying::leak_test::run::<")
+}
+
 /// `<F as core::future::Future>::poll` and similar: plumbing between the async functions that matter.
 fn is_poll_frame(function: &str) -> bool {
     function.starts_with('<') && function.ends_with(">::poll")
@@ -140,13 +146,16 @@ pub(crate) fn symbolize(ips: &[usize]) -> Vec<Frame> {
         let mut frames: Vec<Frame> = Vec::new();
         for &ip in ips {
             let resolved = resolve_ip(ip);
-            // Past a thread's entry lie only the runtime's and the C library's start-up frames; resolving them
-            // would load the C library's debug information for nothing.
+            // Past a thread's entry lie only the runtime's and the C library's start-up frames, and past the
+            // leak-test runner only the test harness: resolving them would load debug information for nothing.
             if let Some(entry) = resolved.iter().position(is_thread_entry) {
                 frames.extend(resolved[..entry].iter().cloned());
                 break;
             }
             frames.extend(resolved.iter().cloned());
+            if resolved.iter().any(is_leak_test_runner) {
+                break;
+            }
         }
         strip_allocator_frames(&mut frames);
         frames.retain(|frame| !is_poll_frame(&frame.function));
