@@ -86,6 +86,7 @@ pub struct RunOptions {
 }
 
 /// The name of a signal that killed a process.
+#[cfg(unix)]
 fn signal_name(signal: i32) -> String {
     let name = match signal {
         libc::SIGABRT => "SIGABRT",
@@ -99,6 +100,11 @@ fn signal_name(signal: i32) -> String {
         _ => return format!("signal {signal}"),
     };
     name.to_owned()
+}
+
+#[cfg(not(unix))]
+fn signal_name(signal: i32) -> String {
+    format!("signal {signal}")
 }
 
 #[cfg(unix)]
