@@ -71,6 +71,13 @@ pub struct TestResult {
     pub report: Option<(PathBuf, LeakReport)>,
 }
 
+impl TestResult {
+    /// The result of a test that did not run.
+    fn skipped(test: TestCase, outcome: Outcome) -> Self {
+        Self { test, outcome, duration: Duration::ZERO, output: String::new(), report: None }
+    }
+}
+
 /// How to run the tests.
 pub struct RunOptions {
     /// Tests run at once.
@@ -212,14 +219,7 @@ pub fn run(
         if runs {
             queue.lock().unwrap().push_back((index, test));
         } else {
-            let result = TestResult {
-                test,
-                outcome: Outcome::Ignored,
-                duration: Duration::ZERO,
-                output: String::new(),
-                report: None,
-            };
-            results[index] = Some(result);
+            results[index] = Some(TestResult::skipped(test, Outcome::Ignored));
         }
     }
     let stop = AtomicBool::new(false);
@@ -251,14 +251,7 @@ pub fn run(
         }
     });
     for (index, test) in queue.into_inner().unwrap() {
-        let result = TestResult {
-            test,
-            outcome: Outcome::NotRun,
-            duration: Duration::ZERO,
-            output: String::new(),
-            report: None,
-        };
-        results[index] = Some(result);
+        results[index] = Some(TestResult::skipped(test, Outcome::NotRun));
     }
     let _ = std::fs::remove_dir(options.out_dir.join("tmp"));
     results.into_iter().map(|result| result.expect("every test has a result")).collect()

@@ -517,17 +517,11 @@ fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
     let mut lines = shown
         .into_iter()
         .map(|frame| {
-            let mut function = frame.function.as_str();
-            while let Some(outer) = function.strip_suffix("::{{closure}}") {
-                if outer == test_function {
-                    function = outer;
-                    break;
-                }
-                function = outer;
-            }
-            if function != test_function {
-                function = frame.function.as_str();
-            }
+            // `module::test::{{closure}}` (the body, possibly an async block in it) reads as the test itself.
+            let function = frame.function.as_str();
+            let is_body =
+                function.strip_prefix(test_function).is_some_and(|rest| rest.split("::{{closure}}").all(str::is_empty));
+            let function = if is_body { test_function } else { function };
             Frame::new(function, frame.file.clone(), frame.line).to_string()
         })
         .collect::<Vec<_>>();
