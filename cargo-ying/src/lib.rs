@@ -3,8 +3,9 @@
 //!
 //! The binary is a thin wrapper around [`main_impl`]. Modules, one job each: [`cli`] parses the command line,
 //! [`config`] reads `[workspace.metadata.ying]`, [`build`] builds the test binaries through cargo, [`discover`]
-//! lists and selects their tests, [`runner`] runs them, [`output`] shows the run, [`summary`] and [`render`] write
-//! `summary.json`, flamegraphs and `index.html`, and [`test_command`] ties them together.
+//! lists and selects their tests, [`runner`] runs them, [`output`] shows the run, [`symbols`] symbolises the
+//! stacks the tests deferred, [`summary`] and [`render`] write `summary.json`, flamegraphs and `index.html`, and
+//! [`test_command`] ties them together.
 
 pub mod build;
 pub mod cli;
@@ -15,6 +16,7 @@ pub mod output;
 pub mod render;
 pub mod runner;
 pub mod summary;
+pub mod symbols;
 pub mod test_command;
 
 use clap::Parser;

@@ -153,6 +153,7 @@ fn run_one(test: TestCase, index: usize, options: &RunOptions) -> TestResult {
             .current_dir(&test.binary.package_dir)
             .env(ying::report::REPORT_DIR_ENV, scratch.join("report"))
             .env(ying::ATTRIBUTION_ENV, "process")
+            .env(ying::report::DEFER_SYMBOLS_ENV, "1")
             .stdin(Stdio::null())
             .stdout(file.try_clone()?)
             .stderr(file);

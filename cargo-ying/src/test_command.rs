@@ -9,6 +9,7 @@ use crate::output::{self, Reporter};
 use crate::render;
 use crate::runner::{self, RunOptions, TestResult};
 use crate::summary::{SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, slash_path};
+use crate::symbols::Symbolizer;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,7 +55,8 @@ pub fn run(args: TestArgs) -> Result<u8> {
         binaries.iter().filter(|binary| planned.iter().any(|(test, _)| Arc::ptr_eq(&test.binary, binary))).count();
     reporter.start(running, with_tests, planned.len() - running);
     let started = Instant::now();
-    let results = runner::run(planned, &options, |result| reporter.result(result));
+    let mut results = runner::run(planned, &options, |result| reporter.result(result));
+    complete_reports(&mut results, &out_dir)?;
     reporter.finish(&results, started.elapsed(), options.fail_fast);
 
     let summary = write_outputs(&results, &out_dir)?;
@@ -73,6 +75,20 @@ fn prepare_out_dir(out_dir: &Path) -> Result<()> {
         }
     }
     std::fs::create_dir_all(out_dir).map_err(|error| Error::new(format!("create {}", out_dir.display()), error))
+}
+
+/// Symbolises the stacks the tests deferred, once per executable, and stores the completed reports.
+fn complete_reports(results: &mut [TestResult], out_dir: &Path) -> Result<()> {
+    let mut symbolizer = Symbolizer::default();
+    for result in results {
+        let binary = &result.test.binary;
+        let Some((path, report)) = &mut result.report else { continue };
+        if symbolizer.complete(report, &binary.path, &binary.package_dir) {
+            let json = serde_json::to_vec_pretty(report).map_err(|error| Error::new("encode a report", error))?;
+            write_file(&out_dir.join(path), &json)?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes the flamegraphs of every leak test, summary.json and index.html.

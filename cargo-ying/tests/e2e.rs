@@ -140,6 +140,19 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
     assert_eq!(report.test.name, "box_leak");
     assert_eq!(report.outcome, ying::report::Outcome::Failed);
     assert_eq!(report.attribution, ying::Attribution::Process);
+    // The stacks the test deferred were symbolised here, once per executable, and stored with their frames.
+    assert!(!report.sampled_stacks.is_empty());
+    for stack in &report.sampled_stacks {
+        assert!(stack.addresses.is_empty() && !stack.frames.is_empty(), "{stack:?}");
+    }
+    assert!(
+        report.sampled_stacks.iter().any(|stack| stack
+            .frames
+            .iter()
+            .any(|f| f.function == "leaks::box_leak::{{closure}}" && f.file.as_deref() == Some("tests/leaks.rs"))),
+        "{:#?}",
+        report.sampled_stacks
+    );
     for key in ["retained_flamegraph", "allocated_flamegraph"] {
         let svg = std::fs::read_to_string(out.join(box_leak[key].as_str().unwrap())).unwrap();
         assert!(svg.starts_with("<?xml") && svg.contains("</svg>"), "{key}");

@@ -10,12 +10,13 @@
 use crate::allocator::is_installed;
 use crate::measure::INSTALL_HINT;
 use crate::report::{
-    Budgets, IterationFigures, LeakReport, Outcome, REPORT_DIR_ENV, REPORT_SCHEMA_VERSION, RetainedSite, SampledStack,
-    TestId,
+    Budgets, DEFER_SYMBOLS_ENV, IterationFigures, LeakReport, Outcome, REPORT_DIR_ENV, REPORT_SCHEMA_VERSION,
+    RetainedSite, SampledStack, TestId,
 };
 use crate::scope::{Attribution, OpenScope, ScopeStats};
 use crate::size::{human, human_signed};
-use crate::symbolize::{Frame, is_own_frame, symbolize};
+use crate::stack_stats;
+use crate::symbolize::{Frame, executable_address, is_own_frame, symbolize};
 use crate::thread::as_profiler;
 use crate::{stacks, table};
 use std::collections::HashMap;
@@ -461,30 +462,45 @@ fn write_report(path: &std::path::Path, report: &LeakReport) -> std::io::Result<
     std::fs::rename(&partial, path)
 }
 
-/// The process's top stacks by allocated and by retained bytes, for flamegraphs.
+/// The process's top stacks by allocated and by retained bytes, for flamegraphs. Under [`DEFER_SYMBOLS_ENV`], as
+/// addresses in the executable where the platform allows (see [`SampledStack::addresses`]).
 fn sampled_stacks(manifest_dir: &str) -> Vec<SampledStack> {
     const TOP: usize = 50;
-    let profiler = crate::stack_stats::top_k;
-    let mut stacks = profiler(TOP, crate::stack_stats::Order::Allocated);
-    for stack in profiler(TOP, crate::stack_stats::Order::Retained) {
-        if !stacks.iter().any(|known| known.frames() == stack.frames()) {
-            stacks.push(stack);
+    let mut ranked = stack_stats::ranked(TOP, stack_stats::Order::Allocated);
+    for stack in stack_stats::ranked(TOP, stack_stats::Order::Retained) {
+        if !ranked.iter().any(|known| known.index == stack.index) {
+            ranked.push(stack);
         }
     }
-    stacks
+    let defer = std::env::var_os(DEFER_SYMBOLS_ENV).is_some();
+    ranked
         .into_iter()
-        .map(|stack| SampledStack {
-            retained_bytes: stack.retained_bytes(),
-            retained_objects: stack.retained_objects(),
-            allocated_bytes: stack.allocated_bytes(),
-            allocated_objects: stack.allocated_objects(),
-            frames: relative_frames(stack.frames().to_vec(), manifest_dir),
+        .map(|ranked| {
+            let addresses: Vec<u64> = if defer {
+                ranked.ips.as_slice().iter().filter_map(|&ip| executable_address(ip)).collect()
+            } else {
+                Vec::new()
+            };
+            let frames = if addresses.is_empty() {
+                relative_frames(symbolize(ranked.ips.as_slice()), manifest_dir)
+            } else {
+                Vec::new()
+            };
+            let stats = &ranked.stats;
+            SampledStack {
+                retained_bytes: stats.retained_bytes(),
+                retained_objects: stats.retained_objects(),
+                allocated_bytes: stats.allocated_bytes(),
+                allocated_objects: stats.allocated_objects(),
+                frames,
+                addresses,
+            }
         })
         .collect()
 }
 
 /// Source paths inside the test's package (or the working directory), made relative to it.
-fn relative_frames(mut frames: Vec<Frame>, manifest_dir: &str) -> Vec<Frame> {
+pub fn relative_frames(mut frames: Vec<Frame>, manifest_dir: &str) -> Vec<Frame> {
     let cwd = std::env::current_dir().ok().map(|dir| dir.display().to_string());
     for frame in &mut frames {
         if let Some(file) = &frame.file {

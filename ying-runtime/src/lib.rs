@@ -163,9 +163,10 @@ pub use ying_macros::leak_test;
 /// Internals for ying's own macros and tests; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::leak_test::{LeakTest, TestResult, run};
+    pub use crate::leak_test::{LeakTest, TestResult, relative_frames, run};
     pub use crate::report::Budgets;
     pub use crate::scope::Attribution;
+    pub use crate::symbolize::tidy as tidy_frames;
 
     /// Entries in the live table: (sampled, owned by a scope, the profiler's own).
     pub fn live_table_census() -> (usize, usize, usize) {

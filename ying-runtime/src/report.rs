@@ -13,6 +13,11 @@ pub const REPORT_SCHEMA_VERSION: u32 = 1;
 /// The environment variable naming the directory where leak tests write their reports.
 pub const REPORT_DIR_ENV: &str = "YING_REPORT_DIR";
 
+/// When this environment variable is set (as `cargo ying` sets it), a report's sampled stacks carry the
+/// executable's instruction addresses instead of frames where the platform allows, and the reader symbolises them
+/// once per executable rather than every test process loading the debug information.
+pub const DEFER_SYMBOLS_ENV: &str = "YING_DEFER_SYMBOLS";
+
 /// Everything one run of one leak test measured.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
@@ -138,4 +143,9 @@ pub struct SampledStack {
     pub allocated_objects: f64,
     /// The stack, from the allocation site outwards.
     pub frames: Vec<Frame>,
+    /// Instead of `frames`, under [`DEFER_SYMBOLS_ENV`]: the stack's instruction addresses in the test
+    /// executable (as its debug information counts them), innermost first, for the reader to symbolise and pass
+    /// through [`crate::__private::tidy_frames`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<u64>,
 }

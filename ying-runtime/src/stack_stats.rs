@@ -1,6 +1,7 @@
 //! Per-stack estimates as the public API returns them: the samples aggregated per stack, symbolised on demand.
 
 use crate::histogram::LifetimeHistogram;
+use crate::stacks::Ips;
 use crate::symbolize::{Frame, symbolize};
 use crate::thread::as_profiler;
 use crate::{sampler, stacks, table};
@@ -59,8 +60,18 @@ pub(crate) enum Order {
     Allocated,
 }
 
-/// The `k` largest stacks by `order`, symbolised. Runs as the profiler, so its allocations are in no figure.
-pub(crate) fn top_k(k: usize, order: Order) -> Vec<StackStats> {
+/// A ranked stack, not symbolised yet.
+pub(crate) struct Ranked {
+    /// The stack's index in the stack table.
+    pub(crate) index: usize,
+    /// Its instruction pointers, innermost first.
+    pub(crate) ips: Ips,
+    /// Its estimates, without frames.
+    pub(crate) stats: StackStats,
+}
+
+/// The `k` largest stacks by `order`, not symbolised. Runs as the profiler, so its allocations are in no figure.
+pub(crate) fn ranked(k: usize, order: Order) -> Vec<Ranked> {
     as_profiler(|| {
         // Live samples first: a sample's stack is interned before its entry is inserted, so every stack the live
         // snapshot names is in the stack snapshot taken after it.
@@ -86,17 +97,28 @@ pub(crate) fn top_k(k: usize, order: Order) -> Vec<StackStats> {
         ranked.truncate(k);
         ranked
             .into_iter()
-            .map(|(i, _)| {
-                let (ips, allocated_objects, allocated_bytes, lifetimes) = &records[i];
-                StackStats {
-                    frames: symbolize(ips.as_slice()),
-                    retained_bytes: retained[i].0,
-                    retained_objects: retained[i].1,
+            .map(|(index, _)| {
+                let (ips, allocated_objects, allocated_bytes, lifetimes) = &records[index];
+                let stats = StackStats {
+                    frames: Vec::new(),
+                    retained_bytes: retained[index].0,
+                    retained_objects: retained[index].1,
                     allocated_bytes: *allocated_bytes,
                     allocated_objects: *allocated_objects,
                     lifetimes: *lifetimes,
-                }
+                };
+                Ranked { index, ips: *ips, stats }
             })
+            .collect()
+    })
+}
+
+/// The `k` largest stacks by `order`, symbolised. Runs as the profiler, so its allocations are in no figure.
+pub(crate) fn top_k(k: usize, order: Order) -> Vec<StackStats> {
+    as_profiler(|| {
+        ranked(k, order)
+            .into_iter()
+            .map(|ranked| StackStats { frames: symbolize(ranked.ips.as_slice()), ..ranked.stats })
             .collect()
     })
 }

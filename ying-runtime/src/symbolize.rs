@@ -139,27 +139,83 @@ fn is_poll_frame(function: &str) -> bool {
     function.starts_with('<') && function.ends_with(">::poll")
 }
 
-/// Symbolises a captured stack: inlined frames expanded, the frames above the allocating code dropped, `poll`
-/// plumbing dropped.
+/// Symbolises a captured stack: inlined frames expanded, then [`tidy`].
 pub(crate) fn symbolize(ips: &[usize]) -> Vec<Frame> {
     as_profiler(|| {
         let mut frames: Vec<Frame> = Vec::new();
         for &ip in ips {
             let resolved = resolve_ip(ip);
+            frames.extend(resolved.iter().cloned());
             // Past a thread's entry lie only the runtime's and the C library's start-up frames, and past the
             // leak-test runner only the test harness: resolving them would load debug information for nothing.
-            if let Some(entry) = resolved.iter().position(is_thread_entry) {
-                frames.extend(resolved[..entry].iter().cloned());
-                break;
-            }
-            frames.extend(resolved.iter().cloned());
-            if resolved.iter().any(is_leak_test_runner) {
+            if resolved.iter().any(|frame| is_thread_entry(frame) || is_leak_test_runner(frame)) {
                 break;
             }
         }
-        strip_allocator_frames(&mut frames);
-        frames.retain(|frame| !is_poll_frame(&frame.function));
-        frames
+        tidy(frames)
+    })
+}
+
+/// Trims a symbolised stack (innermost first, inlined frames expanded) to what reports show: the frames above the
+/// allocating code dropped, `poll` plumbing dropped, and nothing past a thread's entry or the leak-test runner.
+pub fn tidy(mut frames: Vec<Frame>) -> Vec<Frame> {
+    if let Some(entry) = frames.iter().position(is_thread_entry) {
+        frames.truncate(entry);
+    }
+    if let Some(runner) = frames.iter().position(is_leak_test_runner) {
+        frames.truncate(runner + 1);
+    }
+    strip_allocator_frames(&mut frames);
+    frames.retain(|frame| !is_poll_frame(&frame.function));
+    frames
+}
+
+/// The address of `ip` in the process's executable file (as its debug information counts addresses), or `None`
+/// when `ip` lies outside the executable or the platform is not supported. Lets another process symbolise.
+pub(crate) fn executable_address(ip: usize) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let (start, end, bias) = *executable_range();
+        (start..end).contains(&ip).then(|| (ip - bias) as u64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = ip;
+        None
+    }
+}
+
+/// The executable's mapped range and load bias: (start, end, bias); empty when unknown.
+#[cfg(target_os = "linux")]
+fn executable_range() -> &'static (usize, usize, usize) {
+    static RANGE: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
+    RANGE.get_or_init(|| {
+        unsafe extern "C" fn first_object(
+            info: *mut libc::dl_phdr_info,
+            _size: libc::size_t,
+            data: *mut libc::c_void,
+        ) -> libc::c_int {
+            // SAFETY: `dl_iterate_phdr` passes a valid `info` for the duration of the call, and `data` is the
+            // `&mut (usize, usize, usize)` given below, used by this call alone.
+            unsafe {
+                let info = &*info;
+                let range = &mut *(data as *mut (usize, usize, usize));
+                let bias = info.dlpi_addr as usize;
+                let headers = std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum));
+                let (mut start, mut end) = (usize::MAX, 0);
+                for header in headers.iter().filter(|header| header.p_type == libc::PT_LOAD) {
+                    start = start.min(bias + header.p_vaddr as usize);
+                    end = end.max(bias + (header.p_vaddr + header.p_memsz) as usize);
+                }
+                *range = if start < end { (start, end, bias) } else { (0, 0, 0) };
+            }
+            1 // The first object is the executable: stop.
+        }
+        let mut range = (0usize, 0usize, 0usize);
+        // SAFETY: the callback upholds `dl_iterate_phdr`'s contract and only writes through `data`, which points
+        // to `range`, alive for the whole call.
+        unsafe { libc::dl_iterate_phdr(Some(first_object), (&mut range as *mut (usize, usize, usize)).cast()) };
+        range
     })
 }
 

@@ -155,3 +155,25 @@ fn reports_hold_nothing_that_churns_between_identical_runs() {
     second[0].sampled_stacks.clear();
     assert_eq!(first, second);
 }
+
+#[test]
+fn deferred_symbols_leave_addresses_for_the_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = [
+        (ying::report::REPORT_DIR_ENV, dir.path().as_os_str()),
+        (ying::report::DEFER_SYMBOLS_ENV, "1".as_ref()),
+        (ying::ATTRIBUTION_ENV, "process".as_ref()),
+    ];
+    assert!(run_alone("clean_with_budgets", &envs).status.success());
+    let report = read_reports(dir.path()).remove(0);
+    assert!(!report.sampled_stacks.is_empty());
+    // Retained sites are still named in the process (the failure message and the excuses need names).
+    assert!(report.retained_sites.iter().all(|site| !site.frames.is_empty()));
+    if cfg!(target_os = "linux") {
+        for stack in &report.sampled_stacks {
+            assert!(stack.frames.is_empty() && !stack.addresses.is_empty(), "{stack:?}");
+        }
+    } else {
+        assert!(report.sampled_stacks.iter().all(|stack| !stack.frames.is_empty() && stack.addresses.is_empty()));
+    }
+}

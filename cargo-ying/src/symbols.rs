@@ -1,0 +1,73 @@
+//! Symbolising the stacks a leak test deferred (`YING_DEFER_SYMBOLS`): once per test executable, here, instead of
+//! every test process loading the executable's debug information for its report.
+
+use addr2line::Loader;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use ying::Frame;
+use ying::report::LeakReport;
+
+/// Debug information of the test executables, each loaded on first use.
+#[derive(Default)]
+pub struct Symbolizer {
+    loaders: HashMap<PathBuf, Option<Loader>>,
+}
+
+/// A demangled name without its hash, or the name as it is when it is not a Rust symbol.
+fn demangle(name: &str) -> String {
+    match rustc_demangle::try_demangle(name) {
+        Ok(demangled) => format!("{demangled:#}"),
+        Err(_) => name.to_owned(),
+    }
+}
+
+impl Symbolizer {
+    /// Frames (inlined ones expanded, innermost first) of the instruction at `address` of `executable`.
+    fn frames(loader: &Loader, address: u64) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        // A return address points after the call: look up the call instruction itself.
+        let Ok(mut found) = loader.find_frames(address.saturating_sub(1)) else { return frames };
+        while let Ok(Some(frame)) = found.next() {
+            let function = frame
+                .function
+                .as_ref()
+                .and_then(|name| name.raw_name().ok())
+                .map_or_else(|| format!("{address:#x}"), |name| demangle(&name));
+            let file = frame.location.as_ref().and_then(|location| location.file).map(str::to_owned);
+            let line = frame.location.as_ref().and_then(|location| location.line);
+            frames.push(Frame::new(function, file, line));
+        }
+        if frames.is_empty() {
+            frames.push(Frame::new(format!("{address:#x}"), None, None));
+        }
+        frames
+    }
+
+    /// Fills the frames of `report`'s deferred stacks from `executable`'s debug information, trimmed as the
+    /// runtime trims them and with paths relative to `package_dir`. Returns whether anything changed.
+    pub fn complete(&mut self, report: &mut LeakReport, executable: &Path, package_dir: &Path) -> bool {
+        if report.sampled_stacks.iter().all(|stack| stack.addresses.is_empty()) {
+            return false;
+        }
+        let loader = self.loaders.entry(executable.to_owned()).or_insert_with(|| Loader::new(executable).ok());
+        let package_dir = package_dir.display().to_string();
+        for stack in &mut report.sampled_stacks {
+            let addresses = std::mem::take(&mut stack.addresses);
+            let Some(loader) = loader.as_ref() else { continue };
+            let frames = addresses.iter().flat_map(|&address| Self::frames(loader, address)).collect();
+            stack.frames = ying::__private::relative_frames(ying::__private::tidy_frames(frames), &package_dir);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangle;
+
+    #[test]
+    fn names_are_demangled_without_hashes() {
+        assert_eq!(demangle("_ZN4core3ptr13drop_in_place17h2f1bfa0c6bb1e4b5E"), "core::ptr::drop_in_place");
+        assert_eq!(demangle("start_thread"), "start_thread");
+    }
+}
