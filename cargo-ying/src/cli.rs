@@ -43,7 +43,24 @@ pub enum Command {
     /// (YING_ATTRIBUTION=process) and YING_REPORT_DIR set, so that each leak test counts every allocation of its
     /// process and writes a report. Reports, flamegraphs, summary.json and index.html go to <target-dir>/ying/.
     #[command(after_help = EXIT_CODES)]
-    Test(TestArgs),
+    Test(Box<TestArgs>),
+    /// Write the baseline from the last run's results, without running the tests again
+    #[command(after_help = EXIT_CODES)]
+    Accept(AcceptArgs),
+}
+
+/// Options of `cargo ying accept`.
+#[derive(Debug, Args)]
+pub struct AcceptArgs {
+    /// Path to Cargo.toml
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// Directory for all generated artifacts (where the last run wrote ying/summary.json)
+    #[arg(long, value_name = "DIRECTORY")]
+    pub target_dir: Option<PathBuf>,
+    /// The baseline to write [default: ying-baseline.json at the workspace root]
+    #[arg(long, value_name = "PATH")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// Options of `cargo ying test`.
@@ -68,6 +85,26 @@ pub struct TestArgs {
     /// When to color the output
     #[arg(long, value_enum, value_name = "WHEN", help_heading = "Output")]
     pub color: Option<ColorChoice>,
+
+    /// The baseline to compare with and save to [default: ying-baseline.json at the workspace root]
+    #[arg(long, value_name = "PATH", help_heading = "Baseline")]
+    pub baseline: Option<PathBuf>,
+
+    /// Write this run's leak-test figures into the baseline (only the tests that ran change)
+    #[arg(long, help_heading = "Baseline")]
+    pub save_baseline: bool,
+
+    /// Growth of retained memory, relative to the baseline, that does not fail the gate [default: 10%]
+    #[arg(long, value_name = "PERCENT", value_parser = crate::gate::parse_percent, help_heading = "Baseline")]
+    pub max_growth: Option<f64>,
+
+    /// Growth of retained memory, in bytes, that never fails the gate [default: 1 KiB]
+    #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size, help_heading = "Baseline")]
+    pub min_growth: Option<u64>,
+
+    /// Also fail when a leak test is new to the baseline or missing from the run
+    #[arg(long, help_heading = "Baseline")]
+    pub check: bool,
 
     /// Run only the tests whose names contain one of these
     #[arg(value_name = "TESTNAME")]
@@ -239,7 +276,8 @@ mod tests {
             "--exact",
         ]);
         let CargoCommand::Ying(ying) = cli.command;
-        let Command::Test(args) = ying.command;
+        let Command::Test(args) = ying.command else { panic!("parsed as test") };
+        let args = *args;
         assert_eq!(
             args.cargo.cargo_args(),
             ["--release", "--package", "a", "--test", "leaks", "--features", "x"].map(String::from)

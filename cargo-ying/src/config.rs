@@ -13,6 +13,12 @@ pub struct Config {
     pub timeout: Option<String>,
     /// Stop scheduling tests after the first failure.
     pub fail_fast: Option<bool>,
+    /// The baseline file, relative to the workspace root.
+    pub baseline: Option<String>,
+    /// Tolerated relative growth of retained memory (`"10%"`).
+    pub max_growth: Option<String>,
+    /// Tolerated absolute growth of retained memory (`"1 KiB"`).
+    pub min_growth: Option<String>,
 }
 
 impl Config {
@@ -27,10 +33,29 @@ impl Config {
         if let Some(timeout) = &config.timeout {
             crate::cli::parse_duration(timeout).map_err(|why| Error::new(action(), format!("`timeout`: {why}")))?;
         }
+        if let Some(growth) = &config.max_growth {
+            crate::gate::parse_percent(growth).map_err(|why| Error::new(action(), format!("`max-growth`: {why}")))?;
+        }
+        if let Some(growth) = &config.min_growth {
+            crate::gate::parse_size(growth).map_err(|why| Error::new(action(), format!("`min-growth`: {why}")))?;
+        }
         if config.jobs == Some(0) {
             return Err(Error::new(action(), "`jobs` must be at least 1"));
         }
         Ok(config)
+    }
+
+    /// The tolerance of the gate: flags first, then this configuration, then the defaults.
+    pub fn tolerance(&self, max_growth: Option<f64>, min_growth: Option<u64>) -> crate::gate::Tolerance {
+        let defaults = crate::gate::Tolerance::default();
+        crate::gate::Tolerance {
+            relative: max_growth
+                .or_else(|| self.max_growth.as_deref().and_then(|g| crate::gate::parse_percent(g).ok()))
+                .unwrap_or(defaults.relative),
+            absolute: min_growth
+                .or_else(|| self.min_growth.as_deref().and_then(|g| crate::gate::parse_size(g).ok()))
+                .unwrap_or(defaults.absolute),
+        }
     }
 
     /// The timeout, if configured (validated when read).

@@ -4,14 +4,18 @@
 //! The binary is a thin wrapper around [`main_impl`]. Modules, one job each: [`cli`] parses the command line,
 //! [`config`] reads `[workspace.metadata.ying]`, [`build`] builds the test binaries through cargo, [`discover`]
 //! lists and selects their tests, [`runner`] runs them, [`output`] shows the run, [`symbols`] symbolises the
-//! stacks the tests deferred, [`summary`] and [`render`] write `summary.json`, flamegraphs and `index.html`, and
-//! [`test_command`] ties them together.
+//! stacks the tests deferred, [`summary`] and [`render`] write `summary.json`, flamegraphs and `index.html`,
+//! [`baseline`] reads and writes the committed baseline and [`gate`] compares a run with it; [`test_command`] and
+//! [`accept_command`] tie them together.
 
+pub mod accept_command;
+pub mod baseline;
 pub mod build;
 pub mod cli;
 pub mod config;
 pub mod discover;
 pub mod error;
+pub mod gate;
 pub mod output;
 pub mod render;
 pub mod runner;
@@ -40,7 +44,8 @@ pub fn main_impl() -> ExitCode {
     };
     let cli::CargoCommand::Ying(ying) = cli.command;
     let result = match ying.command {
-        cli::Command::Test(args) => test_command::run(args),
+        cli::Command::Test(args) => test_command::run(*args),
+        cli::Command::Accept(args) => accept_command::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

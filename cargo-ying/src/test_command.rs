@@ -1,28 +1,60 @@
 //! `cargo ying test`: build, discover, run, then write reports, flamegraphs, summary.json and index.html.
 
+use crate::baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BASELINE};
 use crate::build::{self, TestBinary};
 use crate::cli::TestArgs;
 use crate::config::Config;
 use crate::discover::{self, Selection};
 use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
+use crate::gate;
 use crate::output::{self, Reporter};
 use crate::render;
 use crate::runner::{self, RunOptions, TestResult};
 use crate::summary::{SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, slash_path};
 use crate::symbols::Symbolizer;
+use cargo_metadata::Metadata;
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The timeout when neither `--timeout` nor the configuration sets one: generous, for slow debug builds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Reads `[workspace.metadata.ying]`.
+pub fn config(metadata: &Metadata) -> Result<Config> {
+    let manifest = metadata.workspace_root.join("Cargo.toml");
+    Config::from_metadata(&metadata.workspace_metadata, manifest.as_std_path())
+}
+
+/// The baseline file: the flag, else the configuration (relative to the workspace root), else the default.
+pub fn baseline_path(flag: Option<&Path>, config: &Config, metadata: &Metadata) -> PathBuf {
+    let root = metadata.workspace_root.as_std_path();
+    match (flag, &config.baseline) {
+        (Some(path), _) => path.to_owned(),
+        (None, Some(configured)) => root.join(configured),
+        (None, None) => root.join(DEFAULT_BASELINE),
+    }
+}
+
+/// Writes `entries` into the baseline at `path` (over `existing`, whose other tests stay as they were).
+pub fn save_baseline(existing: Option<Baseline>, entries: BTreeMap<String, BaselineEntry>, path: &Path) -> Result<()> {
+    let mut baseline = existing.unwrap_or_default();
+    baseline.schema_version = BASELINE_SCHEMA_VERSION;
+    baseline.tests.extend(entries);
+    baseline.write(path)
+}
+
 /// Runs `cargo ying test`; returns the exit code.
 pub fn run(args: TestArgs) -> Result<u8> {
     let metadata = build::metadata(&args.cargo)?;
-    let manifest = metadata.workspace_root.join("Cargo.toml");
-    let config = Config::from_metadata(&metadata.workspace_metadata, manifest.as_std_path())?;
+    let config = config(&metadata)?;
     let selection = Selection::new(&args.filters, &args.test_args)?;
+    // Read (and check) the baseline before anything runs: a corrupt one stops the run and stays as it was.
+    let baseline_path = baseline_path(args.baseline.as_deref(), &config, &metadata);
+    let baseline = Baseline::read(&baseline_path)?;
+    let tolerance = config.tolerance(args.max_growth, args.min_growth);
     let target_dir = args.cargo.target_dir.clone().unwrap_or_else(|| metadata.target_directory.clone().into());
     let out_dir = target_dir.join("ying");
 
@@ -62,7 +94,38 @@ pub fn run(args: TestArgs) -> Result<u8> {
     let summary = write_outputs(&results, &out_dir)?;
     reporter.artifacts(&out_dir.join("index.html"));
     let failed = summary.tests.iter().any(|test| ["failed", "crashed", "timed-out"].contains(&test.outcome.as_str()));
-    Ok(if failed { EXIT_TEST_FAILED } else { EXIT_OK })
+
+    let entries = gate::entries(&summary, &out_dir)?;
+    // Only a run of every test can tell a test missing from one filtered out.
+    let cargo = &args.cargo;
+    let complete = selection.filters.is_empty()
+        && selection.skip.is_empty()
+        && !selection.ignored_only
+        && cargo.test_targets.is_empty()
+        && cargo.packages.is_empty()
+        && !cargo.lib
+        && !cargo.tests;
+    let mut regressed = false;
+    if let Some(baseline) = &baseline {
+        let comparison = gate::compare(baseline, &entries, tolerance, complete);
+        eprintln!();
+        for line in gate::render_table(&comparison, &baseline_path, tolerance) {
+            eprintln!("{line}");
+        }
+        regressed = comparison.fails(args.check);
+    } else if !args.save_baseline {
+        eprintln!(
+            "\nno baseline at {} yet: --save-baseline (or cargo ying accept) writes one",
+            baseline_path.display()
+        );
+    }
+    if args.save_baseline {
+        let count = entries.len();
+        save_baseline(baseline, entries, &baseline_path)?;
+        eprintln!("{:>12} {} ({count} leak tests)", "Saved", baseline_path.display());
+        regressed = false;
+    }
+    Ok(if failed || regressed { EXIT_TEST_FAILED } else { EXIT_OK })
 }
 
 /// Clears what an earlier run left under `<target>/ying/` (reports, flamegraphs), so every file there is this

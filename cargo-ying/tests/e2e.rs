@@ -262,3 +262,105 @@ fn help_documents_the_exit_codes() {
         "{help}"
     );
 }
+
+/// The gate's lines (`retained memory against ...` to the end), with the baseline's path redacted.
+fn gate_lines(stderr: &str, baseline: &Path) -> String {
+    let start = stderr.find("retained memory against").unwrap_or_else(|| panic!("no gate output:\n{stderr}"));
+    stderr[start..].replace(&baseline.display().to_string(), "[BASELINE]").trim_end().to_owned()
+}
+
+#[test]
+fn the_baseline_gates_retained_growth() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let baseline = fixture.path().join("ying-baseline.json");
+    let subset = ["--test", "leaks", "budget_passes", "clean", "bounded_cache_in_steady_state"];
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = subset.iter().chain(extra).copied().collect();
+        fixture.cargo_ying(&args, &[])
+    };
+
+    // No baseline yet: the run says how to make one; saving writes the three leak tests, sorted.
+    let output = run(&[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("no baseline at"), "{}", stderr(&output));
+    let output = run(&["--save-baseline"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let saved = std::fs::read_to_string(&baseline).unwrap();
+    let written: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    let ids: Vec<&String> = written["tests"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        ids,
+        [
+            "leak-fixtures::leaks bounded_cache_in_steady_state",
+            "leak-fixtures::leaks budget_passes",
+            "leak-fixtures::leaks clean"
+        ]
+    );
+    assert_eq!(written["tests"]["leak-fixtures::leaks budget_passes"]["retained_bytes"], 1000);
+    assert!(!saved.contains(&fixture.path().display().to_string()), "no absolute paths in the baseline");
+
+    // Unchanged: the gate passes, and saving again rewrites the file byte for byte.
+    let output = run(&[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("no leak test's retained memory changed beyond the tolerance"));
+    assert_eq!(run(&["--save-baseline"]).status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&baseline).unwrap(), saved);
+
+    // A leak grows (still within the test's own 4 KiB budget): the gate fails, naming the test.
+    let leaks = fixture.path().join("tests/leaks.rs");
+    let original = std::fs::read_to_string(&leaks).unwrap();
+    let grown = original.replacen(
+        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 1000])));",
+        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 3000])));",
+        1,
+    );
+    assert_ne!(grown, original);
+    std::fs::write(&leaks, &grown).unwrap();
+    let output = run(&[]);
+    let stderr_grown = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr_grown}");
+    insta::assert_snapshot!("gate_regression", gate_lines(&stderr_grown, &baseline));
+
+    // A tighter or looser tolerance decides.
+    assert_eq!(run(&["--max-growth", "300%"]).status.code(), Some(0));
+    assert_eq!(run(&["--min-growth", "2500"]).status.code(), Some(0));
+    assert_eq!(run(&["--max-growth", "0%", "--min-growth", "1999"]).status.code(), Some(1));
+
+    // Recovered: passes again.
+    std::fs::write(&leaks, &original).unwrap();
+    assert_eq!(run(&[]).status.code(), Some(0));
+
+    // Accepting the grown run's results without re-running makes it the new baseline.
+    std::fs::write(&leaks, &grown).unwrap();
+    assert_eq!(run(&[]).status.code(), Some(1));
+    let accept = Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
+        .args(["ying", "accept", "--manifest-path"])
+        .arg(fixture.path().join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .unwrap();
+    assert!(accept.status.success(), "{}", stderr(&accept));
+    let accepted: serde_json::Value = serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
+    assert_eq!(accepted["tests"]["leak-fixtures::leaks budget_passes"]["retained_bytes"], 3000);
+    assert_eq!(run(&[]).status.code(), Some(0));
+}
+
+#[test]
+fn a_corrupt_baseline_is_a_usage_error_and_stays_as_it_was() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let baseline = fixture.path().join("ying-baseline.json");
+    let corrupt = "{\n  \"schema_version\": 1,\n  \"tests\": {\n    \"x\": [\n";
+    std::fs::write(&baseline, corrupt).unwrap();
+    for extra in [&[][..], &["--save-baseline"][..]] {
+        let args: Vec<&str> = ["--test", "leaks", "clean"].iter().chain(extra).copied().collect();
+        let output = fixture.cargo_ying(&args, &[]);
+        let stderr = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(&format!("error: failed to read the baseline {}", baseline.display())), "{stderr}");
+        assert!(stderr.contains("line 5 column 0"), "the position of the error: {stderr}");
+        assert!(!stderr.contains("Starting"), "nothing ran: {stderr}");
+        assert_eq!(std::fs::read_to_string(&baseline).unwrap(), corrupt, "the file is left as it was");
+    }
+}
