@@ -4,7 +4,7 @@
 use crate::baseline::{Baseline, BaselineEntry};
 use crate::error::{Error, Result};
 use crate::render;
-use crate::summary::Summary;
+use crate::summary::{Summary, SummaryTest};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -134,7 +134,18 @@ pub fn compare(
     comparison
 }
 
-/// This run's baseline entries: every leak test with a report, from summary.json and the stored reports.
+/// The baseline entry of a leak test: its summary figures and its retained stacks.
+pub fn entry(test: &SummaryTest, report: &ying::report::LeakReport) -> BaselineEntry {
+    BaselineEntry {
+        retained_bytes: test.retained_bytes.unwrap_or_default(),
+        peak_bytes: test.peak_bytes.unwrap_or_default(),
+        allocated_bytes: test.allocated_bytes.unwrap_or_default(),
+        allocations: test.allocations.unwrap_or_default(),
+        retained_stacks: render::retained_lines(report),
+    }
+}
+
+/// The baseline entries of a finished run, from summary.json and the reports stored beside it.
 pub fn entries(summary: &Summary, out_dir: &Path) -> Result<BTreeMap<String, BaselineEntry>> {
     let mut entries = BTreeMap::new();
     for test in &summary.tests {
@@ -142,21 +153,32 @@ pub fn entries(summary: &Summary, out_dir: &Path) -> Result<BTreeMap<String, Bas
         let path = out_dir.join(report_path);
         let action = || format!("read the report {}", path.display());
         let bytes = std::fs::read(&path).map_err(|error| Error::new(action(), error))?;
-        let report: ying::report::LeakReport =
-            serde_json::from_slice(&bytes).map_err(|error| Error::new(action(), error))?;
-        let id = format!("{}::{} {}", test.package, test.binary, test.name);
-        entries.insert(
-            id,
-            BaselineEntry {
-                retained_bytes: test.retained_bytes.unwrap_or_default(),
-                peak_bytes: test.peak_bytes.unwrap_or_default(),
-                allocated_bytes: test.allocated_bytes.unwrap_or_default(),
-                allocations: test.allocations.unwrap_or_default(),
-                retained_stacks: render::retained_lines(&report),
-            },
-        );
+        let report = serde_json::from_slice(&bytes).map_err(|error| Error::new(action(), error))?;
+        entries.insert(test.id(), entry(test, &report));
     }
     Ok(entries)
+}
+
+/// Folded lines with two counts (`stack before after`), for a differential flamegraph of retained memory.
+pub fn differential_lines(before: &BaselineEntry, after: &BaselineEntry) -> Vec<String> {
+    let parse = |lines: &[String]| -> BTreeMap<String, u64> {
+        let mut stacks = BTreeMap::new();
+        for line in lines {
+            if let Some((stack, bytes)) = line.rsplit_once(' ') {
+                *stacks.entry(stack.to_owned()).or_default() += bytes.parse::<u64>().unwrap_or_default();
+            }
+        }
+        stacks
+    };
+    let (before, after) = (parse(&before.retained_stacks), parse(&after.retained_stacks));
+    let stacks: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    stacks
+        .into_iter()
+        .map(|stack| {
+            let count = |map: &BTreeMap<String, u64>| map.get(stack).copied().unwrap_or_default();
+            format!("{stack} {} {}", count(&before), count(&after))
+        })
+        .collect()
 }
 
 fn signed(delta: i128) -> String {

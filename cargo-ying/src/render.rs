@@ -88,7 +88,8 @@ fn row(test: &SummaryTest) -> String {
     format!(
         "<tr class=\"{outcome}\"><td>{package}</td><td>{binary}</td><td>{name}</td><td>{outcome}{reason}</td>\
          <td class=\"n\">{retained}</td><td class=\"n\">{peak}</td><td class=\"n\">{allocated}</td>\
-         <td class=\"n\">{allocations}</td><td>{report} {retained_svg} {allocated_svg}</td></tr>\n",
+         <td class=\"n\">{allocations}</td><td class=\"n\">{baseline}</td><td class=\"n\">{delta}</td>\
+         <td>{report} {retained_svg} {allocated_svg} {diff_svg}</td></tr>\n",
         package = escape(&test.package),
         binary = escape(&test.binary),
         name = escape(&test.name),
@@ -101,6 +102,12 @@ fn row(test: &SummaryTest) -> String {
         report = link(&test.report, "report"),
         retained_svg = link(&test.retained_flamegraph, "retained"),
         allocated_svg = link(&test.allocated_flamegraph, "allocated"),
+        baseline = figure(test.baseline_retained_bytes),
+        delta = match (test.baseline_retained_bytes, test.retained_bytes) {
+            (Some(before), Some(now)) => format!("{:+}", i128::from(now) - i128::from(before)),
+            _ => String::new(),
+        },
+        diff_svg = link(&test.retained_diff_flamegraph, "retained diff"),
     )
 }
 
@@ -115,7 +122,7 @@ pub fn index_html(summary: &Summary) -> String {
          tr.ignored td,tr.not-run td{{color:#888}}</style>\n</head>\n<body>\n<h1>Memory of the test suite</h1>\n\
          <p>Figures in bytes, exact, for leak tests; retained memory leaves out what the test excused.</p>\n\
          <table>\n<tr><th>package</th><th>binary</th><th>test</th><th>outcome</th><th>retained</th><th>peak</th>\
-         <th>allocated</th><th>allocations</th><th>files</th></tr>\n{rows}</table>\n</body>\n</html>\n"
+         <th>allocated</th><th>allocations</th><th>baseline retained</th><th>change</th><th>files</th></tr>\n{rows}</table>\n</body>\n</html>\n"
     )
 }
 

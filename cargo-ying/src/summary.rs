@@ -41,9 +41,20 @@ pub struct SummaryTest {
     pub retained_flamegraph: Option<String>,
     /// Flamegraph of allocated memory.
     pub allocated_flamegraph: Option<String>,
+    /// Retained bytes in the baseline, when the baseline has this test.
+    #[serde(default)]
+    pub baseline_retained_bytes: Option<u64>,
+    /// Differential flamegraph of retained memory, baseline against now, for a test that regressed.
+    #[serde(default)]
+    pub retained_diff_flamegraph: Option<String>,
 }
 
 impl SummaryTest {
+    /// `package::binary name`, the id the baseline knows the test by.
+    pub fn id(&self) -> String {
+        format!("{}::{} {}", self.package, self.binary, self.name)
+    }
+
     /// The summary entry of `result`, with the flamegraphs written for it.
     pub fn new(result: &TestResult, flamegraphs: Option<(String, String)>) -> Self {
         let report = result.report.as_ref().map(|(_, report)| report);
@@ -61,6 +72,8 @@ impl SummaryTest {
             report: result.report.as_ref().map(|(path, _)| slash_path(path)),
             retained_flamegraph: flamegraphs.as_ref().map(|(retained, _)| retained.clone()),
             allocated_flamegraph: flamegraphs.map(|(_, allocated)| allocated),
+            baseline_retained_bytes: None,
+            retained_diff_flamegraph: None,
         }
     }
 }

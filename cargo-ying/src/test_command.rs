@@ -91,11 +91,15 @@ pub fn run(args: TestArgs) -> Result<u8> {
     complete_reports(&mut results, &out_dir)?;
     reporter.finish(&results, started.elapsed(), options.fail_fast);
 
-    let summary = write_outputs(&results, &out_dir)?;
-    reporter.artifacts(&out_dir.join("index.html"));
+    let mut summary = flamegraphs(&results, &out_dir)?;
     let failed = summary.tests.iter().any(|test| ["failed", "crashed", "timed-out"].contains(&test.outcome.as_str()));
+    let mut entries = BTreeMap::new();
+    for (test, result) in summary.tests.iter().zip(&results) {
+        if let Some((_, report)) = &result.report {
+            entries.insert(test.id(), gate::entry(test, report));
+        }
+    }
 
-    let entries = gate::entries(&summary, &out_dir)?;
     // Only a run of every test can tell a test missing from one filtered out.
     let cargo = &args.cargo;
     let complete = selection.filters.is_empty()
@@ -105,11 +109,17 @@ pub fn run(args: TestArgs) -> Result<u8> {
         && cargo.packages.is_empty()
         && !cargo.lib
         && !cargo.tests;
+    let comparison = baseline.as_ref().map(|baseline| gate::compare(baseline, &entries, tolerance, complete));
+    if let (Some(baseline), Some(comparison)) = (&baseline, &comparison) {
+        annotate_with_baseline(&mut summary, baseline, comparison, &entries, &out_dir)?;
+    }
+    write_summary(&summary, &out_dir)?;
+    reporter.artifacts(&out_dir.join("index.html"));
+
     let mut regressed = false;
-    if let Some(baseline) = &baseline {
-        let comparison = gate::compare(baseline, &entries, tolerance, complete);
+    if let Some(comparison) = &comparison {
         eprintln!();
-        for line in gate::render_table(&comparison, &baseline_path, tolerance) {
+        for line in gate::render_table(comparison, &baseline_path, tolerance) {
             eprintln!("{line}");
         }
         regressed = comparison.fails(args.check);
@@ -154,36 +164,69 @@ fn complete_reports(results: &mut [TestResult], out_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes the flamegraphs of every leak test, summary.json and index.html.
-fn write_outputs(results: &[TestResult], out_dir: &Path) -> Result<Summary> {
+/// Writes the flamegraphs of every leak test and returns the summary that links them.
+fn flamegraphs(results: &[TestResult], out_dir: &Path) -> Result<Summary> {
     let mut tests = Vec::new();
     for result in results {
         let flamegraphs = match &result.report {
             Some((_, report)) => {
-                let stem = Path::new("flamegraphs")
-                    .join(runner::file_stem(&result.test.binary.package))
-                    .join(runner::file_stem(&result.test.binary.name))
-                    .join(runner::file_stem(&result.test.name));
+                let stem = flamegraph_stem(result);
                 let retained = stem.with_extension("retained.svg");
                 let allocated = stem.with_extension("allocated.svg");
                 let title = |what: &str| format!("{what}: {}", result.test.id());
-                let write = |lines: Vec<String>, what: &str, path: &Path| {
-                    render::flamegraph(&lines, &title(what), &out_dir.join(path))
-                        .map_err(|error| Error::new(format!("write {}", out_dir.join(path).display()), error))
-                };
-                write(render::retained_lines(report), "retained bytes", &retained)?;
-                write(render::allocated_lines(report), "allocated bytes", &allocated)?;
+                write_flamegraph(&render::retained_lines(report), &title("retained bytes"), out_dir, &retained)?;
+                write_flamegraph(&render::allocated_lines(report), &title("allocated bytes"), out_dir, &allocated)?;
                 Some((slash_path(&retained), slash_path(&allocated)))
             }
             None => None,
         };
         tests.push(SummaryTest::new(result, flamegraphs));
     }
-    let summary = Summary { schema_version: SUMMARY_SCHEMA_VERSION, tests };
-    let json = serde_json::to_vec_pretty(&summary).map_err(|error| Error::new("encode summary.json", error))?;
+    Ok(Summary { schema_version: SUMMARY_SCHEMA_VERSION, tests })
+}
+
+/// `flamegraphs/<package>/<binary>/<test>`, the stem of a test's flamegraph files.
+fn flamegraph_stem(result: &TestResult) -> PathBuf {
+    Path::new("flamegraphs")
+        .join(runner::file_stem(&result.test.binary.package))
+        .join(runner::file_stem(&result.test.binary.name))
+        .join(runner::file_stem(&result.test.name))
+}
+
+fn write_flamegraph(lines: &[String], title: &str, out_dir: &Path, path: &Path) -> Result<()> {
+    render::flamegraph(lines, title, &out_dir.join(path))
+        .map_err(|error| Error::new(format!("write {}", out_dir.join(path).display()), error))
+}
+
+/// Adds the baseline's figures to the summary, and a differential flamegraph for each regressed test.
+fn annotate_with_baseline(
+    summary: &mut Summary,
+    baseline: &Baseline,
+    comparison: &gate::Comparison,
+    entries: &BTreeMap<String, BaselineEntry>,
+    out_dir: &Path,
+) -> Result<()> {
+    for test in &mut summary.tests {
+        let id = test.id();
+        let Some(before) = baseline.tests.get(&id) else { continue };
+        test.baseline_retained_bytes = Some(before.retained_bytes);
+        let (Some(after), true) = (entries.get(&id), comparison.regressions.iter().any(|row| row.id == id)) else {
+            continue;
+        };
+        let Some(retained) = &test.retained_flamegraph else { continue };
+        let path = PathBuf::from(retained.replace(".retained.svg", ".retained-diff.svg"));
+        let title = format!("retained bytes, baseline to now: {id}");
+        write_flamegraph(&gate::differential_lines(before, after), &title, out_dir, &path)?;
+        test.retained_diff_flamegraph = Some(slash_path(&path));
+    }
+    Ok(())
+}
+
+/// Writes summary.json and index.html.
+fn write_summary(summary: &Summary, out_dir: &Path) -> Result<()> {
+    let json = serde_json::to_vec_pretty(summary).map_err(|error| Error::new("encode summary.json", error))?;
     write_file(&out_dir.join("summary.json"), &json)?;
-    write_file(&out_dir.join("index.html"), render::index_html(&summary).as_bytes())?;
-    Ok(summary)
+    write_file(&out_dir.join("index.html"), render::index_html(summary).as_bytes())
 }
 
 fn write_file(path: &Path, contents: &[u8]) -> Result<()> {

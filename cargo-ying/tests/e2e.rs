@@ -321,6 +321,19 @@ fn the_baseline_gates_retained_growth() {
     let stderr_grown = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{stderr_grown}");
     insta::assert_snapshot!("gate_regression", gate_lines(&stderr_grown, &baseline));
+    let summary = summary(&target_dir());
+    let regressed = entry(&summary, "leaks", "budget_passes");
+    assert_eq!(
+        (regressed["baseline_retained_bytes"].as_u64(), regressed["retained_bytes"].as_u64()),
+        (Some(1000), Some(3000))
+    );
+    let diff =
+        target_dir().join("ying").join(regressed["retained_diff_flamegraph"].as_str().expect("a diff flamegraph"));
+    let svg = std::fs::read_to_string(diff).unwrap();
+    assert!(svg.contains("</svg>") && svg.contains("leaks::budget_passes"), "the diff shows where it grew");
+    assert!(entry(&summary, "leaks", "clean")["retained_diff_flamegraph"].is_null(), "only regressions get a diff");
+    let index = std::fs::read_to_string(target_dir().join("ying/index.html")).unwrap();
+    assert!(index.contains("baseline retained") && index.contains("retained diff"));
 
     // A tighter or looser tolerance decides.
     assert_eq!(run(&["--max-growth", "300%"]).status.code(), Some(0));
