@@ -47,6 +47,27 @@ pub enum Command {
     /// Write the baseline from the last run's results, without running the tests again
     #[command(after_help = EXIT_CODES)]
     Accept(AcceptArgs),
+    /// Compare two saved baselines or summary.json files, as the gate compares a run with the baseline
+    #[command(after_help = EXIT_CODES)]
+    Diff(DiffArgs),
+}
+
+/// Options of `cargo ying diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The earlier baseline or summary.json
+    pub old: PathBuf,
+    /// The later baseline or summary.json
+    pub new: PathBuf,
+    /// Growth of retained memory, relative to OLD, that does not fail [default: 10%]
+    #[arg(long, value_name = "PERCENT", value_parser = crate::gate::parse_percent)]
+    pub max_growth: Option<f64>,
+    /// Growth of retained memory, in bytes, that never fails [default: 1 KiB]
+    #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size)]
+    pub min_growth: Option<u64>,
+    /// Also fail when a leak test is only in one of the two
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// Options of `cargo ying accept`.
@@ -105,6 +126,10 @@ pub struct TestArgs {
     /// Also fail when a leak test is new to the baseline or missing from the run
     #[arg(long, help_heading = "Baseline")]
     pub check: bool,
+
+    /// Write the results as JUnit XML to this file
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub junit: Option<PathBuf>,
 
     /// Run only the tests whose names contain one of these
     #[arg(value_name = "TESTNAME")]

@@ -3,16 +3,18 @@
 //!
 //! The binary is a thin wrapper around [`main_impl`]. Modules, one job each: [`cli`] parses the command line,
 //! [`config`] reads `[workspace.metadata.ying]`, [`build`] builds the test binaries through cargo, [`discover`]
-//! lists and selects their tests, [`runner`] runs them, [`output`] shows the run, [`symbols`] symbolises the
+//! lists and selects their tests, [`runner`] runs them, [`output`] shows the run, [`ci_output`] writes annotations, job summaries and JUnit, [`symbols`] symbolises the
 //! stacks the tests deferred, [`summary`] and [`render`] write `summary.json`, flamegraphs and `index.html`,
-//! [`baseline`] reads and writes the committed baseline and [`gate`] compares a run with it; [`test_command`] and
-//! [`accept_command`] tie them together.
+//! [`baseline`] reads and writes the committed baseline and [`gate`] compares a run with it; [`test_command`],
+//! [`accept_command`] and [`diff_command`] tie them together.
 
 pub mod accept_command;
 pub mod baseline;
 pub mod build;
+pub mod ci_output;
 pub mod cli;
 pub mod config;
+pub mod diff_command;
 pub mod discover;
 pub mod error;
 pub mod gate;
@@ -46,6 +48,7 @@ pub fn main_impl() -> ExitCode {
     let result = match ying.command {
         cli::Command::Test(args) => test_command::run(*args),
         cli::Command::Accept(args) => accept_command::run(args),
+        cli::Command::Diff(args) => diff_command::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -6,12 +6,12 @@ use crate::cli::TestArgs;
 use crate::config::Config;
 use crate::discover::{self, Selection};
 use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
-use crate::gate;
 use crate::output::{self, Reporter};
 use crate::render;
 use crate::runner::{self, RunOptions, TestResult};
 use crate::summary::{SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, slash_path};
 use crate::symbols::Symbolizer;
+use crate::{ci_output, gate};
 use cargo_metadata::Metadata;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -129,6 +129,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
             baseline_path.display()
         );
     }
+    write_ci_outputs(&results, comparison.as_ref(), tolerance, args.junit.as_deref())?;
     if args.save_baseline {
         let count = entries.len();
         save_baseline(baseline, entries, &baseline_path)?;
@@ -218,6 +219,34 @@ fn annotate_with_baseline(
         let title = format!("retained bytes, baseline to now: {id}");
         write_flamegraph(&gate::differential_lines(before, after), &title, out_dir, &path)?;
         test.retained_diff_flamegraph = Some(slash_path(&path));
+    }
+    Ok(())
+}
+
+/// GitHub Actions annotations and job summary (when `GITHUB_ACTIONS=true`), and JUnit XML (when asked).
+fn write_ci_outputs(
+    results: &[TestResult],
+    comparison: Option<&gate::Comparison>,
+    tolerance: gate::Tolerance,
+    junit: Option<&Path>,
+) -> Result<()> {
+    if std::env::var("GITHUB_ACTIONS").is_ok_and(|value| value == "true") {
+        for line in ci_output::github_annotations(results, comparison) {
+            println!("{line}");
+        }
+        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+            use std::io::Write;
+            let summary = ci_output::step_summary(results, comparison, tolerance);
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut file| file.write_all(summary.as_bytes()))
+                .map_err(|error| Error::new(format!("append to {}", Path::new(&path).display()), error))?;
+        }
+    }
+    if let Some(path) = junit {
+        write_file(path, ci_output::junit(results).as_bytes())?;
     }
     Ok(())
 }

@@ -377,3 +377,94 @@ fn a_corrupt_baseline_is_a_usage_error_and_stays_as_it_was() {
         assert_eq!(std::fs::read_to_string(&baseline).unwrap(), corrupt, "the file is left as it was");
     }
 }
+
+#[test]
+fn github_actions_get_annotations_and_a_job_summary_and_junit_is_written() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let subset = ["--test", "leaks", "--no-fail-fast", "budget_passes", "clean", "box_leak"];
+    let saved = fixture.cargo_ying(&[&subset[..], &["--save-baseline"]].concat(), &[]);
+    assert_eq!(saved.status.code(), Some(1), "box_leak fails its own budget: {}", stderr(&saved));
+    let leaks = fixture.path().join("tests/leaks.rs");
+    let original = std::fs::read_to_string(&leaks).unwrap();
+    std::fs::write(
+        &leaks,
+        original.replacen(
+            "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 1000])));",
+            "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 3000])));",
+            1,
+        ),
+    )
+    .unwrap();
+
+    let outputs = tempfile::tempdir().unwrap();
+    let step_summary = outputs.path().join("step-summary.md");
+    let junit = outputs.path().join("junit.xml");
+    let mut args = subset.to_vec();
+    let junit_arg = junit.display().to_string();
+    args.extend(["--junit", &junit_arg]);
+    let output = fixture
+        .cargo_ying(&args, &[("GITHUB_ACTIONS", "true"), ("GITHUB_STEP_SUMMARY", step_summary.to_str().unwrap())]);
+    assert_eq!(output.status.code(), Some(1));
+    let annotations: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| line.starts_with("::error"))
+        .map(str::to_owned)
+        .collect();
+    insta::assert_snapshot!("github_annotations", annotations.join("\n"));
+    insta::assert_snapshot!("github_step_summary", std::fs::read_to_string(&step_summary).unwrap());
+
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.starts_with("<?xml"), "{xml}");
+    assert!(
+        xml.contains("<testsuite name=\"leak-fixtures::leaks\" tests=\"3\" failures=\"1\" skipped=\"0\">"),
+        "{xml}"
+    );
+    assert!(xml.contains("<testcase name=\"box_leak\""), "{xml}");
+    assert!(
+        xml.contains("<failure type=\"failed\" message=\"ying: leak test `box_leak` exceeded its budget\">"),
+        "{xml}"
+    );
+    assert!(xml.contains("<testcase name=\"clean\" classname=\"leak-fixtures::leaks\""), "{xml}");
+}
+
+#[test]
+fn diff_compares_saved_baselines_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, retained: u64| {
+        let path = dir.path().join(name);
+        let json = format!(
+            "{{\"schema_version\": 1, \"tests\": {{\"p::leaks cache\": {{\"retained_bytes\": {retained}, \"peak_bytes\": 0, \
+             \"allocated_bytes\": 0, \"allocations\": 0, \"retained_stacks\": []}}}}}}"
+        );
+        std::fs::write(&path, json).unwrap();
+        path
+    };
+    let (old, new) = (write("old.json", 10_000), write("new.json", 20_000));
+    let diff = |a: &Path, b: &Path, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
+            .args(["ying", "diff"])
+            .arg(a)
+            .arg(b)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let grown = diff(&old, &new, &[]);
+    assert_eq!(grown.status.code(), Some(1));
+    let table = String::from_utf8_lossy(&grown.stdout);
+    assert!(
+        table.contains("REGRESSED  p::leaks cache") && table.contains("+10000") && table.contains("+100.0%"),
+        "{table}"
+    );
+    let shrunk = diff(&new, &old, &[]);
+    assert_eq!(shrunk.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&shrunk.stdout).contains("improved"));
+    assert_eq!(diff(&old, &new, &["--max-growth", "150%"]).status.code(), Some(0));
+
+    std::fs::write(dir.path().join("broken.json"), "{\"schema_version\": 1,\n \"tests\": [").unwrap();
+    let broken = diff(&old, &dir.path().join("broken.json"), &[]);
+    assert_eq!(broken.status.code(), Some(2));
+    let stderr = stderr(&broken);
+    assert!(stderr.contains("broken.json") && stderr.contains("line 2 column"), "{stderr}");
+}
