@@ -50,6 +50,35 @@ pub enum Command {
     /// Compare two saved baselines or summary.json files, as the gate compares a run with the baseline
     #[command(after_help = EXIT_CODES)]
     Diff(DiffArgs),
+    /// Join the summary.json files of partitioned runs into one summary and gate them against the baseline as one
+    #[command(after_help = EXIT_CODES)]
+    Merge(MergeArgs),
+}
+
+/// Options of `cargo ying merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' summary.json files (their reports beside them, as `cargo ying test` left them)
+    #[arg(required = true, value_name = "SUMMARY")]
+    pub summaries: Vec<PathBuf>,
+    /// Where to write the merged summary.json [default: <target-dir>/ying/summary.json]
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Path to Cargo.toml (for the baseline and the configuration)
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// The baseline to gate against [default: ying-baseline.json at the workspace root]
+    #[arg(long, value_name = "PATH")]
+    pub baseline: Option<PathBuf>,
+    /// Growth of retained memory, relative to the baseline, that does not fail the gate [default: 10%]
+    #[arg(long, value_name = "PERCENT", value_parser = crate::gate::parse_percent)]
+    pub max_growth: Option<f64>,
+    /// Growth of retained memory, in bytes, that never fails the gate [default: 1 KiB]
+    #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size)]
+    pub min_growth: Option<u64>,
+    /// Also fail when a leak test is new to the baseline or missing from the merged run
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// Options of `cargo ying diff`.
@@ -126,6 +155,10 @@ pub struct TestArgs {
     /// Also fail when a leak test is new to the baseline or missing from the run
     #[arg(long, help_heading = "Baseline")]
     pub check: bool,
+
+    /// Run only this shard of the tests: count:M/N (the i-th test to shard i mod N) or hash:M/N (by the test's id)
+    #[arg(long, value_name = "SCHEME:M/N", value_parser = crate::partition::Partition::parse, help_heading = "Running")]
+    pub partition: Option<crate::partition::Partition>,
 
     /// Write the results as JUnit XML to this file
     #[arg(long, value_name = "PATH", help_heading = "Output")]

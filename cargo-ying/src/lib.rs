@@ -5,8 +5,9 @@
 //! [`config`] reads `[workspace.metadata.ying]`, [`build`] builds the test binaries through cargo, [`discover`]
 //! lists and selects their tests, [`runner`] runs them, [`output`] shows the run, [`ci_output`] writes annotations, job summaries and JUnit, [`symbols`] symbolises the
 //! stacks the tests deferred, [`summary`] and [`render`] write `summary.json`, flamegraphs and `index.html`,
-//! [`baseline`] reads and writes the committed baseline and [`gate`] compares a run with it; [`test_command`],
-//! [`accept_command`] and [`diff_command`] tie them together.
+//! [`baseline`] reads and writes the committed baseline and [`gate`] compares a run with it, [`partition`] splits
+//! a run across machines; [`test_command`], [`accept_command`], [`diff_command`] and [`merge_command`] tie them
+//! together.
 
 pub mod accept_command;
 pub mod baseline;
@@ -18,7 +19,9 @@ pub mod diff_command;
 pub mod discover;
 pub mod error;
 pub mod gate;
+pub mod merge_command;
 pub mod output;
+pub mod partition;
 pub mod render;
 pub mod runner;
 pub mod summary;
@@ -49,6 +52,7 @@ pub fn main_impl() -> ExitCode {
         cli::Command::Test(args) => test_command::run(*args),
         cli::Command::Accept(args) => accept_command::run(args),
         cli::Command::Diff(args) => diff_command::run(args),
+        cli::Command::Merge(args) => merge_command::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -81,6 +81,9 @@ pub fn run(args: TestArgs) -> Result<u8> {
             let runs = selection.runs(test.ignored);
             (test, runs)
         })
+        .enumerate()
+        .filter(|(index, (test, _))| args.partition.is_none_or(|partition| partition.contains(*index, &test.id())))
+        .map(|(_, planned)| planned)
         .collect();
     let running = planned.iter().filter(|(_, runs)| *runs).count();
     let with_tests =
@@ -102,7 +105,8 @@ pub fn run(args: TestArgs) -> Result<u8> {
 
     // Only a run of every test can tell a test missing from one filtered out.
     let cargo = &args.cargo;
-    let complete = selection.filters.is_empty()
+    let complete = args.partition.is_none()
+        && selection.filters.is_empty()
         && selection.skip.is_empty()
         && !selection.ignored_only
         && cargo.test_targets.is_empty()

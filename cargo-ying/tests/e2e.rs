@@ -468,3 +468,78 @@ fn diff_compares_saved_baselines_offline() {
     let stderr = stderr(&broken);
     assert!(stderr.contains("broken.json") && stderr.contains("line 2 column"), "{stderr}");
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The tests of a summary as (binary, name, outcome, retained bytes), sorted.
+fn outcomes_of(summary: &serde_json::Value) -> Vec<(String, String, String, Option<u64>)> {
+    let mut tests: Vec<_> = summary["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let text = |key: &str| t[key].as_str().unwrap().to_owned();
+            (text("binary"), text("name"), text("outcome"), t["retained_bytes"].as_u64())
+        })
+        .collect();
+    tests.sort();
+    tests
+}
+
+#[test]
+fn partitioned_runs_merge_into_the_unsharded_result() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let saved = tempfile::tempdir().unwrap();
+    let subset =
+        ["--test", "leaks", "--no-fail-fast", "budget_passes", "clean", "box_leak", "rc_cycle", "bounded_cache"];
+    let output = fixture.cargo_ying(&[&subset[..], &["--save-baseline"]].concat(), &[]);
+    assert_eq!(output.status.code(), Some(1), "box_leak and rc_cycle fail: {}", stderr(&output));
+    let unsharded = summary(&target_dir());
+    assert_eq!(outcomes_of(&unsharded).len(), 5);
+
+    for scheme in ["count", "hash"] {
+        let mut shard_summaries = Vec::new();
+        for shard in 1..=2 {
+            let partition = format!("{scheme}:{shard}/2");
+            let output = fixture.cargo_ying(&[&subset[..], &["--partition", &partition]].concat(), &[]);
+            assert!(matches!(output.status.code(), Some(0 | 1)), "{}", stderr(&output));
+            let dir = saved.path().join(format!("{scheme}-{shard}"));
+            copy_dir(&target_dir().join("ying"), &dir);
+            shard_summaries.push(dir.join("summary.json"));
+        }
+        let shard_sizes: Vec<usize> = shard_summaries
+            .iter()
+            .map(|path| outcomes_of(&serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()).len())
+            .collect();
+        assert_eq!(shard_sizes.iter().sum::<usize>(), 5, "{scheme}: every test in exactly one shard {shard_sizes:?}");
+
+        let merged_path = saved.path().join(format!("{scheme}-merged.json"));
+        let merge = Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
+            .args(["ying", "merge"])
+            .args(&shard_summaries)
+            .arg("--output")
+            .arg(&merged_path)
+            .arg("--manifest-path")
+            .arg(fixture.path().join("Cargo.toml"))
+            .env("CARGO_TARGET_DIR", target_dir())
+            .output()
+            .unwrap();
+        let merge_stderr = stderr(&merge);
+        assert_eq!(merge.status.code(), Some(1), "the shards' failures fail the merge: {merge_stderr}");
+        assert!(merge_stderr.contains("no leak test's retained memory changed beyond the tolerance"), "{merge_stderr}");
+        let merged: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
+        assert_eq!(outcomes_of(&merged), outcomes_of(&unsharded), "{scheme}: the merge equals the unsharded run");
+    }
+}
