@@ -41,6 +41,15 @@ pub struct BaselineEntry {
     pub retained_stacks: Vec<String>,
 }
 
+/// The 1-based line and column where `needle` first occurs in `text` (1:1 when it does not).
+fn position_of(text: &str, needle: &str) -> (usize, usize) {
+    let offset = text.find(needle).unwrap_or(0);
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = offset - before.rfind('\n').map_or(0, |newline| newline + 1) + 1;
+    (line, column)
+}
+
 impl Baseline {
     /// Reads the baseline at `path`; `Ok(None)` when there is none. A file that is not a baseline of this version is
     /// an error naming the file and the line and column.
@@ -55,10 +64,12 @@ impl Baseline {
         match version.get("schema_version").and_then(serde_json::Value::as_u64) {
             Some(version) if version == u64::from(BASELINE_SCHEMA_VERSION) => {}
             Some(version) => {
+                let (line, column) = position_of(&text, "\"schema_version\"");
                 return Err(Error::new(
                     action(),
                     format!(
-                        "schema_version {version} is not {BASELINE_SCHEMA_VERSION}, the version this cargo ying reads"
+                        "schema_version {version} at line {line} column {column} is not {BASELINE_SCHEMA_VERSION}, \
+                         the version this cargo ying reads"
                     ),
                 ));
             }
@@ -115,6 +126,15 @@ mod tests {
     }
 
     #[test]
+    fn an_unwritable_path_is_an_error_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("no-such-directory").join("ying-baseline.json");
+        let message = baseline().write(&path).unwrap_err().to_string();
+        assert!(message.starts_with(&format!("failed to write the baseline {}", path.display())), "{message}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+    }
+
+    #[test]
     fn a_missing_baseline_is_none_and_a_corrupt_one_an_error_with_its_position() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ying-baseline.json");
@@ -123,8 +143,9 @@ mod tests {
         let message = Baseline::read(&path).unwrap_err().to_string();
         assert!(message.starts_with(&format!("failed to read the baseline {}", path.display())), "{message}");
         assert!(message.contains("line 5 column 0") || message.contains("at line"), "{message}");
-        std::fs::write(&path, "{\"schema_version\": 7, \"tests\": {}}").unwrap();
-        assert!(Baseline::read(&path).unwrap_err().to_string().contains("schema_version 7 is not 1"));
+        std::fs::write(&path, "{\n  \"tests\": {},\n  \"schema_version\": 7\n}").unwrap();
+        let message = Baseline::read(&path).unwrap_err().to_string();
+        assert!(message.contains("schema_version 7 at line 3 column 3 is not 1"), "{message}");
         std::fs::write(&path, "[1, 2]").unwrap();
         assert!(Baseline::read(&path).unwrap_err().to_string().contains("not a ying baseline"));
     }

@@ -30,9 +30,9 @@ fn annotation(location: Option<(String, u32)>, title: &str, message: &str) -> St
 fn growth(row: &Row) -> String {
     let delta = i128::from(row.now) - i128::from(row.baseline);
     if row.baseline == 0 {
-        return format!("{delta:+} bytes");
+        return format!("{delta:+}");
     }
-    format!("{delta:+} bytes, {:+.1}%", delta as f64 * 100.0 / row.baseline as f64)
+    format!("{delta:+}, {:+.1}%", delta as f64 * 100.0 / row.baseline as f64)
 }
 
 /// One `::error` annotation per failed test (at its source line where known) and per regressed leak test.
@@ -49,7 +49,7 @@ pub fn github_annotations(results: &[TestResult], comparison: Option<&Comparison
     }
     for row in comparison.map_or(&[][..], |comparison| &comparison.regressions[..]) {
         let result = results.iter().find(|result| result.test.id() == row.id);
-        let message = format!("retained memory grew from {} to {} bytes ({})", row.baseline, row.now, growth(row));
+        let message = format!("{} grew from {} to {} ({})", row.figure.name(), row.baseline, row.now, growth(row));
         lines.push(annotation(result.and_then(location), &format!("memory regression {}", row.id), &message));
     }
     lines
@@ -72,12 +72,19 @@ pub fn step_summary(results: &[TestResult], comparison: Option<&Comparison>, tol
             out.push_str("No leak test's retained memory grew beyond the tolerance.\n\n");
         } else {
             out.push_str(&format!(
-                "### Retained memory regressions (tolerance {:.0}% or {} bytes)\n\n| test | baseline | now | change |\n|---|---:|---:|---:|\n",
+                "### Memory regressions (tolerance {:.0}% or {} bytes)\n\n| test | figure | baseline | now | change |\n|---|---|---:|---:|---:|\n",
                 tolerance.relative * 100.0,
                 tolerance.absolute
             ));
             for row in &comparison.regressions {
-                out.push_str(&format!("| `{}` | {} | {} | {} |\n", row.id, row.baseline, row.now, growth(row)));
+                out.push_str(&format!(
+                    "| `{}` | {} | {} | {} | {} |\n",
+                    row.id,
+                    row.figure.name(),
+                    row.baseline,
+                    row.now,
+                    growth(row)
+                ));
             }
             out.push('\n');
         }

@@ -76,6 +76,9 @@ pub struct MergeArgs {
     /// Growth of retained memory, in bytes, that never fails the gate [default: 1 KiB]
     #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size)]
     pub min_growth: Option<u64>,
+    /// Also gate on these figures, with the same tolerance (retained bytes are always gated)
+    #[arg(long, value_enum, value_name = "FIGURE", value_delimiter = ',')]
+    pub gate: Vec<crate::gate::Figure>,
     /// Also fail when a leak test is new to the baseline or missing from the merged run
     #[arg(long)]
     pub check: bool,
@@ -94,6 +97,9 @@ pub struct DiffArgs {
     /// Growth of retained memory, in bytes, that never fails [default: 1 KiB]
     #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size)]
     pub min_growth: Option<u64>,
+    /// Also compare these figures, with the same tolerance (retained bytes are always compared)
+    #[arg(long, value_enum, value_name = "FIGURE", value_delimiter = ',')]
+    pub gate: Vec<crate::gate::Figure>,
     /// Also fail when a leak test is only in one of the two
     #[arg(long)]
     pub check: bool,
@@ -151,6 +157,10 @@ pub struct TestArgs {
     /// Growth of retained memory, in bytes, that never fails the gate [default: 1 KiB]
     #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size, help_heading = "Baseline")]
     pub min_growth: Option<u64>,
+
+    /// Also gate on these figures, with the same tolerance (retained bytes are always gated)
+    #[arg(long, value_enum, value_name = "FIGURE", value_delimiter = ',', help_heading = "Baseline")]
+    pub gate: Vec<crate::gate::Figure>,
 
     /// Also fail when a leak test is new to the baseline or missing from the run
     #[arg(long, help_heading = "Baseline")]

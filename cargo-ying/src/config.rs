@@ -19,6 +19,8 @@ pub struct Config {
     pub max_growth: Option<String>,
     /// Tolerated absolute growth of retained memory (`"1 KiB"`).
     pub min_growth: Option<String>,
+    /// Figures gated besides retained bytes (`["peak", "allocations"]`).
+    pub gate: Option<Vec<crate::gate::Figure>>,
 }
 
 impl Config {
@@ -56,6 +58,11 @@ impl Config {
                 .or_else(|| self.min_growth.as_deref().and_then(|g| crate::gate::parse_size(g).ok()))
                 .unwrap_or(defaults.absolute),
         }
+    }
+
+    /// The figures gated besides retained bytes: the flags when given, else the configuration.
+    pub fn gates(&self, flags: &[crate::gate::Figure]) -> Vec<crate::gate::Figure> {
+        if flags.is_empty() { self.gate.clone().unwrap_or_default() } else { flags.to_vec() }
     }
 
     /// The timeout, if configured (validated when read).

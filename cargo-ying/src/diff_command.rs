@@ -44,7 +44,7 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         relative: args.max_growth.unwrap_or(defaults.relative),
         absolute: args.min_growth.unwrap_or(defaults.absolute),
     };
-    let comparison = gate::compare(&old, &new, tolerance, true);
+    let comparison = gate::compare(&old, &new, tolerance, &args.gate, true);
     for line in gate::render_table(&comparison, &args.old, tolerance) {
         println!("{line}");
     }

@@ -38,6 +38,14 @@ impl Tolerance {
         let relative = (baseline as f64 * self.relative).floor() as u64;
         baseline.saturating_add(relative.max(self.absolute))
     }
+
+    /// The limit for `figure`: a count of allocations has only the relative tolerance (the absolute one is bytes).
+    pub fn limit_of(&self, figure: Figure, baseline: u64) -> u64 {
+        match figure {
+            Figure::Allocations => Tolerance { absolute: 0, ..*self }.limit(baseline),
+            _ => self.limit(baseline),
+        }
+    }
 }
 
 /// Parses `10%` (or `0.1`) into a fraction.
@@ -75,14 +83,52 @@ pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
     Ok((value * multiplier).round() as u64)
 }
 
-/// One leak test in both the baseline and this run.
+/// A figure the gate can compare. Retained bytes are always gated; the others on request (`--gate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Figure {
+    /// Bytes the test left allocated.
+    Retained,
+    /// Bytes the test held at once.
+    Peak,
+    /// Bytes the test allocated.
+    Allocated,
+    /// Allocations the test made.
+    Allocations,
+}
+
+impl Figure {
+    /// The figure in a baseline entry.
+    pub fn of(self, entry: &BaselineEntry) -> u64 {
+        match self {
+            Self::Retained => entry.retained_bytes,
+            Self::Peak => entry.peak_bytes,
+            Self::Allocated => entry.allocated_bytes,
+            Self::Allocations => entry.allocations,
+        }
+    }
+
+    /// Its name in tables and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Retained => "retained bytes",
+            Self::Peak => "peak bytes",
+            Self::Allocated => "allocated bytes",
+            Self::Allocations => "allocations",
+        }
+    }
+}
+
+/// One figure of one leak test, in both the baseline and this run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {
     /// `package::binary test`.
     pub id: String,
-    /// Retained bytes in the baseline.
+    /// Which figure.
+    pub figure: Figure,
+    /// The figure in the baseline.
     pub baseline: u64,
-    /// Retained bytes now.
+    /// The figure now.
     pub now: u64,
 }
 
@@ -106,25 +152,32 @@ impl Comparison {
     }
 }
 
-/// Compares `current` (this run's entries) with `baseline`. `complete`: the run covered every test, so baseline
-/// entries without a counterpart are missing rather than filtered out.
+/// Compares `current` (this run's entries) with `baseline` on retained bytes and the `also` figures. `complete`:
+/// the run covered every test, so baseline entries without a counterpart are missing rather than filtered out.
 pub fn compare(
     baseline: &Baseline,
     current: &BTreeMap<String, BaselineEntry>,
     tolerance: Tolerance,
+    also: &[Figure],
     complete: bool,
 ) -> Comparison {
+    let mut figures = vec![Figure::Retained];
+    figures.extend(also.iter().copied().filter(|figure| *figure != Figure::Retained));
+    figures.sort_unstable();
+    figures.dedup();
     let mut comparison = Comparison::default();
     for (id, entry) in current {
-        match baseline.tests.get(id) {
-            None => comparison.new_tests.push(id.clone()),
-            Some(base) => {
-                let row = Row { id: id.clone(), baseline: base.retained_bytes, now: entry.retained_bytes };
-                if entry.retained_bytes > tolerance.limit(base.retained_bytes) {
-                    comparison.regressions.push(row);
-                } else if entry.retained_bytes < base.retained_bytes {
-                    comparison.improvements.push(row);
-                }
+        let Some(base) = baseline.tests.get(id) else {
+            comparison.new_tests.push(id.clone());
+            continue;
+        };
+        for &figure in &figures {
+            let (before, now) = (figure.of(base), figure.of(entry));
+            let row = Row { id: id.clone(), figure, baseline: before, now };
+            if now > tolerance.limit_of(figure, before) {
+                comparison.regressions.push(row);
+            } else if now < before && figure == Figure::Retained {
+                comparison.improvements.push(row);
             }
         }
     }
@@ -200,22 +253,28 @@ pub fn render_table(comparison: &Comparison, baseline_path: &Path, tolerance: To
         tolerance.relative * 100.0,
         tolerance.absolute
     )];
-    let rows: Vec<(&str, &Row)> = comparison
+    let rows: Vec<(&str, String, &Row)> = comparison
         .regressions
         .iter()
         .map(|row| ("REGRESSED", row))
         .chain(comparison.improvements.iter().map(|row| ("improved", row)))
+        .map(|(label, row)| {
+            let id = match row.figure {
+                Figure::Retained => row.id.clone(),
+                figure => format!("{} ({})", row.id, figure.name()),
+            };
+            (label, id, row)
+        })
         .collect();
     if !rows.is_empty() {
-        let width = rows.iter().map(|(_, row)| row.id.len()).max().unwrap_or(4).max(4);
+        let width = rows.iter().map(|(_, id, _)| id.len()).max().unwrap_or(4).max(4);
         lines.push(format!(
             "  {:<9}  {:<width$}  {:>10}  {:>10}  {:>10}  {:>8}",
             "", "test", "baseline", "now", "delta", "%"
         ));
-        for (label, row) in rows {
+        for (label, id, row) in rows {
             lines.push(format!(
-                "  {label:<9}  {:<width$}  {:>10}  {:>10}  {:>10}  {:>8}",
-                row.id,
+                "  {label:<9}  {id:<width$}  {:>10}  {:>10}  {:>10}  {:>8}",
                 row.baseline,
                 row.now,
                 signed(i128::from(row.now) - i128::from(row.baseline)),
@@ -261,15 +320,33 @@ mod tests {
         let baseline =
             Baseline { schema_version: 1, tests: entries(&[("a", 1000), ("b", 50_000), ("c", 10_000), ("gone", 1)]) };
         let now = entries(&[("a", 1900), ("b", 60_000), ("c", 9_000), ("fresh", 5)]);
-        let comparison = compare(&baseline, &now, Tolerance::default(), true);
+        let comparison = compare(&baseline, &now, Tolerance::default(), &[], true);
         let ids = |rows: &[super::Row]| rows.iter().map(|row| row.id.clone()).collect::<Vec<_>>();
         assert_eq!(ids(&comparison.regressions), ["b"]);
         assert_eq!(ids(&comparison.improvements), ["c"]);
         assert_eq!(comparison.new_tests, ["fresh"]);
         assert_eq!(comparison.missing, ["gone"]);
         assert!(comparison.fails(false));
-        let filtered = compare(&baseline, &entries(&[("a", 1000)]), Tolerance::default(), false);
+        let filtered = compare(&baseline, &entries(&[("a", 1000)]), Tolerance::default(), &[], false);
         assert!(filtered.missing.is_empty() && !filtered.fails(true));
+    }
+
+    #[test]
+    fn other_figures_are_gated_only_when_asked() {
+        let entry = |retained_bytes, peak_bytes, allocations| BaselineEntry {
+            retained_bytes,
+            peak_bytes,
+            allocations,
+            ..BaselineEntry::default()
+        };
+        let baseline = Baseline { schema_version: 1, tests: [("t".to_owned(), entry(100, 10_000, 50))].into() };
+        let now: BTreeMap<String, BaselineEntry> = [("t".to_owned(), entry(100, 90_000, 56))].into();
+        assert!(compare(&baseline, &now, Tolerance::default(), &[], true).regressions.is_empty());
+        let gated =
+            compare(&baseline, &now, Tolerance::default(), &[super::Figure::Peak, super::Figure::Allocations], true);
+        let figures: Vec<_> = gated.regressions.iter().map(|row| row.figure).collect();
+        // Allocations grew 12%, past the 10% tolerance (the 1 KiB floor is for bytes only).
+        assert_eq!(figures, [super::Figure::Peak, super::Figure::Allocations]);
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     );
 
     let baseline = baseline.unwrap_or(Baseline { schema_version: BASELINE_SCHEMA_VERSION, ..Baseline::default() });
-    let comparison = gate::compare(&baseline, &entries, tolerance, true);
+    let comparison = gate::compare(&baseline, &entries, tolerance, &config.gates(&args.gate), true);
     for line in gate::render_table(&comparison, &baseline_path, tolerance) {
         eprintln!("{line}");
     }

@@ -113,7 +113,8 @@ pub fn run(args: TestArgs) -> Result<u8> {
         && cargo.packages.is_empty()
         && !cargo.lib
         && !cargo.tests;
-    let comparison = baseline.as_ref().map(|baseline| gate::compare(baseline, &entries, tolerance, complete));
+    let gates = config.gates(&args.gate);
+    let comparison = baseline.as_ref().map(|baseline| gate::compare(baseline, &entries, tolerance, &gates, complete));
     if let (Some(baseline), Some(comparison)) = (&baseline, &comparison) {
         annotate_with_baseline(&mut summary, baseline, comparison, &entries, &out_dir)?;
     }

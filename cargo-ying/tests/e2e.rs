@@ -298,6 +298,17 @@ fn the_baseline_gates_retained_growth() {
         ]
     );
     assert_eq!(written["tests"]["leak-fixtures::leaks budget_passes"]["retained_bytes"], 1000);
+
+    // Saving with another filter updates only that test's entry; the others stay as they were.
+    let other = fixture.cargo_ying(&["--test", "leaks", "lazy_init_with_warmup", "--save-baseline"], &[]);
+    assert_eq!(other.status.code(), Some(0), "{}", stderr(&other));
+    let both: serde_json::Value = serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
+    assert_eq!(both["tests"].as_object().unwrap().len(), 4);
+    assert_eq!(
+        both["tests"]["leak-fixtures::leaks budget_passes"],
+        written["tests"]["leak-fixtures::leaks budget_passes"]
+    );
+    std::fs::write(&baseline, &saved).unwrap();
     assert!(!saved.contains(&fixture.path().display().to_string()), "no absolute paths in the baseline");
 
     // Unchanged: the gate passes, and saving again rewrites the file byte for byte.
