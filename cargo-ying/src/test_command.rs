@@ -95,7 +95,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
     reporter.finish(&results, started.elapsed(), options.fail_fast);
 
     let mut summary = flamegraphs(&results, &out_dir)?;
-    let failed = summary.tests.iter().any(|test| ["failed", "crashed", "timed-out"].contains(&test.outcome.as_str()));
+    let failed = results.iter().any(|result| result.outcome.is_failure());
     let mut entries = BTreeMap::new();
     for (test, result) in summary.tests.iter().zip(&results) {
         if let Some((_, report)) = &result.report {
