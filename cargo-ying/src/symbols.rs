@@ -35,10 +35,14 @@ impl Symbolizer {
                 .map_or_else(|| format!("{address:#x}"), |name| demangle(&name));
             let file = frame.location.as_ref().and_then(|location| location.file).map(str::to_owned);
             let line = frame.location.as_ref().and_then(|location| location.line);
-            frames.push(Frame::new(function, file, line));
+            let mut frame = Frame::new(function, file, line);
+            frame.inlined = true;
+            frames.push(frame);
         }
-        if frames.is_empty() {
-            frames.push(Frame::new(format!("{address:#x}"), None, None));
+        match frames.last_mut() {
+            // The outermost function at an address is the one really there; the others were inlined into it.
+            Some(outermost) => outermost.inlined = false,
+            None => frames.push(Frame::new(format!("{address:#x}"), None, None)),
         }
         frames
     }

@@ -63,6 +63,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod allocator;
+pub mod callstack;
 mod counters;
 mod histogram;
 mod leak_test;
@@ -78,8 +79,11 @@ mod symbolize;
 mod sync;
 mod table;
 mod thread;
+#[cfg(feature = "profiler")]
+pub mod utils;
 
 pub use allocator::{DEFAULT_GIANT_ALLOC_LIMIT, YingProfiler, is_installed};
+pub use callstack::Measurement;
 pub use counters::HeapStats;
 pub use histogram::LifetimeHistogram;
 pub use leak_test::ATTRIBUTION_ENV;

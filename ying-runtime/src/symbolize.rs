@@ -15,12 +15,15 @@ pub struct Frame {
     pub file: Option<String>,
     /// The line in `file`.
     pub line: Option<u32>,
+    /// The function was inlined into the frame that follows (both are at the same machine instruction).
+    #[serde(default, skip_serializing_if = "core::ops::Not::not")]
+    pub inlined: bool,
 }
 
 impl Frame {
     /// A frame with the given function name and source location.
     pub fn new(function: impl Into<String>, file: Option<String>, line: Option<u32>) -> Self {
-        Self { function: function.into(), file, line }
+        Self { function: function.into(), file, line, inlined: false }
     }
 }
 
@@ -54,10 +57,12 @@ fn resolve_ip(ip: usize) -> Arc<[Frame]> {
             None => format!("{ip:#x}"),
         };
         let file = symbol.filename().map(|path| path.display().to_string());
-        frames.push(Frame { function, file, line: symbol.lineno() });
+        frames.push(Frame { function, file, line: symbol.lineno(), inlined: true });
     });
-    if frames.is_empty() {
-        frames.push(Frame { function: format!("{ip:#x}"), file: None, line: None });
+    match frames.last_mut() {
+        // The outermost function at an instruction is the one really there; the others were inlined into it.
+        Some(outermost) => outermost.inlined = false,
+        None => frames.push(Frame::new(format!("{ip:#x}"), None, None)),
     }
     let frames: Arc<[Frame]> = frames.into();
     cache.insert(ip, Arc::clone(&frames));
