@@ -130,7 +130,10 @@ fn strip_allocator_frames(frames: &mut Vec<Frame>) {
 
 /// The frame through which the standard library enters a thread's (or `main`'s) code.
 fn is_thread_entry(frame: &Frame) -> bool {
-    frame.function.starts_with("std::sys::backtrace::__rust_begin_short_backtrace")
+    // Full (`std::sys::backtrace::__rust_begin_short_backtrace`) or, with line tables only, short.
+    let name = frame.function.as_str();
+    name.starts_with("std::sys::backtrace::__rust_begin_short_backtrace")
+        || name.starts_with("__rust_begin_short_backtrace<")
 }
 
 /// The function of ying's leak-test runner that calls the test's body (not the closure inside it).

@@ -252,17 +252,20 @@ impl ProfilerRunner {
         let mut out =
             format!("ying memory report: {total} bytes {noun}, top {} stacks by {noun} bytes\n", stacks.len());
         for (rank, stack) in stacks.iter().enumerate() {
+            let objects = match measurement {
+                Measurement::RetainedBytes => stack.retained_objects(),
+                Measurement::AllocatedBytes => stack.allocated_objects(),
+            };
+            let in_all = if stack.allocated_objects() < 0.5 {
+                format!("{:.0} bytes in all, by growing existing blocks", stack.allocated_bytes())
+            } else {
+                format!("{:.0} bytes in {:.0} allocations in all", stack.allocated_bytes(), stack.allocated_objects())
+            };
             let _ = writeln!(
                 out,
-                "\n#{} {:.0} bytes {noun} ({:.0} objects); {:.0} bytes in {:.0} allocations in all",
+                "\n#{} {:.0} bytes {noun} ({objects:.0} objects); {in_all}",
                 rank + 1,
-                value(stack, measurement),
-                match measurement {
-                    Measurement::RetainedBytes => stack.retained_objects(),
-                    Measurement::AllocatedBytes => stack.allocated_objects(),
-                },
-                stack.allocated_bytes(),
-                stack.allocated_objects()
+                value(stack, measurement)
             );
             for frame in stack.frames().iter().filter(|frame| self.expand_frames || !frame.inlined) {
                 let _ = writeln!(out, "    {frame}");
