@@ -3,24 +3,7 @@
 
 use crate::summary::{Summary, SummaryTest};
 use std::io::Write;
-use ying::Frame;
-use ying::report::LeakReport;
-
-/// Frames from the test runner outwards are the harness's, the same for every test: a flamegraph stops there.
-fn is_runner(frame: &Frame) -> bool {
-    frame.function.starts_with("ying::leak_test::run")
-}
-
-/// One folded line (`root;...;leaf bytes`) for a stack given leaf first.
-fn folded(frames: &[Frame], bytes: u64) -> Option<String> {
-    if bytes == 0 {
-        return None;
-    }
-    let inner = frames.iter().position(is_runner).unwrap_or(frames.len());
-    let names: Vec<String> = frames[..inner].iter().rev().map(|frame| frame.function.replace(';', ":")).collect();
-    let stack = if names.is_empty() { "[unknown]".to_owned() } else { names.join(";") };
-    Some(format!("{stack} {bytes}"))
-}
+use ying::report::{LeakReport, folded_stack};
 
 /// Folded lines of the retained memory (exact sites) of a report, sorted.
 pub fn retained_lines(report: &LeakReport) -> Vec<String> {
@@ -28,7 +11,7 @@ pub fn retained_lines(report: &LeakReport) -> Vec<String> {
         .retained_sites
         .iter()
         .filter(|site| !site.excused)
-        .filter_map(|site| folded(&site.frames, site.bytes))
+        .filter_map(|site| folded_stack(&site.frames, site.bytes))
         .collect();
     lines.sort();
     lines
@@ -39,7 +22,7 @@ pub fn allocated_lines(report: &LeakReport) -> Vec<String> {
     let mut lines: Vec<String> = report
         .sampled_stacks
         .iter()
-        .filter_map(|stack| folded(&stack.frames, stack.allocated_bytes.round() as u64))
+        .filter_map(|stack| folded_stack(&stack.frames, stack.allocated_bytes.round() as u64))
         .collect();
     lines.sort();
     lines
@@ -128,21 +111,7 @@ pub fn index_html(summary: &Summary) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{escape, folded};
-    use ying::Frame;
-
-    #[test]
-    fn folded_lines_run_root_to_leaf_and_stop_at_the_runner() {
-        let frames = [
-            Frame::new("alloc::boxed::Box<T>::new", None, None),
-            Frame::new("app::leak;it", None, None),
-            Frame::new("ying::leak_test::run::{{closure}}", None, None),
-            Frame::new("test::run_test", None, None),
-        ];
-        assert_eq!(folded(&frames, 1000).unwrap(), "app::leak:it;alloc::boxed::Box<T>::new 1000");
-        assert_eq!(folded(&frames, 0), None);
-        assert_eq!(folded(&[], 5).unwrap(), "[unknown] 5");
-    }
+    use super::escape;
 
     #[test]
     fn html_is_escaped() {

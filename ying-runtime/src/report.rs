@@ -149,3 +149,36 @@ pub struct SampledStack {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<u64>,
 }
+
+/// One folded-stack line (`root;...;leaf bytes`, function names only) for flamegraphs and baselines, from frames
+/// given innermost first. Frames from ying's leak-test runner outwards are the test harness's, the same for every
+/// test, and are left out. `None` for zero bytes.
+pub fn folded_stack(frames: &[Frame], bytes: u64) -> Option<String> {
+    if bytes == 0 {
+        return None;
+    }
+    let inner =
+        frames.iter().position(|frame| frame.function.starts_with("ying::leak_test::run")).unwrap_or(frames.len());
+    let names: Vec<String> = frames[..inner].iter().rev().map(|frame| frame.function.replace(';', ":")).collect();
+    let stack = if names.is_empty() { "[unknown]".to_owned() } else { names.join(";") };
+    Some(format!("{stack} {bytes}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folded_stack;
+    use crate::symbolize::Frame;
+
+    #[test]
+    fn folded_stacks_run_root_to_leaf_and_stop_at_the_runner() {
+        let frames = [
+            Frame::new("alloc::boxed::Box<T>::new", None, None),
+            Frame::new("app::leak;it", None, None),
+            Frame::new("ying::leak_test::run::{{closure}}", None, None),
+            Frame::new("test::run_test", None, None),
+        ];
+        assert_eq!(folded_stack(&frames, 1000).unwrap(), "app::leak:it;alloc::boxed::Box<T>::new 1000");
+        assert_eq!(folded_stack(&frames, 0), None);
+        assert_eq!(folded_stack(&[], 5).unwrap(), "[unknown] 5");
+    }
+}

@@ -23,8 +23,8 @@
 
 use crate::allocator::YingProfiler;
 use crate::callstack::Measurement;
+use crate::report::folded_stack;
 use crate::stack_stats::StackStats;
-use crate::symbolize::Frame;
 use core::alloc::GlobalAlloc;
 use std::fmt::Write as _;
 use std::io;
@@ -301,17 +301,6 @@ fn top_stacks<A: GlobalAlloc>(profiler: &YingProfiler<A>, measurement: Measureme
     }
 }
 
-/// One folded line (`root;...;leaf bytes`) of a stack, function names only.
-fn folded(frames: &[Frame], bytes: f64) -> Option<String> {
-    let bytes = bytes.round() as u64;
-    if bytes == 0 {
-        return None;
-    }
-    let names: Vec<String> = frames.iter().rev().map(|frame| frame.function.replace(';', ":")).collect();
-    let stack = if names.is_empty() { "[unknown]".to_owned() } else { names.join(";") };
-    Some(format!("{stack} {bytes}"))
-}
-
 /// Writes a flamegraph of `profiler`'s stacks by `measurement` to `path`, now.
 pub fn gen_flamegraph<A: GlobalAlloc>(
     profiler: &YingProfiler<A>,
@@ -319,8 +308,10 @@ pub fn gen_flamegraph<A: GlobalAlloc>(
     path: impl AsRef<Path>,
 ) -> io::Result<()> {
     let stacks = top_stacks(profiler, measurement, FLAMEGRAPH_STACKS);
-    let mut lines: Vec<String> =
-        stacks.iter().filter_map(|stack| folded(stack.frames(), value(stack, measurement))).collect();
+    let mut lines: Vec<String> = stacks
+        .iter()
+        .filter_map(|stack| folded_stack(stack.frames(), value(stack, measurement).round() as u64))
+        .collect();
     lines.sort();
     let mut options = inferno::flamegraph::Options::default();
     options.title = match measurement {
