@@ -70,18 +70,9 @@ pub struct MergeArgs {
     /// The baseline to gate against [default: ying-baseline.json at the workspace root]
     #[arg(long, value_name = "PATH")]
     pub baseline: Option<PathBuf>,
-    /// Growth of retained memory, relative to the baseline, that does not fail the gate [default: 10%]
-    #[arg(long, value_name = "PERCENT", value_parser = crate::gate::parse_percent)]
-    pub max_growth: Option<f64>,
-    /// Growth of retained memory, in bytes, that never fails the gate [default: 1 KiB]
-    #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size)]
-    pub min_growth: Option<u64>,
-    /// Also gate on these figures, with the same tolerance (retained bytes are always gated)
-    #[arg(long, value_enum, value_name = "FIGURE", value_delimiter = ',')]
-    pub gate: Vec<crate::gate::Figure>,
-    /// Also fail when a leak test is new to the baseline or missing from the merged run
-    #[arg(long)]
-    pub check: bool,
+    /// How the gate judges growth.
+    #[command(flatten)]
+    pub gating: GateOptions,
 }
 
 /// Options of `cargo ying diff`.
@@ -91,18 +82,9 @@ pub struct DiffArgs {
     pub old: PathBuf,
     /// The later baseline or summary.json
     pub new: PathBuf,
-    /// Growth of retained memory, relative to OLD, that does not fail [default: 10%]
-    #[arg(long, value_name = "PERCENT", value_parser = crate::gate::parse_percent)]
-    pub max_growth: Option<f64>,
-    /// Growth of retained memory, in bytes, that never fails [default: 1 KiB]
-    #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size)]
-    pub min_growth: Option<u64>,
-    /// Also compare these figures, with the same tolerance (retained bytes are always compared)
-    #[arg(long, value_enum, value_name = "FIGURE", value_delimiter = ',')]
-    pub gate: Vec<crate::gate::Figure>,
-    /// Also fail when a leak test is only in one of the two
-    #[arg(long)]
-    pub check: bool,
+    /// How the gate judges growth (OLD is the baseline).
+    #[command(flatten)]
+    pub gating: GateOptions,
 }
 
 /// Options of `cargo ying accept`.
@@ -150,21 +132,9 @@ pub struct TestArgs {
     #[arg(long, help_heading = "Baseline")]
     pub save_baseline: bool,
 
-    /// Growth of retained memory, relative to the baseline, that does not fail the gate [default: 10%]
-    #[arg(long, value_name = "PERCENT", value_parser = crate::gate::parse_percent, help_heading = "Baseline")]
-    pub max_growth: Option<f64>,
-
-    /// Growth of retained memory, in bytes, that never fails the gate [default: 1 KiB]
-    #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size, help_heading = "Baseline")]
-    pub min_growth: Option<u64>,
-
-    /// Also gate on these figures, with the same tolerance (retained bytes are always gated)
-    #[arg(long, value_enum, value_name = "FIGURE", value_delimiter = ',', help_heading = "Baseline")]
-    pub gate: Vec<crate::gate::Figure>,
-
-    /// Also fail when a leak test is new to the baseline or missing from the run
-    #[arg(long, help_heading = "Baseline")]
-    pub check: bool,
+    /// How the gate judges growth.
+    #[command(flatten)]
+    pub gating: GateOptions,
 
     /// Run only this shard of the tests: count:M/N (the i-th test to shard i mod N) or hash:M/N (by the test's id)
     #[arg(long, value_name = "SCHEME:M/N", value_parser = crate::partition::Partition::parse, help_heading = "Running")]
@@ -182,6 +152,26 @@ pub struct TestArgs {
     /// more filters; anything else is passed to every test process
     #[arg(last = true, value_name = "TEST ARGS")]
     pub test_args: Vec<String>,
+}
+
+/// How the gate judges a run against the baseline; shared by `test`, `diff` and `merge`.
+#[derive(Debug, Default, Args)]
+pub struct GateOptions {
+    /// Growth of retained memory, relative to the baseline, that does not fail the gate [default: 10%]
+    #[arg(long, value_name = "PERCENT", value_parser = crate::gate::parse_percent, help_heading = "Baseline")]
+    pub max_growth: Option<f64>,
+
+    /// Growth of retained memory, in bytes, that never fails the gate [default: 1 KiB]
+    #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size, help_heading = "Baseline")]
+    pub min_growth: Option<u64>,
+
+    /// Also gate on these figures, with the same tolerance (retained bytes are always gated)
+    #[arg(long, value_enum, value_name = "FIGURE", value_delimiter = ',', help_heading = "Baseline")]
+    pub gate: Vec<crate::gate::Figure>,
+
+    /// Also fail when a leak test is new to the baseline or missing from a complete run
+    #[arg(long, help_heading = "Baseline")]
+    pub check: bool,
 }
 
 /// The options passed through to `cargo test --no-run`.

@@ -41,12 +41,12 @@ pub fn run(args: DiffArgs) -> Result<u8> {
     let new = read_entries(&args.new)?;
     let defaults = Tolerance::default();
     let tolerance = Tolerance {
-        relative: args.max_growth.unwrap_or(defaults.relative),
-        absolute: args.min_growth.unwrap_or(defaults.absolute),
+        relative: args.gating.max_growth.unwrap_or(defaults.relative),
+        absolute: args.gating.min_growth.unwrap_or(defaults.absolute),
     };
-    let comparison = gate::compare(&old, &new, tolerance, &args.gate, true);
+    let comparison = gate::compare(&old, &new, tolerance, &args.gating.gate, true);
     for line in gate::render_table(&comparison, &args.old, tolerance) {
         println!("{line}");
     }
-    Ok(if comparison.fails(args.check) { EXIT_TEST_FAILED } else { EXIT_OK })
+    Ok(if comparison.fails(args.gating.check) { EXIT_TEST_FAILED } else { EXIT_OK })
 }

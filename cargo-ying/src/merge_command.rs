@@ -17,7 +17,7 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     let config = test_command::config(&metadata)?;
     let baseline_path = test_command::baseline_path(args.baseline.as_deref(), &config, &metadata);
     let baseline = Baseline::read(&baseline_path)?;
-    let tolerance = config.tolerance(args.max_growth, args.min_growth);
+    let tolerance = config.tolerance(args.gating.max_growth, args.gating.min_growth);
 
     let mut tests = Vec::new();
     let mut entries = BTreeMap::new();
@@ -54,9 +54,9 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     );
 
     let baseline = baseline.unwrap_or(Baseline { schema_version: BASELINE_SCHEMA_VERSION, ..Baseline::default() });
-    let comparison = gate::compare(&baseline, &entries, tolerance, &config.gates(&args.gate), true);
+    let comparison = gate::compare(&baseline, &entries, tolerance, &config.gates(&args.gating.gate), true);
     for line in gate::render_table(&comparison, &baseline_path, tolerance) {
         eprintln!("{line}");
     }
-    Ok(if failed > 0 || comparison.fails(args.check) { EXIT_TEST_FAILED } else { EXIT_OK })
+    Ok(if failed > 0 || comparison.fails(args.gating.check) { EXIT_TEST_FAILED } else { EXIT_OK })
 }

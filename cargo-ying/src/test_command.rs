@@ -54,7 +54,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
     // Read (and check) the baseline before anything runs: a corrupt one stops the run and stays as it was.
     let baseline_path = baseline_path(args.baseline.as_deref(), &config, &metadata);
     let baseline = Baseline::read(&baseline_path)?;
-    let tolerance = config.tolerance(args.max_growth, args.min_growth);
+    let tolerance = config.tolerance(args.gating.max_growth, args.gating.min_growth);
     let target_dir = args.cargo.target_dir.clone().unwrap_or_else(|| metadata.target_directory.clone().into());
     let out_dir = target_dir.join("ying");
 
@@ -113,7 +113,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
         && cargo.packages.is_empty()
         && !cargo.lib
         && !cargo.tests;
-    let gates = config.gates(&args.gate);
+    let gates = config.gates(&args.gating.gate);
     let comparison = baseline.as_ref().map(|baseline| gate::compare(baseline, &entries, tolerance, &gates, complete));
     if let (Some(baseline), Some(comparison)) = (&baseline, &comparison) {
         annotate_with_baseline(&mut summary, baseline, comparison, &entries, &out_dir)?;
@@ -127,7 +127,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
         for line in gate::render_table(comparison, &baseline_path, tolerance) {
             eprintln!("{line}");
         }
-        regressed = comparison.fails(args.check);
+        regressed = comparison.fails(args.gating.check);
     } else if !args.save_baseline {
         eprintln!(
             "\nno baseline at {} yet: --save-baseline (or cargo ying accept) writes one",
