@@ -3,8 +3,9 @@
 
 use crate::baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry};
 use crate::cli::DiffArgs;
+use crate::config::Config;
 use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
-use crate::gate::{self, Tolerance};
+use crate::gate;
 use crate::summary::Summary;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,16 +21,7 @@ fn read_entries(path: &Path) -> Result<BTreeMap<String, BaselineEntry>> {
             .tests
             .iter()
             .filter(|test| test.report.is_some())
-            .map(|test| {
-                let entry = BaselineEntry {
-                    retained_bytes: test.retained_bytes.unwrap_or_default(),
-                    peak_bytes: test.peak_bytes.unwrap_or_default(),
-                    allocated_bytes: test.allocated_bytes.unwrap_or_default(),
-                    allocations: test.allocations.unwrap_or_default(),
-                    retained_stacks: Vec::new(),
-                };
-                (test.id(), entry)
-            })
+            .map(|test| (test.id(), gate::figures(test)))
             .collect());
     }
     Ok(Baseline::read(path)?.map(|baseline| baseline.tests).unwrap_or_default())
@@ -39,11 +31,8 @@ fn read_entries(path: &Path) -> Result<BTreeMap<String, BaselineEntry>> {
 pub fn run(args: DiffArgs) -> Result<u8> {
     let old = Baseline { schema_version: BASELINE_SCHEMA_VERSION, tests: read_entries(&args.old)? };
     let new = read_entries(&args.new)?;
-    let defaults = Tolerance::default();
-    let tolerance = Tolerance {
-        relative: args.gating.max_growth.unwrap_or(defaults.relative),
-        absolute: args.gating.min_growth.unwrap_or(defaults.absolute),
-    };
+    // No workspace here: the flags, else the defaults.
+    let tolerance = Config::default().tolerance(args.gating.max_growth, args.gating.min_growth);
     let comparison = gate::compare(&old, &new, tolerance, &args.gating.gate, true);
     for line in gate::render_table(&comparison, &args.old, tolerance) {
         println!("{line}");

@@ -2,8 +2,7 @@
 //! matrix of CI runners gates as one run.
 
 use crate::baseline::{BASELINE_SCHEMA_VERSION, Baseline};
-use crate::build;
-use crate::cli::{CargoOptions, MergeArgs};
+use crate::cli::MergeArgs;
 use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
 use crate::gate;
 use crate::summary::{SUMMARY_SCHEMA_VERSION, Summary};
@@ -12,32 +11,20 @@ use std::collections::BTreeMap;
 
 /// Runs `cargo ying merge`; returns the exit code.
 pub fn run(args: MergeArgs) -> Result<u8> {
-    let options = CargoOptions { manifest_path: args.manifest_path.clone(), ..CargoOptions::default() };
-    let metadata = build::metadata(&options)?;
-    let config = test_command::config(&metadata)?;
-    let baseline_path = test_command::baseline_path(args.baseline.as_deref(), &config, &metadata);
-    let baseline = Baseline::read(&baseline_path)?;
+    let (metadata, config, baseline_path, baseline) =
+        test_command::open_baseline(args.manifest_path.as_deref(), args.baseline.as_deref())?;
     let tolerance = config.tolerance(args.gating.max_growth, args.gating.min_growth);
 
     let mut tests = Vec::new();
     let mut entries = BTreeMap::new();
     for path in &args.summaries {
-        let action = || format!("read {}", path.display());
-        let bytes = std::fs::read(path).map_err(|error| Error::new(action(), error))?;
-        let summary: Summary = serde_json::from_slice(&bytes).map_err(|error| Error::new(action(), error))?;
-        if summary.schema_version != SUMMARY_SCHEMA_VERSION {
-            return Err(Error::new(
-                action(),
-                format!("schema_version {} is not {SUMMARY_SCHEMA_VERSION}", summary.schema_version),
-            ));
-        }
+        let summary = Summary::read(path)?;
         let dir = path.parent().unwrap_or(std::path::Path::new("."));
         entries.extend(gate::entries(&summary, dir)?);
         tests.extend(summary.tests);
     }
     tests.sort_by(|a, b| (&a.package, &a.binary, &a.name).cmp(&(&b.package, &b.binary, &b.name)));
-    let failed =
-        tests.iter().filter(|test| ["failed", "crashed", "timed-out"].contains(&test.outcome.as_str())).count();
+    let failed = tests.iter().filter(|test| test.failed()).count();
     let merged = Summary { schema_version: SUMMARY_SCHEMA_VERSION, tests };
     let output = args.output.unwrap_or_else(|| metadata.target_directory.join("ying").join("summary.json").into());
     if let Some(dir) = output.parent() {

@@ -49,7 +49,27 @@ pub struct SummaryTest {
     pub retained_diff_flamegraph: Option<String>,
 }
 
+impl Summary {
+    /// Reads a summary.json, of this version.
+    pub fn read(path: &std::path::Path) -> crate::error::Result<Self> {
+        use crate::error::Error;
+        let action = || format!("read {}", path.display());
+        let bytes = std::fs::read(path).map_err(|error| Error::new(action(), error))?;
+        let summary: Self = serde_json::from_slice(&bytes).map_err(|error| Error::new(action(), error))?;
+        if summary.schema_version != SUMMARY_SCHEMA_VERSION {
+            let why = format!("schema_version {} is not {SUMMARY_SCHEMA_VERSION}", summary.schema_version);
+            return Err(Error::new(action(), why));
+        }
+        Ok(summary)
+    }
+}
+
 impl SummaryTest {
+    /// Whether the test failed, crashed or timed out.
+    pub fn failed(&self) -> bool {
+        ["failed", "crashed", "timed-out"].contains(&self.outcome.as_str())
+    }
+
     /// `package::binary name`, the id the baseline knows the test by.
     pub fn id(&self) -> String {
         format!("{}::{} {}", self.package, self.binary, self.name)

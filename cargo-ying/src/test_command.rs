@@ -2,7 +2,7 @@
 
 use crate::baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BASELINE};
 use crate::build::{self, TestBinary};
-use crate::cli::TestArgs;
+use crate::cli::{CargoOptions, TestArgs};
 use crate::config::Config;
 use crate::discover::{self, Selection};
 use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
@@ -36,6 +36,20 @@ pub fn baseline_path(flag: Option<&Path>, config: &Config, metadata: &Metadata) 
         (None, Some(configured)) => root.join(configured),
         (None, None) => root.join(DEFAULT_BASELINE),
     }
+}
+
+/// The workspace of `manifest_path`, its configuration, and its baseline (path and contents), for the commands that
+/// work from saved results rather than a build.
+pub fn open_baseline(
+    manifest_path: Option<&Path>,
+    flag: Option<&Path>,
+) -> Result<(Metadata, Config, PathBuf, Option<Baseline>)> {
+    let options = CargoOptions { manifest_path: manifest_path.map(Path::to_owned), ..CargoOptions::default() };
+    let metadata = build::metadata(&options)?;
+    let config = config(&metadata)?;
+    let path = baseline_path(flag, &config, &metadata);
+    let baseline = Baseline::read(&path)?;
+    Ok((metadata, config, path, baseline))
 }
 
 /// Writes `entries` into the baseline at `path` (over `existing`, whose other tests stay as they were).
