@@ -59,7 +59,10 @@ impl Symbolizer {
             let addresses = std::mem::take(&mut stack.addresses);
             let Some(loader) = loader.as_ref() else { continue };
             let frames = addresses.iter().flat_map(|&address| Self::frames(loader, address)).collect();
+            // What the runtime wrote are the frames of the stack's `tracing` spans, outside the code frames.
+            let spans = std::mem::take(&mut stack.frames);
             stack.frames = ying::__private::relative_frames(ying::__private::tidy_frames(frames), &package_dir);
+            stack.frames.extend(spans);
         }
         true
     }

@@ -140,7 +140,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     fn refuse_giant(&self, size: usize) -> *mut u8 {
         let limit = self.giant_alloc_limit;
         as_profiler(|| {
-            let frames = symbolize::symbolize(stacks::capture().as_slice());
+            let frames = symbolize::symbolize(&stacks::capture());
             let mut message = format!(
                 "ying: refused an allocation of {size} bytes, above the giant_alloc_limit of {limit} bytes, at:\n"
             );

@@ -16,7 +16,7 @@ use crate::report::{
 use crate::scope::{Attribution, OpenScope, ScopeStats};
 use crate::size::{human, human_signed};
 use crate::stack_stats;
-use crate::symbolize::{Frame, executable_address, is_own_frame, symbolize};
+use crate::symbolize::{Frame, executable_address, is_own_frame, span_frames, symbolize};
 use crate::thread::as_profiler;
 use crate::{stacks, table};
 use std::collections::HashMap;
@@ -161,7 +161,7 @@ impl Excuses {
         if let Some(&verdict) = self.verdicts.get(&stack) {
             return verdict;
         }
-        let frames = stacks::ips(stack).map(|ips| symbolize(ips.as_slice())).unwrap_or_default();
+        let frames = stacks::ips(stack).map(|ips| symbolize(&ips)).unwrap_or_default();
         let verdict = self.frames_are_excused(&frames);
         self.verdicts.insert(stack, verdict);
         verdict
@@ -359,7 +359,7 @@ impl Measured {
                 .map(|(stack, (bytes, blocks))| {
                     let frames = stack
                         .and_then(stacks::ips)
-                        .map(|ips| symbolize(ips.as_slice()))
+                        .map(|ips| symbolize(&ips))
                         .map(|frames| relative_frames(frames, self.plan.test.manifest_dir))
                         .unwrap_or_default();
                     let excused = stack.is_some_and(|stack| self.excuses.is_excused(stack));
@@ -481,10 +481,11 @@ fn sampled_stacks(manifest_dir: &str) -> Vec<SampledStack> {
             } else {
                 Vec::new()
             };
+            // Deferred stacks keep their span frames; cargo ying puts the code frames before them.
             let frames = if addresses.is_empty() {
-                relative_frames(symbolize(ranked.ips.as_slice()), manifest_dir)
+                relative_frames(symbolize(&ranked.ips), manifest_dir)
             } else {
-                Vec::new()
+                relative_frames(span_frames(&ranked.ips), manifest_dir)
             };
             let stats = &ranked.stats;
             SampledStack {

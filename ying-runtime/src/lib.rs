@@ -73,6 +73,8 @@ pub mod report;
 mod sampler;
 mod scope;
 mod size;
+#[cfg(feature = "profile-spans")]
+pub mod spans;
 mod stack_stats;
 mod stacks;
 mod symbolize;

@@ -141,25 +141,29 @@ pub struct SampledStack {
     pub allocated_bytes: f64,
     /// Estimated allocations made.
     pub allocated_objects: f64,
-    /// The stack, from the allocation site outwards.
+    /// The stack, from the allocation site outwards, then the `tracing` spans it was allocated in (frames named
+    /// `span:<name>`, with the `profile-spans` feature).
     pub frames: Vec<Frame>,
-    /// Instead of `frames`, under [`DEFER_SYMBOLS_ENV`]: the stack's instruction addresses in the test
-    /// executable (as its debug information counts them), innermost first, for the reader to symbolise and pass
-    /// through [`crate::__private::tidy_frames`].
+    /// Instead of the code frames, under [`DEFER_SYMBOLS_ENV`]: the stack's instruction addresses in the test
+    /// executable (as its debug information counts them), innermost first, for the reader to symbolise, pass
+    /// through [`crate::__private::tidy_frames`] and put before the span frames `frames` then holds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<u64>,
 }
 
 /// One folded-stack line (`root;...;leaf bytes`, function names only) for flamegraphs and baselines, from frames
 /// given innermost first. Frames from ying's leak-test runner outwards are the test harness's, the same for every
-/// test, and are left out. `None` for zero bytes.
+/// test, and are left out, except the frames of `tracing` spans (`span:<name>`), which stay at the root.
+/// `None` for zero bytes.
 pub fn folded_stack(frames: &[Frame], bytes: u64) -> Option<String> {
     if bytes == 0 {
         return None;
     }
     let inner =
         frames.iter().position(|frame| frame.function.starts_with("ying::leak_test::run")).unwrap_or(frames.len());
-    let names: Vec<String> = frames[..inner].iter().rev().map(|frame| frame.function.replace(';', ":")).collect();
+    let spans = frames[inner..].iter().filter(|frame| frame.function.starts_with("span:"));
+    let names: Vec<String> =
+        frames[..inner].iter().chain(spans).rev().map(|frame| frame.function.replace(';', ":")).collect();
     let stack = if names.is_empty() { "[unknown]".to_owned() } else { names.join(";") };
     Some(format!("{stack} {bytes}"))
 }
@@ -176,8 +180,9 @@ mod tests {
             Frame::new("app::leak;it", None, None),
             Frame::new("ying::leak_test::run::{{closure}}", None, None),
             Frame::new("test::run_test", None, None),
+            Frame::new("span:request", None, None),
         ];
-        assert_eq!(folded_stack(&frames, 1000).unwrap(), "app::leak:it;alloc::boxed::Box<T>::new 1000");
+        assert_eq!(folded_stack(&frames, 1000).unwrap(), "span:request;app::leak:it;alloc::boxed::Box<T>::new 1000");
         assert_eq!(folded_stack(&frames, 0), None);
         assert_eq!(folded_stack(&[], 5).unwrap(), "[unknown] 5");
     }

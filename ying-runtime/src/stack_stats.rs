@@ -118,7 +118,7 @@ pub(crate) fn top_k(k: usize, order: Order) -> Vec<StackStats> {
     as_profiler(|| {
         ranked(k, order)
             .into_iter()
-            .map(|ranked| StackStats { frames: symbolize(ranked.ips.as_slice()), ..ranked.stats })
+            .map(|ranked| StackStats { frames: symbolize(&ranked.ips), ..ranked.stats })
             .collect()
     })
 }

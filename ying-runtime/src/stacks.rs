@@ -14,11 +14,20 @@ use std::time::Duration;
 /// Deepest stack kept, counted from the allocation site; deeper (outer) frames are cut.
 pub(crate) const MAX_FRAMES: usize = 64;
 
-/// A captured stack: instruction pointers, innermost first.
+/// Most `tracing` spans recorded with a stack (`profile-spans`).
+#[cfg(feature = "profile-spans")]
+const MAX_SPANS: usize = crate::spans::MAX_SPANS;
+#[cfg(not(feature = "profile-spans"))]
+const MAX_SPANS: usize = 0;
+
+/// A captured stack: instruction pointers, innermost first, and (with `profile-spans`) the `tracing` spans the
+/// thread was in, innermost first.
 #[derive(Clone, Copy)]
 pub(crate) struct Ips {
     len: usize,
     ips: [usize; MAX_FRAMES],
+    spans_len: usize,
+    spans: [usize; MAX_SPANS],
 }
 
 impl Ips {
@@ -26,19 +35,35 @@ impl Ips {
         &self.ips[..self.len]
     }
 
+    /// The spans the thread was in (see [`crate::spans`]), innermost first; empty without `profile-spans`.
+    pub(crate) fn spans(&self) -> &[usize] {
+        &self.spans[..self.spans_len]
+    }
+
     fn hash(&self) -> u64 {
         let mut hasher = DefaultHasher::new();
         for &ip in self.as_slice() {
             hasher.write_usize(ip);
         }
+        for &span in self.spans() {
+            hasher.write_usize(span);
+        }
         hasher.finish()
+    }
+
+    fn same(&self, other: &Ips) -> bool {
+        self.as_slice() == other.as_slice() && self.spans() == other.spans()
     }
 }
 
 /// Captures the calling thread's stack without allocating or resolving symbols.
 #[inline(never)]
 pub(crate) fn capture() -> Ips {
-    let mut stack = Ips { len: 0, ips: [0; MAX_FRAMES] };
+    let mut stack = Ips { len: 0, ips: [0; MAX_FRAMES], spans_len: 0, spans: [0; MAX_SPANS] };
+    #[cfg(feature = "profile-spans")]
+    {
+        stack.spans_len = crate::spans::current(&mut stack.spans);
+    }
     let mut push = |frame: &backtrace::Frame| {
         stack.ips[stack.len] = frame.ip() as usize;
         stack.len += 1;
@@ -84,7 +109,7 @@ pub(crate) fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<u32> {
         records: RawVec::new_in(RawSystem),
     });
     let records = &mut table.records;
-    let index = match table.index.find(hash, |&i| records[i as usize].ips.as_slice() == ips.as_slice()) {
+    let index = match table.index.find(hash, |&i| records[i as usize].ips.same(ips)) {
         Some(&index) => index,
         None => {
             let index = u32::try_from(records.len()).ok()?;

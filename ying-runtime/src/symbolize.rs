@@ -1,6 +1,7 @@
 //! Symbol resolution, outside the allocator: instruction pointers to demangled frames with inlined frames expanded,
 //! the profiler's own frames and async `poll` plumbing filtered.
 
+use crate::stacks::Ips;
 use crate::thread::as_profiler;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -147,8 +148,28 @@ fn is_poll_frame(function: &str) -> bool {
     function.starts_with('<') && function.ends_with(">::poll")
 }
 
-/// Symbolises a captured stack: inlined frames expanded, then [`tidy`].
-pub(crate) fn symbolize(ips: &[usize]) -> Vec<Frame> {
+/// Symbolises a captured stack: its code frames (see [`symbolize_ips`]), then the spans it was captured in.
+pub(crate) fn symbolize(stack: &Ips) -> Vec<Frame> {
+    let mut frames = symbolize_ips(stack.as_slice());
+    frames.extend(span_frames(stack));
+    frames
+}
+
+/// The frames standing for the `tracing` spans `stack` was captured in, innermost first (`profile-spans`).
+pub(crate) fn span_frames(stack: &Ips) -> Vec<Frame> {
+    #[cfg(feature = "profile-spans")]
+    {
+        stack.spans().iter().map(|&span| crate::spans::frame(span)).collect()
+    }
+    #[cfg(not(feature = "profile-spans"))]
+    {
+        let _ = stack;
+        Vec::new()
+    }
+}
+
+/// Symbolises instruction pointers: inlined frames expanded, then [`tidy`].
+fn symbolize_ips(ips: &[usize]) -> Vec<Frame> {
     as_profiler(|| {
         let mut frames: Vec<Frame> = Vec::new();
         for &ip in ips {
