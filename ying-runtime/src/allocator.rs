@@ -192,6 +192,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     #[cold]
     fn record_alloc(&self, thread: &ThreadState, ptr: usize, size: usize, scope: u64, sampled: bool, interval: usize) {
         thread.busy.set(true);
+        sampler::note_interval(interval);
         let capture = if scope != 0 { scope::on_alloc(scope, size) } else { None };
         let owner = if capture.is_some() { scope } else { 0 };
         // A scope that records every stack samples its allocations with certainty (p = 1).

@@ -46,6 +46,16 @@
 //! }
 //! ```
 //!
+//! # Features
+//!
+//! - `profiler`: the production reporter of the seed `ying-profiler` crate (`utils::ProfilerRunner`,
+//!   `YingProfiler::start_profiling`): text reports and flamegraphs when retained memory moves.
+//! - `pprof`: `Profiler` sessions that read the heap profile as standard pprof (`profile.proto`) bytes.
+//! - `profile-spans`: the `tracing` spans a thread is in are recorded with each sampled stack, as frames
+//!   (`spans::SpanLayer`).
+//!
+//! None is on by default: a program that only wants the allocator builds no renderer, encoder or `tracing`.
+//!
 //! # Caveats
 //!
 //! - Only allocations made through Rust's global allocator are seen: memory that C libraries allocate with
@@ -68,10 +78,16 @@ mod counters;
 mod histogram;
 mod leak_test;
 mod measure;
+#[cfg(feature = "pprof")]
+mod objects;
+#[cfg(feature = "pprof")]
+mod pprof;
 mod raw;
 pub mod report;
 mod sampler;
 mod scope;
+#[cfg(feature = "pprof")]
+mod session;
 mod size;
 #[cfg(feature = "profile-spans")]
 pub mod spans;
@@ -92,6 +108,8 @@ pub use leak_test::ATTRIBUTION_ENV;
 pub use measure::{measure, measure_with};
 pub use sampler::DEFAULT_SAMPLE_INTERVAL;
 pub use scope::{Attribution, EnterGuard, Scope, ScopeStats};
+#[cfg(feature = "pprof")]
+pub use session::{Profiler, ProfilerConfig, ProfilerError};
 pub use stack_stats::StackStats;
 pub use symbolize::Frame;
 /// Marks a test as a leak test: its body runs in a measured scope, and the test fails when it exceeds its budgets,

@@ -9,10 +9,26 @@
 //! `R = 0` samples every allocation (`p = 1`).
 
 use crate::thread::ThreadState;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// The default mean sampling interval: 512 KiB, as jemalloc and Go.
 pub const DEFAULT_SAMPLE_INTERVAL: usize = 512 * 1024;
+
+/// The allocator's sampling interval, as last seen by a recorded allocation: the period of profiles.
+static INTERVAL_IN_FORCE: AtomicUsize = AtomicUsize::new(DEFAULT_SAMPLE_INTERVAL);
+
+/// Notes the allocator's sampling interval; called off the fast path, when an allocation is recorded.
+pub(crate) fn note_interval(interval: usize) {
+    if INTERVAL_IN_FORCE.load(Relaxed) != interval {
+        INTERVAL_IN_FORCE.store(interval, Relaxed);
+    }
+}
+
+/// The allocator's sampling interval, as last noted.
+#[cfg_attr(not(feature = "pprof"), expect(dead_code, reason = "read by the pprof session only"))]
+pub(crate) fn interval_in_force() -> usize {
+    INTERVAL_IN_FORCE.load(Relaxed)
+}
 
 /// Seeds for threads' random state; each thread takes the next one.
 static SEEDS: AtomicU64 = AtomicU64::new(0x853c_49e6_748f_ea9b);

@@ -1,4 +1,4 @@
-//! `profile-spans`: the [`tracing`] spans a thread is in, recorded with each sampled stack.
+//! `profile-spans`: the `tracing` spans a thread is in, recorded with each sampled stack.
 //!
 //! Install [`SpanLayer`] in the application's subscriber. On every span entry and exit it updates a per-thread
 //! stack of span metadata that the allocator reads, without allocating, when it captures a sampled stack. The
@@ -25,7 +25,7 @@
 //! # Caveats
 //!
 //! - Entries and exits are matched per thread, last in first out, as span guards and
-//!   [`Instrument`](tracing::Instrument)ed futures produce them. A guard held across an `.await` (which tracing
+//!   `Instrument`ed futures produce them. A guard held across an `.await` (which tracing
 //!   warns against) may exit on another thread; that thread's stack then loses its innermost span early.
 //! - The outermost [`MAX_SPANS`] spans of a thread are recorded; spans nested deeper are left out.
 

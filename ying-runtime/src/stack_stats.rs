@@ -70,26 +70,48 @@ pub(crate) struct Ranked {
     pub(crate) stats: StackStats,
 }
 
-/// The `k` largest stacks by `order`, not symbolised. Runs as the profiler, so its allocations are in no figure.
-pub(crate) fn ranked(k: usize, order: Order) -> Vec<Ranked> {
+/// Every stack's estimates now, by stack index: what it allocated since the process started and what of it is
+/// still live, fractional. Runs as the profiler, so its allocations are in no figure.
+pub(crate) fn totals() -> Vec<(Ips, StackStats)> {
     as_profiler(|| {
         // Live samples first: a sample's stack is interned before its entry is inserted, so every stack the live
         // snapshot names is in the stack snapshot taken after it.
         let live = table::sampled();
         let records = stacks::snapshot();
-        let mut retained = vec![(0.0f64, 0.0f64); records.len()];
+        let mut totals: Vec<(Ips, StackStats)> = records
+            .iter()
+            .map(|(ips, allocated_objects, allocated_bytes, lifetimes)| {
+                let stats = StackStats {
+                    frames: Vec::new(),
+                    retained_bytes: 0.0,
+                    retained_objects: 0.0,
+                    allocated_bytes: *allocated_bytes,
+                    allocated_objects: *allocated_objects,
+                    lifetimes: *lifetimes,
+                };
+                (*ips, stats)
+            })
+            .collect();
         for sample in live {
             let p = sampler::inclusion_probability(sample.size, sample.interval);
-            let (bytes, objects) = &mut retained[sample.stack as usize];
-            *bytes += sample.size as f64 / p;
-            *objects += 1.0 / p;
+            let stats = &mut totals[sample.stack as usize].1;
+            stats.retained_bytes += sample.size as f64 / p;
+            stats.retained_objects += 1.0 / p;
         }
-        let mut ranked: Vec<(usize, f64)> = records
+        totals
+    })
+}
+
+/// The `k` largest stacks by `order`, not symbolised. Runs as the profiler, so its allocations are in no figure.
+pub(crate) fn ranked(k: usize, order: Order) -> Vec<Ranked> {
+    as_profiler(|| {
+        let totals = totals();
+        let mut ranked: Vec<(usize, f64)> = totals
             .iter()
             .enumerate()
-            .map(|(i, (_, _, allocated_bytes, _))| match order {
-                Order::Retained => (i, retained[i].0),
-                Order::Allocated => (i, *allocated_bytes),
+            .map(|(i, (_, stats))| match order {
+                Order::Retained => (i, stats.retained_bytes),
+                Order::Allocated => (i, stats.allocated_bytes),
             })
             .filter(|&(_, key)| key > 0.0)
             .collect();
@@ -98,16 +120,8 @@ pub(crate) fn ranked(k: usize, order: Order) -> Vec<Ranked> {
         ranked
             .into_iter()
             .map(|(index, _)| {
-                let (ips, allocated_objects, allocated_bytes, lifetimes) = &records[index];
-                let stats = StackStats {
-                    frames: Vec::new(),
-                    retained_bytes: retained[index].0,
-                    retained_objects: retained[index].1,
-                    allocated_bytes: *allocated_bytes,
-                    allocated_objects: *allocated_objects,
-                    lifetimes: *lifetimes,
-                };
-                Ranked { index, ips: *ips, stats }
+                let (ips, stats) = &totals[index];
+                Ranked { index, ips: *ips, stats: stats.clone() }
             })
             .collect()
     })

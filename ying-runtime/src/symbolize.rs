@@ -28,6 +28,12 @@ impl Frame {
     }
 }
 
+impl AsRef<Frame> for Frame {
+    fn as_ref(&self) -> &Frame {
+        self
+    }
+}
+
 impl core::fmt::Display for Frame {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(&self.function)?;
@@ -120,12 +126,13 @@ fn is_allocation_plumbing(frame: &Frame) -> bool {
 /// Drops the frames above the allocating code: the run of the profiler's own frames every captured stack starts
 /// with (up to and including the allocator entry), then the standard library's allocation plumbing. Frames of
 /// the profiler further out (`ying::measure` around a measured body) are the caller's context and stay.
-fn strip_allocator_frames(frames: &mut Vec<Frame>) {
-    let own = frames.iter().position(|frame| !is_profiler_frame(frame)).unwrap_or(frames.len());
+fn strip_allocator_frames<T: AsRef<Frame>>(frames: &mut Vec<T>) {
+    let own = frames.iter().position(|frame| !is_profiler_frame(frame.as_ref())).unwrap_or(frames.len());
     if own == 0 {
         return;
     }
-    let plumbing = frames[own..].iter().position(|frame| !is_allocation_plumbing(frame)).unwrap_or(frames.len() - own);
+    let plumbing =
+        frames[own..].iter().position(|frame| !is_allocation_plumbing(frame.as_ref())).unwrap_or(frames.len() - own);
     frames.drain(..own + plumbing);
 }
 
@@ -170,32 +177,73 @@ pub(crate) fn span_frames(stack: &Ips) -> Vec<Frame> {
 
 /// Symbolises instruction pointers: inlined frames expanded, then [`tidy`].
 fn symbolize_ips(ips: &[usize]) -> Vec<Frame> {
+    resolve_ips(ips).into_iter().map(|located| located.frame).collect()
+}
+
+/// A frame with the instruction pointer it was resolved from.
+struct Located {
+    #[cfg_attr(not(feature = "pprof"), expect(dead_code, reason = "read by the pprof encoder only"))]
+    ip: usize,
+    frame: Frame,
+}
+
+impl AsRef<Frame> for Located {
+    fn as_ref(&self) -> &Frame {
+        &self.frame
+    }
+}
+
+/// Resolves instruction pointers to frames (inlined frames expanded), each with its pointer, then [`tidy`]s them.
+fn resolve_ips(ips: &[usize]) -> Vec<Located> {
     as_profiler(|| {
-        let mut frames: Vec<Frame> = Vec::new();
+        let mut frames = Vec::new();
         for &ip in ips {
             let resolved = resolve_ip(ip);
-            frames.extend(resolved.iter().cloned());
+            frames.extend(resolved.iter().map(|frame| Located { ip, frame: frame.clone() }));
             // Past a thread's entry lie only the runtime's and the C library's start-up frames, and past the
             // leak-test runner only the test harness: resolving them would load debug information for nothing.
             if resolved.iter().any(|frame| is_thread_entry(frame) || is_leak_test_runner(frame)) {
                 break;
             }
         }
-        tidy(frames)
+        tidy_located(frames)
     })
+}
+
+/// A captured stack as profile places, innermost first: one per instruction with its frames (inlined callees
+/// first), trimmed as [`tidy`] trims, then one per `tracing` span.
+#[cfg(feature = "pprof")]
+pub(crate) fn places(stack: &Ips) -> Vec<crate::pprof::Place> {
+    use crate::pprof::Place;
+    let mut places: Vec<Place> = Vec::new();
+    for located in resolve_ips(stack.as_slice()) {
+        // The return address is past the call; the call instruction is the one before it.
+        let address = Some(located.ip.saturating_sub(1) as u64);
+        match places.last_mut() {
+            Some(last) if last.address == address => last.frames.push(located.frame),
+            _ => places.push(Place { address, frames: vec![located.frame] }),
+        }
+    }
+    places.extend(span_frames(stack).into_iter().map(|frame| Place { address: None, frames: vec![frame] }));
+    places
 }
 
 /// Trims a symbolised stack (innermost first, inlined frames expanded) to what reports show: the frames above the
 /// allocating code dropped, `poll` plumbing dropped, and nothing past a thread's entry or the leak-test runner.
-pub fn tidy(mut frames: Vec<Frame>) -> Vec<Frame> {
-    if let Some(entry) = frames.iter().position(is_thread_entry) {
+pub fn tidy(frames: Vec<Frame>) -> Vec<Frame> {
+    tidy_located(frames)
+}
+
+/// [`tidy`], for frames that carry more than the frame.
+fn tidy_located<T: AsRef<Frame>>(mut frames: Vec<T>) -> Vec<T> {
+    if let Some(entry) = frames.iter().position(|frame| is_thread_entry(frame.as_ref())) {
         frames.truncate(entry);
     }
-    if let Some(runner) = frames.iter().position(is_leak_test_runner) {
+    if let Some(runner) = frames.iter().position(|frame| is_leak_test_runner(frame.as_ref())) {
         frames.truncate(runner + 1);
     }
     strip_allocator_frames(&mut frames);
-    frames.retain(|frame| !is_poll_frame(&frame.function));
+    frames.retain(|frame| !is_poll_frame(&frame.as_ref().function));
     frames
 }
 

@@ -20,3 +20,11 @@ fn the_message_shows_the_lines_to_add() {
         "{message}"
     );
 }
+
+#[cfg(feature = "pprof")]
+#[test]
+fn a_profiler_session_refuses_to_start() {
+    let error = ying::Profiler::start(ying::ProfilerConfig::default()).unwrap_err();
+    assert_eq!(error, ying::ProfilerError::MissingAllocator);
+    assert!(error.to_string().contains("#[global_allocator] static ALLOC: ying::YingProfiler"), "{error}");
+}

@@ -1,0 +1,149 @@
+//! The executable and shared objects loaded in the process, as pprof mappings describe them.
+
+/// One executable segment of a loaded object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Segment {
+    /// First address of the segment in memory.
+    pub(crate) start: u64,
+    /// One past its last address.
+    pub(crate) end: u64,
+    /// Offset in the file of its first byte.
+    pub(crate) file_offset: u64,
+    /// The object's file (the executable's path for the executable).
+    pub(crate) path: String,
+    /// The GNU build ID, in hex, when the object has one.
+    pub(crate) build_id: String,
+}
+
+/// The executable segments of every loaded object, the executable's first. Empty where the platform is not
+/// supported (mappings are informational: addresses and symbols stay correct without them).
+pub(crate) fn executable_segments() -> Vec<Segment> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::segments()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Vec::new()
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::Segment;
+    use std::fmt::Write;
+
+    /// `NT_GNU_BUILD_ID`: the note type of a GNU build ID.
+    const NT_GNU_BUILD_ID: u32 = 3;
+
+    pub(super) fn segments() -> Vec<Segment> {
+        unsafe extern "C" fn each_object(
+            info: *mut libc::dl_phdr_info,
+            _size: libc::size_t,
+            data: *mut libc::c_void,
+        ) -> libc::c_int {
+            // SAFETY: `dl_iterate_phdr` passes a valid `info` for the duration of the call, and `data` is the
+            // `&mut Vec<Segment>` given below, used by this call alone.
+            let (info, out) = unsafe { (&*info, &mut *(data as *mut Vec<Segment>)) };
+            let bias = info.dlpi_addr;
+            let headers: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
+                &[]
+            } else {
+                // SAFETY: `dlpi_phdr` points to `dlpi_phnum` program headers of the object, valid during the call.
+                unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
+            };
+            let name = if info.dlpi_name.is_null() {
+                String::new()
+            } else {
+                // SAFETY: a non-null `dlpi_name` is a C string owned by the loader, valid during the call.
+                unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned()
+            };
+            let path = if out.is_empty() && name.is_empty() {
+                // The executable comes first, with an empty name.
+                std::env::current_exe().map(|path| path.display().to_string()).unwrap_or_default()
+            } else {
+                name
+            };
+            let build_id = headers
+                .iter()
+                .filter(|header| header.p_type == libc::PT_NOTE)
+                // SAFETY: a PT_NOTE segment lies inside a loaded segment of this object: `p_memsz` bytes at
+                // `bias + p_vaddr` are mapped and readable while the object is loaded, which it is during the call.
+                .find_map(|header| unsafe {
+                    build_id(std::slice::from_raw_parts((bias + header.p_vaddr) as *const u8, header.p_memsz as usize))
+                })
+                .unwrap_or_default();
+            for header in
+                headers.iter().filter(|header| header.p_type == libc::PT_LOAD && header.p_flags & libc::PF_X != 0)
+            {
+                out.push(Segment {
+                    start: bias + header.p_vaddr,
+                    end: bias + header.p_vaddr + header.p_memsz,
+                    file_offset: header.p_offset,
+                    path: path.clone(),
+                    build_id: build_id.clone(),
+                });
+            }
+            0 // Go on with the next object.
+        }
+        let mut segments: Vec<Segment> = Vec::new();
+        // SAFETY: the callback upholds `dl_iterate_phdr`'s contract and only writes through `data`, which points
+        // to `segments`, alive for the whole call.
+        unsafe { libc::dl_iterate_phdr(Some(each_object), (&mut segments as *mut Vec<Segment>).cast()) };
+        segments
+    }
+
+    /// The GNU build ID in an ELF note section, in hex.
+    fn build_id(mut notes: &[u8]) -> Option<String> {
+        let word = |bytes: &[u8], at: usize| -> Option<usize> {
+            Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize)
+        };
+        let padded = |length: usize| length.div_ceil(4) * 4;
+        while notes.len() >= 12 {
+            let (name_size, desc_size, kind) = (word(notes, 0)?, word(notes, 4)?, word(notes, 8)?);
+            let name = notes.get(12..12 + name_size)?;
+            let desc_start = 12 + padded(name_size);
+            let desc = notes.get(desc_start..desc_start + desc_size)?;
+            if kind == NT_GNU_BUILD_ID as usize && name == b"GNU\0" {
+                return Some(desc.iter().fold(String::new(), |mut hex, byte| {
+                    let _ = write!(hex, "{byte:02x}");
+                    hex
+                }));
+            }
+            notes = notes.get(desc_start + padded(desc_size)..)?;
+        }
+        None
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn the_build_id_is_read_from_a_gnu_note() {
+            let mut notes = Vec::new();
+            // An unrelated note first, then the build ID.
+            for (name, kind, desc) in [(&b"XYZ\0"[..], 1u32, &[9u8, 9, 9][..]), (b"GNU\0", 3, &[0xab, 0x01, 0xff])] {
+                notes.extend((name.len() as u32).to_ne_bytes());
+                notes.extend((desc.len() as u32).to_ne_bytes());
+                notes.extend(kind.to_ne_bytes());
+                notes.extend(name);
+                notes.extend(desc);
+                notes.resize(notes.len().div_ceil(4) * 4, 0);
+            }
+            assert_eq!(super::build_id(&notes).as_deref(), Some("ab01ff"));
+            assert_eq!(super::build_id(&notes[..20]), None);
+        }
+
+        #[test]
+        fn the_executable_comes_first_and_holds_this_code() {
+            let segments = super::segments();
+            let here = the_executable_comes_first_and_holds_this_code as *const () as usize as u64;
+            let executable = std::env::current_exe().unwrap().display().to_string();
+            assert_eq!(segments[0].path, executable);
+            assert!(
+                segments
+                    .iter()
+                    .any(|segment| segment.path == executable && (segment.start..segment.end).contains(&here))
+            );
+        }
+    }
+}
