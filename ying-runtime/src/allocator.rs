@@ -7,7 +7,7 @@ use crate::table::{self, Entry, Sample};
 use crate::thread::{THREAD, ThreadState, as_profiler};
 use crate::{scope, stacks, symbolize};
 use core::alloc::{GlobalAlloc, Layout};
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::alloc::System;
 use std::time::Instant;
 
@@ -15,17 +15,14 @@ use std::time::Instant;
 /// smaller ones.
 pub const DEFAULT_GIANT_ALLOC_LIMIT: usize = if usize::BITS >= 64 { 1 << 36 } else { usize::MAX };
 
-/// Set by the first allocation the ying allocator sees: the allocator is installed.
-static OBSERVED: AtomicBool = AtomicBool::new(false);
-
 /// Whether the process's global allocator is a [`YingProfiler`].
 ///
 /// Makes one small allocation if the allocator has not been seen at work yet.
 pub fn is_installed() -> bool {
-    if !OBSERVED.load(Relaxed) {
+    if !counters::observed() {
         drop(core::hint::black_box(Box::new(0u64)));
     }
-    OBSERVED.load(Relaxed)
+    counters::observed()
 }
 
 /// A memory-profiling global allocator: exact heap figures, Poisson-sampled allocation stacks, and the scopes
@@ -169,13 +166,9 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         let ptr = ptr as usize;
         let recorded = THREAD.try_with(|thread| {
             if thread.busy.get() {
-                table::insert(ptr, Entry::internal(size));
-                return;
+                return own_alloc(ptr, size);
             }
             counters::on_alloc(Some(thread), size);
-            if !OBSERVED.load(Relaxed) {
-                OBSERVED.store(true, Relaxed);
-            }
             let scope = scope::attributed(thread);
             let interval = self.sample_interval.load(Relaxed);
             let sampled = sampler::should_sample(thread, size, interval);
@@ -184,8 +177,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             }
         });
         if recorded.is_err() {
-            counters::on_alloc(None, size);
-            counters::on_dropped();
+            dropped_alloc(size);
         }
     }
 
@@ -222,16 +214,60 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             }
         });
         if recorded.is_err() {
-            counters::on_free(None, size);
-            counters::on_dropped();
+            dropped_free(size);
         }
-        if let Some(entry) = entry {
-            release(&entry);
+        if let Some(entry) = &entry {
+            release(entry);
         }
     }
 
+    #[inline]
     fn on_realloc(&self, taken: Option<Entry>, new_ptr: *mut u8, old: usize, new: usize) {
         let new_ptr = new_ptr as usize;
+        if taken.is_some() {
+            return self.on_realloc_tracked(taken, new_ptr, old, new);
+        }
+        let recorded = THREAD.try_with(|thread| {
+            counters::on_resize(Some(thread), old, new);
+            let current = scope::attributed(thread);
+            let interval = self.sample_interval.load(Relaxed);
+            let sampled = new > old && sampler::should_sample(thread, new - old, interval);
+            if current != 0 || sampled {
+                if current != 0 {
+                    scope::on_resize(current, old, new);
+                }
+                self.record_realloc(thread, None, new_ptr, current, old, new, sampled.then_some(interval));
+            }
+        });
+        if recorded.is_err() {
+            counters::on_resize(None, old, new);
+            counters::on_dropped();
+        }
+    }
+
+    /// Records a realloc the tables must know of: of a tracked block, in a scope, or sampled.
+    #[cold]
+    #[expect(clippy::too_many_arguments, reason = "the pieces of one realloc event, passed once")]
+    fn record_realloc(
+        &self,
+        thread: &ThreadState,
+        taken: Option<Entry>,
+        new_ptr: usize,
+        current: u64,
+        old: usize,
+        new: usize,
+        sampled_interval: Option<usize>,
+    ) {
+        thread.busy.set(true);
+        if let Some(entry) = self.resized(taken, current, old, new, sampled_interval) {
+            table::insert(new_ptr, entry);
+        }
+        thread.busy.set(false);
+    }
+
+    /// [`on_realloc`](Self::on_realloc) of a block the live table tracks.
+    #[cold]
+    fn on_realloc_tracked(&self, taken: Option<Entry>, new_ptr: usize, old: usize, new: usize) {
         if let Some(entry) = taken.filter(|entry| entry.internal) {
             table::insert(new_ptr, Entry { size: new, ..entry });
             return;
@@ -244,14 +280,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             }
             let interval = self.sample_interval.load(Relaxed);
             let sampled = new > old && sampler::should_sample(thread, new - old, interval);
-            if taken.is_some() || current != 0 || sampled {
-                thread.busy.set(true);
-                let entry = self.resized(taken, current, old, new, sampled.then_some(interval));
-                if let Some(entry) = entry {
-                    table::insert(new_ptr, entry);
-                }
-                thread.busy.set(false);
-            }
+            self.record_realloc(thread, taken, new_ptr, current, old, new, sampled.then_some(interval));
         });
         if recorded.is_err() {
             counters::on_resize(None, old, new);
@@ -309,6 +338,26 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         entry.size = new;
         (entry.scope != 0 || entry.sample.is_some()).then_some(entry)
     }
+}
+
+/// An allocation the profiler made for itself (its thread is busy): remembered, so that its free is not counted.
+#[cold]
+fn own_alloc(ptr: usize, size: usize) {
+    table::insert(ptr, Entry::internal(size));
+}
+
+/// Counts an allocation made while the thread's local storage is gone.
+#[cold]
+fn dropped_alloc(size: usize) {
+    counters::on_alloc(None, size);
+    counters::on_dropped();
+}
+
+/// Counts a free made while the thread's local storage is gone.
+#[cold]
+fn dropped_free(size: usize) {
+    counters::on_free(None, size);
+    counters::on_dropped();
 }
 
 /// Settles what a freed block's entry recorded: its owner's figures and its stack's lifetime histogram.

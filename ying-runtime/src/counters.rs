@@ -13,7 +13,7 @@
 //! most `PEAK_BATCH` bytes per thread that was allocating at the time; scopes keep their own peak exactly.
 
 use crate::thread::ThreadState;
-use core::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Counter blocks owned by one thread each.
 const OWNED_SHARDS: usize = 256;
@@ -48,6 +48,13 @@ static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
 static LIVE_FOLDED: AtomicI64 = AtomicI64::new(0);
 static PEAK_FOLDED: AtomicI64 = AtomicI64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// Set when the first thread counts through the ying allocator: it is installed.
+static OBSERVED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the ying allocator has counted an allocation or a free: it is the global allocator.
+pub(crate) fn observed() -> bool {
+    OBSERVED.load(Relaxed)
+}
 
 /// The counter block of the calling thread, and whether the thread is its only writer. `None` (thread-local
 /// storage gone) uses a shared block.
@@ -56,8 +63,10 @@ fn shard(thread: Option<&ThreadState>) -> (&'static Shard, bool) {
     let Some(thread) = thread else { return (&SHARED[0], false) };
     let mut index = thread.shard.get();
     if index == 0 {
+        // The thread's first allocation or free through the ying allocator.
         index = NEXT_SHARD.fetch_add(1, Relaxed) + 1;
         thread.shard.set(index);
+        OBSERVED.store(true, Relaxed);
     }
     match OWNED.get(index - 1) {
         Some(owned) => (owned, true),
@@ -76,6 +85,7 @@ fn add(counter: &AtomicU64, value: u64, exclusive: bool) {
 }
 
 /// Folds a live-byte change into the batched process live figure and its peak.
+#[inline]
 fn track_live(thread: Option<&ThreadState>, delta: i64) {
     let pending = match thread {
         Some(thread) => {
@@ -89,6 +99,12 @@ fn track_live(thread: Option<&ThreadState>, delta: i64) {
         }
         None => delta,
     };
+    fold_live(pending);
+}
+
+/// Adds a batch of live-byte changes to the process live figure and raises its peak.
+#[cold]
+fn fold_live(pending: i64) {
     let live = LIVE_FOLDED.fetch_add(pending, Relaxed) + pending;
     PEAK_FOLDED.fetch_max(live, Relaxed);
 }
@@ -112,6 +128,7 @@ pub(crate) fn on_free(thread: Option<&ThreadState>, size: usize) {
 }
 
 /// Counts a successful realloc from `old` to `new` bytes: the same block, so only bytes move.
+#[inline]
 pub(crate) fn on_resize(thread: Option<&ThreadState>, old: usize, new: usize) {
     let (shard, exclusive) = shard(thread);
     if new >= old {

@@ -196,4 +196,35 @@ pub mod __private {
     pub fn live_table_census() -> (usize, usize, usize) {
         crate::table::census()
     }
+
+    /// The allocator's hot-path pieces, one at a time, for the criterion benchmarks.
+    pub mod hot_path {
+        use crate::table::{self, Entry};
+        use crate::thread::THREAD;
+        use crate::{sampler, stacks};
+
+        /// The sampler's decision for an allocation of `size` bytes at mean interval `interval` (countdown).
+        pub fn should_sample(size: usize, interval: usize) -> bool {
+            THREAD.try_with(|thread| sampler::should_sample(thread, size, interval)).unwrap_or(false)
+        }
+
+        /// Records an entry for `key` in the live table and removes it. `key` must be odd, so that it is never the
+        /// address of a real block.
+        pub fn table_insert_remove(key: usize) -> bool {
+            assert!(key % 2 == 1, "ying: odd keys only: they are never real blocks");
+            table::insert(key, Entry::untracked(16));
+            table::remove(key).is_some()
+        }
+
+        /// What a free of an untracked block costs the table: the filter says no.
+        pub fn table_remove_absent(key: usize) -> bool {
+            assert!(key % 2 == 1, "ying: odd keys only: they are never real blocks");
+            table::remove(key).is_some()
+        }
+
+        /// Captures the calling thread's stack as the allocator does for a sample; returns its depth.
+        pub fn capture_stack() -> usize {
+            stacks::capture().as_slice().len()
+        }
+    }
 }

@@ -1,20 +1,66 @@
-//! Memory for the profiler's own tables, taken straight from the system allocator.
+//! Memory for the profiler's own tables, taken straight from the operating system.
 //!
 //! The live table and the stack table grow while the global allocator is inside `alloc`. Their memory therefore
-//! never goes through the global allocator (which is the profiler itself): it comes from [`std::alloc::System`]
-//! through this [`Allocator`], so growing a table can neither recurse into profiling nor appear in any figure.
+//! never goes through the global allocator (which is the profiler itself): on Unix it is mapped with `mmap`, on
+//! other systems it comes from [`std::alloc::System`], through this [`Allocator`]. Growing a table can neither
+//! recurse into profiling nor appear in any figure, and (mapped apart from the heap) the profiler's long-lived
+//! tables never sit between the program's blocks, where they would keep the program's allocator from growing a
+//! block in place.
 
 use allocator_api2::alloc::{AllocError, Allocator};
-use core::alloc::{GlobalAlloc, Layout};
+use core::alloc::Layout;
 use core::ptr::NonNull;
-use std::alloc::System;
 
-/// The system allocator, called directly, as an [`Allocator`] for hashbrown and allocator-api2 collections.
+/// The operating system's memory, called directly, as an [`Allocator`] for hashbrown and allocator-api2
+/// collections.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct RawSystem;
 
-// SAFETY: every block comes from `System` with the requested layout and is returned to `System` with that same
-// layout; `System` upholds the `GlobalAlloc` contract, which is what `Allocator` requires of each method here.
+/// Alignment every mapping has: the smallest page size of the supported systems.
+#[cfg(unix)]
+const PAGE: usize = 4096;
+
+#[cfg(unix)]
+fn map(layout: Layout) -> *mut u8 {
+    if layout.align() > PAGE {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: an anonymous private mapping of a non-zero length at an address of the system's choosing: no
+    // existing memory is touched.
+    let ptr = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            layout.size(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED { core::ptr::null_mut() } else { ptr.cast() }
+}
+
+#[cfg(unix)]
+fn unmap(ptr: *mut u8, layout: Layout) {
+    // SAFETY: `ptr` and `layout.size()` are those of a mapping made by `map`, which nothing uses any more.
+    unsafe { libc::munmap(ptr.cast(), layout.size()) };
+}
+
+#[cfg(not(unix))]
+fn map(layout: Layout) -> *mut u8 {
+    // SAFETY: `layout` has a non-zero size (checked by the caller).
+    unsafe { core::alloc::GlobalAlloc::alloc(&std::alloc::System, layout) }
+}
+
+#[cfg(not(unix))]
+fn unmap(ptr: *mut u8, layout: Layout) {
+    // SAFETY: `ptr` came from `map` with this layout, which took it from `System`.
+    unsafe { core::alloc::GlobalAlloc::dealloc(&std::alloc::System, ptr, layout) }
+}
+
+// SAFETY: every block is a fresh mapping (or a `System` block) of at least the requested size and alignment,
+// returned to the system with the same layout by `deallocate`; the default `grow` and `shrink` copy through
+// `allocate` and `deallocate`. That is what `Allocator` requires of each method here.
 unsafe impl Allocator for RawSystem {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         if layout.size() == 0 {
@@ -22,15 +68,12 @@ unsafe impl Allocator for RawSystem {
             let dangling = NonNull::new(layout.align() as *mut u8).ok_or(AllocError)?;
             return Ok(NonNull::slice_from_raw_parts(dangling, 0));
         }
-        // SAFETY: `layout` has a non-zero size, checked above.
-        let ptr = unsafe { System.alloc(layout) };
-        NonNull::new(ptr).map(|ptr| NonNull::slice_from_raw_parts(ptr, layout.size())).ok_or(AllocError)
+        NonNull::new(map(layout)).map(|ptr| NonNull::slice_from_raw_parts(ptr, layout.size())).ok_or(AllocError)
     }
 
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
         if layout.size() != 0 {
-            // SAFETY: the caller guarantees `ptr` came from `allocate` with this layout, which took it from `System`.
-            unsafe { System.dealloc(ptr.as_ptr(), layout) }
+            unmap(ptr.as_ptr(), layout);
         }
     }
 }

@@ -1,14 +1,18 @@
 //! The live table: every block the profiler must recognise when it is freed or reallocated.
 //!
 //! A block has an entry when it was sampled, when a scope owns (part of) it, or when the profiler allocated it for
-//! itself. Most blocks have none, so every free first asks a counting filter, which answers "certainly absent" for
-//! them with one read of a mostly read-only cache line; only possible members lock a shard and probe. The shards are
-//! spin-locked hash maps whose memory comes from the system allocator directly ([`RawSystem`]).
+//! itself. Most blocks have none, so every free first reads one bit of a filter, which answers "certainly absent"
+//! for them: the filter is 4 KiB, small enough to stay in the first-level cache of a thread that frees often. Only
+//! possible members lock a shard and probe. The shards are spin-locked hash maps whose memory comes from the system
+//! allocator directly ([`RawSystem`]).
+//!
+//! A filter slot belongs to one shard (its high bits are the shard's number), so the slot's count of entries, and
+//! its bit, which is set while the count is not zero, only change under that shard's lock.
 
 use crate::raw::{RawSystem, RawVec};
 use crate::sync::SpinLock;
 use core::hash::{BuildHasherDefault, Hasher};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// What the profiler remembers of a sampled block.
@@ -54,9 +58,10 @@ impl Entry {
 
 const SHARD_BITS: u32 = 6;
 const SHARDS: usize = 1 << SHARD_BITS;
-/// 16 Ki counters (64 KiB): small enough to stay in cache, sparse enough for the few hundred sampled blocks a
-/// heap of a few hundred MiB holds at the default interval.
-const FILTER_BITS: u32 = 14;
+/// 32 Ki filter slots: a 4 KiB bitset, sparse enough for the thousands of sampled blocks a heap of a few GiB holds
+/// at the default interval (and for the blocks a leak-test scope owns).
+const FILTER_BITS: u32 = 15;
+const SLOTS: usize = 1 << FILTER_BITS;
 
 /// Hashes pointers for the shard maps (a different mix than [`spread`], so keys in one shard stay well spread).
 #[derive(Default)]
@@ -82,17 +87,23 @@ impl Hasher for PtrHasher {
 type Map = hashbrown::HashMap<usize, Entry, BuildHasherDefault<PtrHasher>, RawSystem>;
 
 static SHARD_MAPS: [SpinLock<Option<Map>>; SHARDS] = [const { SpinLock::new(None) }; SHARDS];
-/// Counting filter: how many entries hash to each slot. Zero means no entry for any pointer of that slot.
-static FILTER: [AtomicU32; 1 << FILTER_BITS] = [const { AtomicU32::new(0) }; 1 << FILTER_BITS];
+/// The filter's bits: set while some entry's pointer falls in the slot. Read without locking on every free.
+static FILTER: [AtomicU64; SLOTS / 64] = [const { AtomicU64::new(0) }; SLOTS / 64];
+/// How many entries fall in each slot; changed only under the lock of the slot's shard.
+static COUNTS: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];
 
-/// Spreads a pointer into (shard, filter slot).
+/// Spreads a pointer into (shard, filter slot); the slot's high bits are the shard.
 #[inline]
 fn spread(ptr: usize) -> (usize, usize) {
-    let mut z = (ptr as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z ^= z >> 32;
-    let shard = (z >> (64 - SHARD_BITS)) as usize;
-    let slot = (z as usize) & ((1 << FILTER_BITS) - 1);
-    (shard, slot)
+    let z = (ptr as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let slot = (z >> (64 - FILTER_BITS)) as usize;
+    (slot >> (FILTER_BITS - SHARD_BITS), slot)
+}
+
+/// Whether the filter says `slot` may hold an entry.
+#[inline]
+fn may_hold(slot: usize) -> bool {
+    FILTER[slot / 64].load(Ordering::Relaxed) & (1 << (slot % 64)) != 0
 }
 
 /// Records `entry` for `ptr`, replacing any stale entry for the same address.
@@ -100,10 +111,10 @@ pub(crate) fn insert(ptr: usize, entry: Entry) {
     let (shard, slot) = spread(ptr);
     let mut map = SHARD_MAPS[shard].lock();
     let map = map.get_or_insert_with(|| Map::with_hasher_in(BuildHasherDefault::default(), RawSystem));
-    if map.insert(ptr, entry).is_none() {
-        // Raised while the shard is locked, before the pointer is handed to anyone: a free of `ptr` can only come
-        // after the allocation returned, so it always sees the count.
-        FILTER[slot].fetch_add(1, Ordering::Relaxed);
+    if map.insert(ptr, entry).is_none() && COUNTS[slot].fetch_add(1, Ordering::Relaxed) == 0 {
+        // Set while the shard is locked, before the pointer is handed to anyone: a free of `ptr` can only come
+        // after the allocation returned, so it always sees the bit.
+        FILTER[slot / 64].fetch_or(1 << (slot % 64), Ordering::Relaxed);
     }
 }
 
@@ -111,12 +122,20 @@ pub(crate) fn insert(ptr: usize, entry: Entry) {
 #[inline]
 pub(crate) fn remove(ptr: usize) -> Option<Entry> {
     let (shard, slot) = spread(ptr);
-    if FILTER[slot].load(Ordering::Relaxed) == 0 {
+    if !may_hold(slot) {
         return None;
     }
+    remove_locked(ptr, shard, slot)
+}
+
+/// [`remove`] past the filter: locks the shard and probes.
+#[cold]
+fn remove_locked(ptr: usize, shard: usize, slot: usize) -> Option<Entry> {
     let mut map = SHARD_MAPS[shard].lock();
     let entry = map.as_mut()?.remove(&ptr)?;
-    FILTER[slot].fetch_sub(1, Ordering::Relaxed);
+    if COUNTS[slot].fetch_sub(1, Ordering::Relaxed) == 1 {
+        FILTER[slot / 64].fetch_and(!(1 << (slot % 64)), Ordering::Relaxed);
+    }
     Some(entry)
 }
 

@@ -1,0 +1,43 @@
+//! The allocator's hot-path pieces one at a time: the sampler's countdown, the live table's insert and remove (and
+//! the filter that answers for the blocks it does not hold), and the stack capture of a sampled allocation.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use ying::__private::hot_path;
+
+#[global_allocator]
+static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
+
+fn sampler(c: &mut Criterion) {
+    c.bench_function("sampler/countdown_512KiB", |b| {
+        b.iter(|| hot_path::should_sample(black_box(256), black_box(512 * 1024)))
+    });
+}
+
+fn table(c: &mut Criterion) {
+    let mut key = 1usize;
+    c.bench_function("table/insert_remove", |b| {
+        b.iter(|| {
+            key = key.wrapping_add(0x9e37_79b9_7f4a_7c16) | 1;
+            hot_path::table_insert_remove(black_box(key))
+        })
+    });
+    c.bench_function("table/remove_absent", |b| {
+        b.iter(|| {
+            key = key.wrapping_add(0x9e37_79b9_7f4a_7c16) | 1;
+            hot_path::table_remove_absent(black_box(key))
+        })
+    });
+}
+
+#[inline(never)]
+fn nested(depth: usize) -> usize {
+    if depth == 0 { hot_path::capture_stack() } else { black_box(nested(depth - 1)) }
+}
+
+fn capture(c: &mut Criterion) {
+    c.bench_function("stack/capture_20_frames", |b| b.iter(|| nested(black_box(12))));
+}
+
+criterion_group!(benches, sampler, table, capture);
+criterion_main!(benches);
