@@ -163,21 +163,33 @@ impl<A: GlobalAlloc> YingProfiler<A> {
 
     #[inline]
     fn on_alloc(&self, ptr: *mut u8, size: usize) {
-        let ptr = ptr as usize;
-        let recorded = THREAD.try_with(|thread| {
+        let interval = self.sample_interval.load(Relaxed);
+        // The closure only counts and decides; what must be recorded is recorded out of line.
+        let decision = THREAD.try_with(|thread| {
             if thread.busy.get() {
-                return own_alloc(ptr, size);
+                return AllocEvent::Own;
             }
             counters::on_alloc(Some(thread), size);
             let scope = scope::attributed(thread);
-            let interval = self.sample_interval.load(Relaxed);
             let sampled = sampler::should_sample(thread, size, interval);
-            if scope != 0 || sampled {
-                self.record_alloc(thread, ptr, size, scope, sampled, interval);
-            }
+            if scope != 0 || sampled { AllocEvent::Record { scope, sampled } } else { AllocEvent::Counted }
         });
-        if recorded.is_err() {
-            dropped_alloc(size);
+        match decision {
+            Ok(AllocEvent::Counted) => {}
+            Ok(event) => self.on_alloc_recorded(ptr as usize, size, interval, event),
+            Err(_) => dropped_alloc(size),
+        }
+    }
+
+    /// Records an allocation the tables must know of (see [`AllocEvent`]).
+    #[cold]
+    fn on_alloc_recorded(&self, ptr: usize, size: usize, interval: usize, event: AllocEvent) {
+        match event {
+            AllocEvent::Counted => {}
+            AllocEvent::Own => own_alloc(ptr, size),
+            AllocEvent::Record { scope, sampled } => {
+                let _ = THREAD.try_with(|thread| self.record_alloc(thread, ptr, size, scope, sampled, interval));
+            }
         }
     }
 
@@ -338,6 +350,17 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         entry.size = new;
         (entry.scope != 0 || entry.sample.is_some()).then_some(entry)
     }
+}
+
+/// What an allocation's fast path decided.
+#[derive(Clone, Copy)]
+enum AllocEvent {
+    /// Counted; nothing to record.
+    Counted,
+    /// The profiler's own allocation.
+    Own,
+    /// Counted, and to be recorded for its scope or as a sample.
+    Record { scope: u64, sampled: bool },
 }
 
 /// An allocation the profiler made for itself (its thread is busy): remembered, so that its free is not counted.

@@ -61,17 +61,28 @@ pub(crate) fn observed() -> bool {
 #[inline]
 fn shard(thread: Option<&ThreadState>) -> (&'static Shard, bool) {
     let Some(thread) = thread else { return (&SHARED[0], false) };
-    let mut index = thread.shard.get();
-    if index == 0 {
-        // The thread's first allocation or free through the ying allocator.
-        index = NEXT_SHARD.fetch_add(1, Relaxed) + 1;
-        thread.shard.set(index);
-        OBSERVED.store(true, Relaxed);
+    let tagged = thread.shard.get();
+    if tagged.is_null() {
+        return assign_shard(thread);
     }
-    match OWNED.get(index - 1) {
+    let shard = tagged.map_addr(|address| address & !1).cast::<Shard>();
+    // SAFETY: a non-null `thread.shard` is the address of one of the `static` blocks, as `assign_shard` stored it
+    // (its lowest bit, free in a 128-byte aligned address, marks a shared block).
+    (unsafe { &*shard }, tagged.addr() & 1 == 0)
+}
+
+/// Gives the calling thread its counter block, on its first allocation or free through the ying allocator.
+#[cold]
+fn assign_shard(thread: &ThreadState) -> (&'static Shard, bool) {
+    let index = NEXT_SHARD.fetch_add(1, Relaxed);
+    OBSERVED.store(true, Relaxed);
+    let (shard, exclusive) = match OWNED.get(index) {
         Some(owned) => (owned, true),
         None => (&SHARED[index % SHARED_SHARDS], false),
-    }
+    };
+    let address = core::ptr::from_ref(shard).cast::<u8>();
+    thread.shard.set(if exclusive { address } else { address.map_addr(|address| address | 1) });
+    (shard, exclusive)
 }
 
 /// Adds `value` to `counter`: a plain load and store for the block's only writer, an atomic add otherwise.

@@ -66,7 +66,23 @@ fn draw(thread: &ThreadState, interval: usize) -> i64 {
 /// Advances the thread's countdown by `size` bytes and reports whether this allocation is sampled.
 #[inline]
 pub(crate) fn should_sample(thread: &ThreadState, size: usize, interval: usize) -> bool {
+    if thread.interval.get() == interval {
+        let left = thread.countdown.get() - size as i64;
+        if left > 0 {
+            thread.countdown.set(left);
+            return false;
+        }
+    }
+    sample_point(thread, size, interval)
+}
+
+/// [`should_sample`] past the fast path: a sample point was reached, the interval changed, or it is 0.
+#[cold]
+fn sample_point(thread: &ThreadState, size: usize, interval: usize) -> bool {
     if interval == 0 {
+        // Every allocation is sampled; the countdown stays at 0, so that every one comes here.
+        thread.interval.set(0);
+        thread.countdown.set(0);
         return true;
     }
     if thread.interval.get() != interval {

@@ -1,6 +1,6 @@
 //! The per-thread state the allocator keeps: re-entrancy guard, sampler countdown, counter shard and scope.
 //!
-//! Everything here is a `const`-initialised thread-local made only of `Cell`s of plain integers: no lazy
+//! Everything here is a `const`-initialised thread-local made only of `Cell`s of plain integers and pointers: no lazy
 //! initialisation (which could allocate inside `alloc`) and no `Drop` (so no destructor is registered, which could
 //! also allocate, and the state stays readable while the thread tears down). Access goes through
 //! [`LocalKey::try_with`](std::thread::LocalKey::try_with); when that fails the event is counted as dropped.
@@ -17,8 +17,9 @@ pub(crate) struct ThreadState {
     pub(crate) interval: Cell<usize>,
     /// Random state for the countdown draws (xorshift64*); 0 until seeded.
     pub(crate) rng: Cell<u64>,
-    /// Index + 1 of this thread's counter shard; 0 until assigned.
-    pub(crate) shard: Cell<usize>,
+    /// This thread's counter shard (see `counters`), its lowest address bit set for a shared one; null until
+    /// assigned.
+    pub(crate) shard: Cell<*const u8>,
     /// Live-byte changes not yet folded into the process peak (see `counters`).
     pub(crate) pending_live: Cell<i64>,
     /// The scope this thread's allocations are attributed to; 0 for none.
@@ -34,7 +35,7 @@ impl ThreadState {
             countdown: Cell::new(0),
             interval: Cell::new(usize::MAX),
             rng: Cell::new(0),
-            shard: Cell::new(0),
+            shard: Cell::new(core::ptr::null()),
             pending_live: Cell::new(0),
             scope: Cell::new(0),
             main: Cell::new(0),
