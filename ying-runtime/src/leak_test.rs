@@ -17,7 +17,7 @@ use crate::scope::{Attribution, OpenScope, ScopeStats};
 use crate::size::{human, human_signed};
 use crate::stack_stats;
 use crate::symbolize::{Frame, executable_address, is_own_frame, span_frames, symbolize};
-use crate::thread::as_profiler;
+use crate::thread::{THREAD, as_profiler};
 use crate::{stacks, table};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -575,6 +575,22 @@ impl Measured {
 
 /// Runs a leak test. Called by the code `#[ying::leak_test]` generates; async tests reach it through the sync
 /// function their test attribute (`#[tokio::test]`) generates, so the scope spans the whole runtime.
+/// Marks the runner's frame as the outer end of the stacks captured on this thread, until dropped.
+struct CaptureLimit(usize);
+
+impl CaptureLimit {
+    fn set(in_runner_frame: &u8) -> Self {
+        let address = core::ptr::from_ref(in_runner_frame).addr();
+        Self(THREAD.try_with(|thread| thread.capture_limit.replace(address)).unwrap_or(0))
+    }
+}
+
+impl Drop for CaptureLimit {
+    fn drop(&mut self) {
+        let _ = THREAD.try_with(|thread| thread.capture_limit.set(self.0));
+    }
+}
+
 #[doc(hidden)]
 #[track_caller]
 pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) -> R {
@@ -587,6 +603,9 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
         }
     }
     let iterations = plan.iterations;
+    // Stacks recorded in the measured runs stop at this frame (see `ThreadState::capture_limit`).
+    let marker = 0u8;
+    let _limit = CaptureLimit::set(core::hint::black_box(&marker));
     let mut session = Session::open(plan, iterations);
     let mut last = None;
     let outcome = catch_unwind(AssertUnwindSafe(|| {

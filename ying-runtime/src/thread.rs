@@ -26,6 +26,9 @@ pub(crate) struct ThreadState {
     pub(crate) scope: Cell<u64>,
     /// Whether this is the process's main thread: 0 not known yet, 1 yes, 2 no.
     main: Cell<u8>,
+    /// An address in the frame of ying's leak-test runner while it runs a body on this thread (0: none). Stacks
+    /// captured on this thread stop at the first frame past it: what lies beyond is the test harness.
+    pub(crate) capture_limit: Cell<usize>,
 }
 
 impl ThreadState {
@@ -39,6 +42,7 @@ impl ThreadState {
             pending_live: Cell::new(0),
             scope: Cell::new(0),
             main: Cell::new(0),
+            capture_limit: Cell::new(0),
         }
     }
 

@@ -335,3 +335,40 @@ fn noisy_neighbour() {
         Box::leak(black_box(Box::new([0u8; 64])));
     }
 }
+
+// ---- stacks recorded in a leak test stop at the runner ----
+
+/// What `#[ying::leak_test]` generates, written out so that a plain test can call the runner itself.
+static RUNNER_TEST: ying::__private::LeakTest = ying::__private::LeakTest {
+    package: env!("CARGO_PKG_NAME"),
+    module_path: module_path!(),
+    name: "capture_depth",
+    file: file!(),
+    line: line!(),
+    manifest_dir: env!("CARGO_MANIFEST_DIR"),
+    budgets: ying::__private::Budgets {
+        max_retained: None,
+        max_peak: None,
+        max_allocated: None,
+        max_allocations: None,
+        max_growth_per_iteration: None,
+    },
+    warmup: 0,
+    iterations: None,
+    attribution: None,
+    allow: &[],
+    should_panic: false,
+};
+
+#[test]
+fn stacks_recorded_in_a_leak_test_stop_at_the_runner() {
+    // Here, a capture walks up through the test harness to the thread's start.
+    let outside = ying::__private::hot_path::capture_stack();
+    let mut inside = 0;
+    // Inside the runner, the body sits under more frames (the runner, its unwind guard, the closures), but the
+    // capture stops at the runner's frame: the harness beyond it is not walked.
+    ying::__private::run(&RUNNER_TEST, || inside = ying::__private::hot_path::capture_stack());
+    assert!(inside > 0 && inside < outside, "frames captured inside the runner: {inside}, outside: {outside}");
+    // The limit ends with the run.
+    assert_eq!(ying::__private::hot_path::capture_stack(), outside);
+}
