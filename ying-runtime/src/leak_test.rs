@@ -61,6 +61,39 @@ pub struct LeakTest {
     pub should_panic: bool,
 }
 
+impl LeakTest {
+    /// A test with no argument written (`#[ying::leak_test]` alone), for code that calls the runner itself.
+    pub const fn unconfigured(
+        package: &'static str,
+        module_path: &'static str,
+        name: &'static str,
+        file: &'static str,
+        line: u32,
+        manifest_dir: &'static str,
+    ) -> Self {
+        Self {
+            package,
+            module_path,
+            name,
+            file,
+            line,
+            manifest_dir,
+            budgets: Budgets {
+                max_retained: None,
+                max_peak: None,
+                max_allocated: None,
+                max_allocations: None,
+                max_growth_per_iteration: None,
+            },
+            warmup: 0,
+            iterations: None,
+            attribution: None,
+            allow: &[],
+            should_panic: false,
+        }
+    }
+}
+
 /// What a test function returns: `()` or a `Result`.
 #[doc(hidden)]
 pub trait TestResult {

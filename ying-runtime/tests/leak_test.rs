@@ -339,26 +339,14 @@ fn noisy_neighbour() {
 // ---- stacks recorded in a leak test stop at the runner ----
 
 /// What `#[ying::leak_test]` generates, written out so that a plain test can call the runner itself.
-static RUNNER_TEST: ying::__private::LeakTest = ying::__private::LeakTest {
-    package: env!("CARGO_PKG_NAME"),
-    module_path: module_path!(),
-    name: "capture_depth",
-    file: file!(),
-    line: line!(),
-    manifest_dir: env!("CARGO_MANIFEST_DIR"),
-    budgets: ying::__private::Budgets {
-        max_retained: None,
-        max_peak: None,
-        max_allocated: None,
-        max_allocations: None,
-        max_growth_per_iteration: None,
-    },
-    warmup: 0,
-    iterations: None,
-    attribution: None,
-    allow: &[],
-    should_panic: false,
-};
+static RUNNER_TEST: ying::__private::LeakTest = ying::__private::LeakTest::unconfigured(
+    env!("CARGO_PKG_NAME"),
+    module_path!(),
+    "capture_depth",
+    file!(),
+    line!(),
+    env!("CARGO_MANIFEST_DIR"),
+);
 
 #[test]
 fn stacks_recorded_in_a_leak_test_stop_at_the_runner() {
