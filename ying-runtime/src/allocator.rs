@@ -161,7 +161,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         Some(Sample { stack: stack?, interval, born: Instant::now() })
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_alloc(&self, ptr: *mut u8, size: usize) {
         let interval = self.sample_interval.load(Relaxed);
         // The closure only counts and decides; what must be recorded is recorded out of line.
@@ -212,24 +212,11 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         thread.busy.set(false);
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_free(&self, ptr: *mut u8, size: usize) {
-        let entry = table::remove(ptr as usize);
-        if entry.is_some_and(|entry| entry.internal) {
-            return;
-        }
-        let recorded = THREAD.try_with(|thread| {
-            counters::on_free(Some(thread), size);
-            let scope = scope::attributed(thread);
-            if scope != 0 {
-                scope::on_free(scope, size);
-            }
-        });
-        if recorded.is_err() {
-            dropped_free(size);
-        }
-        if let Some(entry) = &entry {
-            release(entry);
+        match table::remove(ptr as usize) {
+            None => count_free(size),
+            Some(entry) => on_free_tracked(&entry, size),
         }
     }
 
@@ -381,6 +368,31 @@ fn dropped_alloc(size: usize) {
 fn dropped_free(size: usize) {
     counters::on_free(None, size);
     counters::on_dropped();
+}
+
+/// Counts a free of `size` bytes for the process and the calling thread's scope.
+#[inline(always)]
+fn count_free(size: usize) {
+    let recorded = THREAD.try_with(|thread| {
+        counters::on_free(Some(thread), size);
+        let scope = scope::attributed(thread);
+        if scope != 0 {
+            scope::on_free(scope, size);
+        }
+    });
+    if recorded.is_err() {
+        dropped_free(size);
+    }
+}
+
+/// A free of a block the live table tracked: counted (unless the profiler allocated it), then settled.
+#[cold]
+fn on_free_tracked(entry: &Entry, size: usize) {
+    if entry.internal {
+        return;
+    }
+    count_free(size);
+    release(entry);
 }
 
 /// Settles what a freed block's entry recorded: its owner's figures and its stack's lifetime histogram.
