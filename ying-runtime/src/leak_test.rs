@@ -606,8 +606,6 @@ impl Measured {
     }
 }
 
-/// Runs a leak test. Called by the code `#[ying::leak_test]` generates; async tests reach it through the sync
-/// function their test attribute (`#[tokio::test]`) generates, so the scope spans the whole runtime.
 /// Marks the runner's frame as the outer end of the stacks captured on this thread, until dropped.
 struct CaptureLimit(usize);
 
@@ -624,6 +622,8 @@ impl Drop for CaptureLimit {
     }
 }
 
+/// Runs a leak test. Called by the code `#[ying::leak_test]` generates; async tests reach it through the sync
+/// function their test attribute (`#[tokio::test]`) generates, so the scope spans the whole runtime.
 #[doc(hidden)]
 #[track_caller]
 pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) -> R {
