@@ -227,21 +227,34 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             return self.on_realloc_tracked(taken, new_ptr, old, new);
         }
         let recorded = THREAD.try_with(|thread| {
-            counters::on_resize(Some(thread), old, new);
-            let current = scope::attributed(thread);
-            let interval = self.sample_interval.load(Relaxed);
-            let sampled = new > old && sampler::should_sample(thread, new - old, interval);
-            if current != 0 || sampled {
-                if current != 0 {
-                    scope::on_resize(current, old, new);
-                }
-                self.record_realloc(thread, None, new_ptr, current, old, new, sampled.then_some(interval));
+            if let Some((current, sampled_interval)) = self.count_resize(thread, false, old, new) {
+                self.record_realloc(thread, None, new_ptr, current, old, new, sampled_interval);
             }
         });
         if recorded.is_err() {
-            counters::on_resize(None, old, new);
-            counters::on_dropped();
+            dropped_resize(old, new);
         }
+    }
+
+    /// Counts a realloc from `old` to `new` bytes for the process and the thread's scope, and draws its growth's
+    /// sample. Returns the scope and the sampling interval (when sampled) if the tables must record it: always
+    /// for a `tracked` block, else for a scope's realloc or a sampled growth.
+    #[inline(always)]
+    fn count_resize(
+        &self,
+        thread: &ThreadState,
+        tracked: bool,
+        old: usize,
+        new: usize,
+    ) -> Option<(u64, Option<usize>)> {
+        counters::on_resize(Some(thread), old, new);
+        let current = scope::attributed(thread);
+        if current != 0 {
+            scope::on_resize(current, old, new);
+        }
+        let interval = self.sample_interval.load(Relaxed);
+        let sampled = new > old && sampler::should_sample(thread, new - old, interval);
+        (tracked || current != 0 || sampled).then_some((current, sampled.then_some(interval)))
     }
 
     /// Records a realloc the tables must know of: of a tracked block, in a scope, or sampled.
@@ -272,18 +285,12 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             return;
         }
         let recorded = THREAD.try_with(|thread| {
-            counters::on_resize(Some(thread), old, new);
-            let current = scope::attributed(thread);
-            if current != 0 {
-                scope::on_resize(current, old, new);
+            if let Some((current, sampled_interval)) = self.count_resize(thread, true, old, new) {
+                self.record_realloc(thread, taken, new_ptr, current, old, new, sampled_interval);
             }
-            let interval = self.sample_interval.load(Relaxed);
-            let sampled = new > old && sampler::should_sample(thread, new - old, interval);
-            self.record_realloc(thread, taken, new_ptr, current, old, new, sampled.then_some(interval));
         });
         if recorded.is_err() {
-            counters::on_resize(None, old, new);
-            counters::on_dropped();
+            dropped_resize(old, new);
             if let Some(entry) = taken {
                 table::insert(new_ptr, Entry { size: new, ..entry });
             }
@@ -367,6 +374,13 @@ fn dropped_alloc(size: usize) {
 #[cold]
 fn dropped_free(size: usize) {
     counters::on_free(None, size);
+    counters::on_dropped();
+}
+
+/// Counts a realloc made while the thread's local storage is gone.
+#[cold]
+fn dropped_resize(old: usize, new: usize) {
+    counters::on_resize(None, old, new);
     counters::on_dropped();
 }
 

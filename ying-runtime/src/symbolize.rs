@@ -206,7 +206,7 @@ fn resolve_ips(ips: &[usize]) -> Vec<Located> {
                 break;
             }
         }
-        tidy_located(frames)
+        tidy(frames)
     })
 }
 
@@ -230,12 +230,8 @@ pub(crate) fn places(stack: &Ips) -> Vec<crate::pprof::Place> {
 
 /// Trims a symbolised stack (innermost first, inlined frames expanded) to what reports show: the frames above the
 /// allocating code dropped, `poll` plumbing dropped, and nothing past a thread's entry or the leak-test runner.
-pub fn tidy(frames: Vec<Frame>) -> Vec<Frame> {
-    tidy_located(frames)
-}
-
-/// [`tidy`], for frames that carry more than the frame.
-fn tidy_located<T: AsRef<Frame>>(mut frames: Vec<T>) -> Vec<T> {
+/// Frames that carry more than the frame (their instruction pointer, say) are trimmed the same way.
+pub fn tidy<T: AsRef<Frame>>(mut frames: Vec<T>) -> Vec<T> {
     if let Some(entry) = frames.iter().position(|frame| is_thread_entry(frame.as_ref())) {
         frames.truncate(entry);
     }
