@@ -164,9 +164,26 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     #[inline(always)]
     fn on_alloc(&self, ptr: *mut u8, size: usize) {
         let interval = self.sample_interval.load(Relaxed);
-        // The closure only counts and decides; what must be recorded is recorded out of line.
+        // The fast path: a plain thread (not busy, in no scope, writing its own counters), no process scope, and
+        // no sample point reached. Anything else goes the full way, out of line.
+        let counted = THREAD.try_with(|thread| {
+            let fast = thread.plain() && !scope::process_scope_open() && sampler::passes(thread, size, interval);
+            if fast {
+                counters::on_alloc_plain(thread, size);
+            }
+            fast
+        });
+        if counted != Ok(true) {
+            self.on_alloc_full(ptr, size, interval);
+        }
+    }
+
+    /// [`on_alloc`](Self::on_alloc) past the fast path: counts, and records what the tables must know of.
+    #[cold]
+    #[inline(never)]
+    fn on_alloc_full(&self, ptr: *mut u8, size: usize, interval: usize) {
         let decision = THREAD.try_with(|thread| {
-            if thread.busy.get() {
+            if thread.busy() {
                 return AllocEvent::Own;
             }
             counters::on_alloc(Some(thread), size);
@@ -182,7 +199,6 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     }
 
     /// Records an allocation the tables must know of (see [`AllocEvent`]).
-    #[cold]
     fn on_alloc_recorded(&self, ptr: usize, size: usize, interval: usize, event: AllocEvent) {
         match event {
             AllocEvent::Counted => {}
@@ -195,7 +211,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
 
     #[cold]
     fn record_alloc(&self, thread: &ThreadState, ptr: usize, size: usize, scope: u64, sampled: bool, interval: usize) {
-        thread.busy.set(true);
+        let was_busy = thread.replace_busy(true);
         sampler::note_interval(interval);
         let capture = if scope != 0 { scope::on_alloc(scope, size) } else { None };
         let owner = if capture.is_some() { scope } else { 0 };
@@ -209,14 +225,15 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             let owned = if owner != 0 { size } else { 0 };
             table::insert(ptr, Entry { scope: owner, owned, sample, owns_block: owner != 0, ..Entry::untracked(size) });
         }
-        thread.busy.set(false);
+        thread.replace_busy(was_busy);
     }
 
     #[inline(always)]
     fn on_free(&self, ptr: *mut u8, size: usize) {
-        match table::remove(ptr as usize) {
-            None => count_free(size),
-            Some(entry) => on_free_tracked(&entry, size),
+        if table::may_hold(ptr as usize) {
+            on_free_filtered(ptr as usize, size);
+        } else {
+            count_free(size);
         }
     }
 
@@ -226,6 +243,26 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         if taken.is_some() {
             return self.on_realloc_tracked(taken, new_ptr, old, new);
         }
+        let interval = self.sample_interval.load(Relaxed);
+        // The fast path, as for `alloc`: a plain thread, no process scope, and a growth that reaches no sample point.
+        let counted = THREAD.try_with(|thread| {
+            let fast = thread.plain()
+                && !scope::process_scope_open()
+                && (new <= old || sampler::passes(thread, new - old, interval));
+            if fast {
+                counters::on_resize_plain(thread, old, new);
+            }
+            fast
+        });
+        if counted != Ok(true) {
+            self.on_realloc_full(new_ptr, old, new);
+        }
+    }
+
+    /// [`on_realloc`](Self::on_realloc) of an untracked block past the fast path.
+    #[cold]
+    #[inline(never)]
+    fn on_realloc_full(&self, new_ptr: usize, old: usize, new: usize) {
         let recorded = THREAD.try_with(|thread| {
             if let Some((current, sampled_interval)) = self.count_resize(thread, false, old, new) {
                 self.record_realloc(thread, None, new_ptr, current, old, new, sampled_interval);
@@ -239,7 +276,6 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     /// Counts a realloc from `old` to `new` bytes for the process and the thread's scope, and draws its growth's
     /// sample. Returns the scope and the sampling interval (when sampled) if the tables must record it: always
     /// for a `tracked` block, else for a scope's realloc or a sampled growth.
-    #[inline(always)]
     fn count_resize(
         &self,
         thread: &ThreadState,
@@ -270,11 +306,11 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         new: usize,
         sampled_interval: Option<usize>,
     ) {
-        thread.busy.set(true);
+        let was_busy = thread.replace_busy(true);
         if let Some(entry) = self.resized(taken, current, old, new, sampled_interval) {
             table::insert(new_ptr, entry);
         }
-        thread.busy.set(false);
+        thread.replace_busy(was_busy);
     }
 
     /// [`on_realloc`](Self::on_realloc) of a block the live table tracks.
@@ -387,6 +423,22 @@ fn dropped_resize(old: usize, new: usize) {
 /// Counts a free of `size` bytes for the process and the calling thread's scope.
 #[inline(always)]
 fn count_free(size: usize) {
+    let counted = THREAD.try_with(|thread| {
+        let fast = thread.plain() && !scope::process_scope_open();
+        if fast {
+            counters::on_free_plain(thread, size);
+        }
+        fast
+    });
+    if counted != Ok(true) {
+        count_free_full(size);
+    }
+}
+
+/// [`count_free`] past the fast path.
+#[cold]
+#[inline(never)]
+fn count_free_full(size: usize) {
     let recorded = THREAD.try_with(|thread| {
         counters::on_free(Some(thread), size);
         let scope = scope::attributed(thread);
@@ -396,6 +448,16 @@ fn count_free(size: usize) {
     });
     if recorded.is_err() {
         dropped_free(size);
+    }
+}
+
+/// A free of a block the live table's filter lets through: it may be tracked.
+#[cold]
+#[inline(never)]
+fn on_free_filtered(ptr: usize, size: usize) {
+    match table::remove(ptr) {
+        None => count_free(size),
+        Some(entry) => on_free_tracked(&entry, size),
     }
 }
 

@@ -61,7 +61,7 @@ pub(crate) fn observed() -> bool {
 #[inline]
 fn shard(thread: Option<&ThreadState>) -> (&'static Shard, bool) {
     let Some(thread) = thread else { return (&SHARED[0], false) };
-    let tagged = thread.shard.get();
+    let tagged = thread.shard();
     if tagged.is_null() {
         return assign_shard(thread);
     }
@@ -81,7 +81,7 @@ fn assign_shard(thread: &ThreadState) -> (&'static Shard, bool) {
         None => (&SHARED[index % SHARED_SHARDS], false),
     };
     let address = core::ptr::from_ref(shard).cast::<u8>();
-    thread.shard.set(if exclusive { address } else { address.map_addr(|address| address | 1) });
+    thread.set_shard(if exclusive { address } else { address.map_addr(|address| address | 1) });
     (shard, exclusive)
 }
 
@@ -98,19 +98,24 @@ fn add(counter: &AtomicU64, value: u64, exclusive: bool) {
 /// Folds a live-byte change into the batched process live figure and its peak.
 #[inline]
 fn track_live(thread: Option<&ThreadState>, delta: i64) {
-    let pending = match thread {
-        Some(thread) => {
-            let pending = thread.pending_live.get() + delta;
-            if pending.abs() < PEAK_BATCH {
-                thread.pending_live.set(pending);
-                return;
-            }
-            thread.pending_live.set(0);
-            pending
-        }
-        None => delta,
-    };
-    fold_live(pending);
+    match thread {
+        Some(thread) => track_pending(thread, delta),
+        None => fold_live(delta),
+    }
+}
+
+/// Adds a live-byte change to the thread's pending batch, folding the batch once it reaches [`PEAK_BATCH`] bytes
+/// either way.
+#[inline(always)]
+fn track_pending(thread: &ThreadState, delta: i64) {
+    let pending = thread.pending_live.get() + delta;
+    // `-PEAK_BATCH < pending < PEAK_BATCH`, as one unsigned comparison.
+    if ((pending + PEAK_BATCH - 1) as u64) < (2 * PEAK_BATCH - 1) as u64 {
+        thread.pending_live.set(pending);
+    } else {
+        thread.pending_live.set(0);
+        fold_live(pending);
+    }
 }
 
 /// Adds a batch of live-byte changes to the process live figure and raises its peak.
@@ -127,6 +132,45 @@ pub(crate) fn on_alloc(thread: Option<&ThreadState>, size: usize) {
     add(&shard.allocated_bytes, size as u64, exclusive);
     add(&shard.allocations, 1, exclusive);
     track_live(thread, size as i64);
+}
+
+/// The counter block of a [`plain`](ThreadState::plain) thread.
+#[inline(always)]
+fn plain_shard(thread: &ThreadState) -> &'static Shard {
+    debug_assert!(thread.plain());
+    // SAFETY: a plain thread's `shard` is the untagged, non-null address of one of the `static` blocks, which only
+    // this thread writes (`ThreadState::plain` is set only then, and `assign_shard` stored that address).
+    unsafe { &*thread.shard().cast::<Shard>() }
+}
+
+/// [`on_alloc`] for a [`plain`](ThreadState::plain) thread: its block's only writer, no checks.
+#[inline(always)]
+pub(crate) fn on_alloc_plain(thread: &ThreadState, size: usize) {
+    let shard = plain_shard(thread);
+    add(&shard.allocated_bytes, size as u64, true);
+    add(&shard.allocations, 1, true);
+    track_pending(thread, size as i64);
+}
+
+/// [`on_free`] for a [`plain`](ThreadState::plain) thread.
+#[inline(always)]
+pub(crate) fn on_free_plain(thread: &ThreadState, size: usize) {
+    let shard = plain_shard(thread);
+    add(&shard.freed_bytes, size as u64, true);
+    add(&shard.frees, 1, true);
+    track_pending(thread, -(size as i64));
+}
+
+/// [`on_resize`] for a [`plain`](ThreadState::plain) thread.
+#[inline(always)]
+pub(crate) fn on_resize_plain(thread: &ThreadState, old: usize, new: usize) {
+    let shard = plain_shard(thread);
+    if new >= old {
+        add(&shard.allocated_bytes, (new - old) as u64, true);
+    } else {
+        add(&shard.freed_bytes, (old - new) as u64, true);
+    }
+    track_pending(thread, new as i64 - old as i64);
 }
 
 /// Counts one free of `size` bytes.

@@ -76,6 +76,19 @@ pub(crate) fn should_sample(thread: &ThreadState, size: usize, interval: usize) 
     sample_point(thread, size, interval)
 }
 
+/// The allocator's fast path: when the thread's countdown was drawn for `interval` and an allocation of `size`
+/// bytes reaches no sample point, advances the countdown and returns true. Otherwise changes nothing and returns
+/// false, and the allocation goes through [`should_sample`].
+#[inline(always)]
+pub(crate) fn passes(thread: &ThreadState, size: usize, interval: usize) -> bool {
+    let left = thread.countdown.get() - size as i64;
+    let passes = thread.interval.get() == interval && left > 0;
+    if passes {
+        thread.countdown.set(left);
+    }
+    passes
+}
+
 /// [`should_sample`] past the fast path: a sample point was reached, the interval changed, or it is 0.
 #[cold]
 fn sample_point(thread: &ThreadState, size: usize, interval: usize) -> bool {

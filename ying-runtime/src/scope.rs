@@ -77,10 +77,16 @@ fn with_open(id: u64, f: impl FnOnce(&Slot)) -> bool {
     open
 }
 
+/// Whether a process-attributed scope is open: every thread's activity may belong to it.
+#[inline(always)]
+pub(crate) fn process_scope_open() -> bool {
+    PROCESS_SCOPE.load(Ordering::Relaxed) != 0
+}
+
 /// The scope the calling thread's heap activity is attributed to (0: none).
 #[inline]
 pub(crate) fn attributed(thread: &ThreadState) -> u64 {
-    match thread.scope.get() {
+    match thread.scope() {
         0 => match PROCESS_SCOPE.load(Ordering::Relaxed) {
             0 => 0,
             _ if PROCESS_SKIPS_MAIN.load(Ordering::Relaxed) && thread.is_main() => 0,
@@ -221,7 +227,7 @@ impl OpenScope {
         }
         slot.id.store(id, Ordering::SeqCst);
         let previous_thread_scope = match attribution {
-            Attribution::Thread => THREAD.try_with(|t| t.scope.replace(id)).unwrap_or(0),
+            Attribution::Thread => THREAD.try_with(|t| t.replace_scope(id)).unwrap_or(0),
             Attribution::Process => 0,
         };
         Self { id, attribution, previous_thread_scope }
@@ -249,7 +255,7 @@ impl OpenScope {
         match self.attribution {
             Attribution::Thread => {
                 let previous = self.previous_thread_scope;
-                let _ = THREAD.try_with(|t| t.scope.set(previous));
+                let _ = THREAD.try_with(|t| t.replace_scope(previous));
             }
             Attribution::Process => {
                 let _ = PROCESS_SCOPE.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::Relaxed);
@@ -316,7 +322,7 @@ impl Scope {
     /// The scope the calling thread is in: the innermost [`measure`](crate::measure) on this thread, or the scope
     /// this thread entered. When there is none, the handle is inert and entering it does nothing.
     pub fn current() -> Self {
-        Self { id: THREAD.try_with(|t| t.scope.get()).unwrap_or(0) }
+        Self { id: THREAD.try_with(|t| t.scope()).unwrap_or(0) }
     }
 
     /// Whether this handle names a scope (open or since closed), rather than none.
@@ -327,7 +333,7 @@ impl Scope {
     /// Attributes the calling thread's allocations to this scope until the guard is dropped.
     #[must_use = "the thread leaves the scope when the guard is dropped"]
     pub fn enter(&self) -> EnterGuard {
-        let previous = THREAD.try_with(|t| t.scope.replace(self.id)).unwrap_or(0);
+        let previous = THREAD.try_with(|t| t.replace_scope(self.id)).unwrap_or(0);
         EnterGuard { previous, _not_send: core::marker::PhantomData }
     }
 }
@@ -343,6 +349,6 @@ pub struct EnterGuard {
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         let previous = self.previous;
-        let _ = THREAD.try_with(|t| t.scope.set(previous));
+        let _ = THREAD.try_with(|t| t.replace_scope(previous));
     }
 }

@@ -102,8 +102,14 @@ fn spread(ptr: usize) -> (usize, usize) {
 
 /// Whether the filter says `slot` may hold an entry.
 #[inline]
-fn may_hold(slot: usize) -> bool {
+fn slot_may_hold(slot: usize) -> bool {
     FILTER[slot / 64].load(Ordering::Relaxed) & (1 << (slot % 64)) != 0
+}
+
+/// Whether `ptr` may have an entry; `false` is certain. One bit read, for the free path.
+#[inline(always)]
+pub(crate) fn may_hold(ptr: usize) -> bool {
+    slot_may_hold(spread(ptr).1)
 }
 
 /// Records `entry` for `ptr`, replacing any stale entry for the same address.
@@ -122,7 +128,7 @@ pub(crate) fn insert(ptr: usize, entry: Entry) {
 #[inline]
 pub(crate) fn remove(ptr: usize) -> Option<Entry> {
     let (shard, slot) = spread(ptr);
-    if !may_hold(slot) {
+    if !slot_may_hold(slot) {
         return None;
     }
     remove_locked(ptr, shard, slot)

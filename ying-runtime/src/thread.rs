@@ -10,7 +10,11 @@ use core::cell::Cell;
 /// The state of one thread.
 pub(crate) struct ThreadState {
     /// Set while the profiler itself runs on this thread; allocations made then are the profiler's own.
-    pub(crate) busy: Cell<bool>,
+    busy: Cell<bool>,
+    /// Whether the allocator's fast path may count this thread's heap activity: the profiler is not busy here,
+    /// the thread is in no scope and it writes a counter shard of its own. One flag, kept up to date by the
+    /// setters of those three, so that the fast path tests one byte instead of three fields.
+    plain: Cell<bool>,
     /// Bytes left until the next sample point (Poisson countdown).
     pub(crate) countdown: Cell<i64>,
     /// The sampling interval the countdown was drawn for; a change of interval redraws it.
@@ -19,11 +23,11 @@ pub(crate) struct ThreadState {
     pub(crate) rng: Cell<u64>,
     /// This thread's counter shard (see `counters`), its lowest address bit set for a shared one; null until
     /// assigned.
-    pub(crate) shard: Cell<*const u8>,
+    shard: Cell<*const u8>,
     /// Live-byte changes not yet folded into the process peak (see `counters`).
     pub(crate) pending_live: Cell<i64>,
     /// The scope this thread's allocations are attributed to; 0 for none.
-    pub(crate) scope: Cell<u64>,
+    scope: Cell<u64>,
     /// Whether this is the process's main thread: 0 not known yet, 1 yes, 2 no.
     main: Cell<u8>,
     /// An address in the frame of ying's leak-test runner while it runs a body on this thread (0: none). Stacks
@@ -35,6 +39,7 @@ impl ThreadState {
     const fn new() -> Self {
         Self {
             busy: Cell::new(false),
+            plain: Cell::new(false),
             countdown: Cell::new(0),
             interval: Cell::new(usize::MAX),
             rng: Cell::new(0),
@@ -44,6 +49,54 @@ impl ThreadState {
             main: Cell::new(0),
             capture_limit: Cell::new(0),
         }
+    }
+
+    /// Whether the profiler itself is running on this thread.
+    pub(crate) fn busy(&self) -> bool {
+        self.busy.get()
+    }
+
+    /// Marks the profiler as running (or no longer running) on this thread; returns the previous setting.
+    pub(crate) fn replace_busy(&self, busy: bool) -> bool {
+        let was = self.busy.replace(busy);
+        self.refresh();
+        was
+    }
+
+    /// The scope this thread's allocations are attributed to (0: none).
+    pub(crate) fn scope(&self) -> u64 {
+        self.scope.get()
+    }
+
+    /// Attributes this thread's allocations to scope `id` (0: none); returns the previous scope.
+    pub(crate) fn replace_scope(&self, id: u64) -> u64 {
+        let previous = self.scope.replace(id);
+        self.refresh();
+        previous
+    }
+
+    /// This thread's counter shard as `counters` tagged it (null until assigned).
+    pub(crate) fn shard(&self) -> *const u8 {
+        self.shard.get()
+    }
+
+    /// Gives this thread its counter shard, tagged as `counters` does (lowest bit set: shared).
+    pub(crate) fn set_shard(&self, tagged: *const u8) {
+        self.shard.set(tagged);
+        self.refresh();
+    }
+
+    /// Whether the fast path may count this thread's activity (see the `plain` field). When it returns true,
+    /// [`shard`](Self::shard) is the untagged address of a shard this thread alone writes.
+    #[inline(always)]
+    pub(crate) fn plain(&self) -> bool {
+        self.plain.get()
+    }
+
+    fn refresh(&self) {
+        let shard = self.shard.get();
+        let exclusive = !shard.is_null() && shard.addr() & 1 == 0;
+        self.plain.set(exclusive && !self.busy.get() && self.scope.get() == 0);
     }
 
     /// Whether this is the process's main thread (the one `main` runs on), asked of the system once per thread.
@@ -96,10 +149,10 @@ pub(crate) fn as_profiler<R>(f: impl FnOnce() -> R) -> R {
     impl Drop for Restore {
         fn drop(&mut self) {
             if let Some(was_busy) = self.0 {
-                let _ = THREAD.try_with(|t| t.busy.set(was_busy));
+                let _ = THREAD.try_with(|t| t.replace_busy(was_busy));
             }
         }
     }
-    let _restore = Restore(THREAD.try_with(|t| t.busy.replace(true)).ok());
+    let _restore = Restore(THREAD.try_with(|t| t.replace_busy(true)).ok());
     f()
 }
