@@ -102,6 +102,7 @@ mod symbolize;
 mod sync;
 mod table;
 mod thread;
+mod unwind;
 #[cfg(feature = "profiler")]
 pub mod utils;
 

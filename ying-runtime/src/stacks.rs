@@ -67,6 +67,10 @@ pub(crate) fn capture() -> Ips {
     }
     // Past the leak-test runner's frame lie only the test harness's: not worth unwinding on every allocation.
     let limit = THREAD.try_with(|thread| thread.capture_limit.get()).unwrap_or(0);
+    if let Some(len) = crate::unwind::capture(&mut stack.ips, limit) {
+        stack.len = len;
+        return stack;
+    }
     let mut push = |frame: &backtrace::Frame| {
         stack.ips[stack.len] = frame.ip() as usize;
         stack.len += 1;
