@@ -151,14 +151,15 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         core::ptr::null_mut()
     }
 
-    /// Samples an allocation event of `bytes` bytes: captures and interns the stack.
-    fn sample(&self, bytes: usize, interval: usize, objects: f64) -> Option<Sample> {
+    /// Samples an allocation event of `bytes` bytes: captures and interns the stack. `timed`: the block's
+    /// lifetime is measured (see [`Sample::born`]).
+    fn sample(&self, bytes: usize, interval: usize, objects: f64, timed: bool) -> Option<Sample> {
         let p = sampler::inclusion_probability(bytes, interval);
         let stack = stacks::record_alloc(&stacks::capture(), objects / p, bytes as f64 / p);
         if stack.is_none() {
             counters::on_dropped();
         }
-        Some(Sample { stack: stack?, interval, born: Instant::now() })
+        Some(Sample { stack: stack?, interval, born: timed.then(Instant::now) })
     }
 
     #[inline(always)]
@@ -215,10 +216,11 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         sampler::note_interval(interval);
         let capture = if scope != 0 { scope::on_alloc(scope, size) } else { None };
         let owner = if capture.is_some() { scope } else { 0 };
-        // A scope that records every stack samples its allocations with certainty (p = 1).
+        // A scope that records every stack samples its allocations with certainty (p = 1); lifetimes are measured
+        // for the allocations the sampler picked, as everywhere else.
         let sample = match (capture, sampled) {
-            (Some(true), _) => self.sample(size, 0, 1.0),
-            (_, true) => self.sample(size, interval, 1.0),
+            (Some(true), _) => self.sample(size, 0, 1.0, sampled),
+            (_, true) => self.sample(size, interval, 1.0, true),
             _ => None,
         };
         if owner != 0 || sample.is_some() {
@@ -366,7 +368,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
                 match entry.and_then(|e| e.sample) {
                     Some(sample) => stacks::record_growth(sample.stack, growth, p),
                     None => {
-                        let sample = self.sample(growth, interval, 0.0);
+                        let sample = self.sample(growth, interval, 0.0, sampled_interval.is_some());
                         entry.get_or_insert(Entry::untracked(old)).sample = sample;
                     }
                 }
@@ -462,13 +464,29 @@ fn on_free_filtered(ptr: usize, size: usize) {
 }
 
 /// A free of a block the live table tracked: counted (unless the profiler allocated it), then settled.
-#[cold]
 fn on_free_tracked(entry: &Entry, size: usize) {
     if entry.internal {
         return;
     }
-    count_free(size);
-    release(entry);
+    let counted = THREAD.try_with(|thread| {
+        counters::on_free(Some(thread), size);
+        match scope::attributed(thread) {
+            0 => release(entry),
+            // Freed by the scope that owns it: one update of the scope for both.
+            current if current == entry.scope => {
+                scope::free_owned(current, size, entry.owned, entry.owns_block);
+                release_sample(entry);
+            }
+            current => {
+                scope::on_free(current, size);
+                release(entry);
+            }
+        }
+    });
+    if counted.is_err() {
+        dropped_free(size);
+        release(entry);
+    }
 }
 
 /// Settles what a freed block's entry recorded: its owner's figures and its stack's lifetime histogram.
@@ -476,10 +494,17 @@ fn release(entry: &Entry) {
     if entry.scope != 0 {
         scope::disown(entry.scope, entry.owned, entry.owns_block);
     }
-    if let Some(sample) = entry.sample {
-        let objects = 1.0 / sampler::inclusion_probability(entry.size, sample.interval);
-        stacks::record_free(sample.stack, objects, sample.born.elapsed());
-    }
+    release_sample(entry);
+}
+
+/// Adds a freed sampled block's lifetime to its stack's histogram, when it was measured.
+fn release_sample(entry: &Entry) {
+    let Some(Sample { stack, interval, born: Some(born) }) = entry.sample else { return };
+    // A block sampled with certainty by a scope recording every stack was timed because the sampler picked it:
+    // it stands for as many lifetimes as the sampler's other picks.
+    let interval = if interval == 0 { sampler::interval_in_force() } else { interval };
+    let objects = 1.0 / sampler::inclusion_probability(entry.size, interval);
+    stacks::record_free(stack, objects, born.elapsed());
 }
 
 // SAFETY: every method forwards to the provider `A` with the caller's pointer and layout unchanged and returns the

@@ -25,7 +25,6 @@ pub(crate) fn note_interval(interval: usize) {
 }
 
 /// The allocator's sampling interval, as last noted.
-#[cfg_attr(not(feature = "pprof"), expect(dead_code, reason = "read by the pprof session only"))]
 pub(crate) fn interval_in_force() -> usize {
     INTERVAL_IN_FORCE.load(Relaxed)
 }

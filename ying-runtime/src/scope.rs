@@ -47,7 +47,10 @@ impl Slot {
     fn add_live(&self, bytes: usize, blocks: i64) {
         let live = self.live_bytes.fetch_add(bytes as i64, Ordering::Relaxed) + bytes as i64;
         self.live_blocks.fetch_add(blocks, Ordering::Relaxed);
-        self.peak_bytes.fetch_max(live, Ordering::Relaxed);
+        // Most allocations set no new peak: read before writing.
+        if live > self.peak_bytes.load(Ordering::Relaxed) {
+            self.peak_bytes.fetch_max(live, Ordering::Relaxed);
+        }
     }
 
     fn sub_live(&self, bytes: usize, blocks: i64) {
@@ -137,6 +140,15 @@ pub(crate) fn own(id: u64, bytes: usize, block: bool) -> Option<bool> {
         capture = slot.capture.load(Ordering::Relaxed);
     })
     .then_some(capture)
+}
+
+/// A free of `size` bytes made in scope `id` of a block it owns `owned` bytes of: [`on_free`] and [`disown`] at once.
+pub(crate) fn free_owned(id: u64, size: usize, owned: usize, block: bool) {
+    with_open(id, |slot| {
+        slot.freed_bytes.fetch_add(size as u64, Ordering::Relaxed);
+        slot.frees.fetch_add(1, Ordering::Relaxed);
+        slot.sub_live(owned, i64::from(block));
+    });
 }
 
 /// Scope `id` no longer owns `bytes` bytes (and, with `block`, one block) it owned.

@@ -8,8 +8,6 @@ use crate::histogram::LifetimeHistogram;
 use crate::raw::{RawSystem, RawVec};
 use crate::sync::SpinLock;
 use crate::thread::THREAD;
-use core::hash::Hasher;
-use std::hash::DefaultHasher;
 use std::time::Duration;
 
 /// Deepest stack kept, counted from the allocation site; deeper (outer) frames are cut.
@@ -41,15 +39,13 @@ impl Ips {
         &self.spans[..self.spans_len]
     }
 
+    /// A multiply-rotate hash of the addresses (the stack table's key; no need to resist chosen input).
     fn hash(&self) -> u64 {
-        let mut hasher = DefaultHasher::new();
-        for &ip in self.as_slice() {
-            hasher.write_usize(ip);
-        }
-        for &span in self.spans() {
-            hasher.write_usize(span);
-        }
-        hasher.finish()
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let words = self.as_slice().iter().chain([&usize::MAX]).chain(self.spans());
+        let hash = words.fold(0u64, |hash, &word| (hash.rotate_left(5) ^ word as u64).wrapping_mul(K));
+        // Fold the well-mixed high bits down: the table uses both ends of the hash.
+        hash ^ (hash >> 32)
     }
 
     fn same(&self, other: &Ips) -> bool {

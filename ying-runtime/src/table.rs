@@ -22,8 +22,10 @@ pub(crate) struct Sample {
     pub(crate) stack: u32,
     /// The sampling interval in force when it was sampled.
     pub(crate) interval: usize,
-    /// When it was allocated (for the lifetime histogram).
-    pub(crate) born: Instant,
+    /// When it was allocated, for the lifetime histogram; `None` when its lifetime is not measured (a block a
+    /// scope recorded only because it records every stack: reading the clock twice per allocation would double
+    /// a leak test's cost).
+    pub(crate) born: Option<Instant>,
 }
 
 /// What the profiler remembers of a live block.
