@@ -9,8 +9,9 @@
 //!
 //! The process peak needs a global maximum of a global sum. Rather than a shared atomic per allocation, each thread
 //! batches its live-byte changes and folds them into a global live figure (and its maximum) once they reach
-//! [`PEAK_BATCH`] bytes either way. The process peak is therefore a lower bound of the true peak, short of it by at
-//! most `PEAK_BATCH` bytes per thread that was allocating at the time; scopes keep their own peak exactly.
+//! [`PEAK_BATCH`] bytes either way. The process peak is therefore approximate: with one thread it is a lower bound,
+//! short of the true peak by less than `PEAK_BATCH`; with several, each other thread's unfolded changes (less than
+//! `PEAK_BATCH` bytes, either way) can put it off by as much, above or below. Scopes keep their own peak exactly.
 
 use crate::thread::ThreadState;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -220,8 +221,8 @@ pub struct HeapStats {
     /// Blocks live now: `allocations - frees`.
     pub live_blocks: u64,
     /// The largest `live_bytes` seen. To stay off a shared cache line, each thread folds its live-byte changes
-    /// into the process figure in batches of 64 KiB, so this is a lower bound of the true peak, short of it by
-    /// at most 64 KiB per thread that was allocating at the time (never above it, and never below the current
+    /// into the process figure in batches of 64 KiB, so this is within 64 KiB per thread that was allocating or
+    /// freeing at the time of the true peak (with one thread, a lower bound; never below the current
     /// `live_bytes`). The peak of a [`measure`](crate::measure) scope is exact.
     pub peak_bytes: u64,
     /// Events the profiler could not record in its tables (for instance an allocation made while a thread's

@@ -64,8 +64,8 @@
 //!   profile you profile. Frame pointers are not needed.
 //! - Per-stack figures are estimates whose precision grows with the number of samples; budgets belong on the exact
 //!   figures of [`ScopeStats`] and [`HeapStats`].
-//! - The process peak ([`HeapStats::peak_bytes`]) is batched per thread and may read up to 64 KiB per allocating
-//!   thread below the true peak; scope peaks are exact.
+//! - The process peak ([`HeapStats::peak_bytes`]) is batched per thread and may be off by up to 64 KiB per
+//!   allocating thread (with one thread, below the true peak); scope peaks are exact.
 //! - Allocations larger than [`YingProfiler::giant_alloc_limit`] (64 GiB by default) are refused.
 //! - A thread's allocations during its own teardown, after its thread-local storage is gone, are counted in the
 //!   exact figures but not attributed to scopes or sampled; [`HeapStats::dropped_events`] counts them.
@@ -82,6 +82,8 @@ pub mod callstack;
 mod counters;
 mod histogram;
 mod leak_test;
+#[cfg(target_os = "linux")]
+mod loaded;
 mod measure;
 #[cfg(feature = "pprof")]
 mod objects;

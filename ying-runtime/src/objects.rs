@@ -37,59 +37,37 @@ mod linux {
     const NT_GNU_BUILD_ID: u32 = 3;
 
     pub(super) fn segments() -> Vec<Segment> {
-        unsafe extern "C" fn each_object(
-            info: *mut libc::dl_phdr_info,
-            _size: libc::size_t,
-            data: *mut libc::c_void,
-        ) -> libc::c_int {
-            // SAFETY: `dl_iterate_phdr` passes a valid `info` for the duration of the call, and `data` is the
-            // `&mut Vec<Segment>` given below, used by this call alone.
-            let (info, out) = unsafe { (&*info, &mut *(data as *mut Vec<Segment>)) };
-            let bias = info.dlpi_addr;
-            let headers: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
-                &[]
-            } else {
-                // SAFETY: `dlpi_phdr` points to `dlpi_phnum` program headers of the object, valid during the call.
-                unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
-            };
-            let name = if info.dlpi_name.is_null() {
-                String::new()
-            } else {
-                // SAFETY: a non-null `dlpi_name` is a C string owned by the loader, valid during the call.
-                unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned()
-            };
-            let path = if out.is_empty() && name.is_empty() {
+        let mut segments: Vec<Segment> = Vec::new();
+        crate::loaded::find_map::<()>(|object| {
+            let path = if segments.is_empty() && object.name.is_empty() {
                 // The executable comes first, with an empty name.
                 std::env::current_exe().map(|path| path.display().to_string()).unwrap_or_default()
             } else {
-                name
+                object.name.to_string_lossy().into_owned()
             };
-            let build_id = headers
-                .iter()
-                .filter(|header| header.p_type == libc::PT_NOTE)
-                // SAFETY: a PT_NOTE segment lies inside a loaded segment of this object: `p_memsz` bytes at
-                // `bias + p_vaddr` are mapped and readable while the object is loaded, which it is during the call.
-                .find_map(|header| unsafe {
-                    build_id(std::slice::from_raw_parts((bias + header.p_vaddr) as *const u8, header.p_memsz as usize))
+            let build_id = object
+                .segments(libc::PT_NOTE)
+                .find_map(|(start, end, _)| {
+                    // SAFETY: a PT_NOTE segment lies inside a loaded segment of this object: its bytes are mapped
+                    // and readable while the object is loaded, which it is during the walk.
+                    let notes = unsafe { std::slice::from_raw_parts(start as *const u8, end - start) };
+                    build_id(notes)
                 })
                 .unwrap_or_default();
-            for header in
-                headers.iter().filter(|header| header.p_type == libc::PT_LOAD && header.p_flags & libc::PF_X != 0)
+            for (start, end, header) in
+                object.segments(libc::PT_LOAD).filter(|(_, _, header)| header.p_flags & libc::PF_X != 0)
             {
-                out.push(Segment {
-                    start: bias + header.p_vaddr,
-                    end: bias + header.p_vaddr + header.p_memsz,
-                    file_offset: header.p_offset,
+                #[expect(clippy::useless_conversion, reason = "`p_offset` is a u32 on 32-bit targets")]
+                segments.push(Segment {
+                    start: start as u64,
+                    end: end as u64,
+                    file_offset: u64::from(header.p_offset),
                     path: path.clone(),
                     build_id: build_id.clone(),
                 });
             }
-            0 // Go on with the next object.
-        }
-        let mut segments: Vec<Segment> = Vec::new();
-        // SAFETY: the callback upholds `dl_iterate_phdr`'s contract and only writes through `data`, which points
-        // to `segments`, alive for the whole call.
-        unsafe { libc::dl_iterate_phdr(Some(each_object), (&mut segments as *mut Vec<Segment>).cast()) };
+            core::ops::ControlFlow::Continue(())
+        });
         segments
     }
 

@@ -263,32 +263,14 @@ pub(crate) fn executable_address(ip: usize) -> Option<u64> {
 fn executable_range() -> &'static (usize, usize, usize) {
     static RANGE: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
     RANGE.get_or_init(|| {
-        unsafe extern "C" fn first_object(
-            info: *mut libc::dl_phdr_info,
-            _size: libc::size_t,
-            data: *mut libc::c_void,
-        ) -> libc::c_int {
-            // SAFETY: `dl_iterate_phdr` passes a valid `info` for the duration of the call, and `data` is the
-            // `&mut (usize, usize, usize)` given below, used by this call alone.
-            unsafe {
-                let info = &*info;
-                let range = &mut *(data as *mut (usize, usize, usize));
-                let bias = info.dlpi_addr as usize;
-                let headers = std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum));
-                let (mut start, mut end) = (usize::MAX, 0);
-                for header in headers.iter().filter(|header| header.p_type == libc::PT_LOAD) {
-                    start = start.min(bias + header.p_vaddr as usize);
-                    end = end.max(bias + (header.p_vaddr + header.p_memsz) as usize);
-                }
-                *range = if start < end { (start, end, bias) } else { (0, 0, 0) };
-            }
-            1 // The first object is the executable: stop.
-        }
-        let mut range = (0usize, 0usize, 0usize);
-        // SAFETY: the callback upholds `dl_iterate_phdr`'s contract and only writes through `data`, which points
-        // to `range`, alive for the whole call.
-        unsafe { libc::dl_iterate_phdr(Some(first_object), (&mut range as *mut (usize, usize, usize)).cast()) };
-        range
+        // The first object is the executable.
+        crate::loaded::find_map(|object| {
+            let (start, end) = object
+                .segments(libc::PT_LOAD)
+                .fold((usize::MAX, 0), |(start, end), segment| (start.min(segment.0), end.max(segment.1)));
+            core::ops::ControlFlow::Break(if start < end { (start, end, object.bias) } else { (0, 0, 0) })
+        })
+        .unwrap_or_default()
     })
 }
 

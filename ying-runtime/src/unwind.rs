@@ -49,6 +49,7 @@ pub(crate) fn capture(_ips: &mut [usize], _limit: usize) -> Option<usize> {
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod x86_64 {
     use crate::sync::SpinLock;
+    use core::ops::ControlFlow;
     use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
     use gimli::{
         BaseAddresses, CfaRule, EhFrame, EhFrameHdr, NativeEndian, Register, RegisterRule, UnwindContext,
@@ -232,57 +233,26 @@ mod x86_64 {
         /// The object's loaded segments (start, end), to bound `.eh_frame`, whose size the header does not give.
         loads: [(usize, usize); 16],
         load_count: usize,
-        /// The address was found in a loaded segment of this object.
-        found: bool,
         /// The loader's count of objects unloaded so far.
         unloads: u64,
     }
 
     /// Finds the object holding `address`, without allocating.
-    fn object_of(address: usize) -> Object {
-        unsafe extern "C" fn each_object(
-            info: *mut libc::dl_phdr_info,
-            _size: libc::size_t,
-            data: *mut libc::c_void,
-        ) -> libc::c_int {
-            // SAFETY: `dl_iterate_phdr` passes a valid `info` for the duration of the call, and `data` is the
-            // `(usize, Object)` given below, used by this call alone.
-            let (info, (address, out)) = unsafe { (&*info, &mut *(data as *mut (usize, Object))) };
-            out.unloads = info.dlpi_subs;
-            if info.dlpi_phdr.is_null() {
-                return 0;
+    fn object_of(address: usize) -> Option<Object> {
+        crate::loaded::find_map(|object| {
+            if !object.holds(address) {
+                return ControlFlow::Continue(());
             }
-            // SAFETY: `dlpi_phdr` points to `dlpi_phnum` program headers of the object, valid during the call.
-            let headers = unsafe { core::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
-            let bias = info.dlpi_addr as usize;
-            let range = |header: &libc::Elf64_Phdr| {
-                let start = bias.wrapping_add(header.p_vaddr as usize);
-                (start, start.wrapping_add(header.p_memsz as usize))
-            };
-            let holds = headers.iter().any(|header| {
-                let (start, end) = range(header);
-                header.p_type == libc::PT_LOAD && (start..end).contains(address)
-            });
-            if !holds {
-                return 0;
+            let mut found = Object { unloads: object.unloads, ..Object::default() };
+            if let Some((start, end, _)) = object.segments(libc::PT_GNU_EH_FRAME).next() {
+                found.hdr = (start, end - start);
             }
-            out.found = true;
-            for header in headers {
-                if header.p_type == libc::PT_GNU_EH_FRAME {
-                    out.hdr = range(header);
-                    out.hdr.1 -= out.hdr.0;
-                } else if header.p_type == libc::PT_LOAD && out.load_count < out.loads.len() {
-                    out.loads[out.load_count] = range(header);
-                    out.load_count += 1;
-                }
+            for (start, end, _) in object.segments(libc::PT_LOAD).take(found.loads.len()) {
+                found.loads[found.load_count] = (start, end);
+                found.load_count += 1;
             }
-            1 // Found: stop.
-        }
-        let mut data = (address, Object::default());
-        // SAFETY: the callback upholds `dl_iterate_phdr`'s contract and only writes through `data`, which points to
-        // a local alive for the whole call.
-        unsafe { libc::dl_iterate_phdr(Some(each_object), (&raw mut data).cast()) };
-        data.1
+            ControlFlow::Break(found)
+        })
     }
 
     /// Storage of `gimli`'s evaluation context on the stack: no allocation while walking.
@@ -298,10 +268,7 @@ mod x86_64 {
     #[cold]
     #[inline(never)]
     fn compute(address: usize) -> Result<(Rule, u64), Miss> {
-        let object = object_of(address);
-        if !object.found {
-            return Err(Miss::NoInfo);
-        }
+        let object = object_of(address).ok_or(Miss::NoInfo)?;
         if object.hdr.0 == 0 {
             return Err(Miss::Unsupported);
         }

@@ -1,0 +1,118 @@
+//! The objects the dynamic loader has loaded (Linux), walked with `dl_iterate_phdr` without allocating: the stack
+//! walker looks up call-frame information with it inside the allocator, symbolisation finds the executable's load
+//! bias, and pprof sessions list the mappings.
+
+use core::ffi::CStr;
+use core::ops::ControlFlow;
+
+/// A program header of the target's ELF class.
+#[cfg(target_pointer_width = "64")]
+pub(crate) type ProgramHeader = libc::Elf64_Phdr;
+/// A program header of the target's ELF class.
+#[cfg(target_pointer_width = "32")]
+pub(crate) type ProgramHeader = libc::Elf32_Phdr;
+
+/// One loaded object, as the loader describes it during the walk.
+pub(crate) struct LoadedObject<'a> {
+    /// The difference between the object's addresses in memory and in its file.
+    pub(crate) bias: usize,
+    /// Its program headers.
+    pub(crate) headers: &'a [ProgramHeader],
+    /// Its file name as the loader knows it; empty for the executable.
+    #[cfg_attr(not(any(feature = "pprof", test)), expect(dead_code, reason = "read by the pprof mappings only"))]
+    pub(crate) name: &'a CStr,
+    /// How many objects the loader has unloaded since the process started.
+    pub(crate) unloads: u64,
+}
+
+impl LoadedObject<'_> {
+    /// The in-memory range `(start, end)` of a program header's segment.
+    pub(crate) fn range(&self, header: &ProgramHeader) -> (usize, usize) {
+        let start = self.bias.wrapping_add(header.p_vaddr as usize);
+        (start, start.wrapping_add(header.p_memsz as usize))
+    }
+
+    /// The in-memory ranges of the segments of type `kind` (`libc::PT_LOAD`, ...).
+    pub(crate) fn segments(&self, kind: u32) -> impl Iterator<Item = (usize, usize, &ProgramHeader)> {
+        self.headers.iter().filter(move |header| header.p_type == kind).map(|header| {
+            let (start, end) = self.range(header);
+            (start, end, header)
+        })
+    }
+
+    /// Whether `address` lies in one of the object's loaded segments.
+    pub(crate) fn holds(&self, address: usize) -> bool {
+        self.segments(libc::PT_LOAD).any(|(start, end, _)| (start..end).contains(&address))
+    }
+}
+
+/// Calls `visit` with each loaded object, the executable first, until it breaks; returns the break value.
+///
+/// The walk holds the loader's lock (which does not allocate); `visit` must not load or unload objects. It may
+/// allocate, but the stack walker's visitor, which runs inside the allocator, does not.
+pub(crate) fn find_map<B>(mut visit: impl FnMut(&LoadedObject<'_>) -> ControlFlow<B>) -> Option<B> {
+    struct Walk<'f, B> {
+        visit: &'f mut dyn FnMut(&LoadedObject<'_>) -> ControlFlow<B>,
+        found: Option<B>,
+    }
+
+    unsafe extern "C" fn each_object<B>(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `dl_iterate_phdr` passes a valid `info` for the duration of the call, and `data` is the `Walk`
+        // that `find_map` gave it, used by this call alone.
+        let (info, walk) = unsafe { (&*info, &mut *data.cast::<Walk<'_, B>>()) };
+        let headers = if info.dlpi_phdr.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: `dlpi_phdr` points to `dlpi_phnum` program headers of the object, valid during the call.
+            unsafe { core::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
+        };
+        let name = if info.dlpi_name.is_null() {
+            c""
+        } else {
+            // SAFETY: a non-null `dlpi_name` is a C string owned by the loader, valid during the call.
+            unsafe { CStr::from_ptr(info.dlpi_name) }
+        };
+        let object = LoadedObject { bias: info.dlpi_addr as usize, headers, name, unloads: info.dlpi_subs };
+        match (walk.visit)(&object) {
+            ControlFlow::Continue(()) => 0,
+            ControlFlow::Break(found) => {
+                walk.found = Some(found);
+                1
+            }
+        }
+    }
+
+    let mut walk = Walk { visit: &mut visit, found: None };
+    // SAFETY: the callback upholds `dl_iterate_phdr`'s contract and only uses `data`, which points to `walk`, alive
+    // for the whole call.
+    unsafe { libc::dl_iterate_phdr(Some(each_object::<B>), (&raw mut walk).cast()) };
+    walk.found
+}
+
+#[cfg(test)]
+mod tests {
+    use core::ops::ControlFlow;
+
+    #[test]
+    fn the_executable_comes_first_and_holds_this_code() {
+        let here = the_executable_comes_first_and_holds_this_code as *const () as usize;
+        let mut seen = 0;
+        let first = super::find_map(|object| {
+            seen += 1;
+            ControlFlow::Break((object.name.is_empty(), object.holds(here)))
+        });
+        assert_eq!((first, seen), (Some((true, true)), 1), "the walk stops at the first break");
+        let libc_loaded = super::find_map(|object| {
+            if object.name.to_bytes().windows(4).any(|part| part == b"libc") {
+                ControlFlow::Break(object.segments(libc::PT_LOAD).count())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert!(libc_loaded.is_some_and(|loads| loads > 0), "{libc_loaded:?}");
+    }
+}
