@@ -234,5 +234,10 @@ pub mod __private {
         pub fn capture_stack() -> usize {
             stacks::capture().as_slice().len()
         }
+
+        /// [`capture_stack`] with the system unwinder only (what the caching walker replaces).
+        pub fn capture_stack_system_unwinder() -> usize {
+            stacks::capture_with(false).as_slice().len()
+        }
     }
 }

@@ -53,9 +53,16 @@ impl Ips {
     }
 }
 
-/// Captures the calling thread's stack without allocating or resolving symbols.
+/// Captures the calling thread's stack without allocating or resolving symbols: with the caching walker
+/// ([`crate::unwind`]) where it can, else with the system unwinder.
 #[inline(never)]
 pub(crate) fn capture() -> Ips {
+    capture_with(true)
+}
+
+/// [`capture`], with or without the caching walker (the system unwinder alone, for comparison).
+#[inline(never)]
+pub(crate) fn capture_with(walker: bool) -> Ips {
     let mut stack = Ips { len: 0, ips: [0; MAX_FRAMES], spans_len: 0, spans: [0; MAX_SPANS] };
     #[cfg(feature = "profile-spans")]
     {
@@ -63,7 +70,8 @@ pub(crate) fn capture() -> Ips {
     }
     // Past the leak-test runner's frame lie only the test harness's: not worth unwinding on every allocation.
     let limit = THREAD.try_with(|thread| thread.capture_limit.get()).unwrap_or(0);
-    if let Some(len) = crate::unwind::capture(&mut stack.ips, limit) {
+    // (No closure around the walker: its frame would sit between the profiler's frames, where reports trim.)
+    if walker && let Some(len) = crate::unwind::capture(&mut stack.ips, limit) {
         stack.len = len;
         return stack;
     }
@@ -159,4 +167,20 @@ pub(crate) fn snapshot() -> RawVec<(Ips, f64, f64, LifetimeHistogram)> {
 /// The captured stack with index `index`, if the table has it.
 pub(crate) fn ips(index: u32) -> Option<Ips> {
     STACKS.lock().as_ref()?.records.get(index as usize).map(|record| record.ips)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_walker_and_the_system_unwinder_capture_the_same_callers() {
+        let (walked, system) = (super::capture(), super::capture_with(false));
+        let system: Vec<usize> = system.as_slice().iter().copied().filter(|&ip| ip != 0).collect();
+        // Both start inside the profiler (the system unwinder with frames of its own) and, from the first caller
+        // they share, list the same callers down to the end of the stack.
+        let walked = walked.as_slice();
+        let first = walked.iter().position(|ip| system.contains(ip)).expect("a caller in common");
+        let at = system.iter().position(|&ip| ip == walked[first]).unwrap();
+        assert_eq!(&walked[first..], &system[at..]);
+        assert!(walked.len() - first > 3, "{walked:x?}");
+    }
 }

@@ -94,8 +94,11 @@ mod x86_64 {
             word | (u64::from(self.cfa_offset as u32) << 32)
         }
 
+        /// A cached "no call-frame information here" (the end of a stack), which is not a rule.
+        const NO_INFO: u64 = 16;
+
         fn unpack(word: u64) -> Option<Self> {
-            (word & Self::VALID != 0).then(|| Self {
+            (word & Self::VALID != 0 && word & Self::NO_INFO == 0).then(|| Self {
                 cfa_from_bp: word & Self::FROM_BP != 0,
                 cfa_offset: (word >> 32) as u32 as i32,
                 ra_offset: (word & Self::HAS_RA != 0).then_some((word >> 8) as u8 as i8),
@@ -203,13 +206,22 @@ mod x86_64 {
         let seen = slot.address.load(Ordering::Acquire);
         let word = slot.rule.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
-        if seen == address
-            && slot.address.load(Ordering::Relaxed) == address
-            && let Some(rule) = Rule::unpack(word)
-        {
-            return Ok(rule);
+        if seen == address && slot.address.load(Ordering::Relaxed) == address {
+            if let Some(rule) = Rule::unpack(word) {
+                return Ok(rule);
+            }
+            if word & Rule::NO_INFO != 0 {
+                return Err(Miss::NoInfo);
+            }
         }
-        let (rule, unloads) = compute(address)?;
+        let (found, unloads) = compute(address);
+        let word = match found {
+            Ok(rule) => rule.pack(),
+            // Where a stack ends (often in code without call-frame information, such as a thread's or the
+            // process's entry) is met on every walk that gets there: remembered too.
+            Err(Miss::NoInfo) => Rule::NO_INFO,
+            Err(Miss::Unsupported) => return found,
+        };
         let mut filled_under = WRITER.lock();
         if *filled_under != unloads {
             // An object was unloaded since the cached rules were computed: they may describe code that is gone.
@@ -220,9 +232,9 @@ mod x86_64 {
         }
         slot.address.store(0, Ordering::Relaxed);
         fence(Ordering::Release);
-        slot.rule.store(rule.pack(), Ordering::Relaxed);
+        slot.rule.store(word, Ordering::Relaxed);
         slot.address.store(address, Ordering::Release);
-        Ok(rule)
+        found
     }
 
     /// Where an object's call-frame information lies, as the loader reports it.
@@ -233,17 +245,17 @@ mod x86_64 {
         /// The object's loaded segments (start, end), to bound `.eh_frame`, whose size the header does not give.
         loads: [(usize, usize); 16],
         load_count: usize,
-        /// The loader's count of objects unloaded so far.
-        unloads: u64,
     }
 
-    /// Finds the object holding `address`, without allocating.
-    fn object_of(address: usize) -> Option<Object> {
-        crate::loaded::find_map(|object| {
+    /// Finds the object holding `address`, without allocating; also returns the loader's unload count.
+    fn object_of(address: usize) -> (Option<Object>, u64) {
+        let mut unloads = 0;
+        let found = crate::loaded::find_map(|object| {
+            unloads = object.unloads;
             if !object.holds(address) {
                 return ControlFlow::Continue(());
             }
-            let mut found = Object { unloads: object.unloads, ..Object::default() };
+            let mut found = Object::default();
             if let Some((start, end, _)) = object.segments(libc::PT_GNU_EH_FRAME).next() {
                 found.hdr = (start, end - start);
             }
@@ -252,7 +264,8 @@ mod x86_64 {
                 found.load_count += 1;
             }
             ControlFlow::Break(found)
-        })
+        });
+        (found, unloads)
     }
 
     /// Storage of `gimli`'s evaluation context on the stack: no allocation while walking.
@@ -267,8 +280,13 @@ mod x86_64 {
     /// count.
     #[cold]
     #[inline(never)]
-    fn compute(address: usize) -> Result<(Rule, u64), Miss> {
-        let object = object_of(address).ok_or(Miss::NoInfo)?;
+    fn compute(address: usize) -> (Result<Rule, Miss>, u64) {
+        let (object, unloads) = object_of(address);
+        (object.ok_or(Miss::NoInfo).and_then(|object| rule_in(&object, address)), unloads)
+    }
+
+    /// The rule at `address`, from the call-frame information of `object`, which holds it.
+    fn rule_in(object: &Object, address: usize) -> Result<Rule, Miss> {
         if object.hdr.0 == 0 {
             return Err(Miss::Unsupported);
         }
@@ -301,7 +319,7 @@ mod x86_64 {
         let row = fde.unwind_info_for_address(&eh_frame, &bases, &mut context, address as u64).map_err(|error| {
             if error == gimli::Error::NoUnwindInfoForAddress { Miss::NoInfo } else { Miss::Unsupported }
         })?;
-        Ok((rule_of(row)?, object.unloads))
+        rule_of(row)
     }
 
     /// The simple shape of an unwind table row, if it has one.
