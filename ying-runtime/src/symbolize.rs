@@ -105,6 +105,14 @@ fn is_profiler_frame(frame: &Frame) -> bool {
         })
 }
 
+/// The shims through which Rust code calls the global allocator (`__rust_alloc`, `__rg_realloc`, ...): the
+/// outermost frames of the allocator's side of a captured stack.
+fn is_allocator_entry(frame: &Frame) -> bool {
+    const SHIMS: &[&str] = &["__rust_alloc", "__rust_dealloc", "__rust_realloc", "__rg_", "__rdl_"];
+    let name = frame.function.strip_prefix("__rustc::").unwrap_or(&frame.function);
+    SHIMS.iter().any(|shim| name.starts_with(shim))
+}
+
 /// A frame of ying's own code (a runner around a measured body, for instance), by name or source path.
 pub(crate) fn is_own_frame(frame: &Frame) -> bool {
     frame.function.starts_with("ying::")
@@ -127,7 +135,12 @@ fn is_allocation_plumbing(frame: &Frame) -> bool {
 /// with (up to and including the allocator entry), then the standard library's allocation plumbing. Frames of
 /// the profiler further out (`ying::measure` around a measured body) are the caller's context and stay.
 fn strip_allocator_frames<T: AsRef<Frame>>(frames: &mut Vec<T>) {
-    let own = frames.iter().position(|frame| !is_profiler_frame(frame.as_ref())).unwrap_or(frames.len());
+    let own = match frames.iter().position(|frame| is_allocator_entry(frame.as_ref())) {
+        // Up to the allocator entry shims every frame is the profiler's, including helpers of the standard library
+        // that unoptimised builds leave between its frames (a closure's `bool::then`, say).
+        Some(entry) => entry + frames[entry..].iter().take_while(|frame| is_allocator_entry(frame.as_ref())).count(),
+        None => frames.iter().position(|frame| !is_profiler_frame(frame.as_ref())).unwrap_or(frames.len()),
+    };
     if own == 0 {
         return;
     }
@@ -325,6 +338,25 @@ mod tests {
         strip_allocator_frames(&mut frames);
         let kept: Vec<_> = frames.iter().map(|f| f.function.as_str()).collect();
         assert_eq!(kept, ["try_allocate_in<alloc::alloc::Global>", "remember", "measure_with<()>"]);
+    }
+
+    #[test]
+    fn library_helpers_between_the_profilers_frames_are_dropped_with_them() {
+        let mut frames = names(&[
+            "ying::unwind::capture",
+            "ying::stacks::capture_with::{{closure}}",
+            "core::bool::<impl bool>::then",
+            "ying::stacks::capture_with",
+            "ying::allocator::YingProfiler<A>::on_alloc_full",
+            "__rustc::__rg_alloc",
+            "__rustc::__rust_alloc",
+            "alloc::alloc::alloc",
+            "alloc::vec::Vec<T>::with_capacity",
+            "app::fill",
+        ]);
+        strip_allocator_frames(&mut frames);
+        let kept: Vec<_> = frames.iter().map(|f| f.function.as_str()).collect();
+        assert_eq!(kept, ["alloc::vec::Vec<T>::with_capacity", "app::fill"]);
     }
 
     #[test]
