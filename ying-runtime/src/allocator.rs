@@ -165,16 +165,12 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     #[inline(always)]
     fn on_alloc(&self, ptr: *mut u8, size: usize) {
         let interval = self.sample_interval.load(Relaxed);
-        // The fast path: a plain thread (not busy, in no scope, writing its own counters), no process scope, and
-        // no sample point reached. Anything else goes the full way, out of line.
-        let counted = THREAD.try_with(|thread| {
-            let fast = thread.plain() && !scope::process_scope_open() && sampler::passes(thread, size, interval);
-            if fast {
-                counters::on_alloc_plain(thread, size);
-            }
-            fast
-        });
-        if counted != Ok(true) {
+        // No sample point reached: counted. Anything else goes the full way, out of line.
+        let counted = fast_path(
+            |thread| sampler::passes(thread, size, interval),
+            |thread| counters::on_alloc_plain(thread, size),
+        );
+        if !counted {
             self.on_alloc_full(ptr, size, interval);
         }
     }
@@ -246,17 +242,12 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             return self.on_realloc_tracked(taken, new_ptr, old, new);
         }
         let interval = self.sample_interval.load(Relaxed);
-        // The fast path, as for `alloc`: a plain thread, no process scope, and a growth that reaches no sample point.
-        let counted = THREAD.try_with(|thread| {
-            let fast = thread.plain()
-                && !scope::process_scope_open()
-                && (new <= old || sampler::passes(thread, new - old, interval));
-            if fast {
-                counters::on_resize_plain(thread, old, new);
-            }
-            fast
-        });
-        if counted != Ok(true) {
+        // A shrink, or a growth that reaches no sample point: counted.
+        let counted = fast_path(
+            |thread| new <= old || sampler::passes(thread, new - old, interval),
+            |thread| counters::on_resize_plain(thread, old, new),
+        );
+        if !counted {
             self.on_realloc_full(new_ptr, old, new);
         }
     }
@@ -425,16 +416,24 @@ fn dropped_resize(old: usize, new: usize) {
 /// Counts a free of `size` bytes for the process and the calling thread's scope.
 #[inline(always)]
 fn count_free(size: usize) {
+    if !fast_path(|_| true, |thread| counters::on_free_plain(thread, size)) {
+        count_free_full(size);
+    }
+}
+
+/// The allocator's fast path: when the calling thread is [`plain`](ThreadState::plain) (not busy, in no scope,
+/// writing its own counters), no process-attributed scope is open, and `passes` agrees, `count`s the event and
+/// returns true. Otherwise changes nothing and returns false: the event goes the full way.
+#[inline(always)]
+fn fast_path(passes: impl FnOnce(&ThreadState) -> bool, count: impl FnOnce(&ThreadState)) -> bool {
     let counted = THREAD.try_with(|thread| {
-        let fast = thread.plain() && !scope::process_scope_open();
+        let fast = thread.plain() && !scope::process_scope_open() && passes(thread);
         if fast {
-            counters::on_free_plain(thread, size);
+            count(thread);
         }
         fast
     });
-    if counted != Ok(true) {
-        count_free_full(size);
-    }
+    counted == Ok(true)
 }
 
 /// [`count_free`] past the fast path.

@@ -126,13 +126,54 @@ fn fold_live(pending: i64) {
     PEAK_FOLDED.fetch_max(live, Relaxed);
 }
 
+impl Shard {
+    /// Counts one allocation of `size` bytes; `exclusive`: the caller is the block's only writer.
+    #[inline(always)]
+    fn count_alloc(&self, size: usize, exclusive: bool) {
+        add(&self.allocated_bytes, size as u64, exclusive);
+        add(&self.allocations, 1, exclusive);
+    }
+
+    /// Counts one free of `size` bytes.
+    #[inline(always)]
+    fn count_free(&self, size: usize, exclusive: bool) {
+        add(&self.freed_bytes, size as u64, exclusive);
+        add(&self.frees, 1, exclusive);
+    }
+
+    /// Counts a realloc from `old` to `new` bytes: the same block, so only bytes move.
+    #[inline(always)]
+    fn count_resize(&self, old: usize, new: usize, exclusive: bool) {
+        if new >= old {
+            add(&self.allocated_bytes, (new - old) as u64, exclusive);
+        } else {
+            add(&self.freed_bytes, (old - new) as u64, exclusive);
+        }
+    }
+}
+
 /// Counts one allocation of `size` bytes.
 #[inline]
 pub(crate) fn on_alloc(thread: Option<&ThreadState>, size: usize) {
     let (shard, exclusive) = shard(thread);
-    add(&shard.allocated_bytes, size as u64, exclusive);
-    add(&shard.allocations, 1, exclusive);
+    shard.count_alloc(size, exclusive);
     track_live(thread, size as i64);
+}
+
+/// Counts one free of `size` bytes.
+#[inline]
+pub(crate) fn on_free(thread: Option<&ThreadState>, size: usize) {
+    let (shard, exclusive) = shard(thread);
+    shard.count_free(size, exclusive);
+    track_live(thread, -(size as i64));
+}
+
+/// Counts a successful realloc from `old` to `new` bytes.
+#[inline]
+pub(crate) fn on_resize(thread: Option<&ThreadState>, old: usize, new: usize) {
+    let (shard, exclusive) = shard(thread);
+    shard.count_resize(old, new, exclusive);
+    track_live(thread, new as i64 - old as i64);
 }
 
 /// The counter block of a [`plain`](ThreadState::plain) thread.
@@ -147,52 +188,22 @@ fn plain_shard(thread: &ThreadState) -> &'static Shard {
 /// [`on_alloc`] for a [`plain`](ThreadState::plain) thread: its block's only writer, no checks.
 #[inline(always)]
 pub(crate) fn on_alloc_plain(thread: &ThreadState, size: usize) {
-    let shard = plain_shard(thread);
-    add(&shard.allocated_bytes, size as u64, true);
-    add(&shard.allocations, 1, true);
+    plain_shard(thread).count_alloc(size, true);
     track_pending(thread, size as i64);
 }
 
 /// [`on_free`] for a [`plain`](ThreadState::plain) thread.
 #[inline(always)]
 pub(crate) fn on_free_plain(thread: &ThreadState, size: usize) {
-    let shard = plain_shard(thread);
-    add(&shard.freed_bytes, size as u64, true);
-    add(&shard.frees, 1, true);
+    plain_shard(thread).count_free(size, true);
     track_pending(thread, -(size as i64));
 }
 
 /// [`on_resize`] for a [`plain`](ThreadState::plain) thread.
 #[inline(always)]
 pub(crate) fn on_resize_plain(thread: &ThreadState, old: usize, new: usize) {
-    let shard = plain_shard(thread);
-    if new >= old {
-        add(&shard.allocated_bytes, (new - old) as u64, true);
-    } else {
-        add(&shard.freed_bytes, (old - new) as u64, true);
-    }
+    plain_shard(thread).count_resize(old, new, true);
     track_pending(thread, new as i64 - old as i64);
-}
-
-/// Counts one free of `size` bytes.
-#[inline]
-pub(crate) fn on_free(thread: Option<&ThreadState>, size: usize) {
-    let (shard, exclusive) = shard(thread);
-    add(&shard.freed_bytes, size as u64, exclusive);
-    add(&shard.frees, 1, exclusive);
-    track_live(thread, -(size as i64));
-}
-
-/// Counts a successful realloc from `old` to `new` bytes: the same block, so only bytes move.
-#[inline]
-pub(crate) fn on_resize(thread: Option<&ThreadState>, old: usize, new: usize) {
-    let (shard, exclusive) = shard(thread);
-    if new >= old {
-        add(&shard.allocated_bytes, (new - old) as u64, exclusive);
-    } else {
-        add(&shard.freed_bytes, (old - new) as u64, exclusive);
-    }
-    track_live(thread, new as i64 - old as i64);
 }
 
 /// Counts an event the profiler could not record (thread-local storage unavailable, a table full).
