@@ -70,7 +70,6 @@ pub(crate) fn capture_with(walker: bool) -> Ips {
     }
     // Past the leak-test runner's frame lie only the test harness's: not worth unwinding on every allocation.
     let limit = THREAD.try_with(|thread| thread.capture_limit.get()).unwrap_or(0);
-    // (No closure around the walker: its frame would sit between the profiler's frames, where reports trim.)
     if walker && let Some(len) = crate::unwind::capture(&mut stack.ips, limit) {
         stack.len = len;
         return stack;
