@@ -65,14 +65,7 @@ fn draw(thread: &ThreadState, interval: usize) -> i64 {
 /// Advances the thread's countdown by `size` bytes and reports whether this allocation is sampled.
 #[inline]
 pub(crate) fn should_sample(thread: &ThreadState, size: usize, interval: usize) -> bool {
-    if thread.interval.get() == interval {
-        let left = thread.countdown.get() - size as i64;
-        if left > 0 {
-            thread.countdown.set(left);
-            return false;
-        }
-    }
-    sample_point(thread, size, interval)
+    !passes(thread, size, interval) && sample_point(thread, size, interval)
 }
 
 /// The allocator's fast path: when the thread's countdown was drawn for `interval` and an allocation of `size`
