@@ -5,6 +5,10 @@
 //! that arrives after the scope closed (or after the slot was reused) finds a different id and changes nothing.
 //! Updaters announce themselves in `users` before they check the id, and closing waits for them, so a closed
 //! scope's figures are final and a reused slot never receives a late update meant for its previous scope.
+//!
+//! The thread that opened a scope (its home thread) closes it, and makes almost all of its updates: those skip the
+//! announcement and write counters of their own with plain loads and stores. Only the live-byte count, whose peak
+//! must be exact across threads, is one atomic counter for everyone.
 
 use crate::thread::{THREAD, ThreadState};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -12,19 +16,87 @@ use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 const SLOT_BITS: u32 = 8;
 const SLOTS: usize = 1 << SLOT_BITS;
 
+/// Counters of one scope. Each slot has two sets: one only its home thread writes (plain load and store, no
+/// locked instruction) and one for every other thread (atomic read-modify-write); the figures are their sums.
+#[repr(align(64))]
+struct Counters {
+    allocated_bytes: AtomicU64,
+    allocations: AtomicU64,
+    freed_bytes: AtomicU64,
+    frees: AtomicU64,
+    live_blocks: AtomicI64,
+}
+
+impl Counters {
+    const fn new() -> Self {
+        Self {
+            allocated_bytes: AtomicU64::new(0),
+            allocations: AtomicU64::new(0),
+            freed_bytes: AtomicU64::new(0),
+            frees: AtomicU64::new(0),
+            live_blocks: AtomicI64::new(0),
+        }
+    }
+
+    fn reset(&self) {
+        for counter in [&self.allocated_bytes, &self.allocations, &self.freed_bytes, &self.frees] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        self.live_blocks.store(0, Ordering::Relaxed);
+    }
+}
+
+/// How an update reaches a slot's [`Counters`].
+#[derive(Clone, Copy)]
+enum Writer {
+    /// The scope's home thread, the only writer of the slot's `home` set.
+    Home,
+    /// Any other thread.
+    Shared,
+}
+
+impl Writer {
+    /// The set this writer updates.
+    fn counters(self, slot: &Slot) -> &Counters {
+        match self {
+            Writer::Home => &slot.home,
+            Writer::Shared => &slot.shared,
+        }
+    }
+
+    fn add(self, counter: &AtomicU64, by: u64) {
+        match self {
+            // The only writer: a plain read and write cannot lose an update.
+            Writer::Home => counter.store(counter.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed),
+            Writer::Shared => {
+                counter.fetch_add(by, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn add_signed(self, counter: &AtomicI64, by: i64) {
+        match self {
+            Writer::Home => counter.store(counter.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed),
+            Writer::Shared => {
+                counter.fetch_add(by, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 struct Slot {
     claimed: AtomicBool,
     /// Every allocation attributed to this scope records its stack (sampled with certainty).
     capture: AtomicBool,
     id: AtomicU64,
     users: AtomicU32,
-    allocated_bytes: AtomicU64,
-    allocations: AtomicU64,
-    freed_bytes: AtomicU64,
-    frees: AtomicU64,
+    /// Live bytes, one counter for all threads: its read-modify-writes order every change, so the peak is exact.
     live_bytes: AtomicI64,
-    live_blocks: AtomicI64,
     peak_bytes: AtomicI64,
+    /// Written by the home thread only.
+    home: Counters,
+    /// Written by every other thread.
+    shared: Counters,
 }
 
 impl Slot {
@@ -34,28 +106,37 @@ impl Slot {
             capture: AtomicBool::new(false),
             id: AtomicU64::new(0),
             users: AtomicU32::new(0),
-            allocated_bytes: AtomicU64::new(0),
-            allocations: AtomicU64::new(0),
-            freed_bytes: AtomicU64::new(0),
-            frees: AtomicU64::new(0),
             live_bytes: AtomicI64::new(0),
-            live_blocks: AtomicI64::new(0),
             peak_bytes: AtomicI64::new(0),
+            home: Counters::new(),
+            shared: Counters::new(),
         }
     }
 
-    fn add_live(&self, bytes: usize, blocks: i64) {
+    fn add_live(&self, writer: Writer, bytes: usize, blocks: i64) {
         let live = self.live_bytes.fetch_add(bytes as i64, Ordering::Relaxed) + bytes as i64;
-        self.live_blocks.fetch_add(blocks, Ordering::Relaxed);
+        writer.add_signed(&writer.counters(self).live_blocks, blocks);
         // Most allocations set no new peak: read before writing.
         if live > self.peak_bytes.load(Ordering::Relaxed) {
             self.peak_bytes.fetch_max(live, Ordering::Relaxed);
         }
     }
 
-    fn sub_live(&self, bytes: usize, blocks: i64) {
+    fn sub_live(&self, writer: Writer, bytes: usize, blocks: i64) {
         self.live_bytes.fetch_sub(bytes as i64, Ordering::Relaxed);
-        self.live_blocks.fetch_sub(blocks, Ordering::Relaxed);
+        writer.add_signed(&writer.counters(self).live_blocks, -blocks);
+    }
+
+    fn count_alloc(&self, writer: Writer, bytes: usize) {
+        let counters = writer.counters(self);
+        writer.add(&counters.allocated_bytes, bytes as u64);
+        writer.add(&counters.allocations, 1);
+    }
+
+    fn count_free(&self, writer: Writer, bytes: usize) {
+        let counters = writer.counters(self);
+        writer.add(&counters.freed_bytes, bytes as u64);
+        writer.add(&counters.frees, 1);
     }
 }
 
@@ -68,13 +149,21 @@ static PROCESS_SCOPE: AtomicU64 = AtomicU64::new(0);
 static PROCESS_SKIPS_MAIN: AtomicBool = AtomicBool::new(false);
 
 /// Runs `f` on the slot of scope `id` if that scope is still open; reports whether it was.
+///
+/// On the scope's home thread (the one that opened it and will close it) the scope is open, and no close can
+/// overlap the update: no check, no announcement, and `f` writes the home counters. Other threads announce
+/// themselves in `users` (closing waits for them) and check the id.
 #[inline]
-fn with_open(id: u64, f: impl FnOnce(&Slot)) -> bool {
+fn with_open(id: u64, f: impl FnOnce(&Slot, Writer)) -> bool {
     let slot = &SLOT_TABLE[(id as usize) & (SLOTS - 1)];
+    if THREAD.try_with(|thread| thread.home_scope() == id) == Ok(true) {
+        f(slot, Writer::Home);
+        return true;
+    }
     slot.users.fetch_add(1, Ordering::SeqCst);
     let open = slot.id.load(Ordering::SeqCst) == id;
     if open {
-        f(slot);
+        f(slot, Writer::Shared);
     }
     slot.users.fetch_sub(1, Ordering::Release);
     open
@@ -103,10 +192,9 @@ pub(crate) fn attributed(thread: &ThreadState) -> u64 {
 /// the block, and the flag says whether the scope records the stack of every allocation.
 pub(crate) fn on_alloc(id: u64, size: usize) -> Option<bool> {
     let mut capture = false;
-    with_open(id, |slot| {
-        slot.allocated_bytes.fetch_add(size as u64, Ordering::Relaxed);
-        slot.allocations.fetch_add(1, Ordering::Relaxed);
-        slot.add_live(size, 1);
+    with_open(id, |slot, writer| {
+        slot.count_alloc(writer, size);
+        slot.add_live(writer, size, 1);
         capture = slot.capture.load(Ordering::Relaxed);
     })
     .then_some(capture)
@@ -114,19 +202,17 @@ pub(crate) fn on_alloc(id: u64, size: usize) -> Option<bool> {
 
 /// A free of `size` bytes made in scope `id`, of a block of any age or owner.
 pub(crate) fn on_free(id: u64, size: usize) {
-    with_open(id, |slot| {
-        slot.freed_bytes.fetch_add(size as u64, Ordering::Relaxed);
-        slot.frees.fetch_add(1, Ordering::Relaxed);
-    });
+    with_open(id, |slot, writer| slot.count_free(writer, size));
 }
 
 /// A realloc made in scope `id` from `old` to `new` bytes: growth counts as allocated, shrinkage as freed.
 pub(crate) fn on_resize(id: u64, old: usize, new: usize) {
-    with_open(id, |slot| {
+    with_open(id, |slot, writer| {
+        let counters = writer.counters(slot);
         if new >= old {
-            slot.allocated_bytes.fetch_add((new - old) as u64, Ordering::Relaxed);
+            writer.add(&counters.allocated_bytes, (new - old) as u64);
         } else {
-            slot.freed_bytes.fetch_add((old - new) as u64, Ordering::Relaxed);
+            writer.add(&counters.freed_bytes, (old - new) as u64);
         }
     });
 }
@@ -135,8 +221,8 @@ pub(crate) fn on_resize(id: u64, old: usize, new: usize) {
 /// the scope has closed, else whether it records every stack.
 pub(crate) fn own(id: u64, bytes: usize, block: bool) -> Option<bool> {
     let mut capture = false;
-    with_open(id, |slot| {
-        slot.add_live(bytes, i64::from(block));
+    with_open(id, |slot, writer| {
+        slot.add_live(writer, bytes, i64::from(block));
         capture = slot.capture.load(Ordering::Relaxed);
     })
     .then_some(capture)
@@ -144,16 +230,15 @@ pub(crate) fn own(id: u64, bytes: usize, block: bool) -> Option<bool> {
 
 /// A free of `size` bytes made in scope `id` of a block it owns `owned` bytes of: [`on_free`] and [`disown`] at once.
 pub(crate) fn free_owned(id: u64, size: usize, owned: usize, block: bool) {
-    with_open(id, |slot| {
-        slot.freed_bytes.fetch_add(size as u64, Ordering::Relaxed);
-        slot.frees.fetch_add(1, Ordering::Relaxed);
-        slot.sub_live(owned, i64::from(block));
+    with_open(id, |slot, writer| {
+        slot.count_free(writer, size);
+        slot.sub_live(writer, owned, i64::from(block));
     });
 }
 
 /// Scope `id` no longer owns `bytes` bytes (and, with `block`, one block) it owned.
 pub(crate) fn disown(id: u64, bytes: usize, block: bool) {
-    with_open(id, |slot| slot.sub_live(bytes, i64::from(block)));
+    with_open(id, |slot, writer| slot.sub_live(writer, bytes, i64::from(block)));
 }
 
 /// Exact figures of what a scope did to the heap, as [`measure`](crate::measure) returns them.
@@ -209,6 +294,10 @@ pub(crate) struct OpenScope {
     id: u64,
     attribution: Attribution,
     previous_thread_scope: u64,
+    /// The calling thread's home scope before this one (see [`ThreadState::home_scope`]).
+    previous_home: u64,
+    /// Opened and closed on its home thread: the home thread's updates skip the close protocol.
+    _not_send: core::marker::PhantomData<*const ()>,
 }
 
 impl OpenScope {
@@ -220,12 +309,10 @@ impl OpenScope {
             .position(|slot| slot.claimed.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok())
             .unwrap_or_else(|| panic!("ying: more than {SLOTS} measured scopes are open at once"));
         let slot = &SLOT_TABLE[index];
-        for counter in [&slot.allocated_bytes, &slot.allocations, &slot.freed_bytes, &slot.frees] {
-            counter.store(0, Ordering::Relaxed);
-        }
-        for figure in [&slot.live_bytes, &slot.live_blocks, &slot.peak_bytes] {
-            figure.store(0, Ordering::Relaxed);
-        }
+        slot.home.reset();
+        slot.shared.reset();
+        slot.live_bytes.store(0, Ordering::Relaxed);
+        slot.peak_bytes.store(0, Ordering::Relaxed);
         slot.capture.store(capture, Ordering::Relaxed);
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
         let id = (generation << SLOT_BITS) | index as u64;
@@ -238,11 +325,13 @@ impl OpenScope {
             PROCESS_SKIPS_MAIN.store(!crate::thread::on_main_thread(), Ordering::Relaxed);
         }
         slot.id.store(id, Ordering::SeqCst);
+        // Before any allocation is attributed to the scope: this thread's updates go to the home counters.
+        let previous_home = THREAD.try_with(|t| t.replace_home_scope(id)).unwrap_or(0);
         let previous_thread_scope = match attribution {
             Attribution::Thread => THREAD.try_with(|t| t.replace_scope(id)).unwrap_or(0),
             Attribution::Process => 0,
         };
-        Self { id, attribution, previous_thread_scope }
+        Self { id, attribution, previous_thread_scope, previous_home, _not_send: core::marker::PhantomData }
     }
 
     /// The scope's id, which the blocks it owns carry in the live table.
@@ -273,6 +362,8 @@ impl OpenScope {
                 let _ = PROCESS_SCOPE.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::Relaxed);
             }
         }
+        let previous_home = self.previous_home;
+        let _ = THREAD.try_with(|t| t.replace_home_scope(previous_home));
         let slot = &SLOT_TABLE[(self.id as usize) & (SLOTS - 1)];
         if slot.id.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::Relaxed).is_err() {
             return ScopeStats::default(); // already closed
@@ -286,15 +377,22 @@ impl OpenScope {
     }
 }
 
+/// The slot's figures: each counter is the sum of its home and shared parts. Called on the home thread, which
+/// sees its own writes.
 fn read_figures(slot: &Slot) -> ScopeStats {
+    let sum = |get: fn(&Counters) -> &AtomicU64| {
+        get(&slot.home).load(Ordering::Relaxed).wrapping_add(get(&slot.shared).load(Ordering::Relaxed))
+    };
+    let live_blocks =
+        slot.home.live_blocks.load(Ordering::Relaxed).wrapping_add(slot.shared.live_blocks.load(Ordering::Relaxed));
     ScopeStats {
         retained_bytes: slot.live_bytes.load(Ordering::Relaxed).max(0) as u64,
-        retained_blocks: slot.live_blocks.load(Ordering::Relaxed).max(0) as u64,
+        retained_blocks: live_blocks.max(0) as u64,
         peak_bytes: slot.peak_bytes.load(Ordering::Relaxed).max(0) as u64,
-        allocated_bytes: slot.allocated_bytes.load(Ordering::Relaxed),
-        allocations: slot.allocations.load(Ordering::Relaxed),
-        freed_bytes: slot.freed_bytes.load(Ordering::Relaxed),
-        frees: slot.frees.load(Ordering::Relaxed),
+        allocated_bytes: sum(|counters| &counters.allocated_bytes),
+        allocations: sum(|counters| &counters.allocations),
+        freed_bytes: sum(|counters| &counters.freed_bytes),
+        frees: sum(|counters| &counters.frees),
     }
 }
 

@@ -28,6 +28,9 @@ pub(crate) struct ThreadState {
     pub(crate) pending_live: Cell<i64>,
     /// The scope this thread's allocations are attributed to; 0 for none.
     scope: Cell<u64>,
+    /// The innermost open scope this thread opened (0: none): it alone closes it, so its updates of that scope
+    /// need neither the close protocol nor atomic read-modify-writes (see `scope`).
+    home_scope: Cell<u64>,
     /// Whether this is the process's main thread: 0 not known yet, 1 yes, 2 no.
     main: Cell<u8>,
     /// An address in the frame of ying's leak-test runner while it runs a body on this thread (0: none). Stacks
@@ -46,6 +49,7 @@ impl ThreadState {
             shard: Cell::new(core::ptr::null()),
             pending_live: Cell::new(0),
             scope: Cell::new(0),
+            home_scope: Cell::new(0),
             main: Cell::new(0),
             capture_limit: Cell::new(0),
         }
@@ -73,6 +77,17 @@ impl ThreadState {
         let previous = self.scope.replace(id);
         self.refresh();
         previous
+    }
+
+    /// The innermost open scope this thread opened (0: none).
+    #[inline]
+    pub(crate) fn home_scope(&self) -> u64 {
+        self.home_scope.get()
+    }
+
+    /// Makes `id` this thread's home scope (0: none); returns the previous one.
+    pub(crate) fn replace_home_scope(&self, id: u64) -> u64 {
+        self.home_scope.replace(id)
     }
 
     /// This thread's counter shard as `counters` tagged it (null until assigned).

@@ -181,6 +181,41 @@ fn a_spawned_thread_joins_the_scope_through_its_handle() {
 }
 
 #[test]
+fn the_scopes_thread_and_an_entered_thread_add_up() {
+    // The scope's own thread and a thread that entered it keep separate counters: the figures are their sums.
+    let (to_worker, inbox) = mpsc::channel::<(ying::Scope, Vec<u8>)>();
+    let (done, wait_done) = mpsc::channel::<()>();
+    let worker = std::thread::spawn(move || {
+        for (scope, block) in inbox {
+            {
+                let _entered = scope.enter();
+                drop(block);
+                std::mem::forget(black_box(vec![3u8; 50]));
+            }
+            done.send(()).unwrap();
+        }
+    });
+    // Warm both channels up: their first message allocates the channel's slot block.
+    to_worker.send((ying::Scope::current(), Vec::new())).unwrap();
+    wait_done.recv().unwrap();
+    let ((), stats) = ying::measure(|| {
+        let kept = black_box(vec![1u8; 200]);
+        to_worker.send((ying::Scope::current(), black_box(vec![2u8; 300]))).unwrap();
+        wait_done.recv().unwrap();
+        std::mem::forget(kept);
+    });
+    drop(to_worker);
+    worker.join().unwrap();
+    assert_eq!(stats.allocations, 3, "{stats:?}");
+    assert_eq!(stats.allocated_bytes, 200 + 300 + 50);
+    assert_eq!(stats.frees, 1);
+    assert_eq!(stats.freed_bytes, 300);
+    assert_eq!(stats.retained_bytes, 250);
+    assert_eq!(stats.retained_blocks, 2);
+    assert_eq!(stats.peak_bytes, 500);
+}
+
+#[test]
 fn the_profilers_own_allocations_are_not_counted() {
     let (stacks, stats) = ying::measure(|| ALLOC.top_k_stacks_by_allocated(1000));
     assert!(!stacks.is_empty());
