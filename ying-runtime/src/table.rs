@@ -119,10 +119,10 @@ pub(crate) fn insert(ptr: usize, entry: Entry) {
     let (shard, slot) = spread(ptr);
     let mut map = SHARD_MAPS[shard].lock();
     let map = map.get_or_insert_with(|| Map::with_hasher_in(BuildHasherDefault::default(), RawSystem));
-    if map.insert(ptr, entry).is_none() && COUNTS[slot].fetch_add(1, Ordering::Relaxed) == 0 {
+    if map.insert(ptr, entry).is_none() && bump(slot, 1) == 0 {
         // Set while the shard is locked, before the pointer is handed to anyone: a free of `ptr` can only come
         // after the allocation returned, so it always sees the bit.
-        FILTER[slot / 64].fetch_or(1 << (slot % 64), Ordering::Relaxed);
+        set_bit(slot, true);
     }
 }
 
@@ -141,11 +141,31 @@ pub(crate) fn remove(ptr: usize) -> Option<Entry> {
 fn remove_locked(ptr: usize, shard: usize, slot: usize) -> Option<Entry> {
     let mut map = SHARD_MAPS[shard].lock();
     let entry = map.as_mut()?.remove(&ptr)?;
-    if COUNTS[slot].fetch_sub(1, Ordering::Relaxed) == 1 {
-        FILTER[slot / 64].fetch_and(!(1 << (slot % 64)), Ordering::Relaxed);
+    if bump(slot, -1) == 1 {
+        set_bit(slot, false);
     }
     Some(entry)
 }
+
+/// Adds `by` to the count of `slot`; returns the count before. Only under the lock of the slot's shard, the
+/// count's only writer then: a plain read and write, no locked instruction.
+fn bump(slot: usize, by: i32) -> u32 {
+    let count = COUNTS[slot].load(Ordering::Relaxed);
+    COUNTS[slot].store(count.wrapping_add_signed(by), Ordering::Relaxed);
+    count
+}
+
+/// Sets or clears the filter bit of `slot`. Only under the lock of the slot's shard: the 64 slots of a filter word
+/// belong to one shard (a shard has `SLOTS / SHARDS` consecutive slots, a multiple of 64), so the word's only
+/// writer is the holder of that lock.
+fn set_bit(slot: usize, on: bool) {
+    let word = &FILTER[slot / 64];
+    let bits = word.load(Ordering::Relaxed);
+    let bit = 1 << (slot % 64);
+    word.store(if on { bits | bit } else { bits & !bit }, Ordering::Relaxed);
+}
+
+const _: () = assert!((SLOTS / SHARDS).is_multiple_of(64), "a filter word must belong to one shard");
 
 /// One sampled live block, as [`sampled`] returns it.
 #[derive(Clone, Copy, Debug)]
