@@ -155,7 +155,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     /// lifetime is measured (see [`Sample::born`]).
     fn sample(&self, bytes: usize, interval: usize, objects: f64, timed: bool) -> Option<Sample> {
         let p = sampler::inclusion_probability(bytes, interval);
-        let stack = stacks::record_alloc(&stacks::capture(), objects / p, bytes as f64 / p);
+        let stack = stacks::record_sample(objects / p, bytes as f64 / p);
         if stack.is_none() {
             counters::on_dropped();
         }

@@ -8,6 +8,7 @@ use crate::histogram::LifetimeHistogram;
 use crate::raw::{RawSystem, RawVec};
 use crate::sync::SpinLock;
 use crate::thread::THREAD;
+use crate::unwind::Cached;
 use std::time::Duration;
 
 /// Deepest stack kept, counted from the allocation site; deeper (outer) frames are cut.
@@ -51,6 +52,51 @@ impl Ips {
     fn same(&self, other: &Ips) -> bool {
         self.as_slice() == other.as_slice() && self.spans() == other.spans()
     }
+}
+
+/// Captures the calling thread's stack and adds a sampled allocation event standing for `objects` allocations and
+/// `bytes` bytes to it (see [`record_alloc`]); returns the stack index, or `None` when the table is full. A stack
+/// this thread met just before is recognised without walking it ([`crate::unwind::capture_cached`]).
+pub(crate) fn record_sample(objects: f64, bytes: f64) -> Option<u32> {
+    let mut stack = Ips { len: 0, ips: [0; MAX_FRAMES], spans_len: 0, spans: [0; MAX_SPANS] };
+    #[cfg(feature = "profile-spans")]
+    {
+        stack.spans_len = crate::spans::current(&mut stack.spans);
+    }
+    let limit = THREAD.try_with(|thread| thread.capture_limit.get()).unwrap_or(0);
+    match crate::unwind::capture_cached(&mut stack.ips, limit) {
+        Cached::Hit(index) => record_again(index, &stack, objects, bytes),
+        Cached::Walked { len, ticket } => {
+            stack.len = len;
+            let index = record_alloc(&stack, objects, bytes)?;
+            if let Some(ticket) = ticket {
+                crate::unwind::remember(ticket, index);
+            }
+            Some(index)
+        }
+        Cached::Unsupported => {
+            let system = capture_with(false);
+            record_alloc(&system, objects, bytes)
+        }
+    }
+}
+
+/// [`record_alloc`] for the frames of stack `index`, captured again; `stack` holds only the spans the thread is in
+/// now, which may differ from the recorded stack's.
+fn record_again(index: u32, stack: &Ips, objects: f64, bytes: f64) -> Option<u32> {
+    let mut again = {
+        let mut table = STACKS.lock();
+        let record = &mut table.as_mut()?.records[index as usize];
+        if record.ips.spans() == stack.spans() {
+            record.allocated_objects += objects;
+            record.allocated_bytes += bytes;
+            return Some(index);
+        }
+        record.ips
+    };
+    again.spans = stack.spans;
+    again.spans_len = stack.spans_len;
+    record_alloc(&again, objects, bytes)
 }
 
 /// Captures the calling thread's stack without allocating or resolving symbols: with the caching walker

@@ -13,6 +13,13 @@
 //! system unwinder for that stack. A frame without call-frame information ends the stack, as it does for the
 //! system unwinder.
 //!
+//! A thread that allocates from one place again and again walks the same stack again and again. Each thread keeps
+//! its last few walks as the memory they read ([`capture_cached`]): a walk is a function of the registers it
+//! starts from and of the values it reads, so when the registers are the same and every remembered slot still
+//! holds the remembered value, the walk would find the same frames, and the caller's tag for that stack (the stack
+//! table's index) is returned without walking. That is one load and compare per read instead of a rule lookup per
+//! frame.
+//!
 //! Rules are keyed by address for the life of the process. An object unloaded (`dlclose`) and another loaded at
 //! the same addresses could leave stale rules: the table is cleared whenever the loader reports that an object was
 //! unloaded, which the walker checks on every table miss.
@@ -46,9 +53,74 @@ pub(crate) fn capture(_ips: &mut [usize], _limit: usize) -> Option<usize> {
     None
 }
 
+/// What [`capture_cached`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Cached {
+    /// The stack is one this thread walked before: the tag given to it with [`remember`].
+    Hit(u32),
+    /// Walked into `ips` (`len` frames). With a ticket, [`remember`] gives the stack its tag for the next time.
+    Walked { len: usize, ticket: Option<Ticket> },
+    /// The stack needs the system unwinder.
+    Unsupported,
+}
+
+/// Names the walk [`capture_cached`] just remembered, to give it a tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ticket {
+    #[cfg_attr(not(all(target_arch = "x86_64", target_os = "linux")), expect(dead_code, reason = "never made"))]
+    entry: usize,
+    #[cfg_attr(not(all(target_arch = "x86_64", target_os = "linux")), expect(dead_code, reason = "never made"))]
+    serial: u64,
+}
+
+/// [`capture`], recognising a stack this thread walked before (see the module docs): returns its tag when the
+/// stack is the same, else walks it and remembers what the walk read.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[inline(never)]
+pub(crate) fn capture_cached(ips: &mut [usize], limit: usize) -> Cached {
+    let (ip, sp, bp): (usize, usize, usize);
+    // SAFETY: as in `capture`: reads three registers, touches no memory.
+    unsafe {
+        core::arch::asm!(
+            "lea {ip}, [rip]",
+            "mov {sp}, rsp",
+            "mov {bp}, rbp",
+            ip = out(reg) ip,
+            sp = out(reg) sp,
+            bp = out(reg) bp,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+    let regs = x86_64::Regs { ip, sp, bp };
+    x86_64::TRACES.try_with(|traces| traces.capture(regs, ips, limit)).unwrap_or_else(|_| {
+        match x86_64::walk(regs, ips, limit) {
+            Some(len) => Cached::Walked { len, ticket: None },
+            None => Cached::Unsupported,
+        }
+    })
+}
+
+/// Elsewhere the system unwinder does all captures.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+pub(crate) fn capture_cached(_ips: &mut [usize], _limit: usize) -> Cached {
+    Cached::Unsupported
+}
+
+/// Gives the stack [`capture_cached`] walked under `ticket` its `tag`, returned when the same stack is met again.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub(crate) fn remember(ticket: Ticket, tag: u32) {
+    let _ = x86_64::TRACES.try_with(|traces| traces.remember(ticket, tag));
+}
+
+/// Elsewhere nothing is remembered.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+pub(crate) fn remember(_ticket: Ticket, _tag: u32) {}
+
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod x86_64 {
+    use super::{Cached, Ticket};
     use crate::sync::SpinLock;
+    use core::cell::Cell;
     use core::ops::ControlFlow;
     use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
     use gimli::{
@@ -120,7 +192,23 @@ mod x86_64 {
     /// means a rule went wrong, and the walk stops rather than read far memory.
     const MAX_STACK_SPAN: usize = 1 << 30;
 
-    pub(super) fn walk(mut regs: Regs, ips: &mut [usize], limit: usize) -> Option<usize> {
+    pub(super) fn walk(regs: Regs, ips: &mut [usize], limit: usize) -> Option<usize> {
+        walk_reading(regs, ips, limit, |_, _| {}, &Cell::new(false))
+    }
+
+    /// [`walk`], telling `reads` every slot of memory whose value the walk depends on and the value it found there,
+    /// and setting `uses_bp` when the starting `rbp` served as a CFA base. Optimised code often keeps data in
+    /// `rbp`, which frames save and restore as any callee-saved register: a restored `rbp` counts (and its slot is
+    /// told) only once a CFA is computed from it, and the starting one only if a CFA is computed from it before any
+    /// restore. What the walk finds is a function of its start (`ip`, `sp`, `bp` when used) and of these values.
+    #[inline(always)]
+    fn walk_reading(
+        mut regs: Regs,
+        ips: &mut [usize],
+        limit: usize,
+        mut reads: impl FnMut(usize, usize),
+        uses_bp: &Cell<bool>,
+    ) -> Option<usize> {
         if DISABLED.load(Ordering::Relaxed) {
             return None;
         }
@@ -130,6 +218,9 @@ mod x86_64 {
         // byte back so that a call at the very end of a function finds that function's rule.
         let mut lookup = regs.ip;
         let mut first = true;
+        let mut bp_restored = false;
+        // The slot the current `rbp` was restored from and its value, until a CFA is computed from it.
+        let mut bp_slot = None;
         loop {
             let rule = match rule_for(lookup) {
                 Ok(rule) => rule,
@@ -142,6 +233,14 @@ mod x86_64 {
                     return None;
                 }
             };
+            if rule.cfa_from_bp {
+                if !bp_restored {
+                    uses_bp.set(true);
+                }
+                if let Some((address, value)) = bp_slot.take() {
+                    reads(address, value);
+                }
+            }
             let base = if rule.cfa_from_bp { regs.bp } else { regs.sp };
             let cfa = base.wrapping_add_signed(rule.cfa_offset as isize);
             if cfa <= regs.sp || cfa - start_sp > MAX_STACK_SPAN {
@@ -155,9 +254,14 @@ mod x86_64 {
                 }
             }
             let Some(ra_offset) = rule.ra_offset else { return Some(len) };
-            let ra = read(cfa.wrapping_add_signed(isize::from(ra_offset)))?;
+            let ra_slot = cfa.wrapping_add_signed(isize::from(ra_offset));
+            let ra = read(ra_slot)?;
+            reads(ra_slot, ra);
             if let Some(bp_offset) = rule.bp_offset {
-                regs.bp = read(cfa.wrapping_add_signed(isize::from(bp_offset)))?;
+                let address = cfa.wrapping_add_signed(isize::from(bp_offset));
+                regs.bp = read(address)?;
+                bp_slot = Some((address, regs.bp));
+                bp_restored = true;
             }
             if ra == 0 {
                 return Some(len);
@@ -196,6 +300,133 @@ mod x86_64 {
     /// Set when the walker cannot walk even its own frame (no `.eh_frame_hdr`): every capture falls back.
     static DISABLED: AtomicBool = AtomicBool::new(false);
 
+    /// How many times [`CACHE`] was cleared: remembered walks are valid only under the count they were made at.
+    static FLUSHES: AtomicU64 = AtomicU64::new(0);
+
+    /// Most memory reads a remembered walk holds (two per frame at most: return address and saved `rbp`).
+    const TRACE_READS: usize = 48;
+    /// Walks remembered per thread.
+    const TRACE_ENTRIES: usize = 4;
+    /// The tag of an entry that holds no usable walk.
+    const NO_TAG: u32 = u32::MAX;
+
+    /// One remembered walk: where it started, what it read, and the caller's tag for the stack it found.
+    struct Trace {
+        tag: Cell<u32>,
+        /// Bumped at every refill, so that a ticket for an entry filled again since names nothing.
+        serial: Cell<u64>,
+        flushes: Cell<u64>,
+        /// `ip`, `sp` and `bp` at the start; `bp` is compared only when the walk used it (`uses_bp`).
+        regs: [Cell<usize>; 3],
+        uses_bp: Cell<bool>,
+        limit: Cell<usize>,
+        capacity: Cell<usize>,
+        reads: Cell<usize>,
+        addresses: [Cell<usize>; TRACE_READS],
+        values: [Cell<usize>; TRACE_READS],
+    }
+
+    impl Trace {
+        const fn new() -> Self {
+            Self {
+                tag: Cell::new(NO_TAG),
+                serial: Cell::new(0),
+                flushes: Cell::new(0),
+                regs: [const { Cell::new(0) }; 3],
+                uses_bp: Cell::new(false),
+                limit: Cell::new(0),
+                capacity: Cell::new(0),
+                reads: Cell::new(0),
+                addresses: [const { Cell::new(0) }; TRACE_READS],
+                values: [const { Cell::new(0) }; TRACE_READS],
+            }
+        }
+
+        /// The tag, when a walk from `regs` would read exactly what this one read (and so find the same frames).
+        #[inline]
+        fn replay(&self, regs: Regs, limit: usize, capacity: usize, flushes: u64) -> Option<u32> {
+            let tag = self.tag.get();
+            let same_start = self.regs[0].get() == regs.ip
+                && self.regs[1].get() == regs.sp
+                && (!self.uses_bp.get() || self.regs[2].get() == regs.bp)
+                && self.limit.get() == limit
+                && self.capacity.get() == capacity
+                && self.flushes.get() == flushes;
+            if tag == NO_TAG || !same_start {
+                return None;
+            }
+            for (address, value) in self.addresses.iter().zip(&self.values).take(self.reads.get()) {
+                // SAFETY: the walk from `regs` reads this slot at this point: its first read's address follows from
+                // `regs` and the rule of `regs.ip`, the same as when it was remembered, and each later address
+                // from the values read before it, which matched. So this is a read of a live frame's saved
+                // register that the walk itself would make, as sound as `read`'s.
+                if unsafe { (address.get() as *const usize).read() } != value.get() {
+                    return None;
+                }
+            }
+            Some(tag)
+        }
+    }
+
+    /// The walks a thread remembers, replaced in turn.
+    pub(super) struct Traces {
+        next: Cell<usize>,
+        entries: [Trace; TRACE_ENTRIES],
+    }
+
+    std::thread_local! {
+        pub(super) static TRACES: Traces = const { Traces { next: Cell::new(0), entries: [const { Trace::new() }; TRACE_ENTRIES] } };
+    }
+
+    impl Traces {
+        /// See [`super::capture_cached`].
+        pub(super) fn capture(&self, regs: Regs, ips: &mut [usize], limit: usize) -> Cached {
+            let flushes = FLUSHES.load(Ordering::Acquire);
+            for entry in &self.entries {
+                if let Some(tag) = entry.replay(regs, limit, ips.len(), flushes) {
+                    return Cached::Hit(tag);
+                }
+            }
+            let index = self.next.get();
+            self.next.set((index + 1) % TRACE_ENTRIES);
+            let entry = &self.entries[index];
+            entry.tag.set(NO_TAG);
+            entry.serial.set(entry.serial.get() + 1);
+            let mut reads = 0;
+            let uses_bp = Cell::new(false);
+            let record = |address, value| {
+                if reads < TRACE_READS {
+                    entry.addresses[reads].set(address);
+                    entry.values[reads].set(value);
+                }
+                reads += 1;
+            };
+            let walked = walk_reading(regs, ips, limit, record, &uses_bp);
+            let Some(len) = walked else { return Cached::Unsupported };
+            // Too deep to remember, or the rules changed during the walk: walked, not remembered.
+            if reads > TRACE_READS || FLUSHES.load(Ordering::Acquire) != flushes {
+                return Cached::Walked { len, ticket: None };
+            }
+            for (cell, value) in entry.regs.iter().zip([regs.ip, regs.sp, regs.bp]) {
+                cell.set(value);
+            }
+            entry.uses_bp.set(uses_bp.get());
+            entry.limit.set(limit);
+            entry.capacity.set(ips.len());
+            entry.flushes.set(flushes);
+            entry.reads.set(reads);
+            Cached::Walked { len, ticket: Some(Ticket { entry: index, serial: entry.serial.get() }) }
+        }
+
+        /// See [`super::remember`].
+        pub(super) fn remember(&self, ticket: Ticket, tag: u32) {
+            let entry = &self.entries[ticket.entry];
+            if entry.serial.get() == ticket.serial {
+                entry.tag.set(tag);
+            }
+        }
+    }
+
     fn slot_of(address: usize) -> &'static Slot {
         let hash = (address as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         &CACHE[(hash >> (64 - CACHE_SLOTS.trailing_zeros())) as usize]
@@ -229,6 +460,8 @@ mod x86_64 {
                 slot.address.store(0, Ordering::Relaxed);
             }
             *filled_under = unloads;
+            // Every thread's remembered walks were made with the old rules.
+            FLUSHES.fetch_add(1, Ordering::Release);
         }
         slot.address.store(0, Ordering::Relaxed);
         fence(Ordering::Release);
@@ -407,6 +640,58 @@ mod x86_64 {
             let mut limited = [0usize; 128];
             let kept = crate::unwind::capture(&mut limited, limit).unwrap();
             assert_eq!(kept, 1, "{:x?}", &limited[..kept]);
+        }
+
+        #[inline(never)]
+        fn probe(ips: &mut [usize]) -> crate::unwind::Cached {
+            let cached = crate::unwind::capture_cached(ips, 0);
+            std::hint::black_box(cached)
+        }
+
+        #[inline(never)]
+        fn through_a(ips: &mut [usize]) -> crate::unwind::Cached {
+            std::hint::black_box(probe(ips))
+        }
+
+        #[inline(never)]
+        fn through_b(ips: &mut [usize]) -> crate::unwind::Cached {
+            std::hint::black_box(probe(ips))
+        }
+
+        #[test]
+        fn a_remembered_walk_is_recognised_only_on_the_same_stack() {
+            use crate::unwind::{Cached, capture, remember};
+            let paths: [fn(&mut [usize]) -> Cached; 2] = [through_a, through_b];
+            let mut walked: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+            let mut ips = [0usize; 64];
+            for round in 0..3 {
+                // Both paths reach `probe` from the same call site with the same stack depth: the walks start from
+                // the same registers and differ only in a return address read on the way.
+                for (tag, path) in paths.iter().enumerate() {
+                    match path(&mut ips) {
+                        Cached::Walked { len, ticket: Some(ticket) } if round == 0 => {
+                            walked[tag] = ips[..len].to_vec();
+                            remember(ticket, tag as u32);
+                        }
+                        Cached::Hit(found) if round > 0 => assert_eq!(found, tag as u32, "round {round}"),
+                        other => panic!("round {round}, path {tag}: {other:?}"),
+                    }
+                }
+            }
+            assert_ne!(walked[0], walked[1]);
+            // The remembered walk found what the walker finds without the cache: `walked` holds the return
+            // addresses into `probe`, `through_a` and this test, then this test's callers; `fresh` the one into this
+            // test, then the same callers.
+            let mut fresh = [0usize; 64];
+            let len = capture(&mut fresh, 0).unwrap();
+            assert_eq!(walked[0][3..], fresh[1..len]);
+            // A different depth is a different stack.
+            assert!(matches!(nested_probe(3, &mut ips), Cached::Walked { .. }));
+        }
+
+        #[inline(never)]
+        fn nested_probe(depth: usize, ips: &mut [usize]) -> crate::unwind::Cached {
+            if depth == 0 { probe(ips) } else { std::hint::black_box(nested_probe(depth - 1, ips)) }
         }
 
         #[test]
