@@ -24,12 +24,14 @@
 //! the same addresses could leave stale rules: the table is cleared whenever the loader reports that an object was
 //! unloaded, which the walker checks on every table miss.
 
+use core::mem::MaybeUninit;
+
 /// Walks the calling thread's stack into `ips` (return addresses, innermost caller of `capture` first). Stops when
 /// `ips` is full, at the first frame whose CFA lies past `limit` (when not 0, that frame included), or at the end
 /// of the stack. Returns the number of frames written, or `None` when the stack needs the system unwinder.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[inline(never)]
-pub(crate) fn capture(ips: &mut [usize], limit: usize) -> Option<usize> {
+pub(crate) fn capture(ips: &mut [MaybeUninit<usize>], limit: usize) -> Option<usize> {
     let (ip, sp, bp): (usize, usize, usize);
     // SAFETY: reads the instruction pointer, stack pointer and frame pointer into registers; touches no memory and
     // leaves the stack and flags as they were.
@@ -49,7 +51,7 @@ pub(crate) fn capture(ips: &mut [usize], limit: usize) -> Option<usize> {
 
 /// Elsewhere the system unwinder does all captures.
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-pub(crate) fn capture(_ips: &mut [usize], _limit: usize) -> Option<usize> {
+pub(crate) fn capture(_ips: &mut [MaybeUninit<usize>], _limit: usize) -> Option<usize> {
     None
 }
 
@@ -77,7 +79,7 @@ pub(crate) struct Ticket {
 /// stack is the same, else walks it and remembers what the walk read.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[inline(never)]
-pub(crate) fn capture_cached(ips: &mut [usize], limit: usize) -> Cached {
+pub(crate) fn capture_cached(ips: &mut [MaybeUninit<usize>], limit: usize) -> Cached {
     let (ip, sp, bp): (usize, usize, usize);
     // SAFETY: as in `capture`: reads three registers, touches no memory.
     unsafe {
@@ -102,7 +104,7 @@ pub(crate) fn capture_cached(ips: &mut [usize], limit: usize) -> Cached {
 
 /// Elsewhere the system unwinder does all captures.
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-pub(crate) fn capture_cached(_ips: &mut [usize], _limit: usize) -> Cached {
+pub(crate) fn capture_cached(_ips: &mut [MaybeUninit<usize>], _limit: usize) -> Cached {
     Cached::Unsupported
 }
 
@@ -121,6 +123,7 @@ mod x86_64 {
     use super::{Cached, Ticket};
     use crate::sync::SpinLock;
     use core::cell::Cell;
+    use core::mem::MaybeUninit;
     use core::ops::ControlFlow;
     use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
     use gimli::{
@@ -192,7 +195,7 @@ mod x86_64 {
     /// means a rule went wrong, and the walk stops rather than read far memory.
     const MAX_STACK_SPAN: usize = 1 << 30;
 
-    pub(super) fn walk(regs: Regs, ips: &mut [usize], limit: usize) -> Option<usize> {
+    pub(super) fn walk(regs: Regs, ips: &mut [MaybeUninit<usize>], limit: usize) -> Option<usize> {
         walk_reading(regs, ips, limit, |_, _| {}, &Cell::new(false))
     }
 
@@ -204,7 +207,7 @@ mod x86_64 {
     #[inline(always)]
     fn walk_reading(
         mut regs: Regs,
-        ips: &mut [usize],
+        ips: &mut [MaybeUninit<usize>],
         limit: usize,
         mut reads: impl FnMut(usize, usize),
         uses_bp: &Cell<bool>,
@@ -247,7 +250,7 @@ mod x86_64 {
                 return Some(len); // not a caller's frame: stop
             }
             if !first {
-                ips[len] = regs.ip;
+                ips[len] = MaybeUninit::new(regs.ip);
                 len += 1;
                 if len == ips.len() || (limit != 0 && cfa > limit) {
                     return Some(len);
@@ -370,25 +373,39 @@ mod x86_64 {
 
     /// The walks a thread remembers, replaced in turn.
     pub(super) struct Traces {
+        /// The entry to replace next.
         next: Cell<usize>,
+        /// The entry last used (hit or filled): tried first, never replaced next.
+        last: Cell<usize>,
         entries: [Trace; TRACE_ENTRIES],
     }
 
     std::thread_local! {
-        pub(super) static TRACES: Traces = const { Traces { next: Cell::new(0), entries: [const { Trace::new() }; TRACE_ENTRIES] } };
+        pub(super) static TRACES: Traces = const {
+            Traces { next: Cell::new(0), last: Cell::new(0), entries: [const { Trace::new() }; TRACE_ENTRIES] }
+        };
     }
 
     impl Traces {
         /// See [`super::capture_cached`].
-        pub(super) fn capture(&self, regs: Regs, ips: &mut [usize], limit: usize) -> Cached {
+        pub(super) fn capture(&self, regs: Regs, ips: &mut [MaybeUninit<usize>], limit: usize) -> Cached {
             let flushes = FLUSHES.load(Ordering::Acquire);
-            for entry in &self.entries {
+            let last = self.last.get();
+            if let Some(tag) = self.entries[last].replay(regs, limit, ips.len(), flushes) {
+                return Cached::Hit(tag);
+            }
+            for (index, entry) in self.entries.iter().enumerate().filter(|&(index, _)| index != last) {
                 if let Some(tag) = entry.replay(regs, limit, ips.len(), flushes) {
+                    self.last.set(index);
                     return Cached::Hit(tag);
                 }
             }
-            let index = self.next.get();
+            let mut index = self.next.get();
+            if index == last {
+                index = (index + 1) % TRACE_ENTRIES;
+            }
             self.next.set((index + 1) % TRACE_ENTRIES);
+            self.last.set(index);
             let entry = &self.entries[index];
             entry.tag.set(NO_TAG);
             entry.serial.set(entry.serial.get() + 1);
@@ -580,12 +597,25 @@ mod x86_64 {
     #[cfg(test)]
     mod tests {
         use super::Rule;
+        use core::mem::MaybeUninit;
+
+        /// A walk's buffer, initialised so that the tests may read all of it.
+        fn buffer<const N: usize>() -> [MaybeUninit<usize>; N] {
+            [MaybeUninit::new(0); N]
+        }
+
+        /// The addresses in a [`buffer`].
+        fn read(buffer: &[MaybeUninit<usize>]) -> Vec<usize> {
+            // SAFETY: every buffer here comes from `buffer`, which initialises every element.
+            buffer.iter().map(|ip| unsafe { ip.assume_init() }).collect()
+        }
 
         /// Walks from here with both unwinders and checks that they agree on every caller.
         #[inline(never)]
         fn both_agree(depth: usize) -> usize {
-            let mut ours = [0usize; 128];
+            let mut ours = buffer::<128>();
             let len = crate::unwind::capture(&mut ours, 0).expect("the caching walker handles this stack");
+            let ours = read(&ours);
             let mut theirs = Vec::new();
             backtrace::trace(|frame| {
                 // The system unwinder reports the end of the stack as a last frame at address 0.
@@ -629,48 +659,51 @@ mod x86_64 {
 
         #[test]
         fn the_walk_stops_past_the_limit_and_when_full() {
-            let mut all = [0usize; 128];
+            let mut all = buffer::<128>();
             let len = crate::unwind::capture(&mut all, 0).unwrap();
             assert!(len > 4);
-            let mut three = [0usize; 3];
+            let mut three = buffer::<3>();
             assert_eq!(crate::unwind::capture(&mut three, 0), Some(3));
             // A limit just above this frame's locals: the walk keeps this test's frame and stops there.
             let marker = 0u8;
             let limit = core::ptr::from_ref(&marker) as usize;
-            let mut limited = [0usize; 128];
+            let mut limited = buffer::<128>();
             let kept = crate::unwind::capture(&mut limited, limit).unwrap();
-            assert_eq!(kept, 1, "{:x?}", &limited[..kept]);
+            assert_eq!(kept, 1, "{:x?}", &read(&limited)[..kept]);
         }
 
+        /// A way down to [`probe`].
+        type Probe = fn(&mut [MaybeUninit<usize>]) -> crate::unwind::Cached;
+
         #[inline(never)]
-        fn probe(ips: &mut [usize]) -> crate::unwind::Cached {
+        fn probe(ips: &mut [MaybeUninit<usize>]) -> crate::unwind::Cached {
             let cached = crate::unwind::capture_cached(ips, 0);
             std::hint::black_box(cached)
         }
 
         #[inline(never)]
-        fn through_a(ips: &mut [usize]) -> crate::unwind::Cached {
+        fn through_a(ips: &mut [MaybeUninit<usize>]) -> crate::unwind::Cached {
             std::hint::black_box(probe(ips))
         }
 
         #[inline(never)]
-        fn through_b(ips: &mut [usize]) -> crate::unwind::Cached {
+        fn through_b(ips: &mut [MaybeUninit<usize>]) -> crate::unwind::Cached {
             std::hint::black_box(probe(ips))
         }
 
         #[test]
         fn a_remembered_walk_is_recognised_only_on_the_same_stack() {
             use crate::unwind::{Cached, capture, remember};
-            let paths: [fn(&mut [usize]) -> Cached; 2] = [through_a, through_b];
+            let paths: [Probe; 2] = [through_a, through_b];
             let mut walked: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
-            let mut ips = [0usize; 64];
+            let mut ips = buffer::<64>();
             for round in 0..3 {
                 // Both paths reach `probe` from the same call site with the same stack depth: the walks start from
                 // the same registers and differ only in a return address read on the way.
                 for (tag, path) in paths.iter().enumerate() {
                     match path(&mut ips) {
                         Cached::Walked { len, ticket: Some(ticket) } if round == 0 => {
-                            walked[tag] = ips[..len].to_vec();
+                            walked[tag] = read(&ips[..len]);
                             remember(ticket, tag as u32);
                         }
                         Cached::Hit(found) if round > 0 => assert_eq!(found, tag as u32, "round {round}"),
@@ -682,15 +715,15 @@ mod x86_64 {
             // The remembered walk found what the walker finds without the cache: `walked` holds the return
             // addresses into `probe`, `through_a` and this test, then this test's callers; `fresh` the one into this
             // test, then the same callers.
-            let mut fresh = [0usize; 64];
+            let mut fresh = buffer::<64>();
             let len = capture(&mut fresh, 0).unwrap();
-            assert_eq!(walked[0][3..], fresh[1..len]);
+            assert_eq!(walked[0][3..], read(&fresh)[1..len]);
             // A different depth is a different stack.
             assert!(matches!(nested_probe(3, &mut ips), Cached::Walked { .. }));
         }
 
         #[inline(never)]
-        fn nested_probe(depth: usize, ips: &mut [usize]) -> crate::unwind::Cached {
+        fn nested_probe(depth: usize, ips: &mut [MaybeUninit<usize>]) -> crate::unwind::Cached {
             if depth == 0 { probe(ips) } else { std::hint::black_box(nested_probe(depth - 1, ips)) }
         }
 
