@@ -1,6 +1,6 @@
 //! The allocator's hot-path pieces one at a time: the sampler's countdown, the live table's insert and remove (and
 //! the filter that answers for the blocks it does not hold), and the stack capture of a sampled allocation (the
-//! caching walker, and the system unwinder it replaces).
+//! caching walker, and the system unwinder it replaces; a stack met again, recognised from the walk remembered).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -36,8 +36,13 @@ fn nested(depth: usize, capture: fn() -> usize) -> usize {
     if depth == 0 { capture() } else { black_box(nested(depth - 1, capture)) }
 }
 
+fn remembered() -> usize {
+    usize::from(hot_path::record_stack())
+}
+
 fn capture(c: &mut Criterion) {
     c.bench_function("stack/capture_20_frames", |b| b.iter(|| nested(black_box(12), hot_path::capture_stack)));
+    c.bench_function("stack/capture_20_frames_remembered", |b| b.iter(|| nested(black_box(12), remembered)));
     c.bench_function("stack/capture_20_frames_system_unwinder", |b| {
         b.iter(|| nested(black_box(12), hot_path::capture_stack_system_unwinder))
     });

@@ -236,6 +236,12 @@ pub mod __private {
             stacks::capture().as_slice().len()
         }
 
+        /// Captures the calling thread's stack and finds it in the stack table, as a sampled allocation does (adding
+        /// nothing to the stack's figures): a stack this thread met just before is recognised without walking it.
+        pub fn record_stack() -> bool {
+            stacks::record_sample(0.0, 0.0).is_some()
+        }
+
         /// [`capture_stack`] with the system unwinder only (what the caching walker replaces).
         pub fn capture_stack_system_unwinder() -> usize {
             stacks::capture_with(false).as_slice().len()

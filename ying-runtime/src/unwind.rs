@@ -57,6 +57,10 @@ pub(crate) fn capture(_ips: &mut [MaybeUninit<usize>], _limit: usize) -> Option<
 
 /// What [`capture_cached`] found.
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    expect(dead_code, reason = "elsewhere every capture is `Unsupported`")
+)]
 pub(crate) enum Cached {
     /// The stack is one this thread walked before: the tag given to it with [`remember`].
     Hit(u32),
@@ -68,10 +72,12 @@ pub(crate) enum Cached {
 
 /// Names the walk [`capture_cached`] just remembered, to give it a tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    expect(dead_code, reason = "elsewhere nothing is remembered")
+)]
 pub(crate) struct Ticket {
-    #[cfg_attr(not(all(target_arch = "x86_64", target_os = "linux")), expect(dead_code, reason = "never made"))]
     entry: usize,
-    #[cfg_attr(not(all(target_arch = "x86_64", target_os = "linux")), expect(dead_code, reason = "never made"))]
     serial: u64,
 }
 
