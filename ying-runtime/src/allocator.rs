@@ -154,8 +154,12 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     /// Samples an allocation event of `bytes` bytes: captures and interns the stack. `timed`: the block's
     /// lifetime is measured (see [`Sample::born`]).
     fn sample(&self, bytes: usize, interval: usize, objects: f64, timed: bool) -> Option<Sample> {
-        let p = sampler::inclusion_probability(bytes, interval);
-        let stack = stacks::record_sample(objects / p, bytes as f64 / p);
+        let stack = if interval == 0 {
+            stacks::record_sample(objects, bytes as f64)
+        } else {
+            let p = sampler::inclusion_probability(bytes, interval);
+            stacks::record_sample(objects / p, bytes as f64 / p)
+        };
         if stack.is_none() {
             counters::on_dropped();
         }
@@ -179,30 +183,21 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     #[cold]
     #[inline(never)]
     fn on_alloc_full(&self, ptr: *mut u8, size: usize, interval: usize) {
-        let decision = THREAD.try_with(|thread| {
+        let ptr = ptr as usize;
+        let counted = THREAD.try_with(|thread| {
             if thread.busy() {
-                return AllocEvent::Own;
+                own_alloc(ptr, size);
+                return;
             }
             counters::on_alloc(Some(thread), size);
             let scope = scope::attributed(thread);
             let sampled = sampler::should_sample(thread, size, interval);
-            if scope != 0 || sampled { AllocEvent::Record { scope, sampled } } else { AllocEvent::Counted }
-        });
-        match decision {
-            Ok(AllocEvent::Counted) => {}
-            Ok(event) => self.on_alloc_recorded(ptr as usize, size, interval, event),
-            Err(_) => dropped_alloc(size),
-        }
-    }
-
-    /// Records an allocation the tables must know of (see [`AllocEvent`]).
-    fn on_alloc_recorded(&self, ptr: usize, size: usize, interval: usize, event: AllocEvent) {
-        match event {
-            AllocEvent::Counted => {}
-            AllocEvent::Own => own_alloc(ptr, size),
-            AllocEvent::Record { scope, sampled } => {
-                let _ = THREAD.try_with(|thread| self.record_alloc(thread, ptr, size, scope, sampled, interval));
+            if scope != 0 || sampled {
+                self.record_alloc(thread, ptr, size, scope, sampled, interval);
             }
+        });
+        if counted.is_err() {
+            dropped_alloc(size);
         }
     }
 
@@ -373,17 +368,6 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         entry.size = new;
         (entry.scope != 0 || entry.sample.is_some()).then_some(entry)
     }
-}
-
-/// What an allocation's fast path decided.
-#[derive(Clone, Copy)]
-enum AllocEvent {
-    /// Counted; nothing to record.
-    Counted,
-    /// The profiler's own allocation.
-    Own,
-    /// Counted, and to be recorded for its scope or as a sample.
-    Record { scope: u64, sampled: bool },
 }
 
 /// An allocation the profiler made for itself (its thread is busy): remembered, so that its free is not counted.
