@@ -61,6 +61,7 @@ impl ThreadState {
     }
 
     /// Marks the profiler as running (or no longer running) on this thread; returns the previous setting.
+    #[inline]
     pub(crate) fn replace_busy(&self, busy: bool) -> bool {
         let was = self.busy.replace(busy);
         self.refresh();
@@ -108,6 +109,7 @@ impl ThreadState {
         self.plain.get()
     }
 
+    #[inline]
     fn refresh(&self) {
         let shard = self.shard.get();
         let exclusive = !shard.is_null() && shard.addr() & 1 == 0;
