@@ -24,8 +24,11 @@ const SHARED_SHARDS: usize = 16;
 /// Live-byte change a thread accumulates before it updates the process peak.
 pub(crate) const PEAK_BATCH: i64 = 64 * 1024;
 
+/// A block of event counters: allocations, frees and their bytes. The process keeps one per thread (and a few
+/// shared ones), a scope one for its home thread and one for the others (see `scope`). A block's only writer
+/// updates it with plain loads and stores (`exclusive`), several writers with atomic adds.
 #[repr(align(128))]
-struct Shard {
+pub(crate) struct Shard {
     allocated_bytes: AtomicU64,
     allocations: AtomicU64,
     freed_bytes: AtomicU64,
@@ -33,13 +36,25 @@ struct Shard {
 }
 
 impl Shard {
-    const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             allocated_bytes: AtomicU64::new(0),
             allocations: AtomicU64::new(0),
             freed_bytes: AtomicU64::new(0),
             frees: AtomicU64::new(0),
         }
+    }
+
+    /// Sets every counter to 0 (while nobody writes the block).
+    pub(crate) fn reset(&self) {
+        for counter in [&self.allocated_bytes, &self.allocations, &self.freed_bytes, &self.frees] {
+            counter.store(0, Relaxed);
+        }
+    }
+
+    /// `[allocated_bytes, allocations, freed_bytes, frees]`.
+    pub(crate) fn read(&self) -> [u64; 4] {
+        [&self.allocated_bytes, &self.allocations, &self.freed_bytes, &self.frees].map(|counter| counter.load(Relaxed))
     }
 }
 
@@ -88,7 +103,7 @@ fn assign_shard(thread: &ThreadState) -> (&'static Shard, bool) {
 
 /// Adds `value` to `counter`: a plain load and store for the block's only writer, an atomic add otherwise.
 #[inline]
-fn add(counter: &AtomicU64, value: u64, exclusive: bool) {
+pub(crate) fn add(counter: &AtomicU64, value: u64, exclusive: bool) {
     if exclusive {
         counter.store(counter.load(Relaxed).wrapping_add(value), Relaxed);
     } else {
@@ -129,21 +144,21 @@ fn fold_live(pending: i64) {
 impl Shard {
     /// Counts one allocation of `size` bytes; `exclusive`: the caller is the block's only writer.
     #[inline(always)]
-    fn count_alloc(&self, size: usize, exclusive: bool) {
+    pub(crate) fn count_alloc(&self, size: usize, exclusive: bool) {
         add(&self.allocated_bytes, size as u64, exclusive);
         add(&self.allocations, 1, exclusive);
     }
 
     /// Counts one free of `size` bytes.
     #[inline(always)]
-    fn count_free(&self, size: usize, exclusive: bool) {
+    pub(crate) fn count_free(&self, size: usize, exclusive: bool) {
         add(&self.freed_bytes, size as u64, exclusive);
         add(&self.frees, 1, exclusive);
     }
 
     /// Counts a realloc from `old` to `new` bytes: the same block, so only bytes move.
     #[inline(always)]
-    fn count_resize(&self, old: usize, new: usize, exclusive: bool) {
+    pub(crate) fn count_resize(&self, old: usize, new: usize, exclusive: bool) {
         if new >= old {
             add(&self.allocated_bytes, (new - old) as u64, exclusive);
         } else {
@@ -246,10 +261,11 @@ pub struct HeapStats {
 pub(crate) fn snapshot() -> HeapStats {
     let mut stats = HeapStats::default();
     for shard in OWNED.iter().chain(&SHARED) {
-        stats.allocated_bytes += shard.allocated_bytes.load(Relaxed);
-        stats.allocations += shard.allocations.load(Relaxed);
-        stats.freed_bytes += shard.freed_bytes.load(Relaxed);
-        stats.frees += shard.frees.load(Relaxed);
+        let [allocated_bytes, allocations, freed_bytes, frees] = shard.read();
+        stats.allocated_bytes += allocated_bytes;
+        stats.allocations += allocations;
+        stats.freed_bytes += freed_bytes;
+        stats.frees += frees;
     }
     stats.live_bytes = stats.allocated_bytes.saturating_sub(stats.freed_bytes);
     stats.live_blocks = stats.allocations.saturating_sub(stats.frees);

@@ -10,79 +10,12 @@
 //! announcement and write counters of their own with plain loads and stores. Only the live-byte count, whose peak
 //! must be exact across threads, is one atomic counter for everyone.
 
+use crate::counters::{self, Shard};
 use crate::thread::{THREAD, ThreadState};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 const SLOT_BITS: u32 = 8;
 const SLOTS: usize = 1 << SLOT_BITS;
-
-/// Counters of one scope. Each slot has two sets: one only its home thread writes (plain load and store, no
-/// locked instruction) and one for every other thread (atomic read-modify-write); the figures are their sums.
-#[repr(align(64))]
-struct Counters {
-    allocated_bytes: AtomicU64,
-    allocations: AtomicU64,
-    freed_bytes: AtomicU64,
-    frees: AtomicU64,
-    live_blocks: AtomicI64,
-}
-
-impl Counters {
-    const fn new() -> Self {
-        Self {
-            allocated_bytes: AtomicU64::new(0),
-            allocations: AtomicU64::new(0),
-            freed_bytes: AtomicU64::new(0),
-            frees: AtomicU64::new(0),
-            live_blocks: AtomicI64::new(0),
-        }
-    }
-
-    fn reset(&self) {
-        for counter in [&self.allocated_bytes, &self.allocations, &self.freed_bytes, &self.frees] {
-            counter.store(0, Ordering::Relaxed);
-        }
-        self.live_blocks.store(0, Ordering::Relaxed);
-    }
-}
-
-/// How an update reaches a slot's [`Counters`].
-#[derive(Clone, Copy)]
-enum Writer {
-    /// The scope's home thread, the only writer of the slot's `home` set.
-    Home,
-    /// Any other thread.
-    Shared,
-}
-
-impl Writer {
-    /// The set this writer updates.
-    fn counters(self, slot: &Slot) -> &Counters {
-        match self {
-            Writer::Home => &slot.home,
-            Writer::Shared => &slot.shared,
-        }
-    }
-
-    fn add(self, counter: &AtomicU64, by: u64) {
-        match self {
-            // The only writer: a plain read and write cannot lose an update.
-            Writer::Home => counter.store(counter.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed),
-            Writer::Shared => {
-                counter.fetch_add(by, Ordering::Relaxed);
-            }
-        }
-    }
-
-    fn add_signed(self, counter: &AtomicI64, by: i64) {
-        match self {
-            Writer::Home => counter.store(counter.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed),
-            Writer::Shared => {
-                counter.fetch_add(by, Ordering::Relaxed);
-            }
-        }
-    }
-}
 
 struct Slot {
     claimed: AtomicBool,
@@ -93,10 +26,12 @@ struct Slot {
     /// Live bytes, one counter for all threads: its read-modify-writes order every change, so the peak is exact.
     live_bytes: AtomicI64,
     peak_bytes: AtomicI64,
-    /// Written by the home thread only.
-    home: Counters,
-    /// Written by every other thread.
-    shared: Counters,
+    /// Live blocks, the home thread's count and the others' (signed, as two's complement).
+    live_blocks: [AtomicU64; 2],
+    /// Event counters written by the home thread only (plain loads and stores, no locked instruction).
+    home: Shard,
+    /// Event counters of every other thread (atomic adds).
+    shared: Shard,
 }
 
 impl Slot {
@@ -108,35 +43,29 @@ impl Slot {
             users: AtomicU32::new(0),
             live_bytes: AtomicI64::new(0),
             peak_bytes: AtomicI64::new(0),
-            home: Counters::new(),
-            shared: Counters::new(),
+            live_blocks: [AtomicU64::new(0), AtomicU64::new(0)],
+            home: Shard::new(),
+            shared: Shard::new(),
         }
     }
 
-    fn add_live(&self, writer: Writer, bytes: usize, blocks: i64) {
+    /// The event counters and live-block count of the home thread (`home`) or of the others.
+    fn counters(&self, home: bool) -> (&Shard, &AtomicU64) {
+        if home { (&self.home, &self.live_blocks[0]) } else { (&self.shared, &self.live_blocks[1]) }
+    }
+
+    fn add_live(&self, home: bool, bytes: usize, blocks: i64) {
         let live = self.live_bytes.fetch_add(bytes as i64, Ordering::Relaxed) + bytes as i64;
-        writer.add_signed(&writer.counters(self).live_blocks, blocks);
+        counters::add(self.counters(home).1, blocks as u64, home);
         // Most allocations set no new peak: read before writing.
         if live > self.peak_bytes.load(Ordering::Relaxed) {
             self.peak_bytes.fetch_max(live, Ordering::Relaxed);
         }
     }
 
-    fn sub_live(&self, writer: Writer, bytes: usize, blocks: i64) {
+    fn sub_live(&self, home: bool, bytes: usize, blocks: i64) {
         self.live_bytes.fetch_sub(bytes as i64, Ordering::Relaxed);
-        writer.add_signed(&writer.counters(self).live_blocks, -blocks);
-    }
-
-    fn count_alloc(&self, writer: Writer, bytes: usize) {
-        let counters = writer.counters(self);
-        writer.add(&counters.allocated_bytes, bytes as u64);
-        writer.add(&counters.allocations, 1);
-    }
-
-    fn count_free(&self, writer: Writer, bytes: usize) {
-        let counters = writer.counters(self);
-        writer.add(&counters.freed_bytes, bytes as u64);
-        writer.add(&counters.frees, 1);
+        counters::add(self.counters(home).1, blocks.wrapping_neg() as u64, home);
     }
 }
 
@@ -151,19 +80,19 @@ static PROCESS_SKIPS_MAIN: AtomicBool = AtomicBool::new(false);
 /// Runs `f` on the slot of scope `id` if that scope is still open; reports whether it was.
 ///
 /// On the scope's home thread (the one that opened it and will close it) the scope is open, and no close can
-/// overlap the update: no check, no announcement, and `f` writes the home counters. Other threads announce
-/// themselves in `users` (closing waits for them) and check the id.
+/// overlap the update: no check, no announcement, and `f` writes the home counters (its second argument: `true`).
+/// Other threads announce themselves in `users` (closing waits for them) and check the id.
 #[inline]
-fn with_open(id: u64, f: impl FnOnce(&Slot, Writer)) -> bool {
+fn with_open(id: u64, f: impl FnOnce(&Slot, bool)) -> bool {
     let slot = &SLOT_TABLE[(id as usize) & (SLOTS - 1)];
     if THREAD.try_with(|thread| thread.home_scope() == id) == Ok(true) {
-        f(slot, Writer::Home);
+        f(slot, true);
         return true;
     }
     slot.users.fetch_add(1, Ordering::SeqCst);
     let open = slot.id.load(Ordering::SeqCst) == id;
     if open {
-        f(slot, Writer::Shared);
+        f(slot, false);
     }
     slot.users.fetch_sub(1, Ordering::Release);
     open
@@ -192,9 +121,9 @@ pub(crate) fn attributed(thread: &ThreadState) -> u64 {
 /// the block, and the flag says whether the scope records the stack of every allocation.
 pub(crate) fn on_alloc(id: u64, size: usize) -> Option<bool> {
     let mut capture = false;
-    with_open(id, |slot, writer| {
-        slot.count_alloc(writer, size);
-        slot.add_live(writer, size, 1);
+    with_open(id, |slot, home| {
+        slot.counters(home).0.count_alloc(size, home);
+        slot.add_live(home, size, 1);
         capture = slot.capture.load(Ordering::Relaxed);
     })
     .then_some(capture)
@@ -202,27 +131,20 @@ pub(crate) fn on_alloc(id: u64, size: usize) -> Option<bool> {
 
 /// A free of `size` bytes made in scope `id`, of a block of any age or owner.
 pub(crate) fn on_free(id: u64, size: usize) {
-    with_open(id, |slot, writer| slot.count_free(writer, size));
+    with_open(id, |slot, home| slot.counters(home).0.count_free(size, home));
 }
 
 /// A realloc made in scope `id` from `old` to `new` bytes: growth counts as allocated, shrinkage as freed.
 pub(crate) fn on_resize(id: u64, old: usize, new: usize) {
-    with_open(id, |slot, writer| {
-        let counters = writer.counters(slot);
-        if new >= old {
-            writer.add(&counters.allocated_bytes, (new - old) as u64);
-        } else {
-            writer.add(&counters.freed_bytes, (old - new) as u64);
-        }
-    });
+    with_open(id, |slot, home| slot.counters(home).0.count_resize(old, new, home));
 }
 
 /// Scope `id` now owns `bytes` more bytes of a live block (`block`: a whole new block). As [`on_alloc`]: `None` when
 /// the scope has closed, else whether it records every stack.
 pub(crate) fn own(id: u64, bytes: usize, block: bool) -> Option<bool> {
     let mut capture = false;
-    with_open(id, |slot, writer| {
-        slot.add_live(writer, bytes, i64::from(block));
+    with_open(id, |slot, home| {
+        slot.add_live(home, bytes, i64::from(block));
         capture = slot.capture.load(Ordering::Relaxed);
     })
     .then_some(capture)
@@ -230,15 +152,15 @@ pub(crate) fn own(id: u64, bytes: usize, block: bool) -> Option<bool> {
 
 /// A free of `size` bytes made in scope `id` of a block it owns `owned` bytes of: [`on_free`] and [`disown`] at once.
 pub(crate) fn free_owned(id: u64, size: usize, owned: usize, block: bool) {
-    with_open(id, |slot, writer| {
-        slot.count_free(writer, size);
-        slot.sub_live(writer, owned, i64::from(block));
+    with_open(id, |slot, home| {
+        slot.counters(home).0.count_free(size, home);
+        slot.sub_live(home, owned, i64::from(block));
     });
 }
 
 /// Scope `id` no longer owns `bytes` bytes (and, with `block`, one block) it owned.
 pub(crate) fn disown(id: u64, bytes: usize, block: bool) {
-    with_open(id, |slot, writer| slot.sub_live(writer, bytes, i64::from(block)));
+    with_open(id, |slot, home| slot.sub_live(home, bytes, i64::from(block)));
 }
 
 /// Exact figures of what a scope did to the heap, as [`measure`](crate::measure) returns them.
@@ -311,6 +233,9 @@ impl OpenScope {
         let slot = &SLOT_TABLE[index];
         slot.home.reset();
         slot.shared.reset();
+        for blocks in &slot.live_blocks {
+            blocks.store(0, Ordering::Relaxed);
+        }
         slot.live_bytes.store(0, Ordering::Relaxed);
         slot.peak_bytes.store(0, Ordering::Relaxed);
         slot.capture.store(capture, Ordering::Relaxed);
@@ -380,19 +305,19 @@ impl OpenScope {
 /// The slot's figures: each counter is the sum of its home and shared parts. Called on the home thread, which
 /// sees its own writes.
 fn read_figures(slot: &Slot) -> ScopeStats {
-    let sum = |get: fn(&Counters) -> &AtomicU64| {
-        get(&slot.home).load(Ordering::Relaxed).wrapping_add(get(&slot.shared).load(Ordering::Relaxed))
-    };
-    let live_blocks =
-        slot.home.live_blocks.load(Ordering::Relaxed).wrapping_add(slot.shared.live_blocks.load(Ordering::Relaxed));
+    let [home, shared] = [slot.home.read(), slot.shared.read()];
+    let [allocated_bytes, allocations, freed_bytes, frees] =
+        core::array::from_fn(|counter| home[counter].wrapping_add(shared[counter]));
+    let [home_blocks, shared_blocks] = &slot.live_blocks;
+    let live_blocks = home_blocks.load(Ordering::Relaxed).wrapping_add(shared_blocks.load(Ordering::Relaxed)) as i64;
     ScopeStats {
         retained_bytes: slot.live_bytes.load(Ordering::Relaxed).max(0) as u64,
         retained_blocks: live_blocks.max(0) as u64,
         peak_bytes: slot.peak_bytes.load(Ordering::Relaxed).max(0) as u64,
-        allocated_bytes: sum(|counters| &counters.allocated_bytes),
-        allocations: sum(|counters| &counters.allocations),
-        freed_bytes: sum(|counters| &counters.freed_bytes),
-        frees: sum(|counters| &counters.frees),
+        allocated_bytes,
+        allocations,
+        freed_bytes,
+        frees,
     }
 }
 

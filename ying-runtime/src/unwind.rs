@@ -26,27 +26,36 @@
 
 use core::mem::MaybeUninit;
 
+/// The calling function's instruction, stack and frame pointers, as an `x86_64::Regs` to start a walk from. A
+/// macro, not a function: a walk starts in the frame that read the registers, which must still be running.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+macro_rules! registers {
+    () => {{
+        let (ip, sp, bp): (usize, usize, usize);
+        // SAFETY: reads the instruction pointer, stack pointer and frame pointer into registers; touches no memory
+        // and leaves the stack and flags as they were.
+        unsafe {
+            core::arch::asm!(
+                "lea {ip}, [rip]",
+                "mov {sp}, rsp",
+                "mov {bp}, rbp",
+                ip = out(reg) ip,
+                sp = out(reg) sp,
+                bp = out(reg) bp,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        x86_64::Regs { ip, sp, bp }
+    }};
+}
+
 /// Walks the calling thread's stack into `ips` (return addresses, innermost caller of `capture` first). Stops when
 /// `ips` is full, at the first frame whose CFA lies past `limit` (when not 0, that frame included), or at the end
 /// of the stack. Returns the number of frames written, or `None` when the stack needs the system unwinder.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[inline(never)]
 pub(crate) fn capture(ips: &mut [MaybeUninit<usize>], limit: usize) -> Option<usize> {
-    let (ip, sp, bp): (usize, usize, usize);
-    // SAFETY: reads the instruction pointer, stack pointer and frame pointer into registers; touches no memory and
-    // leaves the stack and flags as they were.
-    unsafe {
-        core::arch::asm!(
-            "lea {ip}, [rip]",
-            "mov {sp}, rsp",
-            "mov {bp}, rbp",
-            ip = out(reg) ip,
-            sp = out(reg) sp,
-            bp = out(reg) bp,
-            options(nomem, nostack, preserves_flags),
-        );
-    }
-    x86_64::walk(x86_64::Regs { ip, sp, bp }, ips, limit)
+    x86_64::walk(registers!(), ips, limit)
 }
 
 /// Elsewhere the system unwinder does all captures.
@@ -86,20 +95,7 @@ pub(crate) struct Ticket {
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[inline(never)]
 pub(crate) fn capture_cached(ips: &mut [MaybeUninit<usize>], limit: usize) -> Cached {
-    let (ip, sp, bp): (usize, usize, usize);
-    // SAFETY: as in `capture`: reads three registers, touches no memory.
-    unsafe {
-        core::arch::asm!(
-            "lea {ip}, [rip]",
-            "mov {sp}, rsp",
-            "mov {bp}, rbp",
-            ip = out(reg) ip,
-            sp = out(reg) sp,
-            bp = out(reg) bp,
-            options(nomem, nostack, preserves_flags),
-        );
-    }
-    let regs = x86_64::Regs { ip, sp, bp };
+    let regs = registers!();
     x86_64::TRACES.try_with(|traces| traces.capture(regs, ips, limit)).unwrap_or_else(|_| {
         match x86_64::walk(regs, ips, limit) {
             Some(len) => Cached::Walked { len, ticket: None },
