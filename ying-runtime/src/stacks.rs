@@ -75,8 +75,7 @@ impl Ips {
 /// this thread met just before is recognised without walking it ([`crate::unwind::capture_cached`]).
 pub(crate) fn record_sample(objects: f64, bytes: f64) -> Option<u32> {
     let mut stack = Ips::new();
-    let limit = THREAD.try_with(|thread| thread.capture_limit.get()).unwrap_or(0);
-    match crate::unwind::capture_cached(&mut stack.ips, limit) {
+    match crate::unwind::capture_cached(&mut stack.ips, capture_limit()) {
         Cached::Hit(index) => record_again(index, &stack, objects, bytes),
         Cached::Walked { len, ticket } => {
             stack.len = len;
@@ -111,6 +110,12 @@ fn record_again(index: u32, stack: &Ips, objects: f64, bytes: f64) -> Option<u32
     record_alloc(&again, objects, bytes)
 }
 
+/// Where captures on this thread stop (0: at the end of the stack). Past the leak-test runner's frame lie only the
+/// test harness's: not worth unwinding on every allocation.
+fn capture_limit() -> usize {
+    THREAD.try_with(|thread| thread.capture_limit.get()).unwrap_or(0)
+}
+
 /// Captures the calling thread's stack without allocating or resolving symbols: with the caching walker
 /// ([`crate::unwind`]) where it can, else with the system unwinder.
 #[inline(never)]
@@ -122,8 +127,7 @@ pub(crate) fn capture() -> Ips {
 #[inline(never)]
 pub(crate) fn capture_with(walker: bool) -> Ips {
     let mut stack = Ips::new();
-    // Past the leak-test runner's frame lie only the test harness's: not worth unwinding on every allocation.
-    let limit = THREAD.try_with(|thread| thread.capture_limit.get()).unwrap_or(0);
+    let limit = capture_limit();
     if walker && let Some(len) = crate::unwind::capture(&mut stack.ips, limit) {
         stack.len = len;
         return stack;
@@ -166,7 +170,7 @@ static STACKS: SpinLock<Option<StackTable>> = SpinLock::new(None);
 
 /// Interns `ips` and adds a sampled allocation event standing for `objects` allocations and `bytes` bytes; returns
 /// the stack index, or `None` when the table is full.
-pub(crate) fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<u32> {
+fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<u32> {
     let hash = ips.hash();
     let mut table = STACKS.lock();
     let table = table.get_or_insert_with(|| StackTable {
