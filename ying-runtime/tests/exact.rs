@@ -132,20 +132,29 @@ fn a_block_freed_after_the_scope_closed_changes_nothing() {
 #[test]
 fn other_threads_never_pollute_a_scope() {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let running = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let noisy: Vec<_> = (0..2)
         .map(|_| {
-            let stop = stop.clone();
+            let (stop, running) = (stop.clone(), running.clone());
             std::thread::spawn(move || {
                 let mut leaked = 0usize;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     drop(black_box(vec![0u8; 10_000]));
                     Box::leak(black_box(Box::new([1u8; 64])));
+                    if leaked == 0 {
+                        running.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     leaked += 1;
                 }
                 leaked
             })
         })
         .collect();
+    // The scopes below must overlap the noise: wait until both threads allocate (an optimised build can otherwise
+    // finish every scope before they are scheduled).
+    while running.load(std::sync::atomic::Ordering::Relaxed) < 2 {
+        std::thread::yield_now();
+    }
     for _ in 0..50 {
         let ((), stats) = ying::measure(|| {
             std::mem::forget(black_box(Vec::<u8>::with_capacity(123)));
