@@ -136,6 +136,12 @@ pub(crate) fn remove(ptr: usize) -> Option<Entry> {
     remove_locked(ptr, shard, slot)
 }
 
+/// [`remove`] for a pointer [`may_hold`] has already let through: the filter is not read again.
+pub(crate) fn remove_let_through(ptr: usize) -> Option<Entry> {
+    let (shard, slot) = spread(ptr);
+    remove_locked(ptr, shard, slot)
+}
+
 /// [`remove`] past the filter: locks the shard and probes.
 #[cold]
 fn remove_locked(ptr: usize, shard: usize, slot: usize) -> Option<Entry> {
