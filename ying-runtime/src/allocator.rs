@@ -5,7 +5,7 @@ use crate::sampler::{self, DEFAULT_SAMPLE_INTERVAL};
 use crate::stack_stats::{self, StackStats};
 use crate::table::{self, Entry, Sample};
 use crate::thread::{THREAD, ThreadState, as_profiler};
-use crate::{scope, stacks, symbolize};
+use crate::{nursery, scope, stacks, symbolize};
 use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::alloc::System;
@@ -216,17 +216,20 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         };
         if owner != 0 || sample.is_some() {
             let owned = if owner != 0 { size } else { 0 };
-            table::insert(ptr, Entry { scope: owner, owned, sample, owns_block: owner != 0, ..Entry::untracked(size) });
+            let entry = Entry { scope: owner, owned, sample, owns_block: owner != 0, ..Entry::untracked(size) };
+            table::insert_allocated(thread, ptr, entry);
         }
         thread.replace_busy(was_busy);
     }
 
     #[inline(always)]
     fn on_free(&self, ptr: *mut u8, size: usize) {
-        if table::may_hold(ptr as usize) {
+        // The gate first (see `table::remove`): the filter has no bits for nurseries' blocks. A closed gate also
+        // says that no process-attributed scope is open.
+        if nursery::frees_gated() || table::may_hold(ptr as usize) {
             on_free_filtered(ptr as usize, size);
-        } else {
-            count_free(size);
+        } else if !count_plain_free(size) {
+            count_free_full(size);
         }
     }
 
@@ -405,6 +408,20 @@ fn count_free(size: usize) {
     }
 }
 
+/// Counts a free on a [`plain`](ThreadState::plain) thread (no process-attributed scope may be open: the caller
+/// found the gate closed); false when the thread is not plain.
+#[inline(always)]
+fn count_plain_free(size: usize) -> bool {
+    let counted = THREAD.try_with(|thread| {
+        let plain = thread.plain();
+        if plain {
+            counters::on_free_plain(thread, size);
+        }
+        plain
+    });
+    counted == Ok(true)
+}
+
 /// The allocator's fast path: when the calling thread is [`plain`](ThreadState::plain) (not busy, in no scope,
 /// writing its own counters), no process-attributed scope is open, and `passes` agrees, `count`s the event and
 /// returns true. Otherwise changes nothing and returns false: the event goes the full way.
@@ -436,11 +453,11 @@ fn count_free_full(size: usize) {
     }
 }
 
-/// A free of a block the live table's filter lets through: it may be tracked.
+/// A free of a block that may be tracked: the live table's filter lets it through, or a nursery is held.
 #[cold]
 #[inline(never)]
 fn on_free_filtered(ptr: usize, size: usize) {
-    match table::remove_let_through(ptr) {
+    match table::remove(ptr) {
         None => count_free(size),
         Some(entry) => on_free_tracked(&entry, size),
     }

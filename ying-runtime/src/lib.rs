@@ -87,6 +87,7 @@ mod leak_test;
 #[cfg(target_os = "linux")]
 mod loaded;
 mod measure;
+mod nursery;
 #[cfg(feature = "pprof")]
 mod objects;
 #[cfg(feature = "pprof")]

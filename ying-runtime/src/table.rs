@@ -8,9 +8,15 @@
 //!
 //! A filter slot belongs to one shard (its high bits are the shard's number), so the slot's count of entries, and
 //! its bit, which is set while the count is not zero, only change under that shard's lock.
+//!
+//! While a thread has a scope open, the entries of the blocks it allocates for that scope go to its nursery
+//! (`nursery`) instead, without a lock, and move here when the scope closes. [`remove`] and the readers of
+//! every entry look in the nurseries too.
 
+use crate::nursery;
 use crate::raw::{RawSystem, RawVec};
 use crate::sync::SpinLock;
+use crate::thread::ThreadState;
 use core::hash::{BuildHasherDefault, Hasher};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
@@ -126,9 +132,47 @@ pub(crate) fn insert(ptr: usize, entry: Entry) {
     }
 }
 
-/// Removes and returns the entry for `ptr`, if it has one.
+/// Records the entry of a block the calling thread has just allocated: in the thread's nursery when the block is
+/// its home scope's (see `nursery`), else in the live table.
+pub(crate) fn insert_allocated(thread: &ThreadState, ptr: usize, entry: Entry) {
+    if entry.scope != thread.home_scope() || !nursery::insert(thread, ptr, &entry) {
+        insert(ptr, entry);
+    }
+}
+
+/// Records `entry` for `ptr` as it moves out of a nursery: inserted under the shard's lock, then `clear_key`
+/// clears the nursery's key before the lock is released. When it fails, the thread that cleared the key first has
+/// freed the block, and the entry is taken back out.
+pub(crate) fn insert_moved(ptr: usize, entry: Entry, clear_key: impl FnOnce() -> bool) {
+    let (shard, slot) = spread(ptr);
+    let mut map = SHARD_MAPS[shard].lock();
+    let map = map.get_or_insert_with(|| Map::with_hasher_in(BuildHasherDefault::default(), RawSystem));
+    let stale = map.insert(ptr, entry);
+    if stale.is_none() && bump(slot, 1) == 0 {
+        set_bit(slot, true);
+    }
+    if !clear_key() {
+        match stale {
+            Some(stale) => {
+                map.insert(ptr, stale);
+            }
+            None => {
+                map.remove(&ptr);
+                if bump(slot, -1) == 1 {
+                    set_bit(slot, false);
+                }
+            }
+        }
+    }
+}
+
+/// Removes and returns the entry for `ptr`, if it has one (in the live table or a nursery).
 #[inline]
 pub(crate) fn remove(ptr: usize) -> Option<Entry> {
+    // The nurseries first: an entry moving out of one is in the live table before its key is cleared.
+    if nursery::any_held() {
+        return remove_anywhere(ptr);
+    }
     let (shard, slot) = spread(ptr);
     if !slot_may_hold(slot) {
         return None;
@@ -136,9 +180,16 @@ pub(crate) fn remove(ptr: usize) -> Option<Entry> {
     remove_locked(ptr, shard, slot)
 }
 
-/// [`remove`] for a pointer [`may_hold`] has already let through: the filter is not read again.
-pub(crate) fn remove_let_through(ptr: usize) -> Option<Entry> {
+/// [`remove`] while a nursery is held.
+#[cold]
+fn remove_anywhere(ptr: usize) -> Option<Entry> {
+    if let Some(entry) = nursery::take(ptr) {
+        return Some(entry);
+    }
     let (shard, slot) = spread(ptr);
+    if !slot_may_hold(slot) {
+        return None;
+    }
     remove_locked(ptr, shard, slot)
 }
 
@@ -181,10 +232,15 @@ pub(crate) struct LiveSample {
     pub(crate) interval: usize,
 }
 
-/// A copy of every sampled live block, taken shard by shard. Only raw-system memory is used while a shard is
-/// locked, so this never re-enters the allocator under a lock.
+/// A copy of every sampled live block, taken shard by shard, then from the nurseries. Only raw-system memory is
+/// used while a shard is locked, so this never re-enters the allocator under a lock.
 pub(crate) fn sampled() -> RawVec<LiveSample> {
     let mut out = RawVec::new_in(RawSystem);
+    nursery::for_each(|_, entry| {
+        if let Some(sample) = entry.sample {
+            out.push(LiveSample { stack: sample.stack, size: entry.size, interval: sample.interval });
+        }
+    });
     for shard in &SHARD_MAPS {
         let map = shard.lock();
         let Some(map) = map.as_ref() else { continue };
@@ -199,14 +255,16 @@ pub(crate) fn sampled() -> RawVec<LiveSample> {
 /// Counts of entries by kind: (sampled, owned by a scope, internal). For tests and diagnostics.
 pub(crate) fn census() -> (usize, usize, usize) {
     let (mut sampled, mut owned, mut internal) = (0, 0, 0);
+    let mut count = |entry: &Entry| {
+        sampled += usize::from(entry.sample.is_some());
+        owned += usize::from(entry.scope != 0);
+        internal += usize::from(entry.internal);
+    };
     for shard in &SHARD_MAPS {
         let map = shard.lock();
-        for entry in map.iter().flat_map(|map| map.values()) {
-            sampled += usize::from(entry.sample.is_some());
-            owned += usize::from(entry.scope != 0);
-            internal += usize::from(entry.internal);
-        }
+        map.iter().flat_map(|map| map.values()).for_each(&mut count);
     }
+    nursery::for_each(|_, entry| count(&entry));
     (sampled, owned, internal)
 }
 
@@ -224,6 +282,15 @@ pub(crate) struct OwnedBlock {
 /// Every live block that scope `id` owns bytes of (the scope may have closed since).
 pub(crate) fn owned_by(id: u64) -> RawVec<OwnedBlock> {
     let mut out = RawVec::new_in(RawSystem);
+    nursery::for_each(|_, entry| {
+        if entry.scope == id {
+            out.push(OwnedBlock {
+                stack: entry.sample.map(|sample| sample.stack),
+                owned: entry.owned,
+                owns_block: true,
+            });
+        }
+    });
     for shard in &SHARD_MAPS {
         let map = shard.lock();
         let Some(map) = map.as_ref() else { continue };

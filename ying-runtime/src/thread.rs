@@ -36,6 +36,8 @@ pub(crate) struct ThreadState {
     /// An address in the frame of ying's leak-test runner while it runs a body on this thread (0: none). Stacks
     /// captured on this thread stop at the first frame past it: what lies beyond is the test harness.
     pub(crate) capture_limit: Cell<usize>,
+    /// This thread's nursery (see `nursery`); null for none.
+    nursery: Cell<*const u8>,
 }
 
 impl ThreadState {
@@ -52,6 +54,7 @@ impl ThreadState {
             home_scope: Cell::new(0),
             main: Cell::new(0),
             capture_limit: Cell::new(0),
+            nursery: Cell::new(core::ptr::null()),
         }
     }
 
@@ -89,6 +92,16 @@ impl ThreadState {
     /// Makes `id` this thread's home scope (0: none); returns the previous one.
     pub(crate) fn replace_home_scope(&self, id: u64) -> u64 {
         self.home_scope.replace(id)
+    }
+
+    /// This thread's nursery as `nursery` stored it (null: none).
+    pub(crate) fn nursery(&self) -> *const u8 {
+        self.nursery.get()
+    }
+
+    /// Gives this thread a nursery (null: none).
+    pub(crate) fn set_nursery(&self, nursery: *const u8) {
+        self.nursery.set(nursery);
     }
 
     /// This thread's counter shard as `counters` tagged it (null until assigned).

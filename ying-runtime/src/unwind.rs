@@ -389,13 +389,22 @@ mod x86_64 {
     }
 
     impl Traces {
-        /// See [`super::capture_cached`].
+        /// See [`super::capture_cached`]. The walk used last is tried here; the rest is out of line.
+        #[inline]
         pub(super) fn capture(&self, regs: Regs, ips: &mut [MaybeUninit<usize>], limit: usize) -> Cached {
             let flushes = FLUSHES.load(Ordering::Acquire);
             let last = self.last.get();
             if let Some(tag) = self.entries[last].replay(regs, limit, ips.len(), flushes) {
                 return Cached::Hit(tag);
             }
+            self.capture_other(regs, ips, limit, flushes)
+        }
+
+        /// [`capture`](Self::capture) past the walk used last: the other remembered walks, else a new walk.
+        #[cold]
+        #[inline(never)]
+        fn capture_other(&self, regs: Regs, ips: &mut [MaybeUninit<usize>], limit: usize, flushes: u64) -> Cached {
+            let last = self.last.get();
             for (index, entry) in self.entries.iter().enumerate().filter(|&(index, _)| index != last) {
                 if let Some(tag) = entry.replay(regs, limit, ips.len(), flushes) {
                     self.last.set(index);

@@ -1,0 +1,324 @@
+//! Nurseries: the entries of the blocks a thread allocates in a scope it opened, kept without a lock.
+//!
+//! In a leak test nearly every allocation is made on the test's thread and freed there soon after, and every one
+//! needs an entry (its owner and its stack). A live-table shard costs a lock and a hash-map update at both ends.
+//! So while a thread has a scope open (it is the scope's home thread, see `scope`), the entries of the blocks it
+//! allocates for that scope go into its nursery: 4096 slots in buckets of 8, one cache line of keys per bucket,
+//! taken from a pool of [`POOL`] for as long as the thread has a scope open. A full bucket, or an empty pool,
+//! sends the entry to the live table as before.
+//!
+//! Only the home thread inserts. An entry leaves with the free (or realloc) of its block, and only the thread
+//! that frees a block does anything with its address:
+//!
+//! - insert (home thread): a slot whose key is 0 gets the record, then the key (release);
+//! - removal by the home thread: the key is found, the record read, the key cleared;
+//! - removal by another thread: the key is found (acquire), the record read, and the key cleared by
+//!   compare-exchange, which fails only when the home thread moved the entry to the live table meanwhile.
+//!
+//! Frees find no filter bit for a nursery's blocks, so every free reads [`frees_gated`] first (one word: the pool's
+//! bitmap, which changes when a thread opens its first scope or closes its last, and whether a process-attributed
+//! scope is open, which the free's fast path would otherwise read next) and, while a nursery is held, looks in the
+//! held nurseries before the live table.
+//!
+//! When the home thread closes a scope, it moves its entries to the live table ([`on_scope_close`]): each is
+//! inserted under its shard's lock, and its key cleared (release) before the lock is released. A thread that finds
+//! the key cleared then finds the entry, and the filter bit, in the live table; a thread that cleared the key first
+//! has freed the block, and the copy is taken back out. A nursery goes back to the pool, empty, when its thread
+//! closes its last scope.
+//!
+//! Readers of every entry ([`for_each`]) run on any thread: they read a record between two reads of its key and
+//! keep it only if the key did not change (a sequence lock on the key). The records are atomics, so a concurrent
+//! update is never a data race; an entry that moves to the live table while a reader runs may be read twice.
+
+use crate::raw::RawSystem;
+use crate::table::{Entry, Sample};
+use crate::thread::{THREAD, ThreadState};
+use allocator_api2::alloc::Allocator;
+use core::alloc::Layout;
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
+
+/// Buckets per nursery (a power of two).
+const BUCKET_BITS: u32 = 9;
+const BUCKETS: usize = 1 << BUCKET_BITS;
+/// Slots per bucket: one 64-byte line of keys.
+const WAYS: usize = 8;
+/// Nurseries in the pool: one bit each in [`HELD`].
+const POOL: usize = 63;
+/// The bit of [`HELD`] set while a process-attributed scope is open.
+const PROCESS_SCOPE: u64 = 1 << POOL;
+/// The `stack` of a record whose block has no stack.
+const NO_STACK: u64 = u64::MAX;
+
+/// The keys (block addresses, 0 for a free slot) of one bucket.
+#[repr(align(64))]
+struct Keys([AtomicUsize; WAYS]);
+
+/// What a nursery keeps of a block besides its address. The rest of its [`Entry`] is the same for every block a
+/// nursery takes (see [`takes`]).
+struct Record {
+    size: AtomicUsize,
+    scope: AtomicU64,
+    stack: AtomicU64,
+}
+
+impl Record {
+    fn read(&self) -> Entry {
+        let size = self.size.load(Ordering::Relaxed);
+        let stack = self.stack.load(Ordering::Relaxed);
+        Entry {
+            scope: self.scope.load(Ordering::Relaxed),
+            owned: size,
+            sample: (stack != NO_STACK).then_some(Sample { stack: stack as u32, interval: 0, born: None }),
+            owns_block: true,
+            ..Entry::untracked(size)
+        }
+    }
+}
+
+/// One thread's table of the entries of blocks it allocated in its scopes. All zeros is an empty nursery.
+struct Nursery {
+    keys: [Keys; BUCKETS],
+    records: [[Record; WAYS]; BUCKETS],
+    /// Entries inserted since the last move to the live table (written by the home thread only). Removals do not
+    /// count down, so 0 means certainly empty.
+    inserted: AtomicUsize,
+}
+
+/// The pool: nursery `i` exists once a thread first held bit `i` of [`HELD`], and is never given back to the
+/// system, so a reader may use it at any time.
+static NURSERIES: [AtomicPtr<Nursery>; POOL] = [const { AtomicPtr::new(core::ptr::null_mut()) }; POOL];
+/// Bit `i` below [`POOL`]: nursery `i` is held by a thread (which may hold entries in it). [`PROCESS_SCOPE`]: a
+/// process-attributed scope is open.
+static HELD: AtomicU64 = AtomicU64::new(0);
+
+/// The bucket of `ptr` (a different mix than the live table's, whose shards take the high bits of another product).
+#[inline]
+fn bucket(ptr: usize) -> usize {
+    ((ptr as u64 ^ (ptr as u64 >> 29)).wrapping_mul(0xd6e8_feb8_6659_fd93) >> (64 - BUCKET_BITS)) as usize
+}
+
+/// The held nurseries' bits. Acquire: a thread that sees a nursery given back also sees the live-table entries
+/// and filter bits its entries moved to.
+#[inline(always)]
+fn held() -> u64 {
+    HELD.load(Ordering::Acquire) & !PROCESS_SCOPE
+}
+
+/// Whether some thread holds a nursery: a removal must then look there too.
+#[inline(always)]
+pub(crate) fn any_held() -> bool {
+    held() != 0
+}
+
+/// Whether a free must take the long way: a nursery is held, or a process-attributed scope is open. Read before
+/// the live table's filter (see [`held`]).
+#[inline(always)]
+pub(crate) fn frees_gated() -> bool {
+    HELD.load(Ordering::Acquire) != 0
+}
+
+/// Marks a process-attributed scope open or closed, for [`frees_gated`].
+pub(crate) fn set_process_scope_open(open: bool) {
+    if open {
+        HELD.fetch_or(PROCESS_SCOPE, Ordering::SeqCst);
+    } else {
+        HELD.fetch_and(!PROCESS_SCOPE, Ordering::SeqCst);
+    }
+}
+
+/// Nursery `index`, if it has been created.
+fn get(index: usize) -> Option<&'static Nursery> {
+    let nursery = NURSERIES[index].load(Ordering::Acquire);
+    // SAFETY: a non-null pointer in `NURSERIES` is a zero-initialised `Nursery` mapping that is never freed, and
+    // is only ever used through shared references (all its fields are atomics).
+    (!nursery.is_null()).then(|| unsafe { &*nursery })
+}
+
+/// Whether a nursery may hold `entry`: a whole block owned by a scope, recording at most its stack (no sampled
+/// lifetime, no process sample whose interval must be kept).
+fn takes(entry: &Entry) -> bool {
+    entry.scope != 0
+        && entry.owns_block
+        && entry.owned == entry.size
+        && !entry.internal
+        && entry.sample.is_none_or(|sample| sample.interval == 0 && sample.born.is_none())
+}
+
+/// Records `entry` for `ptr`, a block the calling thread allocated in its home scope, in the thread's nursery.
+/// Returns false when the entry is not one a nursery takes, no nursery is free, or the block's bucket is full:
+/// the live table must take it.
+pub(crate) fn insert(thread: &ThreadState, ptr: usize, entry: &Entry) -> bool {
+    if !takes(entry) {
+        return false;
+    }
+    let Some(nursery) = own(thread) else { return false };
+    let keys = &nursery.keys[bucket(ptr)].0;
+    let Some(way) = keys.iter().position(|key| key.load(Ordering::Acquire) == 0) else { return false };
+    // The slot's last reader, if another thread, cleared the key after reading the record (release): these writes
+    // come after its reads. The fence orders them after the key was last cleared, for `for_each`.
+    fence(Ordering::Release);
+    let record = &nursery.records[bucket(ptr)][way];
+    record.size.store(entry.size, Ordering::Relaxed);
+    record.scope.store(entry.scope, Ordering::Relaxed);
+    record.stack.store(entry.sample.map_or(NO_STACK, |sample| u64::from(sample.stack)), Ordering::Relaxed);
+    keys[way].store(ptr, Ordering::Release);
+    let inserted = &nursery.inserted;
+    inserted.store(inserted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    true
+}
+
+/// The calling thread's nursery, taken from the pool if it has none yet.
+#[inline]
+fn own(thread: &ThreadState) -> Option<&'static Nursery> {
+    match of_thread(thread.nursery()) {
+        None => claim(thread),
+        own => own,
+    }
+}
+
+/// The nursery a thread's `nursery` field points to.
+#[inline]
+fn of_thread(nursery: *const u8) -> Option<&'static Nursery> {
+    // SAFETY: a thread's `nursery` is null or was set by `claim` to a nursery of the pool, never freed and only
+    // used through shared references (all its fields are atomics).
+    unsafe { nursery.cast::<Nursery>().as_ref() }
+}
+
+/// Takes a nursery from the pool for the calling thread (creating it on first use); `None` when all are held.
+#[cold]
+fn claim(thread: &ThreadState) -> Option<&'static Nursery> {
+    let mut held = HELD.load(Ordering::Relaxed);
+    let index = loop {
+        let index = (!(held | PROCESS_SCOPE)).trailing_zeros() as usize;
+        if index >= POOL {
+            return None;
+        }
+        match HELD.compare_exchange_weak(held, held | 1 << index, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => break index,
+            Err(now) => held = now,
+        }
+    };
+    if NURSERIES[index].load(Ordering::Acquire).is_null() {
+        // Only the holder of bit `index` creates nursery `index`; readers skip it until then (it holds nothing).
+        match RawSystem.allocate_zeroed(Layout::new::<Nursery>()) {
+            Ok(memory) => NURSERIES[index].store(memory.cast::<Nursery>().as_ptr(), Ordering::Release),
+            Err(_) => {
+                HELD.fetch_and(!(1 << index), Ordering::Release);
+                return None;
+            }
+        }
+    }
+    let nursery = get(index)?;
+    thread.set_nursery(core::ptr::from_ref(nursery).cast());
+    Some(nursery)
+}
+
+/// Removes and returns the entry of `ptr` from whichever nursery holds it; `None` when none does (the live table
+/// may). Called by the thread that frees or reallocates the block, the only one that may remove its entry.
+pub(crate) fn take(ptr: usize) -> Option<Entry> {
+    let own = of_thread(THREAD.try_with(ThreadState::nursery).unwrap_or(core::ptr::null()));
+    if let Some(entry) = own.and_then(|own| own.take_own(ptr)) {
+        return Some(entry);
+    }
+    let mut held = held();
+    while held != 0 {
+        let index = held.trailing_zeros() as usize;
+        held &= held - 1;
+        let Some(nursery) = get(index) else { continue };
+        if own.is_some_and(|own| core::ptr::eq(own, nursery)) {
+            continue;
+        }
+        if let Some(entry) = nursery.take_other(ptr) {
+            return Some(entry);
+        }
+    }
+    None
+}
+
+impl Nursery {
+    /// The slot of `ptr` in its bucket, if the nursery holds it.
+    fn find(&self, ptr: usize) -> Option<(&AtomicUsize, &Record)> {
+        let bucket = bucket(ptr);
+        let way = self.keys[bucket].0.iter().position(|key| key.load(Ordering::Acquire) == ptr)?;
+        Some((&self.keys[bucket].0[way], &self.records[bucket][way]))
+    }
+
+    /// Removal by the home thread: no other thread inserts, or removes this block.
+    fn take_own(&self, ptr: usize) -> Option<Entry> {
+        let (key, record) = self.find(ptr)?;
+        let entry = record.read();
+        key.store(0, Ordering::Release);
+        Some(entry)
+    }
+
+    /// Removal by another thread: the key is cleared only if the home thread has not moved the entry meanwhile.
+    fn take_other(&self, ptr: usize) -> Option<Entry> {
+        let (key, record) = self.find(ptr)?;
+        let entry = record.read();
+        // Release: the home thread writes this record again only after seeing the key cleared. Acquire on
+        // failure: the entry moved, and the live table's filter bit is visible to the caller's next read.
+        key.compare_exchange(ptr, 0, Ordering::AcqRel, Ordering::Acquire).is_ok().then_some(entry)
+    }
+
+    /// Moves every entry to the live table (on the home thread).
+    fn empty_into_table(&self) {
+        if self.inserted.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        for (keys, records) in self.keys.iter().zip(&self.records) {
+            for (key, record) in keys.0.iter().zip(records) {
+                let ptr = key.load(Ordering::Acquire);
+                if ptr != 0 {
+                    let entry = record.read();
+                    crate::table::insert_moved(ptr, entry, || {
+                        key.compare_exchange(ptr, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+                    });
+                }
+            }
+        }
+        self.inserted.store(0, Ordering::Relaxed);
+    }
+}
+
+/// At the close of one of the calling thread's scopes (on that thread): its nursery's entries move to the live
+/// table, where they stay recognisable after the scope; with `last` (no scope of the thread is open any more),
+/// the nursery goes back to the pool.
+pub(crate) fn on_scope_close(last: bool) {
+    let own = of_thread(THREAD.try_with(ThreadState::nursery).unwrap_or(core::ptr::null()));
+    let Some(nursery) = own else { return };
+    nursery.empty_into_table();
+    if last {
+        let _ = THREAD.try_with(|thread| thread.set_nursery(core::ptr::null()));
+        let index = (0..POOL).find(|&index| get(index).is_some_and(|held| core::ptr::eq(held, nursery)));
+        if let Some(index) = index {
+            // Release: a thread that sees the bit cleared also sees the entries in the live table.
+            HELD.fetch_and(!(1 << index), Ordering::Release);
+        }
+    }
+}
+
+/// Calls `f` with the address and entry of every block the held nurseries keep (see the module's notes on
+/// concurrent readers).
+pub(crate) fn for_each(mut f: impl FnMut(usize, Entry)) {
+    let mut held = held();
+    while held != 0 {
+        let index = held.trailing_zeros() as usize;
+        held &= held - 1;
+        let Some(nursery) = get(index) else { continue };
+        for (keys, records) in nursery.keys.iter().zip(&nursery.records) {
+            for (key, record) in keys.0.iter().zip(records) {
+                let ptr = key.load(Ordering::Acquire);
+                if ptr == 0 {
+                    continue;
+                }
+                let entry = record.read();
+                fence(Ordering::Acquire);
+                if key.load(Ordering::Relaxed) == ptr {
+                    f(ptr, entry);
+                }
+            }
+        }
+    }
+}
+
+const _: () = assert!(POOL < u64::BITS as usize, "a nursery is one bit of `HELD`, below `PROCESS_SCOPE`");
