@@ -203,10 +203,12 @@ impl<A: GlobalAlloc> YingProfiler<A> {
 
     #[cold]
     fn record_alloc(&self, thread: &ThreadState, ptr: usize, size: usize, scope: u64, sampled: bool, interval: usize) {
-        let was_busy = thread.replace_busy(true);
-        sampler::note_interval(interval);
+        let saved = thread.enter_profiler();
         let capture = if scope != 0 { scope::on_alloc(scope, size) } else { None };
         let owner = if capture.is_some() { scope } else { 0 };
+        if sampled {
+            sampler::note_interval(interval);
+        }
         // A scope that records every stack samples its allocations with certainty (p = 1); lifetimes are measured
         // for the allocations the sampler picked, as everywhere else.
         let sample = match (capture, sampled) {
@@ -214,12 +216,16 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             (_, true) => self.sample(size, interval, 1.0, true),
             _ => None,
         };
-        if owner != 0 || sample.is_some() {
+        // A block of the thread's own scope that only a scope records (no lifetime, no process sample): kept in the
+        // thread's nursery when it has room.
+        let stack = sample.map(|sample| sample.stack);
+        let nursed =
+            owner != 0 && !sampled && owner == thread.home_scope() && nursery::insert(thread, ptr, size, owner, stack);
+        if !nursed && (owner != 0 || sample.is_some()) {
             let owned = if owner != 0 { size } else { 0 };
-            let entry = Entry { scope: owner, owned, sample, owns_block: owner != 0, ..Entry::untracked(size) };
-            table::insert_allocated(thread, ptr, entry);
+            table::insert(ptr, Entry { scope: owner, owned, sample, owns_block: owner != 0, ..Entry::untracked(size) });
         }
-        thread.replace_busy(was_busy);
+        thread.leave_profiler(saved);
     }
 
     #[inline(always)]

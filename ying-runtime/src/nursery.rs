@@ -54,7 +54,7 @@ const NO_STACK: u64 = u64::MAX;
 struct Keys([AtomicUsize; WAYS]);
 
 /// What a nursery keeps of a block besides its address. The rest of its [`Entry`] is the same for every block a
-/// nursery takes (see [`takes`]).
+/// nursery takes (see [`insert`]).
 struct Record {
     size: AtomicUsize,
     scope: AtomicU64,
@@ -134,23 +134,11 @@ fn get(index: usize) -> Option<&'static Nursery> {
     (!nursery.is_null()).then(|| unsafe { &*nursery })
 }
 
-/// Whether a nursery may hold `entry`: a whole block owned by a scope, recording at most its stack (no sampled
-/// lifetime, no process sample whose interval must be kept).
-fn takes(entry: &Entry) -> bool {
-    entry.scope != 0
-        && entry.owns_block
-        && entry.owned == entry.size
-        && !entry.internal
-        && entry.sample.is_none_or(|sample| sample.interval == 0 && sample.born.is_none())
-}
-
-/// Records `entry` for `ptr`, a block the calling thread allocated in its home scope, in the thread's nursery.
-/// Returns false when the entry is not one a nursery takes, no nursery is free, or the block's bucket is full:
-/// the live table must take it.
-pub(crate) fn insert(thread: &ThreadState, ptr: usize, entry: &Entry) -> bool {
-    if !takes(entry) {
-        return false;
-    }
+/// Records the entry of `ptr`, a block of `size` bytes the calling thread allocated in its home scope `scope`
+/// (which records `stack` for it, if any, and nothing else: no lifetime, no process sample), in the thread's nursery.
+/// Returns false when no nursery is free or the block's bucket is full: the live table must take the entry.
+#[inline]
+pub(crate) fn insert(thread: &ThreadState, ptr: usize, size: usize, scope: u64, stack: Option<u32>) -> bool {
     let Some(nursery) = own(thread) else { return false };
     let keys = &nursery.keys[bucket(ptr)].0;
     let Some(way) = keys.iter().position(|key| key.load(Ordering::Acquire) == 0) else { return false };
@@ -158,9 +146,9 @@ pub(crate) fn insert(thread: &ThreadState, ptr: usize, entry: &Entry) -> bool {
     // come after its reads. The fence orders them after the key was last cleared, for `for_each`.
     fence(Ordering::Release);
     let record = &nursery.records[bucket(ptr)][way];
-    record.size.store(entry.size, Ordering::Relaxed);
-    record.scope.store(entry.scope, Ordering::Relaxed);
-    record.stack.store(entry.sample.map_or(NO_STACK, |sample| u64::from(sample.stack)), Ordering::Relaxed);
+    record.size.store(size, Ordering::Relaxed);
+    record.scope.store(scope, Ordering::Relaxed);
+    record.stack.store(stack.map_or(NO_STACK, u64::from), Ordering::Relaxed);
     keys[way].store(ptr, Ordering::Release);
     let inserted = &nursery.inserted;
     inserted.store(inserted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);

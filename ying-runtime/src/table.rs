@@ -16,7 +16,6 @@
 use crate::nursery;
 use crate::raw::{RawSystem, RawVec};
 use crate::sync::SpinLock;
-use crate::thread::ThreadState;
 use core::hash::{BuildHasherDefault, Hasher};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
@@ -129,14 +128,6 @@ pub(crate) fn insert(ptr: usize, entry: Entry) {
         // Set while the shard is locked, before the pointer is handed to anyone: a free of `ptr` can only come
         // after the allocation returned, so it always sees the bit.
         set_bit(slot, true);
-    }
-}
-
-/// Records the entry of a block the calling thread has just allocated: in the thread's nursery when the block is
-/// its home scope's (see `nursery`), else in the live table.
-pub(crate) fn insert_allocated(thread: &ThreadState, ptr: usize, entry: Entry) {
-    if entry.scope != thread.home_scope() || !nursery::insert(thread, ptr, &entry) {
-        insert(ptr, entry);
     }
 }
 

@@ -71,6 +71,22 @@ impl ThreadState {
         was
     }
 
+    /// Marks the profiler as running on this thread, for a stretch that changes nothing else [`plain`](Self::plain)
+    /// depends on; returns what [`leave_profiler`](Self::leave_profiler) restores.
+    #[inline]
+    pub(crate) fn enter_profiler(&self) -> (bool, bool) {
+        let saved = (self.busy.replace(true), self.plain.replace(false));
+        debug_assert!(!saved.1 || !saved.0);
+        saved
+    }
+
+    /// Ends the stretch [`enter_profiler`](Self::enter_profiler) began.
+    #[inline]
+    pub(crate) fn leave_profiler(&self, (busy, plain): (bool, bool)) {
+        self.busy.set(busy);
+        self.plain.set(plain);
+    }
+
     /// The scope this thread's allocations are attributed to (0: none).
     pub(crate) fn scope(&self) -> u64 {
         self.scope.get()
