@@ -78,7 +78,7 @@ pub(crate) fn record_sample(objects: f64, bytes: f64) -> Option<u32> {
     match crate::unwind::capture_cached(&mut stack.ips, capture_limit()) {
         Cached::Hit(index) => record_again(index, &stack, objects, bytes),
         Cached::Walked { len, ticket } => {
-            stack.len = len;
+            stack.len = len as usize;
             let index = record_alloc(&stack, objects, bytes)?;
             if let Some(ticket) = ticket {
                 crate::unwind::remember(ticket, index);

@@ -74,7 +74,7 @@ pub(crate) enum Cached {
     /// The stack is one this thread walked before: the tag given to it with [`remember`].
     Hit(u32),
     /// Walked into `ips` (`len` frames). With a ticket, [`remember`] gives the stack its tag for the next time.
-    Walked { len: usize, ticket: Option<Ticket> },
+    Walked { len: u32, ticket: Option<Ticket> },
     /// The stack needs the system unwinder.
     Unsupported,
 }
@@ -85,23 +85,72 @@ pub(crate) enum Cached {
     not(all(target_arch = "x86_64", target_os = "linux")),
     expect(dead_code, reason = "elsewhere nothing is remembered")
 )]
-pub(crate) struct Ticket {
-    entry: usize,
-    serial: u64,
+pub(crate) struct Ticket(core::num::NonZeroU64);
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+impl Ticket {
+    /// The ticket of remembered walk `entry` (below 256) in its `serial`-th use (from 1).
+    fn new(entry: usize, serial: u64) -> Option<Self> {
+        core::num::NonZeroU64::new(serial << 8 | entry as u64 & 0xff).filter(|_| serial != 0).map(Self)
+    }
+
+    fn entry(self) -> usize {
+        (self.0.get() & 0xff) as usize
+    }
+
+    fn serial(self) -> u64 {
+        self.0.get() >> 8
+    }
 }
 
 /// [`capture`], recognising a stack this thread walked before (see the module docs): returns its tag when the
 /// stack is the same, else walks it and remembers what the walk read.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[inline(never)]
+#[inline]
 pub(crate) fn capture_cached(ips: &mut [MaybeUninit<usize>], limit: usize) -> Cached {
+    Cached::unpack(capture_packed(ips, limit))
+}
+
+/// [`capture_cached`] with its answer [packed](Cached::pack) into two registers (an enum comes back through
+/// memory), in the frame the walks start from.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[inline(never)]
+fn capture_packed(ips: &mut [MaybeUninit<usize>], limit: usize) -> (u64, u64) {
     let regs = registers!();
-    x86_64::TRACES.try_with(|traces| traces.capture(regs, ips, limit)).unwrap_or_else(|_| {
-        match x86_64::walk(regs, ips, limit) {
-            Some(len) => Cached::Walked { len, ticket: None },
-            None => Cached::Unsupported,
+    let found =
+        x86_64::TRACES.try_with(|traces| traces.capture(regs, ips, limit)).unwrap_or_else(|_| {
+            match x86_64::walk(regs, ips, limit) {
+                Some(len) => Cached::Walked { len: len as u32, ticket: None },
+                None => Cached::Unsupported,
+            }
+        });
+    found.pack()
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+impl Cached {
+    const HIT: u64 = 0;
+    const WALKED: u64 = 1 << 32;
+    const UNSUPPORTED: u64 = 2 << 32;
+
+    /// The kind and its 32-bit value in the first word, a ticket (0: none) in the second.
+    #[inline]
+    fn pack(self) -> (u64, u64) {
+        match self {
+            Self::Hit(tag) => (Self::HIT | u64::from(tag), 0),
+            Self::Walked { len, ticket } => (Self::WALKED | u64::from(len), ticket.map_or(0, |ticket| ticket.0.get())),
+            Self::Unsupported => (Self::UNSUPPORTED, 0),
         }
-    })
+    }
+
+    #[inline]
+    fn unpack((word, ticket): (u64, u64)) -> Self {
+        match word & !u64::from(u32::MAX) {
+            Self::HIT => Self::Hit(word as u32),
+            Self::WALKED => Self::Walked { len: word as u32, ticket: core::num::NonZeroU64::new(ticket).map(Ticket) },
+            _ => Self::Unsupported,
+        }
+    }
 }
 
 /// Elsewhere the system unwinder does all captures.
@@ -312,6 +361,7 @@ mod x86_64 {
     const TRACE_READS: usize = 48;
     /// Walks remembered per thread.
     const TRACE_ENTRIES: usize = 4;
+    const _: () = assert!(TRACE_ENTRIES <= 256, "a ticket keeps the entry in 8 bits");
     /// The tag of an entry that holds no usable walk.
     const NO_TAG: u32 = u32::MAX;
 
@@ -433,7 +483,7 @@ mod x86_64 {
             let Some(len) = walked else { return Cached::Unsupported };
             // Too deep to remember, or the rules changed during the walk: walked, not remembered.
             if reads > TRACE_READS || FLUSHES.load(Ordering::Acquire) != flushes {
-                return Cached::Walked { len, ticket: None };
+                return Cached::Walked { len: len as u32, ticket: None };
             }
             for (cell, value) in entry.regs.iter().zip([regs.ip, regs.sp, regs.bp]) {
                 cell.set(value);
@@ -443,13 +493,13 @@ mod x86_64 {
             entry.capacity.set(ips.len());
             entry.flushes.set(flushes);
             entry.reads.set(reads);
-            Cached::Walked { len, ticket: Some(Ticket { entry: index, serial: entry.serial.get() }) }
+            Cached::Walked { len: len as u32, ticket: Ticket::new(index, entry.serial.get()) }
         }
 
         /// See [`super::remember`].
         pub(super) fn remember(&self, ticket: Ticket, tag: u32) {
-            let entry = &self.entries[ticket.entry];
-            if entry.serial.get() == ticket.serial {
+            let entry = &self.entries[ticket.entry()];
+            if entry.serial.get() == ticket.serial() {
                 entry.tag.set(tag);
             }
         }
@@ -714,7 +764,7 @@ mod x86_64 {
                 for (tag, path) in paths.iter().enumerate() {
                     match path(&mut ips) {
                         Cached::Walked { len, ticket: Some(ticket) } if round == 0 => {
-                            walked[tag] = read(&ips[..len]);
+                            walked[tag] = read(&ips[..len as usize]);
                             remember(ticket, tag as u32);
                         }
                         Cached::Hit(found) if round > 0 => assert_eq!(found, tag as u32, "round {round}"),
@@ -724,11 +774,12 @@ mod x86_64 {
             }
             assert_ne!(walked[0], walked[1]);
             // The remembered walk found what the walker finds without the cache: `walked` holds the return
-            // addresses into `probe`, `through_a` and this test, then this test's callers; `fresh` the one into this
-            // test, then the same callers.
+            // addresses into the capture's frames, `probe`, `through_a` and this test, then this test's callers;
+            // `fresh` the one into this test, then the same callers.
             let mut fresh = buffer::<64>();
             let len = capture(&mut fresh, 0).unwrap();
-            assert_eq!(walked[0][3..], read(&fresh)[1..len]);
+            let callers = &read(&fresh)[1..len];
+            assert!(walked[0].len() >= callers.len() + 3 && walked[0].ends_with(callers), "{walked:?}\n{callers:?}");
             // A different depth is a different stack.
             assert!(matches!(nested_probe(3, &mut ips), Cached::Walked { .. }));
         }
