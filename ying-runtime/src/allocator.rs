@@ -153,6 +153,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
 
     /// Samples an allocation event of `bytes` bytes: captures and interns the stack. `timed`: the block's
     /// lifetime is measured (see [`Sample::born`]).
+    #[inline]
     fn sample(&self, bytes: usize, interval: usize, objects: f64, timed: bool) -> Option<Sample> {
         let stack = if interval == 0 {
             stacks::record_sample(objects, bytes as f64)
@@ -201,10 +202,10 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         }
     }
 
-    #[cold]
+    #[inline(always)]
     fn record_alloc(&self, thread: &ThreadState, ptr: usize, size: usize, scope: u64, sampled: bool, interval: usize) {
         let saved = thread.enter_profiler();
-        let capture = if scope != 0 { scope::on_alloc(scope, size) } else { None };
+        let capture = if scope != 0 { scope::on_alloc(thread, scope, size) } else { None };
         let owner = if capture.is_some() { scope } else { 0 };
         if sampled {
             sampler::note_interval(interval);
@@ -480,7 +481,7 @@ fn on_free_tracked(entry: &Entry, size: usize) {
             0 => release(entry),
             // Freed by the scope that owns it: one update of the scope for both.
             current if current == entry.scope => {
-                scope::free_owned(current, size, entry.owned, entry.owns_block);
+                scope::free_owned(thread, current, size, entry.owned, entry.owns_block);
                 release_sample(entry);
             }
             current => {

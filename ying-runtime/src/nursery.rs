@@ -203,11 +203,18 @@ fn claim(thread: &ThreadState) -> Option<&'static Nursery> {
 
 /// Removes and returns the entry of `ptr` from whichever nursery holds it; `None` when none does (the live table
 /// may). Called by the thread that frees or reallocates the block, the only one that may remove its entry.
+#[inline]
 pub(crate) fn take(ptr: usize) -> Option<Entry> {
     let own = of_thread(THREAD.try_with(ThreadState::nursery).unwrap_or(core::ptr::null()));
     if let Some(entry) = own.and_then(|own| own.take_own(ptr)) {
         return Some(entry);
     }
+    take_other(ptr, own)
+}
+
+/// [`take`] from the nurseries of other threads than the caller's (`own`).
+#[cold]
+fn take_other(ptr: usize, own: Option<&Nursery>) -> Option<Entry> {
     let mut held = held();
     while held != 0 {
         let index = held.trailing_zeros() as usize;

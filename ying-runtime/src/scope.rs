@@ -84,8 +84,14 @@ static PROCESS_SKIPS_MAIN: AtomicBool = AtomicBool::new(false);
 /// Other threads announce themselves in `users` (closing waits for them) and check the id.
 #[inline]
 fn with_open(id: u64, f: impl FnOnce(&Slot, bool)) -> bool {
+    with_open_as(THREAD.try_with(|thread| thread.home_scope() == id) == Ok(true), id, f)
+}
+
+/// [`with_open`] for a caller that knows whether it runs on the scope's home thread (`home`).
+#[inline(always)]
+fn with_open_as(home: bool, id: u64, f: impl FnOnce(&Slot, bool)) -> bool {
     let slot = &SLOT_TABLE[(id as usize) & (SLOTS - 1)];
-    if THREAD.try_with(|thread| thread.home_scope() == id) == Ok(true) {
+    if home {
         f(slot, true);
         return true;
     }
@@ -117,11 +123,13 @@ pub(crate) fn attributed(thread: &ThreadState) -> u64 {
     }
 }
 
-/// An allocation of `size` bytes made in scope `id`. `None` when the scope has closed; otherwise the scope now owns
-/// the block, and the flag says whether the scope records the stack of every allocation.
-pub(crate) fn on_alloc(id: u64, size: usize) -> Option<bool> {
+/// An allocation of `size` bytes made in scope `id` on the calling thread (`thread`). `None` when the scope has
+/// closed; otherwise the scope now owns the block, and the flag says whether the scope records the stack of every
+/// allocation.
+#[inline]
+pub(crate) fn on_alloc(thread: &ThreadState, id: u64, size: usize) -> Option<bool> {
     let mut capture = false;
-    with_open(id, |slot, home| {
+    with_open_as(thread.home_scope() == id, id, |slot, home| {
         slot.counters(home).0.count_alloc(size, home);
         slot.add_live(home, size, 1);
         capture = slot.capture.load(Ordering::Relaxed);
@@ -150,9 +158,11 @@ pub(crate) fn own(id: u64, bytes: usize, block: bool) -> Option<bool> {
     .then_some(capture)
 }
 
-/// A free of `size` bytes made in scope `id` of a block it owns `owned` bytes of: [`on_free`] and [`disown`] at once.
-pub(crate) fn free_owned(id: u64, size: usize, owned: usize, block: bool) {
-    with_open(id, |slot, home| {
+/// A free of `size` bytes made in scope `id` (on the calling thread, `thread`) of a block it owns `owned` bytes of:
+/// [`on_free`] and [`disown`] at once.
+#[inline]
+pub(crate) fn free_owned(thread: &ThreadState, id: u64, size: usize, owned: usize, block: bool) {
+    with_open_as(thread.home_scope() == id, id, |slot, home| {
         slot.counters(home).0.count_free(size, home);
         slot.sub_live(home, owned, i64::from(block));
     });

@@ -73,6 +73,7 @@ impl Ips {
 /// Captures the calling thread's stack and adds a sampled allocation event standing for `objects` allocations and
 /// `bytes` bytes to it (see [`record_alloc`]); returns the stack index, or `None` when the table is full. A stack
 /// this thread met just before is recognised without walking it ([`crate::unwind::capture_cached`]).
+#[inline]
 pub(crate) fn record_sample(objects: f64, bytes: f64) -> Option<u32> {
     let mut stack = Ips::new();
     match crate::unwind::capture_cached(&mut stack.ips, capture_limit()) {

@@ -172,7 +172,7 @@ pub(crate) fn remove(ptr: usize) -> Option<Entry> {
 }
 
 /// [`remove`] while a nursery is held.
-#[cold]
+#[inline]
 fn remove_anywhere(ptr: usize) -> Option<Entry> {
     if let Some(entry) = nursery::take(ptr) {
         return Some(entry);
