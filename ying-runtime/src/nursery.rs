@@ -3,16 +3,17 @@
 //! In a leak test nearly every allocation is made on the test's thread and freed there soon after, and every one
 //! needs an entry (its owner and its stack). A live-table shard costs a lock and a hash-map update at both ends.
 //! So while a thread has a scope open (it is the scope's home thread, see `scope`), the entries of the blocks it
-//! allocates for that scope go into its nursery: 4096 slots in buckets of 8, one cache line of keys per bucket,
-//! taken from a pool of [`POOL`] for as long as the thread has a scope open. A full bucket, or an empty pool,
-//! sends the entry to the live table as before.
+//! allocates for that scope go into its nursery: 4096 slots in buckets of 4, a bucket one cache line, a slot the
+//! block's address and stack packed in one word beside its size (64 KiB in all), taken from a pool of [`POOL`] for
+//! as long as the thread has a scope open. A nursery serves one scope at a time (the thread's innermost); a full
+//! bucket, a block that does not pack, or an empty pool sends the entry to the live table as before.
 //!
 //! Only the home thread inserts. An entry leaves with the free (or realloc) of its block, and only the thread
 //! that frees a block does anything with its address:
 //!
-//! - insert (home thread): a slot whose key is 0 gets the record, then the key (release);
-//! - removal by the home thread: the key is found, the record read, the key cleared;
-//! - removal by another thread: the key is found (acquire), the record read, and the key cleared by
+//! - insert (home thread): a slot whose word is 0 gets the size, then the word (release);
+//! - removal by the home thread: the word is found, the size read, the word cleared;
+//! - removal by another thread: the word is found (acquire), the size read, and the word cleared by
 //!   compare-exchange, which fails only when the home thread moved the entry to the live table meanwhile.
 //!
 //! Frees find no filter bit for a nursery's blocks, so every free reads [`frees_gated`] first (one word: the pool's
@@ -20,14 +21,14 @@
 //! scope is open, which the free's fast path would otherwise read next) and, while a nursery is held, looks in the
 //! held nurseries before the live table.
 //!
-//! When the home thread closes a scope, it moves its entries to the live table ([`on_scope_close`]): each is
-//! inserted under its shard's lock, and its key cleared (release) before the lock is released. A thread that finds
-//! the key cleared then finds the entry, and the filter bit, in the live table; a thread that cleared the key first
-//! has freed the block, and the copy is taken back out. A nursery goes back to the pool, empty, when its thread
-//! closes its last scope.
+//! When the home thread closes a scope (or starts allocating for another), it moves its entries to the live table
+//! ([`on_scope_close`]): each is inserted under its shard's lock, and its word cleared (release) before the lock is
+//! released. A thread that finds the word cleared then finds the entry, and the filter bit, in the live table; a
+//! thread that cleared the word first has freed the block, and the copy is taken back out. A nursery goes back to
+//! the pool, empty, when its thread closes its last scope.
 //!
-//! Readers of every entry ([`for_each`]) run on any thread: they read a record between two reads of its key and
-//! keep it only if the key did not change (a sequence lock on the key). The records are atomics, so a concurrent
+//! Readers of every entry ([`for_each`]) run on any thread: they read a size between two reads of its slot's word
+//! and keep it only if the word did not change (a sequence lock on the word). Everything is atomic, so a concurrent
 //! update is never a data race; an entry that moves to the live table while a reader runs may be read twice.
 
 use crate::raw::RawSystem;
@@ -38,50 +39,60 @@ use core::alloc::Layout;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Buckets per nursery (a power of two).
-const BUCKET_BITS: u32 = 9;
+const BUCKET_BITS: u32 = 10;
 const BUCKETS: usize = 1 << BUCKET_BITS;
-/// Slots per bucket: one 64-byte line of keys.
-const WAYS: usize = 8;
+/// Slots per bucket: a bucket is one 64-byte line.
+const WAYS: usize = 4;
 /// Nurseries in the pool: one bit each in [`HELD`].
 const POOL: usize = 63;
 /// The bit of [`HELD`] set while a process-attributed scope is open.
 const PROCESS_SCOPE: u64 = 1 << POOL;
-/// The `stack` of a record whose block has no stack.
-const NO_STACK: u64 = u64::MAX;
+/// Bits of a slot's word that hold its block's stack index plus one (0: no stack); the rest hold the block's
+/// address divided by 8.
+const STACK_BITS: u32 = 19;
 
-/// The keys (block addresses, 0 for a free slot) of one bucket.
-#[repr(align(64))]
-struct Keys([AtomicUsize; WAYS]);
-
-/// What a nursery keeps of a block besides its address. The rest of its [`Entry`] is the same for every block a
-/// nursery takes (see [`insert`]).
-struct Record {
+/// One block: its address and stack in one word (0 for a free slot), and its size.
+struct Slot {
+    word: AtomicU64,
     size: AtomicUsize,
-    scope: AtomicU64,
-    stack: AtomicU64,
 }
 
-impl Record {
-    fn read(&self) -> Entry {
-        let size = self.size.load(Ordering::Relaxed);
-        let stack = self.stack.load(Ordering::Relaxed);
+/// The slots of one bucket, in one cache line.
+#[repr(align(64))]
+struct Bucket([Slot; WAYS]);
+
+/// The word of a block at `ptr` with `stack`; `None` when they do not fit (an address not a multiple of 8 or not
+/// below 2^48, a stack index from 2^19 - 1 on): the live table takes such a block.
+#[inline]
+fn word(ptr: usize, stack: Option<u32>) -> Option<u64> {
+    let stack = stack.map_or(Some(0), |stack| stack.checked_add(1).filter(|&stack| stack < 1 << STACK_BITS))?;
+    let fits = ptr.is_multiple_of(8) && (ptr as u64) < 1 << (64 - STACK_BITS + 3);
+    fits.then_some((ptr as u64 >> 3) << STACK_BITS | u64::from(stack))
+}
+
+/// One thread's table of the entries of blocks it allocated in one of its scopes. All zeros is an empty nursery.
+struct Nursery {
+    buckets: [Bucket; BUCKETS],
+    /// The scope every entry belongs to: a nursery is emptied into the live table when its thread allocates for
+    /// another scope, and when a scope of its thread closes (written by the home thread only).
+    scope: AtomicU64,
+    /// Entries inserted since the nursery was last emptied (written by the home thread only). Removals do not count
+    /// down, so 0 means certainly empty.
+    inserted: AtomicUsize,
+}
+
+impl Nursery {
+    /// The entry of the block in `slot`, whose word was `word` and size `size`.
+    fn entry(&self, word: u64, size: usize) -> Entry {
+        let stack = (word & ((1 << STACK_BITS) - 1)) as u32;
         Entry {
             scope: self.scope.load(Ordering::Relaxed),
             owned: size,
-            sample: (stack != NO_STACK).then_some(Sample { stack: stack as u32, interval: 0, born: None }),
+            sample: stack.checked_sub(1).map(|stack| Sample { stack, interval: 0, born: None }),
             owns_block: true,
             ..Entry::untracked(size)
         }
     }
-}
-
-/// One thread's table of the entries of blocks it allocated in its scopes. All zeros is an empty nursery.
-struct Nursery {
-    keys: [Keys; BUCKETS],
-    records: [[Record; WAYS]; BUCKETS],
-    /// Entries inserted since the last move to the live table (written by the home thread only). Removals do not
-    /// count down, so 0 means certainly empty.
-    inserted: AtomicUsize,
 }
 
 /// The pool: nursery `i` exists once a thread first held bit `i` of [`HELD`], and is never given back to the
@@ -95,6 +106,12 @@ static HELD: AtomicU64 = AtomicU64::new(0);
 #[inline]
 fn bucket(ptr: usize) -> usize {
     ((ptr as u64 ^ (ptr as u64 >> 29)).wrapping_mul(0xd6e8_feb8_6659_fd93) >> (64 - BUCKET_BITS)) as usize
+}
+
+/// The address of the block a slot's `word` names.
+#[inline]
+fn address(word: u64) -> usize {
+    ((word >> STACK_BITS) << 3) as usize
 }
 
 /// The held nurseries' bits. Acquire: a thread that sees a nursery given back also sees the live-table entries
@@ -136,20 +153,24 @@ fn get(index: usize) -> Option<&'static Nursery> {
 
 /// Records the entry of `ptr`, a block of `size` bytes the calling thread allocated in its home scope `scope`
 /// (which records `stack` for it, if any, and nothing else: no lifetime, no process sample), in the thread's nursery.
-/// Returns false when no nursery is free or the block's bucket is full: the live table must take the entry.
+/// Returns false when no nursery is free, the block's bucket is full or the block does not fit a slot: the live
+/// table must take the entry.
 #[inline]
 pub(crate) fn insert(thread: &ThreadState, ptr: usize, size: usize, scope: u64, stack: Option<u32>) -> bool {
+    let Some(word) = word(ptr, stack) else { return false };
     let Some(nursery) = own(thread) else { return false };
-    let keys = &nursery.keys[bucket(ptr)].0;
-    let Some(way) = keys.iter().position(|key| key.load(Ordering::Acquire) == 0) else { return false };
-    // The slot's last reader, if another thread, cleared the key after reading the record (release): these writes
-    // come after its reads. The fence orders them after the key was last cleared, for `for_each`.
+    if nursery.scope.load(Ordering::Relaxed) != scope {
+        // The thread allocates for another of its scopes now (one it opened inside the last): one scope at a time.
+        nursery.empty_into_table();
+        nursery.scope.store(scope, Ordering::Relaxed);
+    }
+    let slots = &nursery.buckets[bucket(ptr)].0;
+    let Some(slot) = slots.iter().find(|slot| slot.word.load(Ordering::Acquire) == 0) else { return false };
+    // The slot's last reader, if another thread, cleared the word after reading the size (release): this write
+    // comes after its read. The fence orders it after the word was last cleared, for `for_each`.
     fence(Ordering::Release);
-    let record = &nursery.records[bucket(ptr)][way];
-    record.size.store(size, Ordering::Relaxed);
-    record.scope.store(scope, Ordering::Relaxed);
-    record.stack.store(stack.map_or(NO_STACK, u64::from), Ordering::Relaxed);
-    keys[way].store(ptr, Ordering::Release);
+    slot.size.store(size, Ordering::Relaxed);
+    slot.word.store(word, Ordering::Release);
     let inserted = &nursery.inserted;
     inserted.store(inserted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     true
@@ -231,28 +252,31 @@ fn take_other(ptr: usize, own: Option<&Nursery>) -> Option<Entry> {
 }
 
 impl Nursery {
-    /// The slot of `ptr` in its bucket, if the nursery holds it.
-    fn find(&self, ptr: usize) -> Option<(&AtomicUsize, &Record)> {
-        let bucket = bucket(ptr);
-        let way = self.keys[bucket].0.iter().position(|key| key.load(Ordering::Acquire) == ptr)?;
-        Some((&self.keys[bucket].0[way], &self.records[bucket][way]))
+    /// The slot of `ptr` in its bucket, if the nursery holds it, and the slot's word.
+    #[inline]
+    fn find(&self, ptr: usize) -> Option<(&Slot, u64)> {
+        self.buckets[bucket(ptr)].0.iter().find_map(|slot| {
+            let word = slot.word.load(Ordering::Acquire);
+            (word != 0 && address(word) == ptr).then_some((slot, word))
+        })
     }
 
     /// Removal by the home thread: no other thread inserts, or removes this block.
+    #[inline]
     fn take_own(&self, ptr: usize) -> Option<Entry> {
-        let (key, record) = self.find(ptr)?;
-        let entry = record.read();
-        key.store(0, Ordering::Release);
+        let (slot, word) = self.find(ptr)?;
+        let entry = self.entry(word, slot.size.load(Ordering::Relaxed));
+        slot.word.store(0, Ordering::Release);
         Some(entry)
     }
 
-    /// Removal by another thread: the key is cleared only if the home thread has not moved the entry meanwhile.
+    /// Removal by another thread: the word is cleared only if the home thread has not moved the entry meanwhile.
     fn take_other(&self, ptr: usize) -> Option<Entry> {
-        let (key, record) = self.find(ptr)?;
-        let entry = record.read();
-        // Release: the home thread writes this record again only after seeing the key cleared. Acquire on
-        // failure: the entry moved, and the live table's filter bit is visible to the caller's next read.
-        key.compare_exchange(ptr, 0, Ordering::AcqRel, Ordering::Acquire).is_ok().then_some(entry)
+        let (slot, word) = self.find(ptr)?;
+        let entry = self.entry(word, slot.size.load(Ordering::Relaxed));
+        // Release: the home thread writes this slot again only after seeing the word cleared. Acquire on failure:
+        // the entry moved, and the live table's filter bit is visible to the caller's next read.
+        slot.word.compare_exchange(word, 0, Ordering::AcqRel, Ordering::Acquire).is_ok().then_some(entry)
     }
 
     /// Moves every entry to the live table (on the home thread).
@@ -260,15 +284,13 @@ impl Nursery {
         if self.inserted.load(Ordering::Relaxed) == 0 {
             return;
         }
-        for (keys, records) in self.keys.iter().zip(&self.records) {
-            for (key, record) in keys.0.iter().zip(records) {
-                let ptr = key.load(Ordering::Acquire);
-                if ptr != 0 {
-                    let entry = record.read();
-                    crate::table::insert_moved(ptr, entry, || {
-                        key.compare_exchange(ptr, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
-                    });
-                }
+        for slot in self.buckets.iter().flat_map(|bucket| &bucket.0) {
+            let word = slot.word.load(Ordering::Acquire);
+            if word != 0 {
+                let entry = self.entry(word, slot.size.load(Ordering::Relaxed));
+                crate::table::insert_moved(address(word), entry, || {
+                    slot.word.compare_exchange(word, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+                });
             }
         }
         self.inserted.store(0, Ordering::Relaxed);
@@ -300,17 +322,15 @@ pub(crate) fn for_each(mut f: impl FnMut(usize, Entry)) {
         let index = held.trailing_zeros() as usize;
         held &= held - 1;
         let Some(nursery) = get(index) else { continue };
-        for (keys, records) in nursery.keys.iter().zip(&nursery.records) {
-            for (key, record) in keys.0.iter().zip(records) {
-                let ptr = key.load(Ordering::Acquire);
-                if ptr == 0 {
-                    continue;
-                }
-                let entry = record.read();
-                fence(Ordering::Acquire);
-                if key.load(Ordering::Relaxed) == ptr {
-                    f(ptr, entry);
-                }
+        for slot in nursery.buckets.iter().flat_map(|bucket| &bucket.0) {
+            let word = slot.word.load(Ordering::Acquire);
+            if word == 0 {
+                continue;
+            }
+            let size = slot.size.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if slot.word.load(Ordering::Relaxed) == word {
+                f(address(word), nursery.entry(word, size));
             }
         }
     }

@@ -40,16 +40,24 @@ fn a_block_kept_past_its_scope_is_recognised_when_freed() {
 }
 
 #[test]
-fn closing_an_inner_scope_keeps_the_outer_scopes_entries() {
+fn nested_scopes_each_keep_their_own_entries() {
     let _serial = serial();
     let before = owned_entries();
     let (kept, outer) = ying::measure(|| {
-        let (inner_block, inner) = ying::measure(|| black_box(Box::new([1u8; 40])));
-        assert_eq!(inner.retained_bytes, 40);
+        let outer_first = black_box(Box::new([3u8; 56]));
+        let (inner_block, inner) = ying::measure(|| {
+            let inner_block = black_box(Box::new([1u8; 40]));
+            // A block of the outer scope, freed inside the inner one: the outer scope loses it, not the inner.
+            drop(outer_first);
+            inner_block
+        });
+        assert_eq!((inner.retained_blocks, inner.retained_bytes), (1, 40));
+        assert_eq!((inner.frees, inner.freed_bytes), (1, 56));
         let outer_block = black_box(Box::new([2u8; 24]));
         (inner_block, outer_block)
     });
     assert_eq!((outer.retained_blocks, outer.retained_bytes), (1, 24));
+    assert_eq!(outer.peak_bytes, 56);
     assert_eq!(owned_entries(), before + 2);
     drop(kept);
     assert_eq!(owned_entries(), before);
