@@ -3,8 +3,8 @@
 //! In a leak test nearly every allocation is made on the test's thread and freed there soon after, and every one
 //! needs an entry (its owner and its stack). A live-table shard costs a lock and a hash-map update at both ends.
 //! So while a thread has a scope open (it is the scope's home thread, see `scope`), the entries of the blocks it
-//! allocates for that scope go into its nursery: 4096 slots in buckets of 4, a bucket one cache line, a slot the
-//! block's address and stack packed in one word beside its size (64 KiB in all), taken from a pool of [`POOL`] for
+//! allocates for that scope go into its nursery: 8192 slots in buckets of 4, a bucket one cache line, a slot the
+//! block's address and stack packed in one word beside its size (128 KiB in all), taken from a pool of [`POOL`] for
 //! as long as the thread has a scope open. A nursery serves one scope at a time (the thread's innermost); a full
 //! bucket, a block that does not pack, or an empty pool sends the entry to the live table as before.
 //!
@@ -39,7 +39,7 @@ use core::alloc::Layout;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Buckets per nursery (a power of two).
-const BUCKET_BITS: u32 = 10;
+const BUCKET_BITS: u32 = 11;
 const BUCKETS: usize = 1 << BUCKET_BITS;
 /// Slots per bucket: a bucket is one 64-byte line.
 const WAYS: usize = 4;
