@@ -74,7 +74,7 @@
 //!   allocation records its stack, so that every retained block can be named and excused: on x86-64 Linux, where
 //!   ying walks stacks with cached unwind rules and recognises a stack its thread met just before, 40 to 60 ns for
 //!   a stack met again and a few hundred for a new one (microseconds elsewhere). An allocation-bound body runs
-//!   about 3x to 3.5x slower on one thread (dhat-rs: 8x to 67x), more when several threads allocate in one scope.
+//!   about 2.7x to 3.3x slower on one thread (dhat-rs: 10x to 61x), more when several threads allocate in one scope.
 //!   Keep leak-test bodies to the work under test; `measure` scopes record no stacks.
 //! - A thread with a scope open keeps the entries of the blocks it allocates in a 128 KiB table of its own, mapped
 //!   outside the heap and reused by the next thread once its last scope closes (63 at once; further threads use the
