@@ -464,7 +464,7 @@ fn count_free_full(size: usize) {
 #[cold]
 #[inline(never)]
 fn on_free_filtered(ptr: usize, size: usize) {
-    match table::remove(ptr) {
+    match table::remove_anywhere(ptr) {
         None => count_free(size),
         Some(entry) => on_free_tracked(&entry, size),
     }

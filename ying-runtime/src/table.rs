@@ -131,10 +131,10 @@ pub(crate) fn insert(ptr: usize, entry: Entry) {
     }
 }
 
-/// Records `entry` for `ptr` as it moves out of a nursery: inserted under the shard's lock, then `clear_key`
-/// clears the nursery's key before the lock is released. When it fails, the thread that cleared the key first has
+/// Records `entry` for `ptr` as it moves out of a nursery: inserted under the shard's lock, then `clear_word`
+/// clears the nursery's slot before the lock is released. When it fails, the thread that cleared the slot first has
 /// freed the block, and the entry is taken back out.
-pub(crate) fn insert_moved(ptr: usize, entry: Entry, clear_key: impl FnOnce() -> bool) {
+pub(crate) fn insert_moved(ptr: usize, entry: Entry, clear_word: impl FnOnce() -> bool) {
     let (shard, slot) = spread(ptr);
     let mut map = SHARD_MAPS[shard].lock();
     let map = map.get_or_insert_with(|| Map::with_hasher_in(BuildHasherDefault::default(), RawSystem));
@@ -142,7 +142,7 @@ pub(crate) fn insert_moved(ptr: usize, entry: Entry, clear_key: impl FnOnce() ->
     if stale.is_none() && bump(slot, 1) == 0 {
         set_bit(slot, true);
     }
-    if !clear_key() {
+    if !clear_word() {
         match stale {
             Some(stale) => {
                 map.insert(ptr, stale);
@@ -160,23 +160,35 @@ pub(crate) fn insert_moved(ptr: usize, entry: Entry, clear_key: impl FnOnce() ->
 /// Removes and returns the entry for `ptr`, if it has one (in the live table or a nursery).
 #[inline]
 pub(crate) fn remove(ptr: usize) -> Option<Entry> {
-    // The nurseries first: an entry moving out of one is in the live table before its key is cleared.
     if nursery::any_held() {
-        return remove_anywhere(ptr);
+        return remove_held(ptr);
     }
-    let (shard, slot) = spread(ptr);
-    if !slot_may_hold(slot) {
-        return None;
-    }
-    remove_locked(ptr, shard, slot)
+    remove_from_table(ptr)
 }
 
-/// [`remove`] while a nursery is held.
-#[inline]
-fn remove_anywhere(ptr: usize) -> Option<Entry> {
-    if let Some(entry) = nursery::take(ptr) {
+/// [`remove`] while a nursery is held, out of line: `remove` is inlined into the allocator's realloc.
+#[cold]
+#[inline(never)]
+fn remove_held(ptr: usize) -> Option<Entry> {
+    remove_anywhere(ptr)
+}
+
+/// [`remove`] with the nurseries' part inlined, for a caller that is out of line itself (a free that may be
+/// tracked).
+#[inline(always)]
+pub(crate) fn remove_anywhere(ptr: usize) -> Option<Entry> {
+    // The nurseries first: an entry moving out of one is in the live table before its slot is cleared.
+    if nursery::any_held()
+        && let Some(entry) = nursery::take(ptr)
+    {
         return Some(entry);
     }
+    remove_from_table(ptr)
+}
+
+/// [`remove`] from the live table alone.
+#[inline]
+fn remove_from_table(ptr: usize) -> Option<Entry> {
     let (shard, slot) = spread(ptr);
     if !slot_may_hold(slot) {
         return None;
