@@ -1,6 +1,7 @@
 //! The allocator's hot-path pieces one at a time: the sampler's countdown, the live table's insert and remove (and
 //! the filter that answers for the blocks it does not hold), and the stack capture of a sampled allocation (the
-//! caching walker, and the system unwinder it replaces; a stack met again, recognised from the walk remembered).
+//! caching walker, and the system unwinder it replaces; a stack met again, recognised from the walk remembered), and
+//! a whole `measure` scope around one allocation (opening, the entry in the thread's nursery, closing).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -48,5 +49,11 @@ fn capture(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, sampler, table, capture);
+fn scope(c: &mut Criterion) {
+    c.bench_function("scope/measure_one_allocation", |b| {
+        b.iter(|| ying::measure(|| drop(black_box(Box::new(black_box(7u64))))).1.allocations)
+    });
+}
+
+criterion_group!(benches, sampler, table, capture, scope);
 criterion_main!(benches);

@@ -36,7 +36,7 @@ use crate::table::{Entry, Sample};
 use crate::thread::{THREAD, ThreadState};
 use allocator_api2::alloc::Allocator;
 use core::alloc::Layout;
-use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
+use core::sync::atomic::{AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Buckets per nursery (a power of two).
 const BUCKET_BITS: u32 = 11;
@@ -47,6 +47,8 @@ const WAYS: usize = 4;
 const POOL: usize = 63;
 /// The bit of [`HELD`] set while a process-attributed scope is open.
 const PROCESS_SCOPE: u64 = 1 << POOL;
+/// Insertions whose buckets a nursery remembers, to empty it bucket by bucket.
+const TOUCHED: usize = 32;
 /// Bits of a slot's word that hold its block's stack index plus one (0: no stack); the rest hold the block's
 /// address divided by 8.
 const STACK_BITS: u32 = 19;
@@ -79,6 +81,9 @@ struct Nursery {
     /// Entries inserted since the nursery was last emptied (written by the home thread only). Removals do not count
     /// down, so 0 means certainly empty.
     inserted: AtomicUsize,
+    /// The buckets of the first [`TOUCHED`] of those entries: a scope that allocated little is emptied without
+    /// reading every bucket (`measure` in a loop closes a scope per turn).
+    touched: [AtomicU16; TOUCHED],
 }
 
 impl Nursery {
@@ -164,15 +169,19 @@ pub(crate) fn insert(thread: &ThreadState, ptr: usize, size: usize, scope: u64, 
         nursery.empty_into_table();
         nursery.scope.store(scope, Ordering::Relaxed);
     }
-    let slots = &nursery.buckets[bucket(ptr)].0;
+    let bucket = bucket(ptr);
+    let slots = &nursery.buckets[bucket].0;
     let Some(slot) = slots.iter().find(|slot| slot.word.load(Ordering::Acquire) == 0) else { return false };
     // The slot's last reader, if another thread, cleared the word after reading the size (release): this write
     // comes after its read. The fence orders it after the word was last cleared, for `for_each`.
     fence(Ordering::Release);
     slot.size.store(size, Ordering::Relaxed);
     slot.word.store(word, Ordering::Release);
-    let inserted = &nursery.inserted;
-    inserted.store(inserted.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    let inserted = nursery.inserted.load(Ordering::Relaxed);
+    if let Some(touched) = nursery.touched.get(inserted) {
+        touched.store(bucket as u16, Ordering::Relaxed);
+    }
+    nursery.inserted.store(inserted + 1, Ordering::Relaxed);
     true
 }
 
@@ -279,12 +288,24 @@ impl Nursery {
         slot.word.compare_exchange(word, 0, Ordering::AcqRel, Ordering::Acquire).is_ok().then_some(entry)
     }
 
-    /// Moves every entry to the live table (on the home thread).
+    /// Moves every entry to the live table (on the home thread): from the buckets of the entries inserted since it
+    /// was last emptied when it remembers them all, else from every bucket.
     fn empty_into_table(&self) {
-        if self.inserted.load(Ordering::Relaxed) == 0 {
-            return;
+        let inserted = self.inserted.load(Ordering::Relaxed);
+        match self.touched.get(..inserted) {
+            Some(touched) => {
+                for bucket in touched {
+                    self.empty_bucket(&self.buckets[usize::from(bucket.load(Ordering::Relaxed))]);
+                }
+            }
+            None => self.buckets.iter().for_each(|bucket| self.empty_bucket(bucket)),
         }
-        for slot in self.buckets.iter().flat_map(|bucket| &bucket.0) {
+        self.inserted.store(0, Ordering::Relaxed);
+    }
+
+    /// Moves the entries of one bucket to the live table.
+    fn empty_bucket(&self, bucket: &Bucket) {
+        for slot in &bucket.0 {
             let word = slot.word.load(Ordering::Acquire);
             if word != 0 {
                 let entry = self.entry(word, slot.size.load(Ordering::Relaxed));
@@ -293,7 +314,6 @@ impl Nursery {
                 });
             }
         }
-        self.inserted.store(0, Ordering::Relaxed);
     }
 }
 
@@ -337,3 +357,4 @@ pub(crate) fn for_each(mut f: impl FnMut(usize, Entry)) {
 }
 
 const _: () = assert!(POOL < u64::BITS as usize, "a nursery is one bit of `HELD`, below `PROCESS_SCOPE`");
+const _: () = assert!(BUCKETS <= 1 << u16::BITS, "`touched` keeps bucket numbers in 16 bits");
