@@ -148,6 +148,21 @@ pub(crate) fn set_process_scope_open(open: bool) {
     }
 }
 
+/// The held nurseries that have been created.
+fn held_nurseries() -> impl Iterator<Item = &'static Nursery> {
+    let mut held = held();
+    core::iter::from_fn(move || {
+        while held != 0 {
+            let index = held.trailing_zeros() as usize;
+            held &= held - 1;
+            if let Some(nursery) = get(index) {
+                return Some(nursery);
+            }
+        }
+        None
+    })
+}
+
 /// Nursery `index`, if it has been created.
 fn get(index: usize) -> Option<&'static Nursery> {
     let nursery = NURSERIES[index].load(Ordering::Acquire);
@@ -194,6 +209,12 @@ fn own(thread: &ThreadState) -> Option<&'static Nursery> {
     }
 }
 
+/// The calling thread's nursery, if it holds one.
+#[inline]
+fn of_calling_thread() -> Option<&'static Nursery> {
+    of_thread(THREAD.try_with(ThreadState::nursery).unwrap_or(core::ptr::null()))
+}
+
 /// The nursery a thread's `nursery` field points to.
 #[inline]
 fn of_thread(nursery: *const u8) -> Option<&'static Nursery> {
@@ -235,7 +256,7 @@ fn claim(thread: &ThreadState) -> Option<&'static Nursery> {
 /// may). Called by the thread that frees or reallocates the block, the only one that may remove its entry.
 #[inline]
 pub(crate) fn take(ptr: usize) -> Option<Entry> {
-    let own = of_thread(THREAD.try_with(ThreadState::nursery).unwrap_or(core::ptr::null()));
+    let own = of_calling_thread();
     if let Some(entry) = own.and_then(|own| own.take_own(ptr)) {
         return Some(entry);
     }
@@ -245,19 +266,9 @@ pub(crate) fn take(ptr: usize) -> Option<Entry> {
 /// [`take`] from the nurseries of other threads than the caller's (`own`).
 #[cold]
 fn take_other(ptr: usize, own: Option<&Nursery>) -> Option<Entry> {
-    let mut held = held();
-    while held != 0 {
-        let index = held.trailing_zeros() as usize;
-        held &= held - 1;
-        let Some(nursery) = get(index) else { continue };
-        if own.is_some_and(|own| core::ptr::eq(own, nursery)) {
-            continue;
-        }
-        if let Some(entry) = nursery.take_other(ptr) {
-            return Some(entry);
-        }
-    }
-    None
+    held_nurseries()
+        .filter(|nursery| !own.is_some_and(|own| core::ptr::eq(own, *nursery)))
+        .find_map(|nursery| nursery.take_other(ptr))
 }
 
 impl Nursery {
@@ -321,8 +332,7 @@ impl Nursery {
 /// table, where they stay recognisable after the scope; with `last` (no scope of the thread is open any more),
 /// the nursery goes back to the pool.
 pub(crate) fn on_scope_close(last: bool) {
-    let own = of_thread(THREAD.try_with(ThreadState::nursery).unwrap_or(core::ptr::null()));
-    let Some(nursery) = own else { return };
+    let Some(nursery) = of_calling_thread() else { return };
     nursery.empty_into_table();
     if last {
         let _ = THREAD.try_with(|thread| thread.set_nursery(core::ptr::null()));
@@ -337,11 +347,7 @@ pub(crate) fn on_scope_close(last: bool) {
 /// Calls `f` with the address and entry of every block the held nurseries keep (see the module's notes on
 /// concurrent readers).
 pub(crate) fn for_each(mut f: impl FnMut(usize, Entry)) {
-    let mut held = held();
-    while held != 0 {
-        let index = held.trailing_zeros() as usize;
-        held &= held - 1;
-        let Some(nursery) = get(index) else { continue };
+    for nursery in held_nurseries() {
         for slot in nursery.buckets.iter().flat_map(|bucket| &bucket.0) {
             let word = slot.word.load(Ordering::Acquire);
             if word == 0 {
