@@ -35,9 +35,7 @@ impl Symbolizer {
                 .map_or_else(|| format!("{address:#x}"), |name| demangle(&name));
             let file = frame.location.as_ref().and_then(|location| location.file).map(str::to_owned);
             let line = frame.location.as_ref().and_then(|location| location.line);
-            let mut frame = Frame::new(function, file, line);
-            frame.inlined = true;
-            frames.push(frame);
+            frames.push(Frame::new(function, file, line).inlined(true));
         }
         match frames.last_mut() {
             // The outermost function at an address is the one really there; the others were inlined into it.
@@ -55,13 +53,15 @@ impl Symbolizer {
         }
         let loader = self.loaders.entry(executable.to_owned()).or_insert_with(|| Loader::new(executable).ok());
         let package_dir = package_dir.display().to_string();
+        let runtime_source = report.deferred.take().map(|deferred| deferred.runtime_source).unwrap_or_default();
+        let trim = ying_report::Trim::new(&runtime_source);
         for stack in &mut report.sampled_stacks {
             let addresses = std::mem::take(&mut stack.addresses);
             let Some(loader) = loader.as_ref() else { continue };
             let frames = addresses.iter().flat_map(|&address| Self::frames(loader, address)).collect();
             // What the runtime wrote are the frames of the stack's `tracing` spans, outside the code frames.
             let spans = std::mem::take(&mut stack.frames);
-            stack.frames = ying::__private::relative_frames(ying::__private::tidy_frames(frames), &package_dir);
+            stack.frames = ying_report::relative_paths(trim.tidy(frames), &[&package_dir]);
             stack.frames.extend(spans);
         }
         true

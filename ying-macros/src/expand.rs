@@ -75,6 +75,7 @@ pub(crate) fn expand(args: &LeakTestArgs, function: ItemFn) -> TokenStream {
         #vis #sig {
             static __YING_LEAK_TEST: ::ying::__private::LeakTest = ::ying::__private::LeakTest {
                 package: ::core::env!("CARGO_PKG_NAME"),
+                bin_name: ::core::option_env!("CARGO_BIN_NAME"),
                 module_path: ::core::module_path!(),
                 name: #name,
                 file: ::core::file!(),

@@ -8,7 +8,6 @@
 
 mod args;
 mod expand;
-mod size;
 mod validate;
 
 use proc_macro::TokenStream;

@@ -2,7 +2,6 @@
 //! fix; all errors reported at once.
 
 use crate::args::Arg;
-use crate::size;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Lit};
 
@@ -117,10 +116,9 @@ fn store(args: &mut LeakTestArgs, key: &str, value: Value) {
 fn check_value(key: &str, kind: Kind, value: &Expr) -> syn::Result<Value> {
     match kind {
         Kind::Size => match literal(value) {
-            Some(Lit::Str(text)) => {
-                size::parse(&text.value()).map(Value::Bytes).map_err(|why| syn::Error::new(text.span(), why))
-            }
-            Some(Lit::Int(int)) => int.base10_parse::<u64>().map(Value::Bytes),
+            // One grammar for every size ying reads: the attribute's, the command line's and the configuration's.
+            Some(Lit::Str(text)) => size(&text.value()).map_err(|why| syn::Error::new(text.span(), why)),
+            Some(Lit::Int(int)) => size(&int.to_string()).map_err(|why| syn::Error::new(int.span(), why)),
             _ => Err(syn::Error::new(
                 value.span(),
                 format!("expected a size for `{key}`, like `{key} = \"64 KiB\"` or a number of bytes"),
@@ -177,6 +175,11 @@ fn check_value(key: &str, kind: Kind, value: &Expr) -> syn::Result<Value> {
                 .map(Value::Patterns)
         }
     }
+}
+
+/// A size in ying's one size grammar.
+fn size(text: &str) -> Result<Value, ying_report::SizeError> {
+    ying_report::ByteSize::parse(text).map(|size| Value::Bytes(size.bytes()))
 }
 
 fn literal(value: &Expr) -> Option<&Lit> {

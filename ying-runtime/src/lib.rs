@@ -101,7 +101,6 @@ mod sampler;
 mod scope;
 #[cfg(feature = "pprof")]
 mod session;
-mod size;
 #[cfg(feature = "profile-spans")]
 pub mod spans;
 mod stack_stats;
@@ -118,14 +117,12 @@ pub use allocator::{DEFAULT_GIANT_ALLOC_LIMIT, YingProfiler, is_installed};
 pub use callstack::Measurement;
 pub use counters::HeapStats;
 pub use histogram::LifetimeHistogram;
-pub use leak_test::ATTRIBUTION_ENV;
 pub use measure::{measure, measure_with};
 pub use sampler::DEFAULT_SAMPLE_INTERVAL;
 pub use scope::{Attribution, EnterGuard, Scope, ScopeStats};
 #[cfg(feature = "pprof")]
 pub use session::{Profiler, ProfilerConfig, ProfilerError};
 pub use stack_stats::StackStats;
-pub use symbolize::Frame;
 /// Marks a test as a leak test: its body runs in a measured scope, and the test fails when it exceeds its budgets,
 /// naming where the retained memory was allocated.
 ///
@@ -197,14 +194,15 @@ pub use symbolize::Frame;
 /// When [`report::REPORT_DIR_ENV`] (`YING_REPORT_DIR`) is set, each leak test writes a
 /// [`report::LeakReport`] there as JSON.
 pub use ying_macros::leak_test;
+pub use ying_report::Frame;
+pub use ying_report::report::ATTRIBUTION_ENV;
 
 /// Internals for ying's own macros and tests; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::leak_test::{LeakTest, TestResult, relative_frames, run};
+    pub use crate::leak_test::{LeakTest, TestResult, run};
     pub use crate::report::Budgets;
     pub use crate::scope::Attribution;
-    pub use crate::symbolize::tidy as tidy_frames;
 
     /// Entries in the live table: (sampled, owned by a scope, the profiler's own).
     pub fn live_table_census() -> (usize, usize, usize) {

@@ -4,8 +4,8 @@
 //! once, here, when a sample is written.
 
 use crate::objects::Segment;
-use crate::symbolize::Frame;
 use std::collections::HashMap;
+use ying_report::Frame;
 
 /// The messages of `profile.proto` (github.com/google/pprof, package `perftools.profiles`) that ying writes.
 mod proto {
@@ -276,8 +276,8 @@ impl Builder {
 #[cfg(test)]
 mod tests {
     use super::{Builder, Header, Place};
-    use crate::symbolize::Frame;
     use prost::Message;
+    use ying_report::Frame;
 
     fn place(address: u64, function: &str) -> Place {
         Place { address: Some(address), frames: vec![Frame::new(function, Some("src/lib.rs".into()), Some(7))] }

@@ -13,6 +13,7 @@
 use crate::counters::{self, Shard};
 use crate::thread::{THREAD, ThreadState};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+pub use ying_report::report::{Attribution, ScopeStats};
 
 const SLOT_BITS: u32 = 8;
 const SLOTS: usize = 1 << SLOT_BITS;
@@ -173,54 +174,6 @@ pub(crate) fn disown(id: u64, bytes: usize, block: bool) {
     with_open(id, |slot, home| slot.sub_live(home, bytes, i64::from(block)));
 }
 
-/// Exact figures of what a scope did to the heap, as [`measure`](crate::measure) returns them.
-///
-/// The scope owns the blocks it allocated and the growth (by `realloc`) it gave to older blocks; frees from any
-/// thread reduce what it owns. `freed_bytes` and `frees` count the frees the scope itself made, of blocks of any
-/// age, so `allocated_bytes - freed_bytes` is the scope's net change of the live heap ("growth").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[non_exhaustive]
-pub struct ScopeStats {
-    /// Bytes the scope owned that were still live when it closed.
-    pub retained_bytes: u64,
-    /// Blocks allocated in the scope that were still live when it closed.
-    pub retained_blocks: u64,
-    /// The largest number of bytes the scope owned at once while it was open (exact).
-    pub peak_bytes: u64,
-    /// Bytes allocated in the scope, including growth by `realloc`.
-    pub allocated_bytes: u64,
-    /// Allocation calls made in the scope (a `realloc` is not a new allocation).
-    pub allocations: u64,
-    /// Bytes the scope freed, whatever their age, including shrinkage by `realloc`.
-    pub freed_bytes: u64,
-    /// Free calls made in the scope, whatever the age of the block.
-    pub frees: u64,
-}
-
-impl ScopeStats {
-    /// The scope's net change of the live heap: `allocated_bytes - freed_bytes` (negative when it freed more
-    /// than it allocated).
-    pub fn growth(&self) -> i64 {
-        self.allocated_bytes as i64 - self.freed_bytes as i64
-    }
-}
-
-/// Which allocations a scope counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum Attribution {
-    /// Allocations made on the scope's thread and on threads that entered it with [`Scope::enter`]. Right when
-    /// other work runs in the same process at the same time, as tests do under `cargo test`.
-    #[default]
-    Thread,
-    /// Every allocation in the process (except the profiler's own) that no thread-attributed scope claims. Right
-    /// when the code under test runs alone in its process and spreads work over threads it does not control.
-    /// One process-attributed scope can be open at a time. When it is opened on a thread other than the main
-    /// thread (as a test harness runs tests), the main thread is the harness's and is not counted.
-    Process,
-}
-
 /// An open scope; closes (and stops attributing) when dropped, so a panicking body never leaves it open.
 pub(crate) struct OpenScope {
     id: u64,
@@ -264,8 +217,8 @@ impl OpenScope {
         // Before any allocation is attributed to the scope: this thread's updates go to the home counters.
         let previous_home = THREAD.try_with(|t| t.replace_home_scope(id)).unwrap_or(0);
         let previous_thread_scope = match attribution {
-            Attribution::Thread => THREAD.try_with(|t| t.replace_scope(id)).unwrap_or(0),
             Attribution::Process => 0,
+            _ => THREAD.try_with(|t| t.replace_scope(id)).unwrap_or(0),
         };
         Self { id, attribution, previous_thread_scope, previous_home, _not_send: core::marker::PhantomData }
     }
@@ -290,14 +243,14 @@ impl OpenScope {
 
     fn finish(&self) -> ScopeStats {
         match self.attribution {
-            Attribution::Thread => {
-                let previous = self.previous_thread_scope;
-                let _ = THREAD.try_with(|t| t.replace_scope(previous));
-            }
             Attribution::Process => {
                 if PROCESS_SCOPE.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
                     crate::nursery::set_process_scope_open(false);
                 }
+            }
+            _ => {
+                let previous = self.previous_thread_scope;
+                let _ = THREAD.try_with(|t| t.replace_scope(previous));
             }
         }
         let previous_home = self.previous_home;
@@ -325,15 +278,15 @@ fn read_figures(slot: &Slot) -> ScopeStats {
         core::array::from_fn(|counter| home[counter].wrapping_add(shared[counter]));
     let [home_blocks, shared_blocks] = &slot.live_blocks;
     let live_blocks = home_blocks.load(Ordering::Relaxed).wrapping_add(shared_blocks.load(Ordering::Relaxed)) as i64;
-    ScopeStats {
-        retained_bytes: slot.live_bytes.load(Ordering::Relaxed).max(0) as u64,
-        retained_blocks: live_blocks.max(0) as u64,
-        peak_bytes: slot.peak_bytes.load(Ordering::Relaxed).max(0) as u64,
-        allocated_bytes,
-        allocations,
-        freed_bytes,
-        frees,
-    }
+    let mut stats = ScopeStats::default();
+    stats.retained_bytes = slot.live_bytes.load(Ordering::Relaxed).max(0) as u64;
+    stats.retained_blocks = live_blocks.max(0) as u64;
+    stats.peak_bytes = slot.peak_bytes.load(Ordering::Relaxed).max(0) as u64;
+    stats.allocated_bytes = allocated_bytes;
+    stats.allocations = allocations;
+    stats.freed_bytes = freed_bytes;
+    stats.frees = frees;
+    stats
 }
 
 impl Drop for OpenScope {

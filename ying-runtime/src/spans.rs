@@ -29,12 +29,12 @@
 //!   warns against) may exit on another thread; that thread's stack then loses its innermost span early.
 //! - The outermost [`MAX_SPANS`] spans of a thread are recorded; spans nested deeper are left out.
 
-use crate::symbolize::Frame;
 use core::cell::Cell;
 use tracing_core::span::Id;
 use tracing_core::{Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
+use ying_report::Frame;
 
 /// The number of spans recorded with a stack, counted from the outermost.
 pub const MAX_SPANS: usize = 16;

@@ -2,9 +2,10 @@
 
 use crate::histogram::LifetimeHistogram;
 use crate::stacks::Ips;
-use crate::symbolize::{Frame, symbolize};
+use crate::symbolize::symbolize;
 use crate::thread::as_profiler;
 use crate::{sampler, stacks, table};
+use ying_report::Frame;
 
 /// Estimated allocations of one stack, from the samples.
 ///

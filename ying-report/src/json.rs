@@ -1,0 +1,200 @@
+//! The files of the contract as JSON: read with their schema version checked and errors placed, written whole or
+//! not at all.
+
+use serde::de::DeserializeOwned;
+use std::fmt;
+use std::io::Write as _;
+use std::path::Path;
+
+/// Why a file of the contract could not be read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The file could not be read.
+    Io(std::io::Error),
+    /// It is not JSON, or not JSON of the expected shape (the error names the line and column).
+    Json(serde_json::Error),
+    /// It has no `schema_version`: it is not a file of this kind.
+    NotOfKind {
+        /// What it should have been: `report`, `summary`, `baseline`.
+        kind: &'static str,
+    },
+    /// Its `schema_version` is another than the one this reader reads.
+    Version {
+        /// What kind of file.
+        kind: &'static str,
+        /// The version as written.
+        found: String,
+        /// The version read here.
+        expected: u32,
+        /// Where the version is written (1-based line and column).
+        line: usize,
+        /// See `line`.
+        column: usize,
+        /// What to do about it.
+        hint: &'static str,
+    },
+    /// A report of another test than the one asked for.
+    OtherTest {
+        /// The test asked for.
+        expected: String,
+        /// The test the report is of.
+        found: String,
+    },
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(error) => error.fmt(f),
+            Self::Json(error) => error.fmt(f),
+            Self::NotOfKind { kind } => write!(f, "it has no schema_version: it is not a ying {kind}"),
+            Self::Version { kind, found, expected, line, column, hint } => write!(
+                f,
+                "schema_version {found} at line {line} column {column} is not {expected}, the version of the {kind} \
+                 this ying reads: {hint}"
+            ),
+            Self::OtherTest { expected, found } => write!(f, "it is the report of `{found}`, not of `{expected}`"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(error) => Some(error),
+            Self::Json(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(error: std::io::Error) -> Self {
+        Self::Io(error)
+    }
+}
+
+/// A kind of versioned file: its name and version, and what to do with a file of another version.
+pub(crate) struct Kind {
+    pub(crate) name: &'static str,
+    pub(crate) version: u32,
+    /// For a file written by an earlier ying.
+    pub(crate) older: &'static str,
+    /// For a file written by a later ying.
+    pub(crate) newer: &'static str,
+}
+
+/// The 1-based line and column of byte `offset` of `text`.
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before[before.rfind('\n').map_or(0, |newline| newline + 1)..].chars().count() + 1;
+    (line, column)
+}
+
+/// Reads `text` as a file of `kind`: JSON whose `schema_version` is `kind.version` (checked before the rest, so
+/// that a file of another version is named as such rather than as malformed). A leading byte-order mark is
+/// ignored.
+pub(crate) fn parse<T: DeserializeOwned>(text: &str, kind: &Kind) -> Result<T, ReadError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let value: serde_json::Value = serde_json::from_str(text).map_err(ReadError::Json)?;
+    let found = match value.get("schema_version") {
+        None => return Err(ReadError::NotOfKind { kind: kind.name }),
+        Some(found) => found,
+    };
+    if found.as_u64() != Some(u64::from(kind.version)) {
+        let offset = text.find("\"schema_version\"").unwrap_or(0);
+        let (line, column) = position(text, offset);
+        let older = found.as_u64().is_some_and(|found| found < u64::from(kind.version));
+        return Err(ReadError::Version {
+            kind: kind.name,
+            found: found.to_string(),
+            expected: kind.version,
+            line,
+            column,
+            hint: if older { kind.older } else { kind.newer },
+        });
+    }
+    // Parsed again from the text, not from the value: errors keep their line and column.
+    serde_json::from_str(text).map_err(ReadError::Json)
+}
+
+/// Reads the file at `path` as a file of `kind`; `Ok(None)` when there is none.
+pub(crate) fn read_optional<T: DeserializeOwned>(path: &Path, kind: &Kind) -> Result<Option<T>, ReadError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text, kind).map(Some),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(ReadError::Io(error)),
+    }
+}
+
+/// Writes `value` as pretty JSON with a final newline to `path`, through a temporary file in the same directory
+/// and a rename: a reader never sees half a file, and an interrupted write leaves the old file as it was.
+pub fn write_atomic(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    let mut json = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    json.push(b'\n');
+    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map_or_else(|| "file".into(), |name| name.to_string_lossy().into_owned());
+    // Not ending in `.json`: a reader listing a directory for files of the contract never takes it for one.
+    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&temporary)
+        .and_then(|mut file| file.write_all(&json).and_then(|()| file.sync_all()))
+        .and_then(|()| std::fs::rename(&temporary, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Kind, ReadError, parse, position};
+
+    const KIND: Kind = Kind { name: "thing", version: 2, older: "write it again", newer: "update" };
+
+    #[derive(Debug, serde::Deserialize)]
+    #[expect(dead_code, reason = "read for its shape only")]
+    struct Thing {
+        schema_version: u32,
+        value: u64,
+    }
+
+    #[test]
+    fn versions_are_checked_before_the_shape() {
+        assert!(parse::<Thing>("{\"schema_version\": 2, \"value\": 1}", &KIND).is_ok());
+        let error = parse::<Thing>("{\n  \"value\": \"x\",\n  \"schema_version\": 1\n}", &KIND).unwrap_err();
+        assert!(matches!(error, ReadError::Version { line: 3, column: 3, .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "schema_version 1 at line 3 column 3 is not 2, the version of the thing this ying reads: write it again"
+        );
+        let error = parse::<Thing>("{\"schema_version\": \"2\"}", &KIND).unwrap_err().to_string();
+        assert!(
+            error.contains("schema_version \"2\" at line 1 column 2 is not 2") && error.ends_with("update"),
+            "{error}"
+        );
+        let error = parse::<Thing>("{\"schema_version\": 2.0}", &KIND).unwrap_err().to_string();
+        assert!(error.contains("schema_version 2.0 at"), "{error}");
+        assert!(parse::<Thing>("[1, 2]", &KIND).unwrap_err().to_string().contains("not a ying thing"));
+    }
+
+    #[test]
+    fn errors_keep_their_position_and_a_byte_order_mark_is_ignored() {
+        let error = parse::<Thing>("{\"schema_version\": 2,\n \"value\": [", &KIND).unwrap_err().to_string();
+        assert!(error.contains("line 2 column"), "{error}");
+        assert!(parse::<Thing>("\u{feff}{\"schema_version\": 2, \"value\": 1}", &KIND).is_ok());
+        assert_eq!(position("ab\ncé\nx", 7), (3, 1));
+    }
+
+    #[test]
+    fn writes_are_whole_and_leave_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("thing.json");
+        super::write_atomic(&path, &serde_json::json!({"schema_version": 2})).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\n  \"schema_version\": 2\n}\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let missing = dir.path().join("no-such-directory").join("thing.json");
+        assert!(super::write_atomic(&missing, &1).is_err());
+    }
+}

@@ -1,0 +1,36 @@
+//! The contract between ying's parts: what the runtime (`ying-runtime`), its macros (`ying-macros`) and
+//! `cargo ying` exchange, defined once.
+//!
+//! - [`report`]: the JSON report a leak test writes ([`LeakReport`]), read with its schema version and its test's
+//!   identity checked, written whole or not at all;
+//! - [`summary`] and [`baseline`]: what `cargo ying test` writes for a run and keeps for the gate;
+//! - [`TestId`]: which test of which target of which package, with one display form and one file name;
+//! - [`Frame`], the pure rules that [trim](Trim) a symbolised stack, and [`FoldedStack`];
+//! - [`ByteSize`]: the one grammar of sizes (`"64 KiB"`) that budgets, flags and configuration keys use.
+//!
+//! It depends on serde alone: no allocator, no renderer.
+
+pub mod baseline;
+mod figures;
+mod folded;
+mod frame;
+mod json;
+pub mod report;
+pub mod size;
+pub mod summary;
+mod test_id;
+mod trim;
+
+pub use baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BASELINE};
+pub use figures::{Figure, Figures};
+pub use folded::{FoldedStack, FoldedStackError};
+pub use frame::Frame;
+pub use json::{ReadError, write_atomic};
+pub use report::LeakReport;
+pub use size::{ByteSize, SignedByteSize, SizeError};
+pub use summary::{GateVerdict, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, TestOutcome};
+pub use test_id::{TargetKind, TestId, TestIdError, as_display, file_name_component, stable_hash};
+pub use trim::{
+    LEAK_TEST_RUNNER, Trim, is_allocation_plumbing, is_allocator_entry, is_in_leak_test_runner, is_leak_test_runner,
+    is_poll_frame, is_thread_entry, relative_paths,
+};

@@ -1,0 +1,439 @@
+//! The report a leak test writes when `YING_REPORT_DIR` is set: the one definition that the runtime writes and
+//! `cargo ying` reads.
+//!
+//! Reports hold nothing that changes between identical runs in the fields that get compared (no addresses, no
+//! timestamps), and source paths are relative to the test's package where they lie inside it.
+
+use crate::folded::FoldedStack;
+use crate::frame::Frame;
+use crate::json::{self, Kind, ReadError};
+use crate::test_id::{TargetKind, TestId};
+use std::path::Path;
+
+/// The version of the report format; bumped on any change a reader must know about.
+pub const REPORT_SCHEMA_VERSION: u32 = 2;
+
+/// The environment variable naming the directory where leak tests write their reports.
+pub const REPORT_DIR_ENV: &str = "YING_REPORT_DIR";
+
+/// When this environment variable is set (as `cargo ying` sets it), a report's sampled stacks carry the
+/// executable's instruction addresses instead of frames where the platform allows, and the reader symbolises them
+/// once per executable rather than every test process loading the debug information.
+pub const DEFER_SYMBOLS_ENV: &str = "YING_DEFER_SYMBOLS";
+
+/// The environment variable that sets the default attribution of leak tests: `process` or `thread`. `cargo ying`
+/// sets `process`, since it runs each test in a process of its own.
+pub const ATTRIBUTION_ENV: &str = "YING_ATTRIBUTION";
+
+const KIND: Kind = Kind {
+    name: "report",
+    version: REPORT_SCHEMA_VERSION,
+    older: "it was written by an earlier ying-runtime than this cargo ying reads; use the same version of both",
+    newer: "it was written by a later ying-runtime than this cargo ying reads; use the same version of both",
+};
+
+/// Everything one run of one leak test measured.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct LeakReport {
+    /// [`REPORT_SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// Which test this is, as the test knows itself.
+    pub test: TestIdentity,
+    /// Which allocations the test's figures count.
+    pub attribution: Attribution,
+    /// The budgets in force (defaults applied).
+    pub budgets: Budgets,
+    /// Unmeasured runs of the body before the measured ones.
+    pub warmup: u32,
+    /// Measured runs of the body.
+    pub iterations: u32,
+    /// How the test ended.
+    pub outcome: Outcome,
+    /// The failure message, when the test failed a budget.
+    pub message: Option<String>,
+    /// Exact figures of the measured runs as a whole.
+    pub figures: ScopeStats,
+    /// Retained bytes excused by the test's `allow` patterns or as the test harness's captured output; not in
+    /// the figure the `max_retained` budget is checked against.
+    pub excused_bytes: u64,
+    /// Exact figures of each measured run.
+    pub per_iteration: Vec<IterationFigures>,
+    /// Where the retained memory was allocated, exactly, when the test recorded every stack; largest first.
+    pub retained_sites: Vec<RetainedSite>,
+    /// The process's top sampled stacks at the end of the test (estimates). Under thread attribution other tests
+    /// running in the same process appear here too; `cargo ying` runs each test alone.
+    pub sampled_stacks: Vec<SampledStack>,
+    /// What a reader needs to symbolise the addresses of [`SampledStack::addresses`] (under
+    /// [`DEFER_SYMBOLS_ENV`]); `None` once every stack has its frames.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deferred: Option<DeferredSymbols>,
+}
+
+impl LeakReport {
+    /// A report of `test` with `attribution` and `budgets`, its figures zero and its lists empty until set.
+    pub fn new(test: TestIdentity, attribution: Attribution, budgets: Budgets) -> Self {
+        Self {
+            schema_version: REPORT_SCHEMA_VERSION,
+            test,
+            attribution,
+            budgets,
+            warmup: 0,
+            iterations: 1,
+            outcome: Outcome::Passed,
+            message: None,
+            figures: ScopeStats::default(),
+            excused_bytes: 0,
+            per_iteration: Vec::new(),
+            retained_sites: Vec::new(),
+            sampled_stacks: Vec::new(),
+            deferred: None,
+        }
+    }
+
+    /// Retained bytes as the `max_retained` budget and the gate judge them: excused memory left out.
+    pub fn judged_retained_bytes(&self) -> u64 {
+        self.figures.retained_bytes.saturating_sub(self.excused_bytes)
+    }
+
+    /// Where the judged retained memory was allocated (excused sites left out), as folded stacks, sorted.
+    pub fn retained_stacks(&self) -> Vec<FoldedStack> {
+        let mut stacks: Vec<FoldedStack> = self
+            .retained_sites
+            .iter()
+            .filter(|site| !site.excused)
+            .filter_map(|site| FoldedStack::from_frames(&site.frames, site.bytes))
+            .collect();
+        stacks.sort();
+        stacks
+    }
+
+    /// The sampled stacks by estimated allocated bytes (rounded once, here), as folded stacks, sorted.
+    pub fn allocated_stacks(&self) -> Vec<FoldedStack> {
+        let mut stacks: Vec<FoldedStack> = self
+            .sampled_stacks
+            .iter()
+            .filter_map(|stack| FoldedStack::from_frames(&stack.frames, stack.allocated_bytes.round() as u64))
+            .collect();
+        stacks.sort();
+        stacks
+    }
+
+    /// Reads the report at `path`, which must be of this version and of test `expected`.
+    pub fn read(path: &Path, expected: &TestId) -> Result<Self, ReadError> {
+        let text = std::fs::read_to_string(path)?;
+        let report: Self = json::parse(&text, &KIND)?;
+        if !report.test.is(expected) {
+            return Err(ReadError::OtherTest { expected: expected.to_string(), found: report.test.to_string() });
+        }
+        Ok(report)
+    }
+
+    /// Writes the report to `path` as JSON, whole or not at all.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        json::write_atomic(path, self)
+    }
+}
+
+/// The identity of a leak test, as the test binary knows it at compile time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct TestIdentity {
+    /// The Cargo package the test belongs to.
+    pub package: String,
+    /// The crate of the test binary (the first segment of the module path).
+    pub krate: String,
+    /// The binary target's name when the test is in a binary or an example (`CARGO_BIN_NAME`); `None` in a
+    /// library, an integration test or a benchmark.
+    #[serde(default)]
+    pub bin_name: Option<String>,
+    /// The module path of the test function (`my_crate::cache::tests`).
+    pub module_path: String,
+    /// The test's name as the test harness lists it (`cache::tests::evicts`).
+    pub name: String,
+    /// The source file of the test function, as `file!()` gives it.
+    pub file: String,
+    /// The line of the test function.
+    pub line: u32,
+}
+
+impl TestIdentity {
+    /// The identity of the test function `function` in `module_path` (whose first segment is the crate), of
+    /// `package`, at `file:line`: the harness lists it as the module path without the crate, then the function.
+    pub fn new(
+        package: &str,
+        bin_name: Option<&str>,
+        module_path: &str,
+        function: &str,
+        file: &str,
+        line: u32,
+    ) -> Self {
+        let (krate, name) = match module_path.split_once("::") {
+            Some((krate, modules)) => (krate, format!("{modules}::{function}")),
+            None => (module_path, function.to_owned()),
+        };
+        Self {
+            package: package.to_owned(),
+            krate: krate.to_owned(),
+            bin_name: bin_name.map(str::to_owned),
+            module_path: module_path.to_owned(),
+            name,
+            file: file.to_owned(),
+            line,
+        }
+    }
+
+    /// Whether this is test `id`, as far as a test binary can tell: same package and test, a binary exactly when
+    /// `id` is in a binary or an example (of that name), and the crate of `id`'s target outside a library (whose
+    /// crate name the id does not keep).
+    pub fn is(&self, id: &TestId) -> bool {
+        let crate_of_target = id.target.replace('-', "_");
+        self.package == id.package
+            && self.name == id.name
+            && match id.kind {
+                TargetKind::Bin | TargetKind::Example => self.bin_name.as_deref() == Some(id.target.as_str()),
+                TargetKind::Lib => self.bin_name.is_none(),
+                TargetKind::Test | TargetKind::Bench => self.bin_name.is_none() && self.krate == crate_of_target,
+            }
+    }
+}
+
+impl std::fmt::Display for TestIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.bin_name {
+            Some(bin) => write!(f, "{}::bin/{bin} {}", self.package, self.name),
+            None => write!(f, "{} (crate {}) {}", self.package, self.krate, self.name),
+        }
+    }
+}
+
+/// What a reader needs to symbolise deferred addresses.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct DeferredSymbols {
+    /// The directory of the runtime's source files as the executable's debug information names them (with its
+    /// trailing `/`), for [`Trim::new`](crate::Trim::new): it tells the runtime's frames apart.
+    pub runtime_source: String,
+}
+
+impl DeferredSymbols {
+    /// Deferred symbols of a runtime whose source lies under `runtime_source`.
+    pub fn new(runtime_source: impl Into<String>) -> Self {
+        Self { runtime_source: runtime_source.into() }
+    }
+}
+
+/// Which allocations a scope counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Attribution {
+    /// Allocations made on the scope's thread and on threads that entered it (`Scope::enter`). Right when other
+    /// work runs in the same process at the same time, as tests do under `cargo test`.
+    #[default]
+    Thread,
+    /// Every allocation in the process (except the profiler's own) that no thread-attributed scope claims. Right
+    /// when the code under test runs alone in its process and spreads work over threads it does not control.
+    /// One process-attributed scope can be open at a time. When it is opened on a thread other than the main
+    /// thread (as a test harness runs tests), the main thread is the harness's and is not counted.
+    Process,
+}
+
+/// Exact figures of what a scope did to the heap, as `ying::measure` returns them.
+///
+/// The scope owns the blocks it allocated and the growth (by `realloc`) it gave to older blocks; frees from any
+/// thread reduce what it owns. `freed_bytes` and `frees` count the frees the scope itself made, of blocks of any
+/// age, so `allocated_bytes - freed_bytes` is the scope's net change of the live heap ("growth").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ScopeStats {
+    /// Bytes the scope owned that were still live when it closed.
+    pub retained_bytes: u64,
+    /// Blocks allocated in the scope that were still live when it closed.
+    pub retained_blocks: u64,
+    /// The largest number of bytes the scope owned at once while it was open (exact).
+    pub peak_bytes: u64,
+    /// Bytes allocated in the scope, including growth by `realloc`.
+    pub allocated_bytes: u64,
+    /// Allocation calls made in the scope (a `realloc` is not a new allocation).
+    pub allocations: u64,
+    /// Bytes the scope freed, whatever their age, including shrinkage by `realloc`.
+    pub freed_bytes: u64,
+    /// Free calls made in the scope, whatever the age of the block.
+    pub frees: u64,
+}
+
+impl ScopeStats {
+    /// The scope's net change of the live heap: `allocated_bytes - freed_bytes` (negative when it freed more
+    /// than it allocated).
+    pub fn growth(&self) -> i64 {
+        self.allocated_bytes as i64 - self.freed_bytes as i64
+    }
+}
+
+/// A leak test's budgets, in bytes (or allocations); `None` is not checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Budgets {
+    /// Bytes the measured runs may leave allocated.
+    pub max_retained: Option<u64>,
+    /// Bytes the measured runs may hold at once.
+    pub max_peak: Option<u64>,
+    /// Bytes each measured run may allocate.
+    pub max_allocated: Option<u64>,
+    /// Allocations each measured run may make.
+    pub max_allocations: Option<u64>,
+    /// Net growth of the heap each measured run may cause (checked against the smallest growth among them).
+    pub max_growth_per_iteration: Option<u64>,
+}
+
+/// How a leak test ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The body succeeded within every budget.
+    Passed,
+    /// A budget was exceeded.
+    Failed,
+    /// The body panicked or returned an error; budgets were not judged.
+    BodyFailed,
+}
+
+/// Exact figures of one measured run of the body.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct IterationFigures {
+    /// Bytes allocated (growth by realloc included).
+    pub allocated_bytes: u64,
+    /// Allocation calls.
+    pub allocations: u64,
+    /// Bytes freed (shrinkage by realloc included), whatever their age.
+    pub freed_bytes: u64,
+    /// Free calls.
+    pub frees: u64,
+    /// Net change of the live heap: `allocated_bytes - freed_bytes`, less the excused growth.
+    pub growth: i64,
+    /// Growth of excused memory (captured test output, `allow` patterns), left out of `growth`.
+    pub excused_growth: i64,
+}
+
+impl IterationFigures {
+    /// The figures of a run between two readings of its scope, `start` and `end`, whose excused memory grew by
+    /// `excused_growth` bytes.
+    pub fn between(start: &ScopeStats, end: &ScopeStats, excused_growth: i64) -> Self {
+        let allocated_bytes = end.allocated_bytes - start.allocated_bytes;
+        let freed_bytes = end.freed_bytes - start.freed_bytes;
+        Self {
+            allocated_bytes,
+            allocations: end.allocations - start.allocations,
+            freed_bytes,
+            frees: end.frees - start.frees,
+            growth: allocated_bytes as i64 - freed_bytes as i64 - excused_growth,
+            excused_growth,
+        }
+    }
+}
+
+/// Where retained memory was allocated: one stack and what its blocks still hold.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct RetainedSite {
+    /// Bytes retained from this stack (exact).
+    pub bytes: u64,
+    /// Blocks allocated from this stack and still live (blocks only grown here are not counted).
+    pub blocks: u64,
+    /// Excused by an `allow` pattern or as captured test output.
+    pub excused: bool,
+    /// The stack, from the allocation site outwards; empty when the stack was not recorded.
+    pub frames: Vec<Frame>,
+}
+
+impl RetainedSite {
+    /// `bytes` in `blocks` blocks allocated at `frames`.
+    pub fn new(bytes: u64, blocks: u64, excused: bool, frames: Vec<Frame>) -> Self {
+        Self { bytes, blocks, excused, frames }
+    }
+}
+
+/// A sampled stack with its estimates, as the runtime's `StackStats` gives them.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct SampledStack {
+    /// Estimated bytes retained.
+    pub retained_bytes: f64,
+    /// Estimated allocations still live.
+    pub retained_objects: f64,
+    /// Estimated bytes allocated.
+    pub allocated_bytes: f64,
+    /// Estimated allocations made.
+    pub allocated_objects: f64,
+    /// The stack, from the allocation site outwards, then the `tracing` spans it was allocated in (frames named
+    /// `span:<name>`, with the `profile-spans` feature).
+    pub frames: Vec<Frame>,
+    /// Instead of the code frames, under [`DEFER_SYMBOLS_ENV`]: the stack's instruction addresses in the test
+    /// executable (as its debug information counts them), innermost first, for the reader to symbolise, trim
+    /// with [`Trim`](crate::Trim) (see [`LeakReport::deferred`]) and put before the span frames `frames` then
+    /// holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Attribution, Budgets, LeakReport, RetainedSite, TestIdentity};
+    use crate::frame::Frame;
+    use crate::json::ReadError;
+    use crate::test_id::{TargetKind, TestId};
+
+    fn identity(bin_name: Option<&str>) -> TestIdentity {
+        TestIdentity::new("app", bin_name, "app::tests", "same_unit", "src/lib.rs", 7)
+    }
+
+    #[test]
+    fn an_identity_is_its_test_and_no_other() {
+        let lib = TestId::new("app", TargetKind::Lib, "app", "tests::same_unit");
+        let bin = TestId::new("app", TargetKind::Bin, "app", "tests::same_unit");
+        assert_eq!(identity(None).name, "tests::same_unit");
+        assert!(identity(None).is(&lib) && !identity(None).is(&bin));
+        assert!(identity(Some("app")).is(&bin) && !identity(Some("app")).is(&lib));
+        assert!(!identity(Some("other")).is(&bin));
+        let integration = TestIdentity::new("app", None, "cache_tests", "evicts", "tests/cache-tests.rs", 3);
+        assert!(integration.is(&TestId::new("app", TargetKind::Test, "cache-tests", "evicts")));
+        assert!(!integration.is(&TestId::new("app", TargetKind::Test, "leaks", "evicts")));
+        assert!(!integration.is(&TestId::new("other", TargetKind::Test, "cache-tests", "evicts")));
+    }
+
+    #[test]
+    fn reports_round_trip_and_are_refused_when_not_this_tests_or_this_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        let mut report = LeakReport::new(identity(None), Attribution::Process, Budgets::default());
+        report.figures.retained_bytes = 1500;
+        report.excused_bytes = 500;
+        report.retained_sites = vec![
+            RetainedSite::new(1000, 1, false, vec![Frame::new("app::leak", None, None)]),
+            RetainedSite::new(500, 1, true, vec![Frame::new("std::io::stdio::_print", None, None)]),
+        ];
+        report.write(&path).unwrap();
+        let lib = TestId::new("app", TargetKind::Lib, "app", "tests::same_unit");
+        let read = LeakReport::read(&path, &lib).unwrap();
+        assert_eq!(read, report);
+        assert_eq!(read.judged_retained_bytes(), 1000);
+        assert_eq!(read.retained_stacks().iter().map(ToString::to_string).collect::<Vec<_>>(), ["app::leak 1000"]);
+
+        let other = TestId::new("app", TargetKind::Lib, "app", "tests::other");
+        let error = LeakReport::read(&path, &other).unwrap_err();
+        assert!(matches!(error, ReadError::OtherTest { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "it is the report of `app (crate app) tests::same_unit`, not of `app tests::other`"
+        );
+
+        let text = std::fs::read_to_string(&path).unwrap().replace("\"schema_version\": 2", "\"schema_version\": 1");
+        std::fs::write(&path, text).unwrap();
+        let error = LeakReport::read(&path, &lib).unwrap_err().to_string();
+        assert!(
+            error.contains("schema_version 1 at line 2 column 3 is not 2") && error.contains("earlier ying-runtime"),
+            "{error}"
+        );
+    }
+}

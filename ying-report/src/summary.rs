@@ -1,0 +1,189 @@
+//! `summary.json`: every test of a `cargo ying test` run with its outcome, its gate verdict, and for leak tests
+//! its figures and files.
+
+use crate::figures::Figures;
+use crate::json::{self, Kind, ReadError};
+use crate::test_id::TestId;
+use std::path::Path;
+
+/// The version of the summary format.
+pub const SUMMARY_SCHEMA_VERSION: u32 = 2;
+
+const KIND: Kind = Kind {
+    name: "summary",
+    version: SUMMARY_SCHEMA_VERSION,
+    older: "it was written by an earlier cargo ying; run `cargo ying test` again to write it anew",
+    newer: "it was written by a later cargo ying than this one; use that one",
+};
+
+/// The whole run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    /// [`SUMMARY_SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// Every test, in the order of the binaries and their listing.
+    pub tests: Vec<SummaryTest>,
+}
+
+impl Summary {
+    /// A summary of `tests`.
+    pub fn new(tests: Vec<SummaryTest>) -> Self {
+        Self { schema_version: SUMMARY_SCHEMA_VERSION, tests }
+    }
+
+    /// Reads the summary at `path`, of this version.
+    pub fn read(path: &Path) -> Result<Self, ReadError> {
+        let text = std::fs::read_to_string(path)?;
+        json::parse(&text, &KIND)
+    }
+
+    /// Writes the summary to `path`, whole or not at all.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        json::write_atomic(path, self)
+    }
+}
+
+/// One test. Paths are relative to the summary's directory.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SummaryTest {
+    /// Which test: `package`, `kind`, `target` and `name`.
+    #[serde(flatten)]
+    pub id: TestId,
+    /// How it ended.
+    pub outcome: TestOutcome,
+    /// Why it failed beyond its output: the signal, the timeout.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The gate's verdict on its figures against the baseline; `None` without a baseline or figures.
+    #[serde(default)]
+    pub gate: Option<GateVerdict>,
+    /// A leak test's figures (`retained_bytes`, `peak_bytes`, `allocated_bytes`, `allocations`); absent for
+    /// other tests and for leak tests whose report could not be used.
+    #[serde(flatten)]
+    pub figures: Option<Figures>,
+    /// Retained bytes in the baseline, when the baseline has this test.
+    #[serde(default)]
+    pub baseline_retained_bytes: Option<u64>,
+    /// The leak test's JSON report.
+    #[serde(default)]
+    pub report: Option<String>,
+    /// Flamegraph of retained memory.
+    #[serde(default)]
+    pub retained_flamegraph: Option<String>,
+    /// Flamegraph of allocated memory.
+    #[serde(default)]
+    pub allocated_flamegraph: Option<String>,
+    /// Differential flamegraph of retained memory, baseline against now, for a test that regressed.
+    #[serde(default)]
+    pub retained_diff_flamegraph: Option<String>,
+    /// What went wrong around the test without failing it (a report that could not be used, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl SummaryTest {
+    /// A test that ended with `outcome`, with nothing else known yet.
+    pub fn new(id: TestId, outcome: TestOutcome) -> Self {
+        Self {
+            id,
+            outcome,
+            reason: None,
+            gate: None,
+            figures: None,
+            baseline_retained_bytes: None,
+            report: None,
+            retained_flamegraph: None,
+            allocated_flamegraph: None,
+            retained_diff_flamegraph: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// How a test ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestOutcome {
+    /// The test passed.
+    Passed,
+    /// The test failed (a failed assertion, a budget, an error returned).
+    Failed,
+    /// Killed by a signal (abort, segmentation fault, stack overflow, the OOM killer).
+    Crashed,
+    /// Ran past the timeout and was killed.
+    TimedOut,
+    /// Marked `#[ignore]` and not asked for.
+    Ignored,
+    /// Not started: an earlier test failed and fail-fast stopped the run.
+    NotRun,
+}
+
+impl TestOutcome {
+    /// Whether the outcome fails the run.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Failed | Self::Crashed | Self::TimedOut)
+    }
+
+    /// Its name: `passed`, `failed`, `crashed`, `timed-out`, `ignored`, `not-run`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Crashed => "crashed",
+            Self::TimedOut => "timed-out",
+            Self::Ignored => "ignored",
+            Self::NotRun => "not-run",
+        }
+    }
+}
+
+/// The gate's verdict on one leak test's figures against the baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GateVerdict {
+    /// A gated figure grew past the tolerance.
+    Regressed,
+    /// No gated figure moved past the tolerance, and retained memory did not shrink.
+    Unchanged,
+    /// Retained memory shrank, and no gated figure grew past the tolerance.
+    Improved,
+    /// The baseline does not have this test.
+    New,
+}
+
+impl GateVerdict {
+    /// Its name: `regressed`, `unchanged`, `improved`, `new`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Regressed => "regressed",
+            Self::Unchanged => "unchanged",
+            Self::Improved => "improved",
+            Self::New => "new",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GateVerdict, Summary, SummaryTest, TestOutcome};
+    use crate::figures::Figures;
+    use crate::test_id::{TargetKind, TestId};
+
+    #[test]
+    fn a_summary_round_trips_with_and_without_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.json");
+        let mut leak = SummaryTest::new(TestId::new("p", TargetKind::Test, "leaks", "box_leak"), TestOutcome::Failed);
+        leak.figures = Some(Figures { retained_bytes: 1000, peak_bytes: 1000, allocated_bytes: 1000, allocations: 1 });
+        leak.gate = Some(GateVerdict::New);
+        let plain = SummaryTest::new(TestId::new("p", TargetKind::Lib, "p", "tests::ok"), TestOutcome::Passed);
+        let summary = Summary::new(vec![leak, plain]);
+        summary.write(&path).unwrap();
+        assert_eq!(Summary::read(&path).unwrap(), summary);
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(json["tests"][0]["kind"], "test");
+        assert_eq!(json["tests"][0]["retained_bytes"], 1000);
+        assert_eq!(json["tests"][0]["gate"], "new");
+        assert!(json["tests"][1]["retained_bytes"].is_null());
+    }
+}

@@ -1,0 +1,312 @@
+//! The rules that trim a symbolised allocation stack to what reports show, as pure functions of its frames: the
+//! runtime trims the stacks it symbolises itself, and `cargo ying` the ones a test left to it as addresses, with
+//! the same rules.
+//!
+//! A captured stack starts inside the profiler (the unwinder, the allocator, the allocator entry shims), goes
+//! through the standard library's allocation plumbing, reaches the allocating code, and ends in the thread's
+//! start-up frames or, in a leak test, in the test harness beyond ying's leak-test runner. Reports keep the part
+//! from the allocating code to the thread's entry (or to the runner), without async `poll` plumbing.
+
+use crate::frame::Frame;
+
+/// The function of ying's leak-test runner that calls a test's body. Frames from it outwards are the test
+/// harness's, the same for every test.
+pub const LEAK_TEST_RUNNER: &str = "ying::leak_test::runner::run";
+
+/// The trimming rules, for stacks captured by a runtime whose source lies under `runtime_source`.
+///
+/// The runtime's source directory tells its frames apart where debug information gives only short names
+/// (`debug = "line-tables-only"` names an inlined function `alloc<std::alloc::System>`, not by its path).
+///
+/// ```
+/// use ying_report::{Frame, Trim};
+///
+/// let frame = |name: &str| Frame::new(name, None, None);
+/// let stack = vec![
+///     frame("ying::stacks::capture"),
+///     frame("__rustc::__rust_alloc"),
+///     frame("alloc::alloc::alloc"),
+///     frame("alloc::boxed::Box<T>::new"),
+///     frame("app::cache::insert"),
+///     frame("<F as core::future::future::Future>::poll"),
+///     frame("app::main"),
+///     frame("std::sys::backtrace::__rust_begin_short_backtrace"),
+///     frame("std::rt::lang_start"),
+/// ];
+/// let kept: Vec<String> = Trim::new("/src/ying-runtime/src/").tidy(stack).into_iter().map(|f| f.function).collect();
+/// assert_eq!(kept, ["alloc::boxed::Box<T>::new", "app::cache::insert", "app::main"]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Trim<'a> {
+    runtime_source: &'a str,
+}
+
+impl<'a> Trim<'a> {
+    /// The rules for a runtime whose source files lie under `runtime_source` (a directory, with its trailing `/`).
+    pub const fn new(runtime_source: &'a str) -> Self {
+        Self { runtime_source }
+    }
+
+    /// Whether `file` lies in the runtime's source.
+    fn in_runtime_source(&self, file: &str) -> bool {
+        !self.runtime_source.is_empty() && file.replace('\\', "/").starts_with(self.runtime_source)
+    }
+
+    /// A frame of the profiler's own machinery between the allocating code and the stack capture: the profiler
+    /// (whose inlined frames may carry short names only, so its source path tells), the unwinder, the
+    /// thread-local access around the bookkeeping, and the allocator entry shims (`__rust_alloc`, `__rg_alloc`).
+    pub fn is_profiler_frame(&self, frame: &Frame) -> bool {
+        const NAMES: &[&str] = &[
+            "ying::",
+            "<ying::",
+            "backtrace::",
+            "<backtrace::",
+            "std::thread::local::",
+            "<std::thread::local::",
+            "__rustc::",
+            "__rust_",
+            "__rg_",
+            "__rdl_",
+        ];
+        let name = frame.function.as_str();
+        NAMES.iter().any(|prefix| name.starts_with(prefix))
+            || frame.file.as_deref().is_some_and(|file| {
+                self.in_runtime_source(file) || {
+                    let file = file.replace('\\', "/");
+                    file.contains("/backtrace-0.3") || file.ends_with("/std/src/thread/local.rs")
+                }
+            })
+    }
+
+    /// A frame of the runtime's own code (a runner around a measured body, for instance), by name or source path.
+    pub fn is_runtime_frame(&self, frame: &Frame) -> bool {
+        frame.function.starts_with("ying::")
+            || frame.function.starts_with("<ying::")
+            || frame.file.as_deref().is_some_and(|file| self.in_runtime_source(file))
+    }
+
+    /// Drops the frames above the allocating code: the run of the profiler's own frames every captured stack
+    /// starts with (up to and including the allocator entry), then the standard library's allocation plumbing.
+    /// Frames of the profiler further out (`ying::measure` around a measured body) are the caller's context and
+    /// stay.
+    pub fn strip_allocator_frames<T: AsRef<Frame>>(&self, frames: &mut Vec<T>) {
+        let own = match frames.iter().position(|frame| is_allocator_entry(frame.as_ref())) {
+            // Up to the allocator entry shims every frame is the profiler's, including helpers of the standard
+            // library that unoptimised builds leave between its frames (a closure's `bool::then`, say).
+            Some(entry) => {
+                entry + frames[entry..].iter().take_while(|frame| is_allocator_entry(frame.as_ref())).count()
+            }
+            None => frames.iter().position(|frame| !self.is_profiler_frame(frame.as_ref())).unwrap_or(frames.len()),
+        };
+        if own == 0 {
+            return;
+        }
+        let plumbing = frames[own..]
+            .iter()
+            .position(|frame| !is_allocation_plumbing(frame.as_ref()))
+            .unwrap_or(frames.len() - own);
+        frames.drain(..own + plumbing);
+    }
+
+    /// Trims a symbolised stack (innermost first, inlined frames expanded) to what reports show: the frames above
+    /// the allocating code dropped, `poll` plumbing dropped, and nothing past a thread's entry or the leak-test
+    /// runner. Frames that carry more than the frame (their instruction pointer, say) are trimmed the same way.
+    pub fn tidy<T: AsRef<Frame>>(&self, mut frames: Vec<T>) -> Vec<T> {
+        if let Some(entry) = frames.iter().position(|frame| is_thread_entry(frame.as_ref())) {
+            frames.truncate(entry);
+        }
+        if let Some(runner) = frames.iter().position(|frame| is_leak_test_runner(frame.as_ref())) {
+            frames.truncate(runner + 1);
+        }
+        self.strip_allocator_frames(&mut frames);
+        frames.retain(|frame| !is_poll_frame(&frame.as_ref().function));
+        frames
+    }
+}
+
+/// The shims through which Rust code calls the global allocator (`__rust_alloc`, `__rg_realloc`, ...): the
+/// outermost frames of the allocator's side of a captured stack.
+pub fn is_allocator_entry(frame: &Frame) -> bool {
+    const SHIMS: &[&str] = &["__rust_alloc", "__rust_dealloc", "__rust_realloc", "__rg_", "__rdl_"];
+    let name = frame.function.strip_prefix("__rustc::").unwrap_or(&frame.function);
+    SHIMS.iter().any(|shim| name.starts_with(shim))
+}
+
+/// The standard library's allocation plumbing between user code and the allocator entry.
+pub fn is_allocation_plumbing(frame: &Frame) -> bool {
+    const NAMES: &[&str] = &["alloc::alloc::", "<alloc::alloc::Global", "core::alloc::", "std::alloc::"];
+    const FILES: &[&str] = &["/alloc/src/alloc.rs", "/std/src/alloc.rs", "/core/src/alloc/global.rs"];
+    NAMES.iter().any(|prefix| frame.function.starts_with(prefix))
+        || frame
+            .file
+            .as_deref()
+            .is_some_and(|file| FILES.iter().any(|suffix| file.replace('\\', "/").ends_with(suffix)))
+}
+
+/// The frame through which the standard library enters a thread's (or `main`'s) code.
+pub fn is_thread_entry(frame: &Frame) -> bool {
+    // Full (`std::sys::backtrace::__rust_begin_short_backtrace`) or, with line tables only, short.
+    let name = frame.function.as_str();
+    name.starts_with("std::sys::backtrace::__rust_begin_short_backtrace")
+        || name.starts_with("__rust_begin_short_backtrace<")
+}
+
+/// The function of ying's leak-test runner that calls the test's body (not the closure inside it).
+pub fn is_leak_test_runner(frame: &Frame) -> bool {
+    let name = frame.function.as_str();
+    name.strip_prefix(LEAK_TEST_RUNNER).is_some_and(|rest| rest.is_empty() || rest.starts_with("::<"))
+}
+
+/// A frame inside the leak-test runner's call of the body, or the runner itself: the runner and the test
+/// harness beyond it.
+pub fn is_in_leak_test_runner(frame: &Frame) -> bool {
+    frame.function.starts_with(LEAK_TEST_RUNNER)
+        && frame.function[LEAK_TEST_RUNNER.len()..].chars().next().is_none_or(|next| next == ':')
+}
+
+/// `<F as core::future::Future>::poll` and similar: plumbing between the async functions that matter.
+pub fn is_poll_frame(function: &str) -> bool {
+    function.starts_with('<') && function.ends_with(">::poll")
+}
+
+/// Source paths that lie under one of `bases` (directories, without a trailing separator), made relative to it:
+/// reports hold no absolute path of the build machine where a relative one serves.
+pub fn relative_paths(mut frames: Vec<Frame>, bases: &[&str]) -> Vec<Frame> {
+    for frame in &mut frames {
+        if let Some(file) = &frame.file {
+            let relative = bases
+                .iter()
+                .filter(|base| !base.is_empty())
+                .find_map(|base| file.strip_prefix(base)?.strip_prefix(['/', '\\']));
+            if let Some(relative) = relative {
+                frame.file = Some(relative.to_owned());
+            }
+        }
+    }
+    frames
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Frame, LEAK_TEST_RUNNER, Trim, is_in_leak_test_runner, is_leak_test_runner, is_poll_frame};
+
+    const RUNTIME: &str = "/build/ying-runtime/src/";
+
+    fn names(functions: &[&str]) -> Vec<Frame> {
+        functions.iter().map(|&function| Frame::new(function, None, None)).collect()
+    }
+
+    fn kept(frames: &[Frame]) -> Vec<&str> {
+        frames.iter().map(|f| f.function.as_str()).collect()
+    }
+
+    #[test]
+    fn frames_above_the_allocating_code_are_dropped() {
+        let mut frames = names(&[
+            "backtrace::backtrace::libunwind::trace",
+            "ying::stacks::capture",
+            "std::thread::local::LocalKey<T>::try_with",
+            "ying::allocator::YingProfiler<A>::on_alloc",
+            "<ying::allocator::YingProfiler<A> as core::alloc::global::GlobalAlloc>::alloc",
+            "__rustc::__rust_alloc",
+            "alloc::alloc::alloc",
+            "<alloc::alloc::Global>::alloc_impl",
+            "<alloc::alloc::Global as core::alloc::Allocator>::allocate",
+            "alloc::boxed::Box<T>::new",
+            "app::cache::insert",
+            "ying::measure::measure_with",
+            "app::main",
+        ]);
+        Trim::new(RUNTIME).strip_allocator_frames(&mut frames);
+        assert_eq!(
+            kept(&frames),
+            ["alloc::boxed::Box<T>::new", "app::cache::insert", "ying::measure::measure_with", "app::main"]
+        );
+    }
+
+    #[test]
+    fn short_inlined_names_are_recognised_by_their_source() {
+        let own = |name: &str, file: &str| Frame::new(name, Some(format!("{RUNTIME}{file}")), Some(1));
+        let std = |name: &str, file: &str| Frame::new(name, Some(format!("/rustc/0/library/{file}")), Some(1));
+        let mut frames = vec![
+            Frame::new("trace", Some("/registry/backtrace-0.3.77/src/backtrace/libunwind.rs".into()), Some(117)),
+            own("capture", "stacks.rs"),
+            own("{closure#0}<std::alloc::System>", "allocator.rs"),
+            std("try_with<ying::thread::ThreadState>", "std/src/thread/local.rs"),
+            own("alloc<std::alloc::System>", "allocator.rs"),
+            std("alloc_impl", "alloc/src/alloc.rs"),
+            std("try_allocate_in<alloc::alloc::Global>", "alloc/src/raw_vec/mod.rs"),
+            Frame::new("remember", Some("/app/src/main.rs".into()), Some(38)),
+            own("measure_with<()>", "measure.rs"),
+        ];
+        let trim = Trim::new(RUNTIME);
+        assert!(trim.is_runtime_frame(&frames[8]) && !trim.is_runtime_frame(&frames[7]));
+        trim.strip_allocator_frames(&mut frames);
+        assert_eq!(kept(&frames), ["try_allocate_in<alloc::alloc::Global>", "remember", "measure_with<()>"]);
+        // Without the runtime's source, short names are not the profiler's.
+        assert!(!Trim::new("").is_profiler_frame(&Frame::new("capture", Some(format!("{RUNTIME}stacks.rs")), None)));
+    }
+
+    #[test]
+    fn library_helpers_between_the_profilers_frames_are_dropped_with_them() {
+        let mut frames = names(&[
+            "ying::unwind::capture",
+            "ying::stacks::capture_with::{{closure}}",
+            "core::bool::<impl bool>::then",
+            "ying::stacks::capture_with",
+            "ying::allocator::YingProfiler<A>::on_alloc_full",
+            "__rustc::__rg_alloc",
+            "__rustc::__rust_alloc",
+            "alloc::alloc::alloc",
+            "alloc::vec::Vec<T>::with_capacity",
+            "app::fill",
+        ]);
+        Trim::new(RUNTIME).strip_allocator_frames(&mut frames);
+        assert_eq!(kept(&frames), ["alloc::vec::Vec<T>::with_capacity", "app::fill"]);
+    }
+
+    #[test]
+    fn a_stack_without_an_allocator_entry_is_kept_whole() {
+        let mut frames = names(&["app::a", "app::b"]);
+        Trim::new(RUNTIME).strip_allocator_frames(&mut frames);
+        assert_eq!(frames.len(), 2);
+    }
+
+    #[test]
+    fn nothing_is_kept_past_the_runner_or_the_thread_entry() {
+        let frames = names(&[
+            "__rustc::__rust_alloc",
+            "app::leak",
+            &format!("{LEAK_TEST_RUNNER}::{{{{closure}}}}"),
+            &format!("{LEAK_TEST_RUNNER}::<()>"),
+            "test::run_test",
+            "std::sys::backtrace::__rust_begin_short_backtrace",
+        ]);
+        let tidy = Trim::new(RUNTIME).tidy(frames);
+        assert_eq!(
+            kept(&tidy),
+            ["app::leak", &format!("{LEAK_TEST_RUNNER}::{{{{closure}}}}"), &format!("{LEAK_TEST_RUNNER}::<()>")]
+        );
+        assert!(is_leak_test_runner(&tidy[2]) && !is_leak_test_runner(&tidy[1]));
+        assert!(is_in_leak_test_runner(&tidy[1]) && is_in_leak_test_runner(&tidy[2]));
+        assert!(!is_in_leak_test_runner(&Frame::new(format!("{LEAK_TEST_RUNNER}ning::x"), None, None)));
+    }
+
+    #[test]
+    fn poll_plumbing_is_recognised() {
+        assert!(is_poll_frame("<core::future::from_generator::GenFuture<T> as core::future::future::Future>::poll"));
+        assert!(!is_poll_frame("my_app::poll_queue"));
+        assert!(!is_poll_frame("my_app::handler::{{closure}}"));
+    }
+
+    #[test]
+    fn paths_under_a_base_become_relative() {
+        let frames = vec![
+            Frame::new("a", Some("/work/app/src/lib.rs".into()), Some(1)),
+            Frame::new("b", Some("/rustc/abc/library/alloc/src/vec.rs".into()), Some(2)),
+        ];
+        let relative = super::relative_paths(frames, &["", "/work/app"]);
+        assert_eq!(relative[0].file.as_deref(), Some("src/lib.rs"));
+        assert_eq!(relative[1].file.as_deref(), Some("/rustc/abc/library/alloc/src/vec.rs"));
+    }
+}
