@@ -6,17 +6,18 @@ use crate::error::{Error, Result};
 use cargo_metadata::{Message, Metadata, MetadataCommand};
 use std::io::BufReader;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
+use ying_report::TargetKind;
 
 /// One test executable.
 #[derive(Clone, Debug)]
 pub struct TestBinary {
     /// The package it belongs to.
     pub package: String,
-    /// The target's name (`leaks` for `tests/leaks.rs`, the crate name for a library's unit tests).
+    /// The target's name (`leaks` for `tests/leaks.rs`, the library's name for its unit tests).
     pub name: String,
-    /// The target's kind (`lib`, `test`, `bin`, ...).
-    pub kind: String,
+    /// The target's kind.
+    pub kind: TargetKind,
     /// The executable.
     pub path: PathBuf,
     /// The package's directory: the tests run there, as under `cargo test`.
@@ -24,10 +25,30 @@ pub struct TestBinary {
 }
 
 impl TestBinary {
-    /// `package::target`, how results name the binary.
+    /// The binary's id as cargo-nextest writes it (`package::target`, `package::bin/name`, `package`).
     pub fn id(&self) -> String {
-        format!("{}::{}", self.package, self.name)
+        self.test_id("").binary_id()
     }
+
+    /// The id of its test `name`.
+    pub fn test_id(&self, name: &str) -> ying_report::TestId {
+        ying_report::TestId::new(&self.package, self.kind, &self.name, name)
+    }
+}
+
+/// Why the tests could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// cargo could not be started.
+    #[error("could not run cargo test --no-run")]
+    Spawn(#[source] std::io::Error),
+    /// Its messages could not be read.
+    #[error("could not read cargo's build messages")]
+    Messages(#[source] std::io::Error),
+    /// It failed; it has printed why.
+    #[error("cargo test --no-run exited with {0}")]
+    Failed(ExitStatus),
 }
 
 /// The cargo executable: the one that invoked us, or `cargo` on the path.
@@ -45,7 +66,7 @@ pub fn metadata(options: &CargoOptions) -> Result<Metadata> {
     if options.offline {
         command.other_options(vec!["--offline".to_owned()]);
     }
-    command.exec().map_err(|error| Error::new("read the workspace metadata", error))
+    command.exec().map_err(Error::Metadata)
 }
 
 /// Builds the test binaries and returns them, in cargo's order.
@@ -56,13 +77,17 @@ pub fn build(options: &CargoOptions, metadata: &Metadata) -> Result<Vec<TestBina
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|error| Error::new("run cargo test --no-run", error))?;
+        .map_err(|error| Error::Build(BuildError::Spawn(error)))?;
     let stdout = child.stdout.take().expect("stdout is piped");
     let mut binaries = Vec::new();
     for message in Message::parse_stream(BufReader::new(stdout)) {
-        let message = message.map_err(|error| Error::new("read cargo's build messages", error))?;
+        let message = message.map_err(|error| Error::Build(BuildError::Messages(error)))?;
         let Message::CompilerArtifact(artifact) = message else { continue };
         let (Some(executable), true) = (artifact.executable, artifact.profile.test) else { continue };
+        let kinds: Vec<String> = artifact.target.kind.iter().map(ToString::to_string).collect();
+        let Some(kind) = TargetKind::from_cargo(&kinds.iter().map(String::as_str).collect::<Vec<_>>()) else {
+            continue;
+        };
         let package = metadata.packages.iter().find(|package| package.id == artifact.package_id);
         let (package, package_dir) = match package {
             Some(package) => (
@@ -71,7 +96,6 @@ pub fn build(options: &CargoOptions, metadata: &Metadata) -> Result<Vec<TestBina
             ),
             None => (artifact.target.name.clone(), metadata.workspace_root.as_std_path().to_owned()),
         };
-        let kind = artifact.target.kind.first().map(|kind| kind.to_string()).unwrap_or_default();
         binaries.push(TestBinary {
             package,
             name: artifact.target.name.clone(),
@@ -80,9 +104,9 @@ pub fn build(options: &CargoOptions, metadata: &Metadata) -> Result<Vec<TestBina
             package_dir,
         });
     }
-    let status = child.wait().map_err(|error| Error::new("wait for cargo test --no-run", error))?;
+    let status = child.wait().map_err(|error| Error::Build(BuildError::Messages(error)))?;
     if !status.success() {
-        return Err(Error::new("build the tests", format!("cargo test --no-run exited with {status}")));
+        return Err(Error::Build(BuildError::Failed(status)));
     }
     Ok(binaries)
 }

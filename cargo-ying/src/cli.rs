@@ -6,7 +6,7 @@ use std::path::PathBuf;
 const EXIT_CODES: &str = "\
 Exit codes:
   0  every test passed
-  1  a test failed, crashed or timed out
+  1  a test failed, crashed or timed out, or a leak test's memory regressed
   2  usage, configuration or build error";
 
 /// `cargo` runs `cargo-ying ying ...`: the outer level is cargo's.
@@ -158,16 +158,16 @@ pub struct TestArgs {
 #[derive(Debug, Default, Args)]
 pub struct GateOptions {
     /// Growth of retained memory, relative to the baseline, that does not fail the gate [default: 10%]
-    #[arg(long, value_name = "PERCENT", value_parser = crate::gate::parse_percent, help_heading = "Baseline")]
-    pub max_growth: Option<f64>,
+    #[arg(long, value_name = "PERCENT", help_heading = "Baseline")]
+    pub max_growth: Option<crate::gate::Growth>,
 
-    /// Growth of retained memory, in bytes, that never fails the gate [default: 1 KiB]
-    #[arg(long, value_name = "SIZE", value_parser = crate::gate::parse_size, help_heading = "Baseline")]
-    pub min_growth: Option<u64>,
+    /// Growth of retained memory that never fails the gate, as a size (e.g. "4 KiB") [default: 1 KiB]
+    #[arg(long, value_name = "SIZE", help_heading = "Baseline")]
+    pub min_growth: Option<ying_report::ByteSize>,
 
     /// Also gate on these figures, with the same tolerance (retained bytes are always gated)
-    #[arg(long, value_enum, value_name = "FIGURE", value_delimiter = ',', help_heading = "Baseline")]
-    pub gate: Vec<crate::gate::Figure>,
+    #[arg(long, value_name = "FIGURE", value_delimiter = ',', value_parser = figure_parser(), help_heading = "Baseline")]
+    pub gate: Vec<ying_report::Figure>,
 
     /// Also fail when a leak test is new to the baseline or missing from a complete run
     #[arg(long, help_heading = "Baseline")]
@@ -275,6 +275,15 @@ pub enum ColorChoice {
     Never,
 }
 
+/// The figures `--gate` takes, by their keys.
+fn figure_parser() -> impl clap::builder::TypedValueParser<Value = ying_report::Figure> {
+    use clap::builder::TypedValueParser as _;
+    let keys = ying_report::Figure::ALL.map(ying_report::Figure::key);
+    clap::builder::PossibleValuesParser::new(keys).map(|key| {
+        ying_report::Figure::ALL.into_iter().find(|figure| figure.key() == key).expect("one of the possible values")
+    })
+}
+
 /// Parses `90s`, `5m`, `500ms`, `1h` or a plain number of seconds.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
@@ -291,7 +300,7 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     if seconds <= 0.0 || !seconds.is_finite() {
         return Err(format!("`{text}` is not a positive duration"));
     }
-    Ok(std::time::Duration::from_secs_f64(seconds))
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is too long a duration"))
 }
 
 #[cfg(test)]
@@ -314,6 +323,7 @@ mod tests {
         assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
         assert!(parse_duration("3 weeks").unwrap_err().contains("unknown unit `weeks`"));
         assert!(parse_duration("0").is_err());
+        assert!(parse_duration("99999999999999999999h").unwrap_err().contains("too long"));
     }
 
     #[test]
@@ -342,5 +352,38 @@ mod tests {
         );
         assert_eq!(args.filters, ["box"]);
         assert_eq!(args.test_args, ["--exact"]);
+    }
+
+    /// The gate options of `cargo ying test <args>`, or clap's error.
+    fn gating(args: &[&str]) -> Result<super::GateOptions, String> {
+        let line = ["cargo", "ying", "test"].iter().chain(args);
+        let cli = Cargo::try_parse_from(line).map_err(|error| error.to_string())?;
+        let CargoCommand::Ying(ying) = cli.command;
+        let Command::Test(args) = ying.command else { panic!("parsed as test") };
+        Ok(args.gating)
+    }
+
+    #[test]
+    fn min_growth_reads_the_one_size_grammar() {
+        for &(text, expected) in ying_report::size::EXAMPLES {
+            // `--min-growth=...`: a value like `-1 B` would otherwise be taken for a flag.
+            match (gating(&[&format!("--min-growth={text}")]), expected) {
+                (Ok(gating), Ok(bytes)) => assert_eq!(gating.min_growth.unwrap().bytes(), bytes, "{text:?}"),
+                (Err(error), Err(part)) => assert!(error.contains(part), "{text:?}: {error}"),
+                (got, expected) => panic!("{text:?}: got {got:?}, expected {expected:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn gated_figures_and_growth_parse() {
+        let options = gating(&["--gate", "peak,allocations", "--max-growth", "5%"]).unwrap();
+        assert_eq!(options.gate, [ying_report::Figure::Peak, ying_report::Figure::Allocations]);
+        assert_eq!(options.max_growth.unwrap().fraction(), 0.05);
+        assert!(
+            gating(&["--gate", "heap"])
+                .unwrap_err()
+                .contains("[possible values: retained, peak, allocated, allocations]")
+        );
     }
 }

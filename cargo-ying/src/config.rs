@@ -1,101 +1,227 @@
-//! `[workspace.metadata.ying]`: defaults for `cargo ying`, overridden by flags.
+//! `[workspace.metadata.ying]`: defaults for `cargo ying`, overridden by flags. Parsed once, key by key, into
+//! typed values; an error names its key.
 
-use crate::error::{Error, Result};
+use crate::cli::GateOptions;
+use crate::gate::{Gating, Growth, Tolerance};
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
 use std::time::Duration;
+use ying_report::{ByteSize, Figure};
 
-/// The configuration table, as written in the workspace's Cargo.toml.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+/// The configuration table, typed.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Config {
-    /// Tests run at once.
-    pub jobs: Option<usize>,
-    /// Per-test timeout, as `--timeout` takes it (`"90s"`).
-    pub timeout: Option<String>,
-    /// Stop scheduling tests after the first failure.
+    /// Tests run at once (`jobs`).
+    pub jobs: Option<NonZeroUsize>,
+    /// Per-test timeout (`timeout = "90s"`).
+    pub timeout: Option<Duration>,
+    /// Stop scheduling tests after the first failure (`fail-fast`).
     pub fail_fast: Option<bool>,
-    /// The baseline file, relative to the workspace root.
-    pub baseline: Option<String>,
-    /// Tolerated relative growth of retained memory (`"10%"`).
-    pub max_growth: Option<String>,
-    /// Tolerated absolute growth of retained memory (`"1 KiB"`).
-    pub min_growth: Option<String>,
-    /// Figures gated besides retained bytes (`["peak", "allocations"]`).
-    pub gate: Option<Vec<crate::gate::Figure>>,
+    /// The baseline file, relative to the workspace root (`baseline`).
+    pub baseline: Option<PathBuf>,
+    /// Tolerated relative growth (`max-growth = "10%"`).
+    pub max_growth: Option<Growth>,
+    /// Tolerated absolute growth (`min-growth = "1 KiB"`).
+    pub min_growth: Option<ByteSize>,
+    /// Figures gated besides retained bytes (`gate = ["peak", "allocations"]`).
+    pub gate: Option<Vec<Figure>>,
 }
 
+/// Why the configuration is not valid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The key at fault, when one is.
+    pub key: Option<String>,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.key {
+            Some(key) => write!(f, "`{key}`: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The keys, as written in the table.
+const KEYS: &[&str] = &["jobs", "timeout", "fail-fast", "baseline", "max-growth", "min-growth", "gate"];
+
 impl Config {
-    /// Reads the table from the workspace metadata (`null` when absent). `manifest` names the file in errors.
-    pub fn from_metadata(metadata: &serde_json::Value, manifest: &std::path::Path) -> Result<Self> {
-        let action = || format!("read [workspace.metadata.ying] in {}", manifest.display());
+    /// Reads the `ying` table of the workspace metadata (none: the defaults).
+    pub fn from_metadata(metadata: &serde_json::Value) -> Result<Self, ConfigError> {
         let table = match metadata.get("ying") {
             None | Some(serde_json::Value::Null) => return Ok(Self::default()),
-            Some(table) => table,
+            Some(serde_json::Value::Object(table)) => table,
+            Some(other) => {
+                let message = format!("expected a table of settings, found {}", describe(other));
+                return Err(ConfigError { key: None, message });
+            }
         };
-        let config: Self = serde_json::from_value(table.clone()).map_err(|error| Error::new(action(), error))?;
-        if let Some(timeout) = &config.timeout {
-            crate::cli::parse_duration(timeout).map_err(|why| Error::new(action(), format!("`timeout`: {why}")))?;
-        }
-        if let Some(growth) = &config.max_growth {
-            crate::gate::parse_percent(growth).map_err(|why| Error::new(action(), format!("`max-growth`: {why}")))?;
-        }
-        if let Some(growth) = &config.min_growth {
-            crate::gate::parse_size(growth).map_err(|why| Error::new(action(), format!("`min-growth`: {why}")))?;
-        }
-        if config.jobs == Some(0) {
-            return Err(Error::new(action(), "`jobs` must be at least 1"));
+        let mut config = Self::default();
+        for (key, value) in table {
+            let error = |message: String| ConfigError { key: Some(key.clone()), message };
+            match key.as_str() {
+                "jobs" => config.jobs = Some(jobs(value).map_err(error)?),
+                "timeout" => config.timeout = Some(timeout(value).map_err(error)?),
+                "fail-fast" => {
+                    let fail_fast = value.as_bool().ok_or_else(|| expected("true or false", value));
+                    config.fail_fast = Some(fail_fast.map_err(error)?);
+                }
+                "baseline" => {
+                    let path = value.as_str().filter(|path| !path.is_empty());
+                    let path = path.ok_or_else(|| expected("a path relative to the workspace root", value));
+                    config.baseline = Some(PathBuf::from(path.map_err(error)?));
+                }
+                "max-growth" => config.max_growth = Some(max_growth(value).map_err(error)?),
+                "min-growth" => {
+                    let size = serde_json::from_value::<ByteSize>(value.clone()).map_err(|why| why.to_string());
+                    config.min_growth = Some(size.map_err(error)?);
+                }
+                "gate" => config.gate = Some(gate(value).map_err(error)?),
+                unknown => {
+                    return Err(ConfigError { key: None, message: unknown_key(unknown) });
+                }
+            }
         }
         Ok(config)
     }
+}
 
-    /// The tolerance of the gate: flags first, then this configuration, then the defaults.
-    pub fn tolerance(&self, max_growth: Option<f64>, min_growth: Option<u64>) -> crate::gate::Tolerance {
-        let defaults = crate::gate::Tolerance::default();
-        crate::gate::Tolerance {
-            relative: max_growth
-                .or_else(|| self.max_growth.as_deref().and_then(|g| crate::gate::parse_percent(g).ok()))
-                .unwrap_or(defaults.relative),
-            absolute: min_growth
-                .or_else(|| self.min_growth.as_deref().and_then(|g| crate::gate::parse_size(g).ok()))
-                .unwrap_or(defaults.absolute),
-        }
+impl Config {
+    /// How the gate judges: the flags first, then this configuration, then the defaults.
+    pub fn gating(&self, flags: &GateOptions) -> Gating {
+        let defaults = Tolerance::default();
+        let tolerance = Tolerance {
+            relative: flags.max_growth.or(self.max_growth).unwrap_or(defaults.relative),
+            absolute: flags.min_growth.or(self.min_growth).unwrap_or(defaults.absolute),
+        };
+        let also = if flags.gate.is_empty() { self.gate.clone().unwrap_or_default() } else { flags.gate.clone() };
+        Gating::new(tolerance, &also)
     }
+}
 
-    /// The figures gated besides retained bytes: the flags when given, else the configuration.
-    pub fn gates(&self, flags: &[crate::gate::Figure]) -> Vec<crate::gate::Figure> {
-        if flags.is_empty() { self.gate.clone().unwrap_or_default() } else { flags.to_vec() }
+fn describe(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => format!("the string {text:?}"),
+        serde_json::Value::Array(_) => "a list".to_owned(),
+        serde_json::Value::Object(_) => "a table".to_owned(),
+        other => other.to_string(),
     }
+}
 
-    /// The timeout, if configured (validated when read).
-    pub fn timeout(&self) -> Option<Duration> {
-        self.timeout.as_deref().and_then(|timeout| crate::cli::parse_duration(timeout).ok())
+fn expected(what: &str, value: &serde_json::Value) -> String {
+    format!("expected {what}, found {}", describe(value))
+}
+
+fn jobs(value: &serde_json::Value) -> Result<NonZeroUsize, String> {
+    value
+        .as_u64()
+        .and_then(|jobs| usize::try_from(jobs).ok())
+        .and_then(NonZeroUsize::new)
+        .ok_or_else(|| expected("a whole number of tests to run at once, 1 or more", value))
+}
+
+fn timeout(value: &serde_json::Value) -> Result<Duration, String> {
+    match value {
+        serde_json::Value::String(text) => crate::cli::parse_duration(text),
+        serde_json::Value::Number(seconds) => crate::cli::parse_duration(&seconds.to_string()),
+        other => Err(expected("a duration like \"90s\" or \"5m\"", other)),
     }
+}
+
+fn max_growth(value: &serde_json::Value) -> Result<Growth, String> {
+    match value {
+        serde_json::Value::String(text) => text.parse(),
+        serde_json::Value::Number(fraction) => fraction.to_string().parse(),
+        other => Err(expected("a percentage like \"10%\"", other)),
+    }
+}
+
+fn gate(value: &serde_json::Value) -> Result<Vec<Figure>, String> {
+    let names = value.as_array().ok_or_else(|| expected("a list of figures, like [\"peak\"]", value))?;
+    names
+        .iter()
+        .map(|name| {
+            let known = name.as_str().and_then(|name| Figure::ALL.into_iter().find(|figure| figure.key() == name));
+            known.ok_or_else(|| {
+                let keys: Vec<&str> = Figure::ALL.iter().map(|figure| figure.key()).collect();
+                format!("{} is not a figure; use {}", describe(name), keys.join(", "))
+            })
+        })
+        .collect()
+}
+
+fn unknown_key(key: &str) -> String {
+    let hint = ying_report::closest_key(key, KEYS).map_or_else(String::new, |name| format!("did you mean `{name}`? "));
+    format!("unknown field `{key}`; {hint}expected one of: {}", KEYS.join(", "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::Config;
     use serde_json::json;
-    use std::path::Path;
     use std::time::Duration;
+    use ying_report::Figure;
 
-    #[test]
-    fn reads_known_keys() {
-        let config =
-            Config::from_metadata(&json!({"ying": {"jobs": 3, "timeout": "90s", "fail-fast": false}}), Path::new("C"))
-                .unwrap();
-        assert_eq!(config.jobs, Some(3));
-        assert_eq!(config.timeout(), Some(Duration::from_secs(90)));
-        assert_eq!(config.fail_fast, Some(false));
-        assert!(Config::from_metadata(&json!(null), Path::new("C")).unwrap().jobs.is_none());
+    fn config(table: serde_json::Value) -> Result<Config, String> {
+        Config::from_metadata(&json!({ "ying": table })).map_err(|error| error.to_string())
     }
 
     #[test]
-    fn unknown_keys_and_bad_values_are_errors_naming_them() {
-        let error = Config::from_metadata(&json!({"ying": {"jbos": 3}}), Path::new("/w/Cargo.toml")).unwrap_err();
-        let message = error.to_string();
-        assert!(message.starts_with("failed to read [workspace.metadata.ying] in /w/Cargo.toml"), "{message}");
-        assert!(message.contains("unknown field `jbos`"), "{message}");
-        let error = Config::from_metadata(&json!({"ying": {"timeout": "soon"}}), Path::new("C")).unwrap_err();
-        assert!(error.to_string().contains("`timeout`: `soon` is not a duration"), "{error}");
+    fn reads_every_key_into_its_type() {
+        let read = config(json!({
+            "jobs": 3, "timeout": "90s", "fail-fast": false, "baseline": "mem.json",
+            "max-growth": "5%", "min-growth": "4 KiB", "gate": ["peak", "allocations"]
+        }))
+        .unwrap();
+        assert_eq!(read.jobs.map(usize::from), Some(3));
+        assert_eq!(read.timeout, Some(Duration::from_secs(90)));
+        assert_eq!(read.fail_fast, Some(false));
+        assert_eq!(read.baseline.as_deref(), Some(std::path::Path::new("mem.json")));
+        assert_eq!(read.max_growth.map(|growth| growth.fraction()), Some(0.05));
+        assert_eq!(read.min_growth.map(|size| size.bytes()), Some(4096));
+        assert_eq!(read.gate, Some(vec![Figure::Peak, Figure::Allocations]));
+        assert_eq!(Config::from_metadata(&json!(null)).unwrap(), Config::default());
+        assert_eq!(config(json!({"timeout": 30})).unwrap().timeout, Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn errors_name_the_key_and_what_it_takes() {
+        assert_eq!(
+            config(json!({"jobs": "four"})).unwrap_err(),
+            "`jobs`: expected a whole number of tests to run at once, 1 or more, found the string \"four\""
+        );
+        assert!(config(json!({"jobs": 0})).unwrap_err().starts_with("`jobs`: expected"));
+        let unknown = config(json!({"jbos": 3})).unwrap_err();
+        assert!(unknown.starts_with("unknown field `jbos`; did you mean `jobs`?"), "{unknown}");
+        assert!(config(json!({"timeout": "soon"})).unwrap_err().starts_with("`timeout`: `soon` is not a duration"));
+        assert!(config(json!({"min-growth": "-1 B"})).unwrap_err().starts_with("`min-growth`: `-1 B` is negative"));
+        assert!(
+            config(json!({"max-growth": "lots"})).unwrap_err().starts_with("`max-growth`: `lots` is not a percentage")
+        );
+        assert!(
+            config(json!({"gate": ["heap"]}))
+                .unwrap_err()
+                .contains("the string \"heap\" is not a figure; use retained")
+        );
+        assert!(config(json!({"fail-fast": "no"})).unwrap_err().starts_with("`fail-fast`: expected true or false"));
+        assert!(Config::from_metadata(&json!({"ying": 3})).unwrap_err().to_string().contains("expected a table"));
+    }
+
+    #[test]
+    fn min_growth_reads_the_one_size_grammar() {
+        for &(text, expected) in ying_report::size::EXAMPLES {
+            match (config(json!({ "min-growth": text })), expected) {
+                (Ok(read), Ok(bytes)) => assert_eq!(read.min_growth.unwrap().bytes(), bytes, "{text:?}"),
+                (Err(error), Err(part)) => assert!(error.contains(part), "{text:?}: {error}"),
+                (got, expected) => panic!("{text:?}: got {got:?}, expected {expected:?}"),
+            }
+        }
+        // A whole number of bytes, as TOML writes an integer.
+        assert_eq!(config(json!({"min-growth": 4096})).unwrap().min_growth.unwrap().bytes(), 4096);
     }
 }

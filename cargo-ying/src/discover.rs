@@ -3,8 +3,9 @@
 
 use crate::build::TestBinary;
 use crate::error::{Error, Result};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::sync::Arc;
+use ying_report::TestId;
 
 /// One test of one binary.
 #[derive(Clone, Debug)]
@@ -18,10 +19,36 @@ pub struct TestCase {
 }
 
 impl TestCase {
-    /// `package::target name`, how results name the test.
-    pub fn id(&self) -> String {
-        format!("{} {}", self.binary.id(), self.name)
+    /// The test's id.
+    pub fn id(&self) -> TestId {
+        self.binary.test_id(&self.name)
     }
+}
+
+/// Why the arguments after `--` are not a test harness's.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectionError {
+    /// `--skip` was the last argument.
+    #[error("`--skip` needs a value")]
+    SkipWithoutValue,
+}
+
+/// Why a test binary did not list its tests.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListError {
+    /// It could not be started.
+    #[error("could not run it")]
+    Spawn(#[source] std::io::Error),
+    /// It failed.
+    #[error("it exited with {status}: {stderr}")]
+    Failed {
+        /// How it exited.
+        status: ExitStatus,
+        /// What it wrote to standard error.
+        stderr: String,
+    },
 }
 
 /// How libtest arguments select tests: filters, `--exact`, `--skip`, `--ignored`, `--include-ignored`. Other
@@ -45,6 +72,10 @@ pub struct Selection {
 impl Selection {
     /// Reads the positional filters and the arguments after `--`.
     pub fn new(filters: &[String], test_args: &[String]) -> Result<Self> {
+        Self::parse(filters, test_args).map_err(Error::TestArgs)
+    }
+
+    fn parse(filters: &[String], test_args: &[String]) -> std::result::Result<Self, SelectionError> {
         let mut selection = Self { filters: filters.to_vec(), ..Self::default() };
         let mut args = test_args.iter();
         while let Some(arg) = args.next() {
@@ -52,9 +83,7 @@ impl Selection {
                 "--exact" => selection.exact = true,
                 "--ignored" => selection.ignored_only = true,
                 "--include-ignored" => selection.include_ignored = true,
-                "--skip" => selection.skip.push(
-                    args.next().ok_or_else(|| Error::new("read the test arguments", "`--skip` needs a value"))?.clone(),
-                ),
+                "--skip" => selection.skip.push(args.next().ok_or(SelectionError::SkipWithoutValue)?.clone()),
                 other if other.starts_with("--skip=") => selection.skip.push(other["--skip=".len()..].to_owned()),
                 other if !other.starts_with('-') => selection.filters.push(other.to_owned()),
                 other => selection.passthrough.push(other.to_owned()),
@@ -85,11 +114,11 @@ fn list(binary: &TestBinary, ignored: bool) -> Result<Vec<String>> {
     if ignored {
         command.arg("--ignored");
     }
-    let action = || format!("list the tests of {}", binary.path.display());
-    let output = command.output().map_err(|error| Error::new(action(), error))?;
+    let error = |source| Error::List { binary: binary.path.clone(), source };
+    let output = command.output().map_err(|why| error(ListError::Spawn(why)))?;
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(Error::new(action(), format!("it exited with {}: {}", output.status, stderr.trim())));
+        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        return Err(error(ListError::Failed { status: output.status, stderr }));
     }
     Ok(String::from_utf8_lossy(&output.stdout)
         .lines()

@@ -1,41 +1,165 @@
 //! Errors of `cargo ying` and the exit codes they map to.
+//!
+//! An error stops `cargo ying` before or around the tests; a failing test is a result, not an error. Each variant
+//! reads after "failed to" and carries its cause as a source, so the whole chain is shown: `error: failed to read
+//! the baseline ying-baseline.json: expected value at line 3 column 5`.
 
-use std::fmt;
+use std::path::PathBuf;
 
-/// Exit code: every test passed.
+/// Exit code: every test passed and no leak test's memory regressed.
 pub const EXIT_OK: u8 = 0;
-/// Exit code: a test failed, crashed or timed out.
+/// Exit code: a test failed, crashed or timed out, or a leak test's memory regressed.
 pub const EXIT_TEST_FAILED: u8 = 1;
 /// Exit code: usage, configuration or build error.
 pub const EXIT_USAGE: u8 = 2;
 
-/// An error that stops `cargo ying` before or around the tests (not a failing test, which is a result).
-#[derive(Debug)]
-pub struct Error {
-    /// What failed, as a lowercase fragment that reads after "failed to".
-    pub action: String,
-    /// Why.
-    pub cause: Option<String>,
+/// What stopped `cargo ying`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `cargo metadata` failed.
+    #[error("failed to read the workspace metadata")]
+    Metadata(#[source] cargo_metadata::Error),
+    /// `[workspace.metadata.ying]` is not a valid configuration.
+    #[error("failed to read [workspace.metadata.ying] in {}", manifest.display())]
+    Config {
+        /// The workspace's Cargo.toml.
+        manifest: PathBuf,
+        /// What is wrong, naming the key.
+        #[source]
+        source: crate::config::ConfigError,
+    },
+    /// The arguments after `--` are not what a test harness takes.
+    #[error("failed to read the test arguments")]
+    TestArgs(#[source] crate::discover::SelectionError),
+    /// The baseline exists but is not a baseline this cargo ying reads.
+    #[error("failed to read the baseline {}", path.display())]
+    ReadBaseline {
+        /// The baseline file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: ying_report::ReadError,
+    },
+    /// The baseline could not be written.
+    #[error("failed to write the baseline {}", path.display())]
+    WriteBaseline {
+        /// The baseline file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A summary (of an earlier run, or of a shard) could not be read.
+    #[error("failed to read {}{hint}", path.display())]
+    ReadSummary {
+        /// The summary file.
+        path: PathBuf,
+        /// What to do, when there is an obvious step (` (run cargo ying test first)`).
+        hint: &'static str,
+        /// Why.
+        #[source]
+        source: ying_report::ReadError,
+    },
+    /// A report beside a summary could not be read.
+    #[error("failed to read the report {}", path.display())]
+    ReadReport {
+        /// The report file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: ying_report::ReadError,
+    },
+    /// A file to compare is neither a baseline nor a summary of this cargo ying.
+    #[error("failed to read {}", path.display())]
+    ReadComparison {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: ying_report::ReadError,
+    },
+    /// Building the tests failed; cargo has shown why.
+    #[error("failed to build the tests")]
+    Build(#[source] crate::build::BuildError),
+    /// A test binary did not list its tests.
+    #[error("failed to list the tests of {}", binary.display())]
+    List {
+        /// The test executable.
+        binary: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::discover::ListError,
+    },
+    /// Reading or writing one of the run's files failed.
+    #[error("failed to {action} {}", path.display())]
+    Io {
+        /// What was done: `write`, `create`, `clear`, `append to`.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl Error {
-    /// An error for `action` ("read the configuration", ...) caused by `cause`.
-    pub fn new(action: impl Into<String>, cause: impl fmt::Display) -> Self {
-        Self { action: action.into(), cause: Some(cause.to_string()) }
+    /// An I/O error while doing `action` to `path`.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| Self::Io { action, path, source }
     }
-}
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "failed to {}", self.action)?;
-        if let Some(cause) = &self.cause {
-            write!(f, ": {cause}")?;
+    /// The exit code this error ends `cargo ying` with.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Metadata(_)
+            | Self::Config { .. }
+            | Self::TestArgs(_)
+            | Self::ReadBaseline { .. }
+            | Self::WriteBaseline { .. }
+            | Self::ReadSummary { .. }
+            | Self::ReadReport { .. }
+            | Self::ReadComparison { .. }
+            | Self::Build(_)
+            | Self::List { .. }
+            | Self::Io { .. } => EXIT_USAGE,
         }
-        Ok(())
+    }
+
+    /// The error and its causes, each after a colon: `failed to read X: cause: its cause`.
+    pub fn chain(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            let shown = cause.to_string();
+            // A cause that only repeats its own source adds nothing.
+            if !text.ends_with(&shown) {
+                text.push_str(": ");
+                text.push_str(&shown);
+            }
+            source = cause.source();
+        }
+        text
     }
 }
-
-impl std::error::Error for Error {}
 
 /// Results of `cargo ying`'s own steps.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::{EXIT_USAGE, Error};
+
+    #[test]
+    fn the_chain_reads_after_failed_to_and_ends_with_the_root_cause() {
+        let source = ying_report::Baseline::parse("{\"schema_version\": 2,\n \"tests\": [").unwrap_err();
+        let error = Error::ReadBaseline { path: "ying-baseline.json".into(), source };
+        assert_eq!(error.exit_code(), EXIT_USAGE);
+        let chain = error.chain();
+        assert!(chain.starts_with("failed to read the baseline ying-baseline.json: "), "{chain}");
+        assert!(chain.contains("line 2 column"), "{chain}");
+        assert_eq!(chain.matches("line 2").count(), 1, "a cause is not repeated: {chain}");
+    }
+}

@@ -1,32 +1,37 @@
 //! `cargo ying`: runs a test suite with ying's leak tests, each test in a process of its own, and reports their
 //! memory.
 //!
-//! The binary is a thin wrapper around [`main_impl`]. Modules, one job each: [`cli`] parses the command line,
-//! [`config`] reads `[workspace.metadata.ying]`, [`build`] builds the test binaries through cargo, [`discover`]
-//! lists and selects their tests, [`runner`] runs them, [`output`] shows the run, [`ci_output`] writes annotations, job summaries and JUnit, [`symbols`] symbolises the
-//! stacks the tests deferred, [`summary`] and [`render`] write `summary.json`, flamegraphs and `index.html`,
-//! [`baseline`] reads and writes the committed baseline and [`gate`] compares a run with it, [`partition`] splits
-//! a run across machines; [`test_command`], [`accept_command`], [`diff_command`] and [`merge_command`] tie them
-//! together.
+//! The binary is a thin wrapper around [`main_impl`]. One job per module:
+//! - the command line and the workspace: [`cli`] parses the command line, [`config`] reads
+//!   `[workspace.metadata.ying]` into typed values, [`workspace`] finds the workspace's files, [`error`] names
+//!   what stops a command and its exit code;
+//! - a run: [`build`] builds the test binaries through cargo, [`discover`] lists and selects their tests,
+//!   [`partition`] splits them across machines, [`runner`] runs each in its own process, [`collect`] takes its
+//!   report, [`symbols`] symbolises the stacks it deferred;
+//! - the verdict: [`model`] is the run model, where each test's result (outcome, figures, gate verdict, files) is
+//!   decided once, judged by [`gate`] against the [`baseline`];
+//! - [`outputs`]: the terminal, the run's files, GitHub Actions and JUnit, each reading the run model;
+//! - [`commands`]: `test`, `accept`, `diff` and `merge`, the last three from a finished run read back by [`saved`].
+//!
+//! What crosses from the runtime (reports) and what is kept (summaries, baselines) is defined once, in the
+//! `ying-report` crate.
 
-pub mod accept_command;
 pub mod baseline;
 pub mod build;
-pub mod ci_output;
 pub mod cli;
+pub mod collect;
+pub mod commands;
 pub mod config;
-pub mod diff_command;
 pub mod discover;
 pub mod error;
 pub mod gate;
-pub mod merge_command;
-pub mod output;
+pub mod model;
+pub mod outputs;
 pub mod partition;
-pub mod render;
 pub mod runner;
-pub mod summary;
+pub mod saved;
 pub mod symbols;
-pub mod test_command;
+pub mod workspace;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -49,16 +54,16 @@ pub fn main_impl() -> ExitCode {
     };
     let cli::CargoCommand::Ying(ying) = cli.command;
     let result = match ying.command {
-        cli::Command::Test(args) => test_command::run(*args),
-        cli::Command::Accept(args) => accept_command::run(args),
-        cli::Command::Diff(args) => diff_command::run(args),
-        cli::Command::Merge(args) => merge_command::run(args),
+        cli::Command::Test(args) => commands::test::run(*args),
+        cli::Command::Accept(args) => commands::accept::run(args),
+        cli::Command::Diff(args) => commands::diff::run(args),
+        cli::Command::Merge(args) => commands::merge::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::from(EXIT_USAGE)
+            eprintln!("error: {}", error.chain());
+            ExitCode::from(error.exit_code())
         }
     }
 }

@@ -4,8 +4,8 @@
 use addr2line::Loader;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use ying::Frame;
-use ying::report::LeakReport;
+use ying_report::Frame;
+use ying_report::LeakReport;
 
 /// Debug information of the test executables, each loaded on first use.
 #[derive(Default)]

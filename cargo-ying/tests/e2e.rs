@@ -27,14 +27,7 @@ struct Fixture {
 impl Fixture {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let source = repository().join("fixtures/leak-tests");
-        for relative in
-            ["Cargo.toml", "Cargo.lock", "src/lib.rs", "tests/leaks.rs", "tests/crashes.rs", "tests/no_allocator.rs"]
-        {
-            let destination = dir.path().join(relative);
-            std::fs::create_dir_all(destination.parent().unwrap()).unwrap();
-            std::fs::copy(source.join(relative), destination).unwrap();
-        }
+        copy_dir(&repository().join("fixtures/leak-tests"), dir.path());
         let manifest = dir.path().join("Cargo.toml");
         let runtime = repository().join("ying-runtime").display().to_string().replace('\\', "/");
         let text = std::fs::read_to_string(&manifest).unwrap().replace("../../ying-runtime", &runtime);
@@ -98,7 +91,7 @@ fn entry<'a>(summary: &'a serde_json::Value, binary: &str, name: &str) -> &'a se
         .as_array()
         .unwrap()
         .iter()
-        .find(|test| test["binary"] == binary && test["name"] == name)
+        .find(|test| test["target"] == binary && test["name"] == name)
         .unwrap_or_else(|| panic!("{binary} {name} is in summary.json"))
 }
 
@@ -112,7 +105,7 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
     insta::assert_snapshot!("full_run_results", result_lines(&stderr));
 
     let summary = summary(&target_dir());
-    assert_eq!(summary["schema_version"], 1);
+    assert_eq!(summary["schema_version"], 2);
     let outcome = |binary: &str, name: &str| entry(&summary, binary, name)["outcome"].as_str().unwrap().to_owned();
     assert_eq!(outcome("crashes", "aborts"), "crashed");
     assert_eq!(entry(&summary, "crashes", "aborts")["reason"], "killed by SIGABRT");
@@ -135,11 +128,12 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
     assert!(aborts["retained_bytes"].is_null() && aborts["report"].is_null(), "ordinary tests have no figures");
 
     let out = target_dir().join("ying");
-    let report: ying::report::LeakReport =
-        serde_json::from_slice(&std::fs::read(out.join(box_leak["report"].as_str().unwrap())).unwrap()).unwrap();
+    let id = ying_report::TestId::new("leak-fixtures", ying_report::TargetKind::Test, "leaks", "box_leak");
+    let report = ying_report::LeakReport::read(&out.join(box_leak["report"].as_str().unwrap()), &id).unwrap();
     assert_eq!(report.test.name, "box_leak");
-    assert_eq!(report.outcome, ying::report::Outcome::Failed);
-    assert_eq!(report.attribution, ying::Attribution::Process);
+    assert_eq!(report.outcome, ying_report::report::Outcome::Failed);
+    assert_eq!(report.attribution, ying_report::report::Attribution::Process);
+    assert!(report.deferred.is_none(), "no path of the runtime's source is left in a stored report");
     // The stacks the test deferred were symbolised here, once per executable, and stored with their frames.
     assert!(!report.sampled_stacks.is_empty());
     for stack in &report.sampled_stacks {
@@ -160,7 +154,7 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
         assert!(svg.contains("bytes"), "{key} counts bytes");
     }
     let index = std::fs::read_to_string(out.join("index.html")).unwrap();
-    for name in ["box_leak", "aborts", "hangs", "clean", "flamegraphs/leak-fixtures/leaks/box_leak.retained.svg"] {
+    for name in ["box_leak", "aborts", "hangs", "clean", "flamegraphs/leak-fixtures/test/leaks/box_leak.retained.svg"] {
         assert!(index.contains(name), "index.html lists {name}");
     }
     assert!(!out.join("tmp").exists(), "no scratch files left");
@@ -175,7 +169,7 @@ fn flamegraphs_are_deterministic() {
     let svg = || {
         let output = fixture.cargo_ying(&["--test", "leaks", "rc_cycle", "--", "--exact"], &[]);
         assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-        std::fs::read(target_dir().join("ying/flamegraphs/leak-fixtures/leaks/rc_cycle.retained.svg")).unwrap()
+        std::fs::read(target_dir().join("ying/flamegraphs/leak-fixtures/test/leaks/rc_cycle.retained.svg")).unwrap()
     };
     assert_eq!(svg(), svg());
 }
@@ -258,7 +252,10 @@ fn help_documents_the_exit_codes() {
     assert!(output.status.success());
     let help = String::from_utf8_lossy(&output.stdout);
     assert!(
-        help.contains("Exit codes:\n  0  every test passed\n  1  a test failed, crashed or timed out\n  2  usage"),
+        help.contains(
+            "Exit codes:\n  0  every test passed\n  1  a test failed, crashed or timed out, or a leak test's memory \
+             regressed\n  2  usage"
+        ),
         "{help}"
     );
 }
@@ -375,7 +372,7 @@ fn a_corrupt_baseline_is_a_usage_error_and_stays_as_it_was() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let baseline = fixture.path().join("ying-baseline.json");
-    let corrupt = "{\n  \"schema_version\": 1,\n  \"tests\": {\n    \"x\": [\n";
+    let corrupt = "{\n  \"schema_version\": 2,\n  \"tests\": {\n    \"x\": [\n";
     std::fs::write(&baseline, corrupt).unwrap();
     for extra in [&[][..], &["--save-baseline"][..]] {
         let args: Vec<&str> = ["--test", "leaks", "clean"].iter().chain(extra).copied().collect();
@@ -445,7 +442,7 @@ fn diff_compares_saved_baselines_offline() {
     let write = |name: &str, retained: u64| {
         let path = dir.path().join(name);
         let json = format!(
-            "{{\"schema_version\": 1, \"tests\": {{\"p::leaks cache\": {{\"retained_bytes\": {retained}, \"peak_bytes\": 0, \
+            "{{\"schema_version\": 2, \"tests\": {{\"p::leaks cache\": {{\"retained_bytes\": {retained}, \"peak_bytes\": 0, \
              \"allocated_bytes\": 0, \"allocations\": 0, \"retained_stacks\": []}}}}}}"
         );
         std::fs::write(&path, json).unwrap();
@@ -473,18 +470,22 @@ fn diff_compares_saved_baselines_offline() {
     assert!(String::from_utf8_lossy(&shrunk.stdout).contains("improved"));
     assert_eq!(diff(&old, &new, &["--max-growth", "150%"]).status.code(), Some(0));
 
-    std::fs::write(dir.path().join("broken.json"), "{\"schema_version\": 1,\n \"tests\": [").unwrap();
+    std::fs::write(dir.path().join("broken.json"), "{\"schema_version\": 2,\n \"tests\": [").unwrap();
     let broken = diff(&old, &dir.path().join("broken.json"), &[]);
     assert_eq!(broken.status.code(), Some(2));
     let stderr = stderr(&broken);
     assert!(stderr.contains("broken.json") && stderr.contains("line 2 column"), "{stderr}");
 }
 
+/// Copies a directory, leaving out build outputs (`target`).
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
+        if entry.file_name() == "target" {
+            continue;
+        }
         if entry.file_type().unwrap().is_dir() {
             copy_dir(&entry.path(), &target);
         } else {
@@ -501,7 +502,7 @@ fn outcomes_of(summary: &serde_json::Value) -> Vec<(String, String, String, Opti
         .iter()
         .map(|t| {
             let text = |key: &str| t[key].as_str().unwrap().to_owned();
-            (text("binary"), text("name"), text("outcome"), t["retained_bytes"].as_u64())
+            (text("target"), text("name"), text("outcome"), t["retained_bytes"].as_u64())
         })
         .collect();
     tests.sort();
@@ -553,4 +554,105 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
         let merged: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
         assert_eq!(outcomes_of(&merged), outcomes_of(&unsharded), "{scheme}: the merge equals the unsharded run");
     }
+}
+
+/// The summary entry of a test by its kind, target and name.
+fn entry_of<'a>(summary: &'a serde_json::Value, kind: &str, target: &str, name: &str) -> &'a serde_json::Value {
+    summary["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|test| test["kind"] == kind && test["target"] == target && test["name"] == name)
+        .unwrap_or_else(|| panic!("{kind} {target} {name} is in summary.json"))
+}
+
+#[test]
+fn a_librarys_and_a_binarys_test_of_one_name_are_two_tests_to_the_baseline_and_the_gate() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let baseline = fixture.path().join("ying-baseline.json");
+    let run = |extra: &[&str]| fixture.cargo_ying(&[&["same_unit"][..], extra].concat(), &[]);
+    let output = run(&["--save-baseline"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("Saved") && stderr(&output).contains("(2 leak tests)"), "{}", stderr(&output));
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
+    let tests = saved["tests"].as_object().unwrap();
+    assert_eq!(tests["leak-fixtures tests::same_unit"]["retained_bytes"], 100, "{saved}");
+    assert_eq!(tests["leak-fixtures::bin/leak-fixtures tests::same_unit"]["retained_bytes"], 200, "{saved}");
+
+    for (file, before, id) in [
+        ("src/main.rs", "vec![0u8; 200]", "leak-fixtures::bin/leak-fixtures tests::same_unit"),
+        ("src/lib.rs", "vec![0u8; 100]", "leak-fixtures tests::same_unit"),
+    ] {
+        let path = fixture.path().join(file);
+        let original = std::fs::read_to_string(&path).unwrap();
+        let grown = original.replacen(before, "vec![0u8; 50_000]", 1);
+        assert_ne!(grown, original);
+        std::fs::write(&path, grown).unwrap();
+        let output = run(&[]);
+        let stderr = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{id} grew: {stderr}");
+        let regressed: Vec<&str> = stderr.lines().filter(|line| line.contains("REGRESSED")).collect();
+        assert_eq!(regressed.len(), 1, "{stderr}");
+        assert!(regressed[0].contains(&format!("REGRESSED  {id} ")), "{stderr}");
+        let summary = summary(&target_dir());
+        let kind = if file == "src/main.rs" { "bin" } else { "lib" };
+        assert_eq!(entry_of(&summary, kind, "leak-fixtures", "tests::same_unit")["gate"], "regressed");
+        let other = if kind == "bin" { "lib" } else { "bin" };
+        assert_eq!(entry_of(&summary, other, "leak-fixtures", "tests::same_unit")["gate"], "unchanged");
+        std::fs::write(&path, original).unwrap();
+        assert_eq!(run(&[]).status.code(), Some(0), "recovered");
+    }
+}
+
+#[test]
+fn tests_whose_names_differ_in_separators_or_accents_get_their_own_files() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let output = fixture.cargo_ying(&["--lib"], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let summary = summary(&target_dir());
+    let out = target_dir().join("ying");
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let mut files = std::collections::BTreeSet::new();
+    for (name, retained) in [("tests::m::t", 10), ("tests::m__t", 20), ("tests::café", 30), ("tests::cafè", 40)] {
+        let test = entry_of(&summary, "lib", "leak-fixtures", name);
+        assert_eq!(test["retained_bytes"], retained, "{name}: its own figures");
+        let id = ying_report::TestId::new("leak-fixtures", ying_report::TargetKind::Lib, "leak-fixtures", name);
+        let report = ying_report::LeakReport::read(&out.join(test["report"].as_str().unwrap()), &id)
+            .unwrap_or_else(|error| panic!("{name}: its own report: {error}"));
+        assert_eq!(report.figures.retained_bytes, retained);
+        for key in ["report", "retained_flamegraph", "allocated_flamegraph"] {
+            let path = test[key].as_str().unwrap_or_else(|| panic!("{name} has a {key}"));
+            assert!(out.join(path).is_file(), "{name}: {path}");
+            assert!(files.insert(path.to_owned()), "{name}: {path} is no other test's");
+            assert!(index.contains(&format!("<a href=\"{path}\">")), "index.html links {path}");
+        }
+        let svg = std::fs::read_to_string(out.join(test["retained_flamegraph"].as_str().unwrap())).unwrap();
+        assert!(svg.contains(&format!("leak-fixtures {name}")), "{name}: the flamegraph is titled with its test");
+    }
+}
+
+#[test]
+fn a_report_of_another_version_or_another_test_is_refused_with_a_warning() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let output = fixture.cargo_ying(&["--test", "foreign_reports"], &[("YING_FIXTURE_FOREIGN_REPORTS", "1")]);
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let out = target_dir().join("ying");
+    let refused = out.join("refused/leak-fixtures/test/foreign_reports/writes_foreign_reports");
+    for (file, why) in [
+        ("old.json", "schema_version 1 at line 1 column 2 is not 2"),
+        ("other.json", "it is the report of `leak-fixtures (crate leaks) box_leak`"),
+    ] {
+        let warning = format!("refused the report {}: {why}", refused.join(file).display());
+        assert!(stderr.contains(&warning), "{warning}\nin\n{stderr}");
+        assert!(refused.join(file).is_file(), "the refused file is kept");
+    }
+    let summary = summary(&target_dir());
+    let test = entry_of(&summary, "test", "foreign_reports", "writes_foreign_reports");
+    assert!(test["retained_bytes"].is_null() && test["report"].is_null(), "no figures: {test}");
+    assert_eq!(test["warnings"].as_array().unwrap().len(), 2, "{test}");
+    assert!(!out.join("reports").exists(), "no report was taken as this test's");
 }

@@ -200,36 +200,48 @@ fn example_count(key: &str) -> &'static str {
 
 fn unknown_key_message(key: &str) -> String {
     let names: Vec<&str> = KEYS.iter().map(|(name, _)| *name).collect();
-    let closest =
-        names.iter().map(|name| (edit_distance(key, name), *name)).min().filter(|&(distance, _)| distance <= 3);
-    let hint = match closest {
-        Some((_, name)) => format!("did you mean `{name}`? "),
-        None => String::new(),
-    };
+    let hint =
+        ying_report::closest_key(key, &names).map_or_else(String::new, |name| format!("did you mean `{name}`? "));
     format!("unknown argument `{key}`; {hint}expected one of: {}", names.join(", "))
-}
-
-/// Levenshtein distance, for suggestions.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            current.push((previous[j] + usize::from(ca != cb)).min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{edit_distance, unknown_key_message};
+    use super::{Kind, Value, check_value, unknown_key_message};
+
+    /// The bytes a size argument written as `tokens` means, or its error.
+    fn size(tokens: &str) -> Result<u64, String> {
+        let expr: syn::Expr = syn::parse_str(tokens).unwrap_or_else(|error| panic!("{tokens}: {error}"));
+        match check_value("max_retained", Kind::Size, &expr) {
+            Ok(Value::Bytes(bytes)) => Ok(bytes),
+            Ok(_) => panic!("a size argument gives bytes"),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    #[test]
+    fn sizes_read_the_one_size_grammar_as_strings_and_as_integers() {
+        for &(text, expected) in ying_report::size::EXAMPLES {
+            let mut forms = vec![format!("{text:?}")];
+            // Integer literals where the text is one (`512`, `10_000`, `4096u8`).
+            let trimmed = text.trim();
+            if trimmed.starts_with(|c: char| c.is_ascii_digit())
+                && trimmed.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                forms.push(trimmed.to_owned());
+            }
+            for form in forms {
+                match (size(&form), expected) {
+                    (Ok(bytes), Ok(expected)) => assert_eq!(bytes, expected, "{form}"),
+                    (Err(error), Err(part)) => assert!(error.contains(part), "{form}: {error}"),
+                    (got, expected) => panic!("{form}: got {got:?}, expected {expected:?}"),
+                }
+            }
+        }
+    }
 
     #[test]
     fn unknown_keys_get_the_closest_suggestion() {
-        assert_eq!(edit_distance("max_retain", "max_retained"), 2);
         assert!(unknown_key_message("max_retain").contains("did you mean `max_retained`?"));
         assert!(!unknown_key_message("colour").contains("did you mean"));
     }

@@ -33,8 +33,12 @@ impl Summary {
 
     /// Reads the summary at `path`, of this version.
     pub fn read(path: &Path) -> Result<Self, ReadError> {
-        let text = std::fs::read_to_string(path)?;
-        json::parse(&text, &KIND)
+        Self::parse(&std::fs::read_to_string(path)?)
+    }
+
+    /// Reads a summary from its text.
+    pub fn parse(text: &str) -> Result<Self, ReadError> {
+        json::parse(text, &KIND)
     }
 
     /// Writes the summary to `path`, whole or not at all.

@@ -207,17 +207,18 @@ const RESERVED: &[&str] = &[
 const LONGEST: usize = 160;
 
 /// `text` as one component of a file name, distinct for distinct texts and readable: ASCII lowercase letters,
-/// digits, `_` and `-` stay as they are; `::` becomes `.`; an uppercase letter `X` becomes `^x` (so no two names
-/// differ only in case, for file systems that ignore it); every other character becomes `%XX` per UTF-8 byte.
-/// A Windows device name gets its last letter escaped, and a very long result is cut and given a hash.
+/// digits, `_` and `-` stay as they are; `::` becomes `.`; an uppercase letter `X` becomes `~x` (so no two names
+/// differ only in case, for file systems that ignore it); every other character becomes `~XX` per UTF-8 byte (two
+/// uppercase hexadecimal digits). A Windows device name gets its last letter escaped, and a very long result is cut
+/// and given a hash. Every character of the result is unreserved in URLs, so a link to the file needs no escaping.
 ///
 /// ```
 /// use ying_report::file_name_component;
 ///
 /// assert_eq!(file_name_component("cache::tests::evicts"), "cache.tests.evicts");
 /// assert_eq!(file_name_component("m__t"), "m__t");
-/// assert_eq!(file_name_component("tests::café"), "tests.caf%C3%A9");
-/// assert_eq!(file_name_component("Parser"), "^parser");
+/// assert_eq!(file_name_component("tests::café"), "tests.caf~C3~A9");
+/// assert_eq!(file_name_component("Parser"), "~parser");
 /// ```
 pub fn file_name_component(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -226,7 +227,7 @@ pub fn file_name_component(text: &str) -> String {
         match c {
             'a'..='z' | '0'..='9' | '_' | '-' => out.push(c),
             'A'..='Z' => {
-                out.push('^');
+                out.push('~');
                 out.push(c.to_ascii_lowercase());
             }
             ':' if chars.peek() == Some(&':') => {
@@ -236,26 +237,26 @@ pub fn file_name_component(text: &str) -> String {
             _ => {
                 let mut bytes = [0; 4];
                 for byte in c.encode_utf8(&mut bytes).bytes() {
-                    out.push_str(&format!("%{byte:02X}"));
+                    out.push_str(&format!("~{byte:02X}"));
                 }
             }
         }
     }
     if RESERVED.contains(&out.as_str()) {
         let last = out.pop().expect("reserved names are not empty");
-        out.push_str(&format!("%{:02X}", last as u32));
+        out.push_str(&format!("~{:02X}", last as u32));
     }
     if out.len() > LONGEST {
         let mut cut = LONGEST;
         // Cut on a whole escape.
-        while out.as_bytes()[cut - 1] == b'%' || (cut >= 2 && out.as_bytes()[cut - 2] == b'%') {
+        while out.as_bytes()[cut - 1] == b'~' || (cut >= 2 && out.as_bytes()[cut - 2] == b'~') {
             cut -= 1;
         }
         out.truncate(cut);
         out.push_str(&format!("~{:016x}", stable_hash(text)));
     }
     if out.is_empty() {
-        out.push_str("%00");
+        out.push_str("~00");
     }
     out
 }
@@ -312,8 +313,8 @@ mod tests {
         assert_eq!(lowercase.len(), names.len(), "distinct on case-insensitive file systems too");
         for name in &encoded {
             assert!(
-                name.chars().all(|c| c.is_ascii_alphanumeric() || "._-%^~".contains(c)),
-                "{name} is a portable file name"
+                name.chars().all(|c| c.is_ascii_alphanumeric() || "._-~".contains(c)),
+                "{name} is a portable file name, unreserved in URLs"
             );
             assert!(!["con", "nul", "aux", "prn"].contains(&name.as_str()));
         }
@@ -326,7 +327,7 @@ mod tests {
         let (a, b) = (file_name_component(&long), file_name_component(&other));
         assert_ne!(a, b);
         assert!(a.len() < 200 && b.len() < 200, "{a}");
-        assert!(!a.ends_with('%'));
+        assert!(!a.ends_with('~'));
     }
 
     #[test]

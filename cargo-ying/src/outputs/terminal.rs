@@ -1,11 +1,12 @@
 //! What the user sees: a progress bar on a terminal, one line per test like cargo's, the output of failed tests,
-//! and a closing table of leak tests. In CI (`CI` set) or without a terminal, plain lines only.
+//! a closing table of leak tests and the gate's table. In CI (`CI` set) or without a terminal, plain lines only.
 
 use crate::cli::ColorChoice;
-use crate::runner::{Outcome, TestResult};
+use crate::model::{Outcome, Run, TestRecord};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;
+use ying_report::TestOutcome;
 
 /// A duration as `1.234s`.
 pub fn seconds(duration: Duration) -> String {
@@ -82,8 +83,8 @@ impl Reporter {
         }
     }
 
-    /// One test's result line.
-    pub fn result(&self, result: &TestResult) {
+    /// One test's result line, and its warnings.
+    pub fn result(&self, result: &TestRecord) {
         let (label, style) = match &result.outcome {
             Outcome::Passed => ("PASS", GREEN),
             Outcome::Failed => ("FAIL", RED),
@@ -92,39 +93,36 @@ impl Reporter {
             Outcome::Ignored | Outcome::NotRun => return,
         };
         let reason = result.outcome.reason().map_or_else(String::new, |reason| format!(" ({reason})"));
-        self.line(&format!(
-            "{} [{:>8}] {}{reason}",
-            self.label(style, label),
-            seconds(result.duration),
-            result.test.id()
-        ));
+        self.line(&format!("{} [{:>8}] {}{reason}", self.label(style, label), seconds(result.duration), result.id));
+        for warning in &result.warnings {
+            self.line(&format!("{}: {}: {warning}", self.paint(YELLOW, "warning"), result.id));
+        }
         if let Some(progress) = &self.progress {
             progress.inc(1);
-            progress.set_message(result.test.name.clone());
+            progress.set_message(result.id.name.clone());
         }
     }
 
     /// The output of each failed test, the totals, and the table of leak tests.
-    pub fn finish(&self, results: &[TestResult], elapsed: Duration, fail_fast_hint: bool) {
+    pub fn finish(&self, run: &Run) {
         if let Some(progress) = &self.progress {
             progress.finish_and_clear();
         }
-        for result in results.iter().filter(|result| result.outcome.is_failure()) {
-            eprintln!("\n{}", self.paint(RED, &format!("--- {}: output ---", result.test.id())));
-            eprint!("{}", result.output);
-            if !result.output.ends_with('\n') && !result.output.is_empty() {
+        for test in run.tests.iter().filter(|test| test.outcome.is_failure()) {
+            eprintln!("\n{}", self.paint(RED, &format!("--- {}: output ---", test.id)));
+            eprint!("{}", test.output);
+            if !test.output.ends_with('\n') && !test.output.is_empty() {
                 eprintln!();
             }
         }
-        let count = |wanted: fn(&Outcome) -> bool| results.iter().filter(|r| wanted(&r.outcome)).count();
-        let passed = count(|o| *o == Outcome::Passed);
-        let failed = count(|o| *o == Outcome::Failed);
-        let crashed = count(|o| matches!(o, Outcome::Crashed(_)));
-        let timed_out = count(|o| matches!(o, Outcome::TimedOut(_)));
-        let ignored = count(|o| *o == Outcome::Ignored);
-        let not_run = count(|o| *o == Outcome::NotRun);
-        let run = passed + failed + crashed + timed_out;
-        let mut totals = format!("{run} test{} run: {passed} passed", if run == 1 { "" } else { "s" });
+        let passed = run.count(TestOutcome::Passed);
+        let failed = run.count(TestOutcome::Failed);
+        let crashed = run.count(TestOutcome::Crashed);
+        let timed_out = run.count(TestOutcome::TimedOut);
+        let ignored = run.count(TestOutcome::Ignored);
+        let not_run = run.count(TestOutcome::NotRun);
+        let ran = passed + failed + crashed + timed_out;
+        let mut totals = format!("{ran} test{} run: {passed} passed", if ran == 1 { "" } else { "s" });
         for (number, what) in [(failed, "failed"), (crashed, "crashed"), (timed_out, "timed out")] {
             if number > 0 {
                 totals.push_str(&format!(", {number} {what}"));
@@ -136,34 +134,53 @@ impl Reporter {
         if not_run > 0 {
             totals.push_str(&format!(", {not_run} not run"));
         }
-        let style = if failed + crashed + timed_out > 0 { RED } else { GREEN };
-        eprintln!("\n{} [{:>8}] {totals}", self.label(style, "Summary"), seconds(elapsed));
-        if not_run > 0 && fail_fast_hint {
+        let style = if run.failed() { RED } else { GREEN };
+        eprintln!("\n{} [{:>8}] {totals}", self.label(style, "Summary"), seconds(run.elapsed));
+        if not_run > 0 && run.fail_fast {
             eprintln!("{} stopped after the first failure; --no-fail-fast runs every test", self.label(YELLOW, "note"));
         }
-        self.leak_table(results);
+        self.leak_table(run);
     }
 
-    fn leak_table(&self, results: &[TestResult]) {
-        let rows: Vec<_> = results.iter().filter_map(|result| Some((result, &result.report.as_ref()?.1))).collect();
+    fn leak_table(&self, run: &Run) {
+        let rows: Vec<_> = run.tests.iter().filter_map(|test| Some((test, test.leak.as_ref()?))).collect();
         if rows.is_empty() {
             return;
         }
-        let width = rows.iter().map(|(result, _)| result.test.id().len()).max().unwrap_or(4).max(4);
+        let ids: Vec<String> = rows.iter().map(|(test, _)| test.id.to_string()).collect();
+        let width = ids.iter().map(String::len).max().unwrap_or(4).max(4);
         eprintln!(
             "\n{:<width$}  {:>10}  {:>10}  {:>10}  {:>11}  outcome",
             "leak test", "retained", "peak", "allocated", "allocations"
         );
-        for (result, report) in rows {
+        for ((test, leak), id) in rows.into_iter().zip(ids) {
+            let figures = &leak.figures;
             eprintln!(
-                "{:<width$}  {:>10}  {:>10}  {:>10}  {:>11}  {}",
-                result.test.id(),
-                report.figures.retained_bytes.saturating_sub(report.excused_bytes),
-                report.figures.peak_bytes,
-                report.figures.allocated_bytes,
-                report.figures.allocations,
-                result.outcome.name()
+                "{id:<width$}  {:>10}  {:>10}  {:>10}  {:>11}  {}",
+                figures.retained_bytes,
+                figures.peak_bytes,
+                figures.allocated_bytes,
+                figures.allocations,
+                test.outcome.kind().name()
             );
+        }
+    }
+
+    /// The gate's table, or how to make a baseline when there is none (unless one is being saved).
+    pub fn gate(&self, run: &Run, baseline: &std::path::Path, saving: bool) {
+        match &run.gate {
+            Some(gate) => {
+                eprintln!();
+                let shown = gate.baseline.display().to_string();
+                for line in crate::gate::render_table(&gate.comparison, &shown, gate.gating.tolerance) {
+                    eprintln!("{line}");
+                }
+            }
+            None if !saving => eprintln!(
+                "\nno baseline at {} yet: --save-baseline (or cargo ying accept) writes one",
+                baseline.display()
+            ),
+            None => {}
         }
     }
 

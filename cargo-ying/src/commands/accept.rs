@@ -1,0 +1,20 @@
+//! `cargo ying accept`: writes the baseline from the last run's results without running the tests again.
+
+use crate::baseline::BaselineFile;
+use crate::cli::AcceptArgs;
+use crate::error::{EXIT_OK, Result};
+use crate::saved;
+use crate::workspace::Workspace;
+
+/// Runs `cargo ying accept`; returns the exit code.
+pub fn run(args: AcceptArgs) -> Result<u8> {
+    let workspace = Workspace::at(args.manifest_path.as_deref())?;
+    let baseline = BaselineFile::open(workspace.baseline_path(args.baseline.as_deref()))?;
+    let out_dir = workspace.out_dir(args.target_dir.as_deref());
+    let summary = saved::read_summary(&out_dir.join("summary.json"), " (run cargo ying test first)")?;
+    let entries = saved::entries(&summary, &out_dir)?;
+    let count = entries.len();
+    baseline.save(entries)?;
+    eprintln!("{:>12} {} ({count} leak tests from the last run)", "Accepted", baseline.path.display());
+    Ok(EXIT_OK)
+}

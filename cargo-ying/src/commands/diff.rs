@@ -1,0 +1,41 @@
+//! `cargo ying diff OLD NEW`: compares two saved baselines or summaries offline, with the gate's table and exit
+//! codes.
+
+use crate::cli::DiffArgs;
+use crate::config::Config;
+use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
+use crate::gate;
+use std::collections::BTreeMap;
+use std::path::Path;
+use ying_report::{Baseline, BaselineEntry, Summary, TestId};
+
+/// Reads a baseline (`tests` is a table) or a summary.json (`tests` is a list) as baseline entries.
+fn read_entries(path: &Path) -> Result<BTreeMap<TestId, BaselineEntry>> {
+    let error = |source| Error::ReadComparison { path: path.to_owned(), source };
+    let text = std::fs::read_to_string(path).map_err(|why| error(why.into()))?;
+    let is_summary = serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}'))
+        .is_ok_and(|value| value.get("tests").is_some_and(serde_json::Value::is_array));
+    if is_summary {
+        let summary = Summary::parse(&text).map_err(error)?;
+        return Ok(summary
+            .tests
+            .into_iter()
+            .filter_map(|test| Some((test.id, BaselineEntry::new(test.figures?, Vec::new()))))
+            .collect());
+    }
+    Ok(Baseline::parse(&text).map_err(error)?.tests)
+}
+
+/// Runs `cargo ying diff`; returns the exit code.
+pub fn run(args: DiffArgs) -> Result<u8> {
+    let old = read_entries(&args.old)?;
+    let new: BTreeMap<TestId, _> =
+        read_entries(&args.new)?.into_iter().map(|(id, entry)| (id, entry.figures())).collect();
+    // No workspace here: the flags, else the defaults.
+    let gating = Config::default().gating(&args.gating);
+    let comparison = gate::compare(&old, &new, &gating, true);
+    for line in gate::render_table(&comparison, &args.old.display().to_string(), gating.tolerance) {
+        println!("{line}");
+    }
+    Ok(if comparison.fails(args.gating.check) { EXIT_TEST_FAILED } else { EXIT_OK })
+}

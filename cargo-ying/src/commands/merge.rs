@@ -1,0 +1,53 @@
+//! `cargo ying merge`: joins the summaries of partitioned runs into one summary and one gate result, so that a
+//! matrix of CI runners gates as one run.
+
+use crate::baseline::BaselineFile;
+use crate::cli::MergeArgs;
+use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
+use crate::gate;
+use crate::saved;
+use crate::workspace::Workspace;
+use std::collections::BTreeMap;
+use ying_report::{Summary, TestId};
+
+/// Runs `cargo ying merge`; returns the exit code.
+pub fn run(args: MergeArgs) -> Result<u8> {
+    let workspace = Workspace::at(args.manifest_path.as_deref())?;
+    let baseline = BaselineFile::open(workspace.baseline_path(args.baseline.as_deref()))?;
+    let gating = workspace.config.gating(&args.gating);
+
+    let mut tests = Vec::new();
+    let mut entries = BTreeMap::new();
+    for path in &args.summaries {
+        let summary = saved::read_summary(path, "")?;
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        entries.extend(saved::entries(&summary, dir)?);
+        tests.extend(summary.tests);
+    }
+    tests.sort_by(|a, b| a.id.cmp(&b.id));
+    let current: BTreeMap<TestId, _> = entries.iter().map(|(id, entry)| (id.clone(), entry.figures())).collect();
+    let comparison = gate::compare(baseline.entries(), &current, &gating, true);
+    // The merged summary tells the gate's verdicts as the table below does.
+    for test in &mut tests {
+        test.gate = comparison.tests.get(&test.id).map(|gate| gate.verdict);
+        test.baseline_retained_bytes = baseline.entries().get(&test.id).map(|entry| entry.retained_bytes);
+    }
+    let failed = tests.iter().filter(|test| test.outcome.is_failure()).count();
+    let merged = Summary::new(tests);
+    let output = args.output.unwrap_or_else(|| workspace.out_dir(None).join("summary.json"));
+    if let Some(dir) = output.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
+    }
+    merged.write(&output).map_err(Error::io("write", &output))?;
+    eprintln!(
+        "{:>12} {} summaries: {} tests, {failed} failed -> {}",
+        "Merged",
+        args.summaries.len(),
+        merged.tests.len(),
+        output.display()
+    );
+    for line in gate::render_table(&comparison, &baseline.path.display().to_string(), gating.tolerance) {
+        eprintln!("{line}");
+    }
+    Ok(if failed > 0 || comparison.fails(args.gating.check) { EXIT_TEST_FAILED } else { EXIT_OK })
+}

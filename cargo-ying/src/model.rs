@@ -1,0 +1,283 @@
+//! The run model: each test's result decided once (outcome, figures, gate verdict, reason, files), so that every
+//! output (terminal, summary.json, baseline, JUnit, GitHub annotations and step summary, index.html, flamegraphs)
+//! shows the same thing. Outputs read a [`Run`]; none decides anything of its own.
+
+use crate::gate::{Comparison, Gating, TestGate};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+use ying_report::{BaselineEntry, Figures, GateVerdict, LeakReport, Summary, SummaryTest, TestId, TestOutcome};
+
+/// How a test ended, with what is known of why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The test passed.
+    Passed,
+    /// The test failed (a failed assertion, a budget, an error returned).
+    Failed,
+    /// Killed by a signal (abort, segmentation fault, stack overflow, the OOM killer): its name.
+    Crashed(String),
+    /// Ran past the timeout and was killed.
+    TimedOut(Duration),
+    /// Marked `#[ignore]` and not asked for.
+    Ignored,
+    /// Not started: an earlier test failed and fail-fast stopped the run.
+    NotRun,
+}
+
+impl Outcome {
+    /// The outcome as summaries name it.
+    pub fn kind(&self) -> TestOutcome {
+        match self {
+            Self::Passed => TestOutcome::Passed,
+            Self::Failed => TestOutcome::Failed,
+            Self::Crashed(_) => TestOutcome::Crashed,
+            Self::TimedOut(_) => TestOutcome::TimedOut,
+            Self::Ignored => TestOutcome::Ignored,
+            Self::NotRun => TestOutcome::NotRun,
+        }
+    }
+
+    /// Whether the outcome fails the run.
+    pub fn is_failure(&self) -> bool {
+        self.kind().is_failure()
+    }
+
+    /// Why the test failed, beyond its output: the signal, or the timeout.
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Self::Crashed(signal) => Some(format!("killed by {signal}")),
+            Self::TimedOut(after) => Some(format!("timed out after {:.3}s", after.as_secs_f64())),
+            _ => None,
+        }
+    }
+}
+
+/// A leak test's report, as the run uses it.
+#[derive(Clone, Debug)]
+pub struct Leak {
+    /// The report, its stacks symbolised.
+    pub report: LeakReport,
+    /// Its figures, as judged.
+    pub figures: Figures,
+    /// Where it is stored, relative to the output directory.
+    pub path: String,
+}
+
+/// The files of a test, relative to the output directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Files {
+    /// Flamegraph of retained memory.
+    pub retained_flamegraph: Option<String>,
+    /// Flamegraph of allocated memory.
+    pub allocated_flamegraph: Option<String>,
+    /// Differential flamegraph of retained memory, baseline against now.
+    pub retained_diff_flamegraph: Option<String>,
+}
+
+/// One test of the run, decided once.
+#[derive(Clone, Debug)]
+pub struct TestRecord {
+    /// Which test.
+    pub id: TestId,
+    /// How its process ended.
+    pub outcome: Outcome,
+    /// How long its process ran.
+    pub duration: Duration,
+    /// Its standard output and error, interleaved as written.
+    pub output: String,
+    /// Its report, for a leak test whose report could be used.
+    pub leak: Option<Leak>,
+    /// The gate's judgement, when there is a baseline and the test has figures.
+    pub gate: Option<TestGate>,
+    /// The test's baseline entry, when the baseline has one.
+    pub baseline: Option<BaselineEntry>,
+    /// Its flamegraphs.
+    pub files: Files,
+    /// What went wrong around the test without failing it (a report refused, say).
+    pub warnings: Vec<String>,
+}
+
+impl TestRecord {
+    /// A test that ended with `outcome`, nothing else known yet.
+    pub fn new(id: TestId, outcome: Outcome, duration: Duration, output: String) -> Self {
+        Self {
+            id,
+            outcome,
+            duration,
+            output,
+            leak: None,
+            gate: None,
+            baseline: None,
+            files: Files::default(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The gate's verdict, when it judged the test.
+    pub fn verdict(&self) -> Option<GateVerdict> {
+        self.gate.as_ref().map(|gate| gate.verdict)
+    }
+
+    /// Where the test's source is, when its report says (leak tests' do): file relative to its package, line.
+    pub fn source(&self) -> Option<(String, u32)> {
+        let test = &self.leak.as_ref()?.report.test;
+        Some((test.file.replace('\\', "/"), test.line))
+    }
+
+    /// Why the test failed, in a few words or the leak test's message.
+    pub fn failure_message(&self) -> String {
+        match (&self.outcome, &self.leak) {
+            (Outcome::Failed, Some(leak)) => {
+                leak.report.message.clone().unwrap_or_else(|| "the test failed".to_owned())
+            }
+            (outcome, _) => outcome.reason().unwrap_or_else(|| "the test failed".to_owned()),
+        }
+    }
+
+    /// The test's entry in summary.json.
+    pub fn summary(&self) -> SummaryTest {
+        let mut test = SummaryTest::new(self.id.clone(), self.outcome.kind());
+        test.reason = self.outcome.reason();
+        test.gate = self.verdict();
+        test.figures = self.leak.as_ref().map(|leak| leak.figures);
+        test.baseline_retained_bytes = self.baseline.as_ref().map(|entry| entry.retained_bytes);
+        test.report = self.leak.as_ref().map(|leak| leak.path.clone());
+        test.retained_flamegraph = self.files.retained_flamegraph.clone();
+        test.allocated_flamegraph = self.files.allocated_flamegraph.clone();
+        test.retained_diff_flamegraph = self.files.retained_diff_flamegraph.clone();
+        test.warnings = self.warnings.clone();
+        test
+    }
+
+    /// The test's baseline entry: its figures and retained stacks.
+    pub fn baseline_entry(&self) -> Option<BaselineEntry> {
+        let leak = self.leak.as_ref()?;
+        Some(BaselineEntry::new(leak.figures, leak.report.retained_stacks()))
+    }
+}
+
+/// What the gate found for the run as a whole.
+#[derive(Clone, Debug)]
+pub struct RunGate {
+    /// The baseline file.
+    pub baseline: PathBuf,
+    /// How it judged.
+    pub gating: Gating,
+    /// The comparison, per test and for the tests missing from the run.
+    pub comparison: Comparison,
+    /// New and missing tests fail the run too (`--check`).
+    pub check: bool,
+}
+
+/// A whole run: every test, decided once.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Every test, in the order of the binaries and their listing.
+    pub tests: Vec<TestRecord>,
+    /// How long the tests took.
+    pub elapsed: Duration,
+    /// The run stopped scheduling tests after the first failure.
+    pub fail_fast: bool,
+    /// The gate, when there is a baseline.
+    pub gate: Option<RunGate>,
+}
+
+impl Run {
+    /// Judges every leak test against the baseline's `entries`: each record gets its verdict and its baseline
+    /// entry. `complete`: the run covered every test, so baseline entries without a counterpart are missing.
+    pub fn judge(
+        &mut self,
+        baseline: PathBuf,
+        entries: &BTreeMap<TestId, BaselineEntry>,
+        gating: Gating,
+        complete: bool,
+        check: bool,
+    ) {
+        let current: BTreeMap<TestId, Figures> =
+            self.tests.iter().filter_map(|test| Some((test.id.clone(), test.leak.as_ref()?.figures))).collect();
+        let comparison = crate::gate::compare(entries, &current, &gating, complete);
+        for test in &mut self.tests {
+            test.baseline = entries.get(&test.id).cloned();
+            test.gate = comparison.tests.get(&test.id).cloned();
+        }
+        self.gate = Some(RunGate { baseline, gating, comparison, check });
+    }
+
+    /// Whether a test failed, crashed or timed out.
+    pub fn failed(&self) -> bool {
+        self.tests.iter().any(|test| test.outcome.is_failure())
+    }
+
+    /// Whether the gate fails the run.
+    pub fn regressed(&self) -> bool {
+        self.gate.as_ref().is_some_and(|gate| gate.comparison.fails(gate.check))
+    }
+
+    /// The number of tests with an outcome of `kind`.
+    pub fn count(&self, kind: TestOutcome) -> usize {
+        self.tests.iter().filter(|test| test.outcome.kind() == kind).count()
+    }
+
+    /// The leak tests' baseline entries.
+    pub fn baseline_entries(&self) -> BTreeMap<TestId, BaselineEntry> {
+        self.tests.iter().filter_map(|test| Some((test.id.clone(), test.baseline_entry()?))).collect()
+    }
+
+    /// summary.json.
+    pub fn summary(&self) -> Summary {
+        Summary::new(self.tests.iter().map(TestRecord::summary).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Leak, Outcome, Run, TestRecord};
+    use crate::gate::{Gating, Tolerance};
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+    use ying_report::report::{Attribution, Budgets, TestIdentity};
+    use ying_report::{BaselineEntry, Figures, GateVerdict, LeakReport, TargetKind, TestId, TestOutcome};
+
+    fn leak_test(name: &str, retained: u64, outcome: Outcome) -> TestRecord {
+        let id = TestId::new("p", TargetKind::Test, "leaks", name);
+        let mut record = TestRecord::new(id, outcome, Duration::from_millis(5), String::new());
+        let mut report = LeakReport::new(
+            TestIdentity::new("p", None, "leaks", name, "tests/leaks.rs", 3),
+            Attribution::Process,
+            Budgets::default(),
+        );
+        report.figures.retained_bytes = retained;
+        let figures = Figures::of(&report);
+        record.leak = Some(Leak { report, figures, path: format!("reports/p/test/leaks/{name}.json") });
+        record
+    }
+
+    #[test]
+    fn a_regression_shows_the_same_in_the_summary_and_the_exit_status() {
+        let mut run = Run {
+            tests: vec![leak_test("grew", 5000, Outcome::Passed), leak_test("same", 10, Outcome::Passed)],
+            elapsed: Duration::ZERO,
+            fail_fast: false,
+            gate: None,
+        };
+        let entry = |retained_bytes| BaselineEntry::new(Figures { retained_bytes, ..Figures::default() }, Vec::new());
+        let baseline: BTreeMap<TestId, BaselineEntry> =
+            [(run.tests[0].id.clone(), entry(10)), (run.tests[1].id.clone(), entry(10))].into();
+        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        assert!(!run.failed() && run.regressed());
+        let summary = run.summary();
+        assert_eq!(summary.tests[0].gate, Some(GateVerdict::Regressed));
+        assert_eq!(summary.tests[0].outcome, TestOutcome::Passed);
+        assert_eq!(summary.tests[0].baseline_retained_bytes, Some(10));
+        assert_eq!(summary.tests[1].gate, Some(GateVerdict::Unchanged));
+    }
+
+    #[test]
+    fn outcomes_name_their_reason() {
+        assert_eq!(Outcome::Crashed("SIGABRT".into()).reason().as_deref(), Some("killed by SIGABRT"));
+        assert_eq!(Outcome::TimedOut(Duration::from_secs(4)).reason().as_deref(), Some("timed out after 4.000s"));
+        assert_eq!(Outcome::Failed.reason(), None);
+        assert!(Outcome::Crashed(String::new()).is_failure() && !Outcome::Ignored.is_failure());
+    }
+}

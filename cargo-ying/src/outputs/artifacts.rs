@@ -1,0 +1,57 @@
+//! The run's files under `<target-dir>/ying/`: each leak test's report and flamegraphs (retained and allocated
+//! memory, and for a regression retained memory baseline against now), summary.json and index.html. Every file of
+//! a test is named after its [`TestId`](ying_report::TestId), so no two tests share one.
+
+use crate::error::{Error, Result};
+use crate::model::Run;
+use std::path::Path;
+use ying_report::{GateVerdict, Summary};
+
+/// Clears what an earlier run left under `out_dir` (reports, flamegraphs, refused reports, scratch), so every
+/// file there is this run's.
+pub fn prepare(out_dir: &Path) -> Result<()> {
+    for dir in ["reports", "flamegraphs", "refused", "tmp"] {
+        let path = out_dir.join(dir);
+        if path.exists() {
+            std::fs::remove_dir_all(&path).map_err(Error::io("clear", &path))?;
+        }
+    }
+    std::fs::create_dir_all(out_dir).map_err(Error::io("create", out_dir))
+}
+
+/// Writes every leak test's flamegraphs, and a differential one for each regressed test, and records them.
+pub fn flamegraphs(run: &mut Run, out_dir: &Path) -> Result<()> {
+    for test in &mut run.tests {
+        let Some(leak) = &test.leak else { continue };
+        let retained = leak.report.retained_stacks();
+        let paths = [
+            (test.id.flamegraph_path("retained"), "retained bytes", retained.clone()),
+            (test.id.flamegraph_path("allocated"), "allocated bytes", leak.report.allocated_stacks()),
+        ];
+        for (path, what, stacks) in &paths {
+            let file = out_dir.join(path);
+            super::flamegraph::write(stacks, &format!("{what}: {}", test.id), &file)
+                .map_err(Error::io("write", &file))?;
+        }
+        let [(retained_path, ..), (allocated_path, ..)] = paths;
+        test.files.retained_flamegraph = Some(retained_path);
+        test.files.allocated_flamegraph = Some(allocated_path);
+        if let (Some(before), Some(GateVerdict::Regressed)) = (&test.baseline, test.verdict()) {
+            let path = test.id.flamegraph_path("retained-diff");
+            let file = out_dir.join(&path);
+            let title = format!("retained bytes, baseline to now: {}", test.id);
+            super::flamegraph::write_differential(&before.retained_stacks, &retained, &title, &file)
+                .map_err(Error::io("write", &file))?;
+            test.files.retained_diff_flamegraph = Some(path);
+        }
+    }
+    Ok(())
+}
+
+/// Writes summary.json and index.html of `summary` to `out_dir`.
+pub fn summary(summary: &Summary, out_dir: &Path) -> Result<()> {
+    let path = out_dir.join("summary.json");
+    summary.write(&path).map_err(Error::io("write", &path))?;
+    let index = out_dir.join("index.html");
+    std::fs::write(&index, super::html::index_html(summary)).map_err(Error::io("write", &index))
+}

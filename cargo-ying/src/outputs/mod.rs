@@ -1,0 +1,9 @@
+//! What a run shows and writes, each from the run model: the terminal, the run's files (reports, flamegraphs,
+//! summary.json, index.html), GitHub Actions' annotations and job summary, and JUnit XML.
+
+pub mod artifacts;
+pub mod flamegraph;
+pub mod github;
+pub mod html;
+pub mod junit;
+pub mod terminal;

@@ -1,0 +1,28 @@
+//! A finished run read back: its summary.json and the reports stored beside it, for the commands that work from
+//! saved results (`accept`, `merge`, `diff`).
+
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+use ying_report::{BaselineEntry, LeakReport, Summary, TestId};
+
+/// Reads the summary at `path`; `hint` says what to do when there is none.
+pub fn read_summary(path: &Path, hint: &'static str) -> Result<Summary> {
+    Summary::read(path).map_err(|source| {
+        let missing =
+            matches!(&source, ying_report::ReadError::Io(error) if error.kind() == std::io::ErrorKind::NotFound);
+        Error::ReadSummary { path: path.to_owned(), hint: if missing { hint } else { "" }, source }
+    })
+}
+
+/// The baseline entries of `summary`'s leak tests, from the reports stored in `dir` beside it.
+pub fn entries(summary: &Summary, dir: &Path) -> Result<BTreeMap<TestId, BaselineEntry>> {
+    let mut entries = BTreeMap::new();
+    for test in &summary.tests {
+        let (Some(report), Some(figures)) = (&test.report, test.figures) else { continue };
+        let path = dir.join(report);
+        let report = LeakReport::read(&path, &test.id).map_err(|source| Error::ReadReport { path, source })?;
+        entries.insert(test.id.clone(), BaselineEntry::new(figures, report.retained_stacks()));
+    }
+    Ok(entries)
+}
