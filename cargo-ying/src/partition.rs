@@ -33,11 +33,6 @@ impl fmt::Display for Partition {
     }
 }
 
-/// FNV-1a: a hash that is the same on every machine and every run.
-fn stable_hash(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3))
-}
-
 impl Partition {
     /// Parses `count:M/N` or `hash:M/N` (1 <= M <= N).
     pub fn parse(text: &str) -> Result<Self, String> {
@@ -60,7 +55,7 @@ impl Partition {
     pub fn contains(&self, index: usize, id: &str) -> bool {
         let key = match self.scheme {
             Scheme::Count => index as u64,
-            Scheme::Hash => stable_hash(id),
+            Scheme::Hash => ying_report::stable_hash(id),
         };
         key % self.total == self.shard - 1
     }

@@ -373,16 +373,28 @@ fn a_corrupt_baseline_is_a_usage_error_and_stays_as_it_was() {
     let fixture = Fixture::new();
     let baseline = fixture.path().join("ying-baseline.json");
     let corrupt = "{\n  \"schema_version\": 2,\n  \"tests\": {\n    \"x\": [\n";
-    std::fs::write(&baseline, corrupt).unwrap();
-    for extra in [&[][..], &["--save-baseline"][..]] {
-        let args: Vec<&str> = ["--test", "leaks", "clean"].iter().chain(extra).copied().collect();
-        let output = fixture.cargo_ying(&args, &[]);
-        let stderr = stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(&format!("error: failed to read the baseline {}", baseline.display())), "{stderr}");
-        assert!(stderr.contains("line 5 column 0"), "the position of the error: {stderr}");
-        assert!(!stderr.contains("Starting"), "nothing ran: {stderr}");
-        assert_eq!(std::fs::read_to_string(&baseline).unwrap(), corrupt, "the file is left as it was");
+    // Written by an earlier cargo ying, whose ids did not tell a library's tests from a binary's.
+    let old = "{\n  \"schema_version\": 1,\n  \"tests\": {\n    \"leak-fixtures::leak_fixtures tests::same_unit\": {}\n  }\n}\n";
+    for (contents, why) in [
+        (corrupt, "line 5 column 0"),
+        (
+            old,
+            "schema_version 1 at line 2 column 3 is not 2, the version of the baseline this ying reads: it was \
+               written by an earlier cargo ying",
+        ),
+        (old, "write it anew with `cargo ying test --save-baseline`"),
+    ] {
+        std::fs::write(&baseline, contents).unwrap();
+        for extra in [&[][..], &["--save-baseline"][..]] {
+            let args: Vec<&str> = ["--test", "leaks", "clean"].iter().chain(extra).copied().collect();
+            let output = fixture.cargo_ying(&args, &[]);
+            let stderr = stderr(&output);
+            assert_eq!(output.status.code(), Some(2), "{stderr}");
+            assert!(stderr.contains(&format!("error: failed to read the baseline {}", baseline.display())), "{stderr}");
+            assert!(stderr.contains(why), "{why}: {stderr}");
+            assert!(!stderr.contains("Starting"), "nothing ran: {stderr}");
+            assert_eq!(std::fs::read_to_string(&baseline).unwrap(), contents, "the file is left as it was");
+        }
     }
 }
 

@@ -93,7 +93,7 @@ impl LeakReport {
 
     /// Retained bytes as the `max_retained` budget and the gate judge them: excused memory left out.
     pub fn judged_retained_bytes(&self) -> u64 {
-        self.figures.retained_bytes.saturating_sub(self.excused_bytes)
+        self.figures.judged_retained_bytes(self.excused_bytes)
     }
 
     /// Where the judged retained memory was allocated (excused sites left out), as folded stacks, sorted.
@@ -264,6 +264,17 @@ pub struct ScopeStats {
 }
 
 impl ScopeStats {
+    /// Retained bytes as a leak test's `max_retained` budget and the gate judge them: less `excused_bytes`, the
+    /// retained memory the test keeps without leaking it.
+    pub fn judged_retained_bytes(&self, excused_bytes: u64) -> u64 {
+        self.retained_bytes.saturating_sub(excused_bytes)
+    }
+
+    /// Retained blocks as the budget judges them: less the `excused_blocks`.
+    pub fn judged_retained_blocks(&self, excused_blocks: u64) -> u64 {
+        self.retained_blocks.saturating_sub(excused_blocks)
+    }
+
     /// The scope's net change of the live heap: `allocated_bytes - freed_bytes` (negative when it freed more
     /// than it allocated).
     pub fn growth(&self) -> i64 {

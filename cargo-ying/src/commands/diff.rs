@@ -34,7 +34,7 @@ pub fn run(args: DiffArgs) -> Result<u8> {
     // No workspace here: the flags, else the defaults.
     let gating = Config::default().gating(&args.gating);
     let comparison = gate::compare(&old, &new, &gating, true);
-    for line in gate::render_table(&comparison, &args.old.display().to_string(), gating.tolerance) {
+    for line in crate::outputs::gate_table::render(&comparison, &args.old.display().to_string(), gating.tolerance) {
         println!("{line}");
     }
     Ok(if comparison.fails(args.gating.check) { EXIT_TEST_FAILED } else { EXIT_OK })

@@ -46,7 +46,8 @@ pub fn run(args: MergeArgs) -> Result<u8> {
         merged.tests.len(),
         output.display()
     );
-    for line in gate::render_table(&comparison, &baseline.path.display().to_string(), gating.tolerance) {
+    for line in crate::outputs::gate_table::render(&comparison, &baseline.path.display().to_string(), gating.tolerance)
+    {
         eprintln!("{line}");
     }
     Ok(if failed > 0 || comparison.fails(args.gating.check) { EXIT_TEST_FAILED } else { EXIT_OK })

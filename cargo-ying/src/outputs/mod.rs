@@ -3,6 +3,7 @@
 
 pub mod artifacts;
 pub mod flamegraph;
+pub mod gate_table;
 pub mod github;
 pub mod html;
 pub mod junit;

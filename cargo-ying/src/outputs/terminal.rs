@@ -172,7 +172,7 @@ impl Reporter {
             Some(gate) => {
                 eprintln!();
                 let shown = gate.baseline.display().to_string();
-                for line in crate::gate::render_table(&gate.comparison, &shown, gate.gating.tolerance) {
+                for line in crate::outputs::gate_table::render(&gate.comparison, &shown, gate.gating.tolerance) {
                     eprintln!("{line}");
                 }
             }

@@ -24,12 +24,12 @@ pub(super) struct Findings<'a> {
 impl Findings<'_> {
     /// Retained bytes as the budget judges them.
     fn retained(&self) -> u64 {
-        self.stats.retained_bytes.saturating_sub(self.excused_bytes)
+        self.stats.judged_retained_bytes(self.excused_bytes)
     }
 
     /// Retained blocks as the budget judges them.
     fn retained_blocks(&self) -> u64 {
-        self.stats.retained_blocks.saturating_sub(self.excused_blocks)
+        self.stats.judged_retained_blocks(self.excused_blocks)
     }
 }
 
