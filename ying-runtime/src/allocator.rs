@@ -1,11 +1,11 @@
 //! [`YingProfiler`]: the `GlobalAlloc` wrapper that keeps exact figures, samples stacks and attributes to scopes.
 
 use crate::counters::{self, HeapStats};
+use crate::live::{self, Entry, Sample};
 use crate::sampler::{self, DEFAULT_SAMPLE_INTERVAL};
 use crate::stack_stats::{self, StackStats};
-use crate::table::{self, Entry, Sample};
 use crate::thread::{THREAD, ThreadState, as_profiler};
-use crate::{nursery, scope, stacks, symbolize};
+use crate::{scope, stacks, symbolize};
 use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::alloc::System;
@@ -220,20 +220,22 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         // A block of the thread's own scope that only a scope records (no lifetime, no process sample): kept in the
         // thread's nursery when it has room.
         let stack = sample.map(|sample| sample.stack);
-        let nursed =
-            owner != 0 && !sampled && owner == thread.home_scope() && nursery::insert(thread, ptr, size, owner, stack);
+        let nursed = owner != 0
+            && !sampled
+            && owner == thread.home_scope()
+            && live::insert_nursed(thread, ptr, size, owner, stack);
         if !nursed && (owner != 0 || sample.is_some()) {
             let owned = if owner != 0 { size } else { 0 };
-            table::insert(ptr, Entry { scope: owner, owned, sample, owns_block: owner != 0, ..Entry::untracked(size) });
+            live::insert(ptr, Entry { scope: owner, owned, sample, owns_block: owner != 0, ..Entry::untracked(size) });
         }
         thread.leave_profiler(saved);
     }
 
     #[inline(always)]
     fn on_free(&self, ptr: *mut u8, size: usize) {
-        // The gate first (see `table::remove`): the filter has no bits for nurseries' blocks. A closed gate also
+        // The gate first (see `live::remove`): the filter has no bits for nurseries' blocks. A closed gate also
         // says that no process-attributed scope is open.
-        if nursery::frees_gated() || table::may_hold(ptr as usize) {
+        if live::frees_gated() || live::may_hold(ptr as usize) {
             on_free_filtered(ptr as usize, size);
         } else if !count_plain_free(size) {
             count_free_full(size);
@@ -306,7 +308,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     ) {
         let was_busy = thread.replace_busy(true);
         if let Some(entry) = self.resized(taken, current, old, new, sampled_interval) {
-            table::insert(new_ptr, entry);
+            live::insert(new_ptr, entry);
         }
         thread.replace_busy(was_busy);
     }
@@ -315,7 +317,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     #[cold]
     fn on_realloc_tracked(&self, taken: Option<Entry>, new_ptr: usize, old: usize, new: usize) {
         if let Some(entry) = taken.filter(|entry| entry.internal) {
-            table::insert(new_ptr, Entry { size: new, ..entry });
+            live::insert(new_ptr, Entry { size: new, ..entry });
             return;
         }
         let recorded = THREAD.try_with(|thread| {
@@ -326,7 +328,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         if recorded.is_err() {
             dropped_resize(old, new);
             if let Some(entry) = taken {
-                table::insert(new_ptr, Entry { size: new, ..entry });
+                live::insert(new_ptr, Entry { size: new, ..entry });
             }
         }
     }
@@ -383,7 +385,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
 /// An allocation the profiler made for itself (its thread is busy): remembered, so that its free is not counted.
 #[cold]
 fn own_alloc(ptr: usize, size: usize) {
-    table::insert(ptr, Entry::internal(size));
+    live::insert(ptr, Entry::internal(size));
 }
 
 /// Counts an allocation made while the thread's local storage is gone.
@@ -464,7 +466,7 @@ fn count_free_full(size: usize) {
 #[cold]
 #[inline(never)]
 fn on_free_filtered(ptr: usize, size: usize) {
-    match table::remove_anywhere(ptr) {
+    match live::remove_anywhere(ptr) {
         None => count_free(size),
         Some(entry) => on_free_tracked(&entry, size),
     }
@@ -560,12 +562,12 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for YingProfiler<A> {
             return self.refuse_giant(new_size);
         }
         // Taken out before the provider may free the old address (see `dealloc`), put back if the realloc fails.
-        let taken = table::remove(ptr as usize);
+        let taken = live::remove(ptr as usize);
         // SAFETY: the caller upholds `realloc`'s contract for `ptr`, `layout` and `new_size`, passed on unchanged.
         let new_ptr = unsafe { self.inner.realloc(ptr, layout, new_size) };
         if new_ptr.is_null() {
             if let Some(entry) = taken {
-                table::insert(ptr as usize, entry);
+                live::insert(ptr as usize, entry);
             }
             return new_ptr;
         }

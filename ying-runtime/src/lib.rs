@@ -87,10 +87,10 @@ pub mod callstack;
 mod counters;
 mod histogram;
 mod leak_test;
+mod live;
 #[cfg(target_os = "linux")]
 mod loaded;
 mod measure;
-mod nursery;
 #[cfg(feature = "pprof")]
 mod objects;
 #[cfg(feature = "pprof")]
@@ -107,7 +107,6 @@ mod stack_stats;
 mod stacks;
 mod symbolize;
 mod sync;
-mod table;
 mod thread;
 mod unwind;
 #[cfg(feature = "profiler")]
@@ -206,12 +205,12 @@ pub mod __private {
 
     /// Entries in the live table: (sampled, owned by a scope, the profiler's own).
     pub fn live_table_census() -> (usize, usize, usize) {
-        crate::table::census()
+        crate::live::census()
     }
 
     /// The allocator's hot-path pieces, one at a time, for the criterion benchmarks.
     pub mod hot_path {
-        use crate::table::{self, Entry};
+        use crate::live::{self, Entry};
         use crate::thread::THREAD;
         use crate::{sampler, stacks};
 
@@ -224,14 +223,14 @@ pub mod __private {
         /// address of a real block.
         pub fn table_insert_remove(key: usize) -> bool {
             assert!(key % 2 == 1, "ying: odd keys only: they are never real blocks");
-            table::insert(key, Entry::untracked(16));
-            table::remove(key).is_some()
+            live::insert(key, Entry::untracked(16));
+            live::remove(key).is_some()
         }
 
         /// What a free of an untracked block costs the table: the filter says no.
         pub fn table_remove_absent(key: usize) -> bool {
             assert!(key % 2 == 1, "ying: odd keys only: they are never real blocks");
-            table::remove(key).is_some()
+            live::remove(key).is_some()
         }
 
         /// Captures the calling thread's stack as the allocator does for a sample; returns its depth.

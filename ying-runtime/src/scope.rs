@@ -211,7 +211,7 @@ impl OpenScope {
             }
             // Before the slot opens (below), so no allocation is attributed under the previous setting.
             PROCESS_SKIPS_MAIN.store(!crate::thread::on_main_thread(), Ordering::Relaxed);
-            crate::nursery::set_process_scope_open(true);
+            crate::live::set_process_scope_open(true);
         }
         slot.id.store(id, Ordering::SeqCst);
         // Before any allocation is attributed to the scope: this thread's updates go to the home counters.
@@ -245,7 +245,7 @@ impl OpenScope {
         match self.attribution {
             Attribution::Process => {
                 if PROCESS_SCOPE.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
-                    crate::nursery::set_process_scope_open(false);
+                    crate::live::set_process_scope_open(false);
                 }
             }
             _ => {
@@ -256,7 +256,7 @@ impl OpenScope {
         let previous_home = self.previous_home;
         let _ = THREAD.try_with(|t| t.replace_home_scope(previous_home));
         // The blocks this thread allocated in the scope stay recognisable after it: out of the nursery.
-        crate::nursery::on_scope_close(previous_home == 0);
+        crate::live::on_scope_close(previous_home == 0);
         let slot = &SLOT_TABLE[(self.id as usize) & (SLOTS - 1)];
         if slot.id.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::Relaxed).is_err() {
             return ScopeStats::default(); // already closed

@@ -4,7 +4,7 @@ use crate::histogram::LifetimeHistogram;
 use crate::stacks::Ips;
 use crate::symbolize::symbolize;
 use crate::thread::as_profiler;
-use crate::{sampler, stacks, table};
+use crate::{live, sampler, stacks};
 use ying_report::Frame;
 
 /// Estimated allocations of one stack, from the samples.
@@ -77,7 +77,7 @@ pub(crate) fn totals() -> Vec<(Ips, StackStats)> {
     as_profiler(|| {
         // Live samples first: a sample's stack is interned before its entry is inserted, so every stack the live
         // snapshot names is in the stack snapshot taken after it.
-        let live = table::sampled();
+        let live = live::sampled();
         let records = stacks::snapshot();
         let mut totals: Vec<(Ips, StackStats)> = records
             .iter()

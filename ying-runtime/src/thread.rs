@@ -36,7 +36,7 @@ pub(crate) struct ThreadState {
     /// An address in the frame of ying's leak-test runner while it runs a body on this thread (0: none). Stacks
     /// captured on this thread stop at the first frame past it: what lies beyond is the test harness.
     pub(crate) capture_limit: Cell<usize>,
-    /// This thread's nursery (see `nursery`); null for none.
+    /// This thread's nursery (see `live::nursery`); null for none.
     nursery: Cell<*const u8>,
 }
 
@@ -110,7 +110,7 @@ impl ThreadState {
         self.home_scope.replace(id)
     }
 
-    /// This thread's nursery as `nursery` stored it (null: none).
+    /// This thread's nursery as `live::nursery` stored it (null: none).
     pub(crate) fn nursery(&self) -> *const u8 {
         self.nursery.get()
     }

@@ -1,9 +1,8 @@
 //! Excuses: retained memory that a test keeps without leaking it, told apart by the stack that allocated it.
 
-use crate::stacks;
 use crate::symbolize::symbolize;
-use crate::table;
 use crate::thread::as_profiler;
+use crate::{live, stacks};
 use std::collections::HashMap;
 use ying_report::Frame;
 
@@ -50,7 +49,7 @@ impl Excuses {
     pub(super) fn owned(&mut self, id: u64) -> (u64, u64) {
         as_profiler(|| {
             let mut excused = (0, 0);
-            for block in table::owned_by(id).iter() {
+            for block in live::owned_by(id).iter() {
                 if block.stack.is_some_and(|stack| self.is_excused(stack)) {
                     excused.0 += block.owned as u64;
                     excused.1 += u64::from(block.owns_block);

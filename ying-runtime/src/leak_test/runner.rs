@@ -6,10 +6,9 @@ use super::plan::{LeakTest, Plan, default_attribution};
 use super::report::{self, relative_frames};
 use super::verdict::{self, Findings, Names, Verdict};
 use crate::scope::{OpenScope, ScopeStats};
-use crate::stacks;
 use crate::symbolize::symbolize;
-use crate::table;
 use crate::thread::{THREAD, as_profiler};
+use crate::{live, stacks};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use ying_report::report::{IterationFigures, Outcome, RetainedSite};
@@ -167,7 +166,7 @@ impl Measured {
     fn sites(&mut self, manifest_dir: &str) -> Vec<RetainedSite> {
         as_profiler(|| {
             let mut by_stack: HashMap<Option<u32>, (u64, u64)> = HashMap::new();
-            for block in table::owned_by(self.scope_id).iter() {
+            for block in live::owned_by(self.scope_id).iter() {
                 let (bytes, blocks) = by_stack.entry(block.stack).or_default();
                 *bytes += block.owned as u64;
                 *blocks += u64::from(block.owns_block);

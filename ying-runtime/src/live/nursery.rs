@@ -22,7 +22,8 @@
 //! held nurseries before the live table.
 //!
 //! When the home thread closes a scope (or starts allocating for another), it moves its entries to the live table
-//! ([`on_scope_close`]): each is inserted under its shard's lock, and its word cleared (release) before the lock is
+//! ([`on_scope_close`]) through the function its caller passes (the nursery knows nothing of the table): each is
+//! inserted under its shard's lock, and its word cleared ([`MovingSlot::clear`], release) before the lock is
 //! released. A thread that finds the word cleared then finds the entry, and the filter bit, in the live table; a
 //! thread that cleared the word first has freed the block, and the copy is taken back out. A nursery goes back to
 //! the pool, empty, when its thread closes its last scope.
@@ -31,8 +32,8 @@
 //! and keep it only if the word did not change (a sequence lock on the word). Everything is atomic, so a concurrent
 //! update is never a data race; an entry that moves to the live table while a reader runs may be read twice.
 
+use super::entry::{Entry, Sample};
 use crate::raw::RawSystem;
-use crate::table::{Entry, Sample};
 use crate::thread::{THREAD, ThreadState};
 use allocator_api2::alloc::Allocator;
 use core::alloc::Layout;
@@ -174,14 +175,22 @@ fn get(index: usize) -> Option<&'static Nursery> {
 /// Records the entry of `ptr`, a block of `size` bytes the calling thread allocated in its home scope `scope`
 /// (which records `stack` for it, if any, and nothing else: no lifetime, no process sample), in the thread's nursery.
 /// Returns false when no nursery is free, the block's bucket is full or the block does not fit a slot: the live
-/// table must take the entry.
+/// table must take the entry. A nursery that held the entries of another scope is emptied through `moved` first
+/// (see [`on_scope_close`]).
 #[inline]
-pub(crate) fn insert(thread: &ThreadState, ptr: usize, size: usize, scope: u64, stack: Option<u32>) -> bool {
+pub(crate) fn insert(
+    thread: &ThreadState,
+    ptr: usize,
+    size: usize,
+    scope: u64,
+    stack: Option<u32>,
+    moved: MoveOut,
+) -> bool {
     let Some(word) = word(ptr, stack) else { return false };
     let Some(nursery) = own(thread) else { return false };
     if nursery.scope.load(Ordering::Relaxed) != scope {
         // The thread allocates for another of its scopes now (one it opened inside the last): one scope at a time.
-        nursery.empty_into_table();
+        nursery.empty_into(moved);
         nursery.scope.store(scope, Ordering::Relaxed);
     }
     let bucket = bucket(ptr);
@@ -299,41 +308,57 @@ impl Nursery {
         slot.word.compare_exchange(word, 0, Ordering::AcqRel, Ordering::Acquire).is_ok().then_some(entry)
     }
 
-    /// Moves every entry to the live table (on the home thread): from the buckets of the entries inserted since it
-    /// was last emptied when it remembers them all, else from every bucket.
-    fn empty_into_table(&self) {
+    /// Hands every entry to `moved` (on the home thread): from the buckets of the entries inserted since it was
+    /// last emptied when it remembers them all, else from every bucket.
+    fn empty_into(&self, moved: MoveOut) {
         let inserted = self.inserted.load(Ordering::Relaxed);
         match self.touched.get(..inserted) {
             Some(touched) => {
                 for bucket in touched {
-                    self.empty_bucket(&self.buckets[usize::from(bucket.load(Ordering::Relaxed))]);
+                    self.empty_bucket(&self.buckets[usize::from(bucket.load(Ordering::Relaxed))], moved);
                 }
             }
-            None => self.buckets.iter().for_each(|bucket| self.empty_bucket(bucket)),
+            None => self.buckets.iter().for_each(|bucket| self.empty_bucket(bucket, moved)),
         }
         self.inserted.store(0, Ordering::Relaxed);
     }
 
-    /// Moves the entries of one bucket to the live table.
-    fn empty_bucket(&self, bucket: &Bucket) {
+    /// Hands the entries of one bucket to `moved`.
+    fn empty_bucket(&self, bucket: &Bucket, moved: MoveOut) {
         for slot in &bucket.0 {
             let word = slot.word.load(Ordering::Acquire);
             if word != 0 {
                 let entry = self.entry(word, slot.size.load(Ordering::Relaxed));
-                crate::table::insert_moved(address(word), entry, || {
-                    slot.word.compare_exchange(word, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
-                });
+                moved(address(word), entry, MovingSlot { slot, word });
             }
         }
     }
 }
 
-/// At the close of one of the calling thread's scopes (on that thread): its nursery's entries move to the live
-/// table, where they stay recognisable after the scope; with `last` (no scope of the thread is open any more),
-/// the nursery goes back to the pool.
-pub(crate) fn on_scope_close(last: bool) {
+/// Where a nursery's entries go when it is emptied: called with each block's address, its entry, and its slot,
+/// to [clear](MovingSlot::clear) once the entry is there.
+pub(crate) type MoveOut = fn(usize, Entry, MovingSlot<'_>);
+
+/// The slot of an entry moving out of its nursery, as the nursery hands it over with the entry.
+pub(crate) struct MovingSlot<'a> {
+    slot: &'a Slot,
+    word: u64,
+}
+
+impl MovingSlot<'_> {
+    /// Clears the slot once the entry is where it moves to (with the filter bit that finds it there); false when
+    /// the thread that freed the block cleared it first: the copy must be taken back out.
+    pub(crate) fn clear(self) -> bool {
+        self.slot.word.compare_exchange(self.word, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+}
+
+/// At the close of one of the calling thread's scopes (on that thread): its nursery's entries are handed to
+/// `moved`, which must keep them recognisable after the scope (in the live table) and [clear](MovingSlot::clear)
+/// their slots; with `last` (no scope of the thread is open any more), the nursery goes back to the pool.
+pub(crate) fn on_scope_close(last: bool, moved: MoveOut) {
     let Some(nursery) = of_calling_thread() else { return };
-    nursery.empty_into_table();
+    nursery.empty_into(moved);
     if last {
         let _ = THREAD.try_with(|thread| thread.set_nursery(core::ptr::null()));
         let index = (0..POOL).find(|&index| get(index).is_some_and(|held| core::ptr::eq(held, nursery)));

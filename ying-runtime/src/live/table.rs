@@ -1,4 +1,5 @@
-//! The live table: every block the profiler must recognise when it is freed or reallocated.
+//! The live table: the entries of the blocks the profiler must recognise when they are freed or reallocated, shared
+//! by every thread.
 //!
 //! A block has an entry when it was sampled, when a scope owns (part of) it, or when the profiler allocated it for
 //! itself. Most blocks have none, so every free first reads one bit of a filter, which answers "certainly absent"
@@ -9,59 +10,14 @@
 //! A filter slot belongs to one shard (its high bits are the shard's number), so the slot's count of entries, and
 //! its bit, which is set while the count is not zero, only change under that shard's lock.
 //!
-//! While a thread has a scope open, the entries of the blocks it allocates for that scope go to its nursery
-//! (`nursery`) instead, without a lock, and move here when the scope closes. [`remove`] and the readers of
-//! every entry look in the nurseries too.
+//! The entries a thread keeps in its nursery while it has a scope open move here when the scope closes
+//! ([`insert_moved`]); `entries` looks in the nurseries before it looks here.
 
-use crate::nursery;
-use crate::raw::{RawSystem, RawVec};
+use super::entry::Entry;
+use crate::raw::RawSystem;
 use crate::sync::SpinLock;
 use core::hash::{BuildHasherDefault, Hasher};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Instant;
-
-/// What the profiler remembers of a sampled block.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Sample {
-    /// Index of the allocating stack in the stack table.
-    pub(crate) stack: u32,
-    /// The sampling interval in force when it was sampled.
-    pub(crate) interval: usize,
-    /// When it was allocated, for the lifetime histogram; `None` when its lifetime is not measured (a block a
-    /// scope recorded only because it records every stack: reading the clock twice per allocation would double
-    /// a leak test's cost).
-    pub(crate) born: Option<Instant>,
-}
-
-/// What the profiler remembers of a live block.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Entry {
-    /// Current size in bytes.
-    pub(crate) size: usize,
-    /// The scope that owns bytes of this block (0: none).
-    pub(crate) scope: u64,
-    /// How many of its bytes that scope caused (all of them for a block allocated in it; the growth for an older
-    /// block a scope enlarged).
-    pub(crate) owned: usize,
-    /// Present when the block was sampled.
-    pub(crate) sample: Option<Sample>,
-    /// The block was allocated in that scope (it counts among the scope's retained blocks), rather than only grown.
-    pub(crate) owns_block: bool,
-    /// The profiler allocated this block for itself: it is in no figure.
-    pub(crate) internal: bool,
-}
-
-impl Entry {
-    /// An entry for a block of `size` bytes that records nothing yet.
-    pub(crate) const fn untracked(size: usize) -> Self {
-        Self { size, scope: 0, owned: 0, sample: None, owns_block: false, internal: false }
-    }
-
-    /// An entry for a block the profiler allocated for itself.
-    pub(crate) const fn internal(size: usize) -> Self {
-        Self { size, scope: 0, owned: 0, sample: None, owns_block: false, internal: true }
-    }
-}
 
 const SHARD_BITS: u32 = 6;
 const SHARDS: usize = 1 << SHARD_BITS;
@@ -157,38 +113,9 @@ pub(crate) fn insert_moved(ptr: usize, entry: Entry, clear_word: impl FnOnce() -
     }
 }
 
-/// Removes and returns the entry for `ptr`, if it has one (in the live table or a nursery).
+/// Removes and returns the entry for `ptr`, if the live table has one.
 #[inline]
 pub(crate) fn remove(ptr: usize) -> Option<Entry> {
-    if nursery::any_held() {
-        return remove_held(ptr);
-    }
-    remove_from_table(ptr)
-}
-
-/// [`remove`] while a nursery is held, out of line: `remove` is inlined into the allocator's realloc.
-#[cold]
-#[inline(never)]
-fn remove_held(ptr: usize) -> Option<Entry> {
-    remove_anywhere(ptr)
-}
-
-/// [`remove`] with the nurseries' part inlined, for a caller that is out of line itself (a free that may be
-/// tracked).
-#[inline(always)]
-pub(crate) fn remove_anywhere(ptr: usize) -> Option<Entry> {
-    // The nurseries first: an entry moving out of one is in the live table before its slot is cleared.
-    if nursery::any_held()
-        && let Some(entry) = nursery::take(ptr)
-    {
-        return Some(entry);
-    }
-    remove_from_table(ptr)
-}
-
-/// [`remove`] from the live table alone.
-#[inline]
-fn remove_from_table(ptr: usize) -> Option<Entry> {
     let (shard, slot) = spread(ptr);
     if !slot_may_hold(slot) {
         return None;
@@ -227,81 +154,11 @@ fn set_bit(slot: usize, on: bool) {
 
 const _: () = assert!((SLOTS / SHARDS).is_multiple_of(64), "a filter word must belong to one shard");
 
-/// One sampled live block, as [`sampled`] returns it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LiveSample {
-    pub(crate) stack: u32,
-    pub(crate) size: usize,
-    pub(crate) interval: usize,
-}
-
-/// A copy of every sampled live block, taken shard by shard, then from the nurseries. Only raw-system memory is
-/// used while a shard is locked, so this never re-enters the allocator under a lock.
-pub(crate) fn sampled() -> RawVec<LiveSample> {
-    let mut out = RawVec::new_in(RawSystem);
-    nursery::for_each(|_, entry| {
-        if let Some(sample) = entry.sample {
-            out.push(LiveSample { stack: sample.stack, size: entry.size, interval: sample.interval });
-        }
-    });
+/// Calls `f` with every entry of the live table, shard by shard, each under its shard's lock: `f` must not
+/// allocate through the global allocator (raw-system memory is fine).
+pub(crate) fn for_each(mut f: impl FnMut(&Entry)) {
     for shard in &SHARD_MAPS {
         let map = shard.lock();
-        let Some(map) = map.as_ref() else { continue };
-        out.extend(map.values().filter(|entry| !entry.internal).filter_map(|entry| {
-            let sample = entry.sample?;
-            Some(LiveSample { stack: sample.stack, size: entry.size, interval: sample.interval })
-        }));
+        map.iter().flat_map(|map| map.values()).for_each(&mut f);
     }
-    out
-}
-
-/// Counts of entries by kind: (sampled, owned by a scope, internal). For tests and diagnostics.
-pub(crate) fn census() -> (usize, usize, usize) {
-    let (mut sampled, mut owned, mut internal) = (0, 0, 0);
-    let mut count = |entry: &Entry| {
-        sampled += usize::from(entry.sample.is_some());
-        owned += usize::from(entry.scope != 0);
-        internal += usize::from(entry.internal);
-    };
-    for shard in &SHARD_MAPS {
-        let map = shard.lock();
-        map.iter().flat_map(|map| map.values()).for_each(&mut count);
-    }
-    nursery::for_each(|_, entry| count(&entry));
-    (sampled, owned, internal)
-}
-
-/// A block a scope owns bytes of, as [`owned_by`] returns it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct OwnedBlock {
-    /// The stack the block was sampled with, if it was.
-    pub(crate) stack: Option<u32>,
-    /// Bytes of the block the scope owns.
-    pub(crate) owned: usize,
-    /// The scope allocated the block (rather than only growing it).
-    pub(crate) owns_block: bool,
-}
-
-/// Every live block that scope `id` owns bytes of (the scope may have closed since).
-pub(crate) fn owned_by(id: u64) -> RawVec<OwnedBlock> {
-    let mut out = RawVec::new_in(RawSystem);
-    nursery::for_each(|_, entry| {
-        if entry.scope == id {
-            out.push(OwnedBlock {
-                stack: entry.sample.map(|sample| sample.stack),
-                owned: entry.owned,
-                owns_block: true,
-            });
-        }
-    });
-    for shard in &SHARD_MAPS {
-        let map = shard.lock();
-        let Some(map) = map.as_ref() else { continue };
-        out.extend(map.values().filter(|entry| entry.scope == id && !entry.internal).map(|entry| OwnedBlock {
-            stack: entry.sample.map(|sample| sample.stack),
-            owned: entry.owned,
-            owns_block: entry.owns_block,
-        }));
-    }
-    out
 }

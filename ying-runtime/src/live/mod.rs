@@ -1,0 +1,14 @@
+//! The live entries: what the profiler remembers of each block it must recognise when the block is freed or
+//! reallocated. [`entries`] is the one way in; the live table and the nurseries behind it know nothing of each
+//! other.
+
+mod entries;
+mod entry;
+mod nursery;
+mod table;
+
+pub(crate) use entries::{
+    census, frees_gated, insert, insert_nursed, may_hold, on_scope_close, owned_by, remove, remove_anywhere, sampled,
+    set_process_scope_open,
+};
+pub(crate) use entry::{Entry, Sample};
