@@ -1,8 +1,9 @@
 //! [`YingProfiler`]: the `GlobalAlloc` wrapper that keeps exact figures, samples stacks and attributes to scopes.
 
 use crate::counters::{self, HeapStats};
+use crate::ids::ScopeId;
 use crate::live::{self, Entry, Sample};
-use crate::sampler::{self, DEFAULT_SAMPLE_INTERVAL};
+use crate::sampler::{self, DEFAULT_SAMPLE_INTERVAL, Weight};
 use crate::stack_stats::{self, StackStats};
 use crate::thread::{THREAD, ThreadState, as_profiler};
 use crate::{scope, stacks, symbolize};
@@ -151,20 +152,21 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         core::ptr::null_mut()
     }
 
-    /// Samples an allocation event of `bytes` bytes: captures and interns the stack. `timed`: the block's
-    /// lifetime is measured (see [`Sample::born`]).
+    /// Samples an allocation event of `bytes` bytes, which stands for what `weight` says: captures and interns the
+    /// stack. `timed`: the block's lifetime is measured (see [`Sample::born`]).
     #[inline]
-    fn sample(&self, bytes: usize, interval: usize, objects: f64, timed: bool) -> Option<Sample> {
-        let stack = if interval == 0 {
-            stacks::record_sample(objects, bytes as f64)
-        } else {
-            let p = sampler::inclusion_probability(bytes, interval);
-            stacks::record_sample(objects / p, bytes as f64 / p)
+    fn sample(&self, bytes: usize, weight: Weight, objects: f64, timed: bool) -> Option<Sample> {
+        let stack = match weight {
+            Weight::Certain => stacks::record_sample(objects, bytes as f64),
+            Weight::Sampled(interval) => {
+                let p = sampler::inclusion_probability(bytes, interval.get());
+                stacks::record_sample(objects / p, bytes as f64 / p)
+            }
         };
         if stack.is_none() {
             counters::on_dropped();
         }
-        Some(Sample { stack: stack?, interval, born: timed.then(Instant::now) })
+        Some(Sample { stack: stack?, weight, born: timed.then(Instant::now) })
     }
 
     #[inline(always)]
@@ -192,9 +194,12 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             }
             counters::on_alloc(Some(thread), size);
             let scope = scope::attributed(thread);
-            let sampled = sampler::should_sample(thread, size, interval);
-            if scope != 0 || sampled {
-                self.record_alloc(thread, ptr, size, scope, sampled, interval);
+            // The recording path, inlined once for the sampler's picks and once for a scope's other allocations (nearly
+            // every allocation of a leak test): each copy is compiled knowing whether the allocation was sampled.
+            if sampler::should_sample(thread, size, interval) {
+                self.record_alloc(thread, ptr, size, scope, true, interval);
+            } else if scope.is_some() {
+                self.record_alloc(thread, ptr, size, scope, false, interval);
             }
         });
         if counted.is_err() {
@@ -203,30 +208,40 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     }
 
     #[inline(always)]
-    fn record_alloc(&self, thread: &ThreadState, ptr: usize, size: usize, scope: u64, sampled: bool, interval: usize) {
+    fn record_alloc(
+        &self,
+        thread: &ThreadState,
+        ptr: usize,
+        size: usize,
+        scope: Option<ScopeId>,
+        sampled: bool,
+        interval: usize,
+    ) {
         let saved = thread.enter_profiler();
-        let capture = if scope != 0 { scope::on_alloc(thread, scope, size) } else { None };
-        let owner = if capture.is_some() { scope } else { 0 };
+        let capture = scope.and_then(|scope| scope::on_alloc(thread, scope, size));
+        let owner = scope.filter(|_| capture.is_some());
         if sampled {
             sampler::note_interval(interval);
         }
         // A scope that records every stack samples its allocations with certainty (p = 1); lifetimes are measured
         // for the allocations the sampler picked, as everywhere else.
         let sample = match (capture, sampled) {
-            (Some(true), _) => self.sample(size, 0, 1.0, sampled),
-            (_, true) => self.sample(size, interval, 1.0, true),
+            (Some(true), _) => self.sample(size, Weight::Certain, 1.0, sampled),
+            (_, true) => self.sample(size, Weight::of_interval(interval), 1.0, true),
             _ => None,
         };
         // A block of the thread's own scope that only a scope records (no lifetime, no process sample): kept in the
         // thread's nursery when it has room.
         let stack = sample.map(|sample| sample.stack);
-        let nursed = owner != 0
-            && !sampled
-            && owner == thread.home_scope()
-            && live::insert_nursed(thread, ptr, size, owner, stack);
-        if !nursed && (owner != 0 || sample.is_some()) {
-            let owned = if owner != 0 { size } else { 0 };
-            live::insert(ptr, Entry { scope: owner, owned, sample, owns_block: owner != 0, ..Entry::untracked(size) });
+        let nursed = owner.is_some_and(|owner| {
+            !sampled && owner == thread.home_scope() && live::insert_nursed(thread, ptr, size, owner, stack)
+        });
+        if !nursed && (owner.is_some() || sample.is_some()) {
+            let owned = if owner.is_some() { size } else { 0 };
+            live::insert(
+                ptr,
+                Entry { scope: owner, owned, sample, owns_block: owner.is_some(), ..Entry::untracked(size) },
+            );
         }
         thread.leave_profiler(saved);
     }
@@ -282,15 +297,15 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         tracked: bool,
         old: usize,
         new: usize,
-    ) -> Option<(u64, Option<usize>)> {
+    ) -> Option<(Option<ScopeId>, Option<usize>)> {
         counters::on_resize(Some(thread), old, new);
         let current = scope::attributed(thread);
-        if current != 0 {
+        if let Some(current) = current {
             scope::on_resize(current, old, new);
         }
         let interval = self.sample_interval.load(Relaxed);
         let sampled = new > old && sampler::should_sample(thread, new - old, interval);
-        (tracked || current != 0 || sampled).then_some((current, sampled.then_some(interval)))
+        (tracked || current.is_some() || sampled).then_some((current, sampled.then_some(interval)))
     }
 
     /// Records a realloc the tables must know of: of a tracked block, in a scope, or sampled.
@@ -301,7 +316,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         thread: &ThreadState,
         taken: Option<Entry>,
         new_ptr: usize,
-        current: u64,
+        current: Option<ScopeId>,
         old: usize,
         new: usize,
         sampled_interval: Option<usize>,
@@ -339,7 +354,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     fn resized(
         &self,
         taken: Option<Entry>,
-        current: u64,
+        current: Option<ScopeId>,
         old: usize,
         new: usize,
         sampled_interval: Option<usize>,
@@ -347,38 +362,40 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         let mut entry = taken;
         if new > old {
             let growth = new - old;
-            let owner = entry.map_or(0, |e| e.scope);
-            let mut capture = if owner != 0 { scope::own(owner, growth, false) } else { None };
+            let owner = entry.and_then(|e| e.scope);
+            let mut capture = owner.and_then(|owner| scope::own(owner, growth, false));
             if capture.is_some() {
                 entry.as_mut()?.owned += growth;
-            } else if current != 0 {
+            } else if let Some(current) = current {
                 capture = scope::own(current, growth, false);
                 if capture.is_some() {
                     // An older block (or one whose owner has closed) grown here: the growth is this scope's.
                     let e = entry.get_or_insert(Entry::untracked(old));
-                    *e = Entry { scope: current, owned: growth, owns_block: false, ..*e };
+                    *e = Entry { scope: Some(current), owned: growth, owns_block: false, ..*e };
                 }
             }
             // The growth is an allocation event: sampled with certainty in a scope recording every stack.
-            let interval = if capture == Some(true) { Some(0) } else { sampled_interval };
-            if let Some(interval) = interval {
-                let p = sampler::inclusion_probability(growth, interval);
+            let weight =
+                if capture == Some(true) { Some(Weight::Certain) } else { sampled_interval.map(Weight::of_interval) };
+            if let Some(weight) = weight {
                 match entry.and_then(|e| e.sample) {
-                    Some(sample) => stacks::record_growth(sample.stack, growth, p),
+                    Some(sample) => stacks::record_growth(sample.stack, growth, weight.probability(growth)),
                     None => {
-                        let sample = self.sample(growth, interval, 0.0, sampled_interval.is_some());
+                        let sample = self.sample(growth, weight, 0.0, sampled_interval.is_some());
                         entry.get_or_insert(Entry::untracked(old)).sample = sample;
                     }
                 }
             }
-        } else if let Some(e) = entry.as_mut().filter(|e| e.scope != 0) {
+        } else if let Some(e) = entry.as_mut()
+            && let Some(owner) = e.scope
+        {
             let given_back = e.owned.min(old - new);
-            scope::disown(e.scope, given_back, false);
+            scope::disown(owner, given_back, false);
             e.owned -= given_back;
         }
         let mut entry = entry?;
         entry.size = new;
-        (entry.scope != 0 || entry.sample.is_some()).then_some(entry)
+        (entry.scope.is_some() || entry.sample.is_some()).then_some(entry)
     }
 }
 
@@ -452,8 +469,7 @@ fn fast_path(passes: impl FnOnce(&ThreadState) -> bool, count: impl FnOnce(&Thre
 fn count_free_full(size: usize) {
     let recorded = THREAD.try_with(|thread| {
         counters::on_free(Some(thread), size);
-        let scope = scope::attributed(thread);
-        if scope != 0 {
+        if let Some(scope) = scope::attributed(thread) {
             scope::on_free(scope, size);
         }
     });
@@ -480,13 +496,13 @@ fn on_free_tracked(entry: &Entry, size: usize) {
     let counted = THREAD.try_with(|thread| {
         counters::on_free(Some(thread), size);
         match scope::attributed(thread) {
-            0 => release(entry),
+            None => release(entry),
             // Freed by the scope that owns it: one update of the scope for both.
-            current if current == entry.scope => {
+            Some(current) if current == entry.scope => {
                 scope::free_owned(thread, current, size, entry.owned, entry.owns_block);
                 release_sample(entry);
             }
-            current => {
+            Some(current) => {
                 scope::on_free(current, size);
                 release(entry);
             }
@@ -500,18 +516,21 @@ fn on_free_tracked(entry: &Entry, size: usize) {
 
 /// Settles what a freed block's entry recorded: its owner's figures and its stack's lifetime histogram.
 fn release(entry: &Entry) {
-    if entry.scope != 0 {
-        scope::disown(entry.scope, entry.owned, entry.owns_block);
+    if let Some(owner) = entry.scope {
+        scope::disown(owner, entry.owned, entry.owns_block);
     }
     release_sample(entry);
 }
 
 /// Adds a freed sampled block's lifetime to its stack's histogram, when it was measured.
 fn release_sample(entry: &Entry) {
-    let Some(Sample { stack, interval, born: Some(born) }) = entry.sample else { return };
+    let Some(Sample { stack, weight, born: Some(born) }) = entry.sample else { return };
     // A block sampled with certainty by a scope recording every stack was timed because the sampler picked it:
     // it stands for as many lifetimes as the sampler's other picks.
-    let interval = if interval == 0 { sampler::interval_in_force() } else { interval };
+    let interval = match weight {
+        Weight::Certain => sampler::interval_in_force(),
+        Weight::Sampled(interval) => interval.get(),
+    };
     let objects = 1.0 / sampler::inclusion_probability(entry.size, interval);
     stacks::record_free(stack, objects, born.elapsed());
 }

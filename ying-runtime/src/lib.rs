@@ -86,6 +86,7 @@ mod allocator;
 pub mod callstack;
 mod counters;
 mod histogram;
+mod ids;
 mod leak_test;
 mod live;
 #[cfg(target_os = "linux")]

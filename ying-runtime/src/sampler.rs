@@ -9,6 +9,7 @@
 //! `R = 0` samples every allocation (`p = 1`).
 
 use crate::thread::ThreadState;
+use core::num::NonZeroUsize;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// The default mean sampling interval: 512 KiB, as jemalloc and Go.
@@ -103,6 +104,37 @@ fn sample_point(thread: &ThreadState, size: usize, interval: usize) -> bool {
     thread.countdown.set(draw(thread, interval));
     true
 }
+
+/// How a recorded block came to be recorded, and so what it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Weight {
+    /// Recorded with certainty (`p = 1`): its scope records every stack, or the interval was 0, which samples every
+    /// allocation.
+    Certain,
+    /// Picked by the sampler at this mean interval: it stands for `1/p` blocks.
+    Sampled(NonZeroUsize),
+}
+
+impl Weight {
+    /// The weight of a block the sampler picked at mean interval `interval` (0: every allocation, certain).
+    #[inline]
+    pub(crate) const fn of_interval(interval: usize) -> Self {
+        match NonZeroUsize::new(interval) {
+            Some(interval) => Self::Sampled(interval),
+            None => Self::Certain,
+        }
+    }
+
+    /// The probability that a block of `size` bytes was recorded.
+    pub(crate) fn probability(self, size: usize) -> f64 {
+        match self {
+            Self::Certain => 1.0,
+            Self::Sampled(interval) => inclusion_probability(size, interval.get()),
+        }
+    }
+}
+
+const _: () = assert!(size_of::<Weight>() == size_of::<usize>(), "a weight is one word, as the interval was");
 
 /// The probability that an allocation of `size` bytes is sampled at mean interval `interval`.
 pub(crate) fn inclusion_probability(size: usize, interval: usize) -> f64 {

@@ -11,6 +11,7 @@
 //! must be exact across threads, is one atomic counter for everyone.
 
 use crate::counters::{self, Shard};
+use crate::ids::{AtomicScopeId, ScopeId};
 use crate::thread::{THREAD, ThreadState};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 pub use ying_report::report::{Attribution, ScopeStats};
@@ -22,7 +23,8 @@ struct Slot {
     claimed: AtomicBool,
     /// Every allocation attributed to this scope records its stack (sampled with certainty).
     capture: AtomicBool,
-    id: AtomicU64,
+    /// The open scope in this slot, if any.
+    id: AtomicScopeId,
     users: AtomicU32,
     /// Live bytes, one counter for all threads: its read-modify-writes order every change, so the peak is exact.
     live_bytes: AtomicI64,
@@ -40,7 +42,7 @@ impl Slot {
         Self {
             claimed: AtomicBool::new(false),
             capture: AtomicBool::new(false),
-            id: AtomicU64::new(0),
+            id: AtomicScopeId::none(),
             users: AtomicU32::new(0),
             live_bytes: AtomicI64::new(0),
             peak_bytes: AtomicI64::new(0),
@@ -73,7 +75,7 @@ impl Slot {
 static SLOT_TABLE: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// The open process-attributed scope, if any: it receives every allocation not attributed to a thread's scope.
-static PROCESS_SCOPE: AtomicU64 = AtomicU64::new(0);
+static PROCESS_SCOPE: AtomicScopeId = AtomicScopeId::none();
 /// The process scope was opened on a thread other than the main thread, so the main thread is a test harness's
 /// scheduler (libtest's, waiting for the test's result): its bookkeeping is not the measured code's.
 static PROCESS_SKIPS_MAIN: AtomicBool = AtomicBool::new(false);
@@ -84,20 +86,20 @@ static PROCESS_SKIPS_MAIN: AtomicBool = AtomicBool::new(false);
 /// overlap the update: no check, no announcement, and `f` writes the home counters (its second argument: `true`).
 /// Other threads announce themselves in `users` (closing waits for them) and check the id.
 #[inline]
-fn with_open(id: u64, f: impl FnOnce(&Slot, bool)) -> bool {
-    with_open_as(THREAD.try_with(|thread| thread.home_scope() == id) == Ok(true), id, f)
+fn with_open(id: ScopeId, f: impl FnOnce(&Slot, bool)) -> bool {
+    with_open_as(THREAD.try_with(|thread| id == thread.home_scope()) == Ok(true), id, f)
 }
 
 /// [`with_open`] for a caller that knows whether it runs on the scope's home thread (`home`).
 #[inline(always)]
-fn with_open_as(home: bool, id: u64, f: impl FnOnce(&Slot, bool)) -> bool {
-    let slot = &SLOT_TABLE[(id as usize) & (SLOTS - 1)];
+fn with_open_as(home: bool, id: ScopeId, f: impl FnOnce(&Slot, bool)) -> bool {
+    let slot = slot_of(id);
     if home {
         f(slot, true);
         return true;
     }
     slot.users.fetch_add(1, Ordering::SeqCst);
-    let open = slot.id.load(Ordering::SeqCst) == id;
+    let open = id == slot.id.load(Ordering::SeqCst);
     if open {
         f(slot, false);
     }
@@ -105,19 +107,25 @@ fn with_open_as(home: bool, id: u64, f: impl FnOnce(&Slot, bool)) -> bool {
     open
 }
 
+/// The slot of scope `id` (which holds it while it is open).
+#[inline(always)]
+fn slot_of(id: ScopeId) -> &'static Slot {
+    &SLOT_TABLE[(id.bits() as usize) & (SLOTS - 1)]
+}
+
 /// Whether a process-attributed scope is open: every thread's activity may belong to it.
 #[inline(always)]
 pub(crate) fn process_scope_open() -> bool {
-    PROCESS_SCOPE.load(Ordering::Relaxed) != 0
+    PROCESS_SCOPE.load(Ordering::Relaxed).is_some()
 }
 
-/// The scope the calling thread's heap activity is attributed to (0: none).
+/// The scope the calling thread's heap activity is attributed to, if any.
 #[inline]
-pub(crate) fn attributed(thread: &ThreadState) -> u64 {
+pub(crate) fn attributed(thread: &ThreadState) -> Option<ScopeId> {
     match thread.scope() {
-        0 => match PROCESS_SCOPE.load(Ordering::Relaxed) {
-            0 => 0,
-            _ if PROCESS_SKIPS_MAIN.load(Ordering::Relaxed) && thread.is_main() => 0,
+        None => match PROCESS_SCOPE.load(Ordering::Relaxed) {
+            None => None,
+            Some(_) if PROCESS_SKIPS_MAIN.load(Ordering::Relaxed) && thread.is_main() => None,
             id => id,
         },
         id => id,
@@ -128,9 +136,9 @@ pub(crate) fn attributed(thread: &ThreadState) -> u64 {
 /// closed; otherwise the scope now owns the block, and the flag says whether the scope records the stack of every
 /// allocation.
 #[inline]
-pub(crate) fn on_alloc(thread: &ThreadState, id: u64, size: usize) -> Option<bool> {
+pub(crate) fn on_alloc(thread: &ThreadState, id: ScopeId, size: usize) -> Option<bool> {
     let mut capture = false;
-    with_open_as(thread.home_scope() == id, id, |slot, home| {
+    with_open_as(id == thread.home_scope(), id, |slot, home| {
         slot.counters(home).0.count_alloc(size, home);
         slot.add_live(home, size, 1);
         capture = slot.capture.load(Ordering::Relaxed);
@@ -139,18 +147,18 @@ pub(crate) fn on_alloc(thread: &ThreadState, id: u64, size: usize) -> Option<boo
 }
 
 /// A free of `size` bytes made in scope `id`, of a block of any age or owner.
-pub(crate) fn on_free(id: u64, size: usize) {
+pub(crate) fn on_free(id: ScopeId, size: usize) {
     with_open(id, |slot, home| slot.counters(home).0.count_free(size, home));
 }
 
 /// A realloc made in scope `id` from `old` to `new` bytes: growth counts as allocated, shrinkage as freed.
-pub(crate) fn on_resize(id: u64, old: usize, new: usize) {
+pub(crate) fn on_resize(id: ScopeId, old: usize, new: usize) {
     with_open(id, |slot, home| slot.counters(home).0.count_resize(old, new, home));
 }
 
 /// Scope `id` now owns `bytes` more bytes of a live block (`block`: a whole new block). As [`on_alloc`]: `None` when
 /// the scope has closed, else whether it records every stack.
-pub(crate) fn own(id: u64, bytes: usize, block: bool) -> Option<bool> {
+pub(crate) fn own(id: ScopeId, bytes: usize, block: bool) -> Option<bool> {
     let mut capture = false;
     with_open(id, |slot, home| {
         slot.add_live(home, bytes, i64::from(block));
@@ -162,25 +170,25 @@ pub(crate) fn own(id: u64, bytes: usize, block: bool) -> Option<bool> {
 /// A free of `size` bytes made in scope `id` (on the calling thread, `thread`) of a block it owns `owned` bytes of:
 /// [`on_free`] and [`disown`] at once.
 #[inline]
-pub(crate) fn free_owned(thread: &ThreadState, id: u64, size: usize, owned: usize, block: bool) {
-    with_open_as(thread.home_scope() == id, id, |slot, home| {
+pub(crate) fn free_owned(thread: &ThreadState, id: ScopeId, size: usize, owned: usize, block: bool) {
+    with_open_as(id == thread.home_scope(), id, |slot, home| {
         slot.counters(home).0.count_free(size, home);
         slot.sub_live(home, owned, i64::from(block));
     });
 }
 
 /// Scope `id` no longer owns `bytes` bytes (and, with `block`, one block) it owned.
-pub(crate) fn disown(id: u64, bytes: usize, block: bool) {
+pub(crate) fn disown(id: ScopeId, bytes: usize, block: bool) {
     with_open(id, |slot, home| slot.sub_live(home, bytes, i64::from(block)));
 }
 
 /// An open scope; closes (and stops attributing) when dropped, so a panicking body never leaves it open.
 pub(crate) struct OpenScope {
-    id: u64,
+    id: ScopeId,
     attribution: Attribution,
-    previous_thread_scope: u64,
+    previous_thread_scope: Option<ScopeId>,
     /// The calling thread's home scope before this one (see [`ThreadState::home_scope`]).
-    previous_home: u64,
+    previous_home: Option<ScopeId>,
     /// Opened and closed on its home thread: the home thread's updates skip the close protocol.
     _not_send: core::marker::PhantomData<*const ()>,
 }
@@ -203,9 +211,9 @@ impl OpenScope {
         slot.peak_bytes.store(0, Ordering::Relaxed);
         slot.capture.store(capture, Ordering::Relaxed);
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = (generation << SLOT_BITS) | index as u64;
+        let id = ScopeId::from_bits((generation << SLOT_BITS) | index as u64).expect("generations count from 1");
         if attribution == Attribution::Process {
-            if PROCESS_SCOPE.compare_exchange(0, id, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+            if !PROCESS_SCOPE.compare_exchange(None, Some(id), Ordering::SeqCst, Ordering::Relaxed) {
                 slot.claimed.store(false, Ordering::Release);
                 panic!("ying: a process-attributed scope is already open; only one can be open at a time");
             }
@@ -213,25 +221,24 @@ impl OpenScope {
             PROCESS_SKIPS_MAIN.store(!crate::thread::on_main_thread(), Ordering::Relaxed);
             crate::live::set_process_scope_open(true);
         }
-        slot.id.store(id, Ordering::SeqCst);
+        slot.id.store(Some(id), Ordering::SeqCst);
         // Before any allocation is attributed to the scope: this thread's updates go to the home counters.
-        let previous_home = THREAD.try_with(|t| t.replace_home_scope(id)).unwrap_or(0);
+        let previous_home = THREAD.try_with(|t| t.replace_home_scope(Some(id))).unwrap_or(None);
         let previous_thread_scope = match attribution {
-            Attribution::Process => 0,
-            _ => THREAD.try_with(|t| t.replace_scope(id)).unwrap_or(0),
+            Attribution::Process => None,
+            _ => THREAD.try_with(|t| t.replace_scope(Some(id))).unwrap_or(None),
         };
         Self { id, attribution, previous_thread_scope, previous_home, _not_send: core::marker::PhantomData }
     }
 
     /// The scope's id, which the blocks it owns carry in the live table.
-    pub(crate) fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> ScopeId {
         self.id
     }
 
     /// The scope's figures so far, while it is open (`retained_*`: owned and live now).
     pub(crate) fn figures(&self) -> ScopeStats {
-        let slot = &SLOT_TABLE[(self.id as usize) & (SLOTS - 1)];
-        read_figures(slot)
+        read_figures(slot_of(self.id))
     }
 
     /// Closes the scope and returns its final figures.
@@ -244,7 +251,7 @@ impl OpenScope {
     fn finish(&self) -> ScopeStats {
         match self.attribution {
             Attribution::Process => {
-                if PROCESS_SCOPE.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+                if PROCESS_SCOPE.compare_exchange(Some(self.id), None, Ordering::SeqCst, Ordering::Relaxed) {
                     crate::live::set_process_scope_open(false);
                 }
             }
@@ -256,9 +263,9 @@ impl OpenScope {
         let previous_home = self.previous_home;
         let _ = THREAD.try_with(|t| t.replace_home_scope(previous_home));
         // The blocks this thread allocated in the scope stay recognisable after it: out of the nursery.
-        crate::live::on_scope_close(previous_home == 0);
-        let slot = &SLOT_TABLE[(self.id as usize) & (SLOTS - 1)];
-        if slot.id.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+        crate::live::on_scope_close(previous_home.is_none());
+        let slot = slot_of(self.id);
+        if !slot.id.compare_exchange(Some(self.id), None, Ordering::SeqCst, Ordering::Relaxed) {
             return ScopeStats::default(); // already closed
         }
         while slot.users.load(Ordering::SeqCst) != 0 {
@@ -318,25 +325,25 @@ impl Drop for OpenScope {
 /// A handle outliving its scope is harmless: entering a closed scope attributes nothing to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Scope {
-    id: u64,
+    id: Option<ScopeId>,
 }
 
 impl Scope {
     /// The scope the calling thread is in: the innermost [`measure`](crate::measure) on this thread, or the scope
     /// this thread entered. When there is none, the handle is inert and entering it does nothing.
     pub fn current() -> Self {
-        Self { id: THREAD.try_with(|t| t.scope()).unwrap_or(0) }
+        Self { id: THREAD.try_with(|t| t.scope()).unwrap_or(None) }
     }
 
     /// Whether this handle names a scope (open or since closed), rather than none.
     pub fn is_some(&self) -> bool {
-        self.id != 0
+        self.id.is_some()
     }
 
     /// Attributes the calling thread's allocations to this scope until the guard is dropped.
     #[must_use = "the thread leaves the scope when the guard is dropped"]
     pub fn enter(&self) -> EnterGuard {
-        let previous = THREAD.try_with(|t| t.replace_scope(self.id)).unwrap_or(0);
+        let previous = THREAD.try_with(|t| t.replace_scope(self.id)).unwrap_or(None);
         EnterGuard { previous, _not_send: core::marker::PhantomData }
     }
 }
@@ -344,7 +351,7 @@ impl Scope {
 /// Keeps the calling thread in a [`Scope`]; dropping it restores the thread's previous scope.
 #[derive(Debug)]
 pub struct EnterGuard {
-    previous: u64,
+    previous: Option<ScopeId>,
     /// The guard changes the state of the thread that created it, so it must be dropped on that thread.
     _not_send: core::marker::PhantomData<*const ()>,
 }

@@ -4,7 +4,7 @@ use crate::histogram::LifetimeHistogram;
 use crate::stacks::Ips;
 use crate::symbolize::symbolize;
 use crate::thread::as_profiler;
-use crate::{live, sampler, stacks};
+use crate::{live, stacks};
 use ying_report::Frame;
 
 /// Estimated allocations of one stack, from the samples.
@@ -94,8 +94,8 @@ pub(crate) fn totals() -> Vec<(Ips, StackStats)> {
             })
             .collect();
         for sample in live {
-            let p = sampler::inclusion_probability(sample.size, sample.interval);
-            let stats = &mut totals[sample.stack as usize].1;
+            let p = sample.weight.probability(sample.size);
+            let stats = &mut totals[sample.stack.index()].1;
             stats.retained_bytes += sample.size as f64 / p;
             stats.retained_objects += 1.0 / p;
         }

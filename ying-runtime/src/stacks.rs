@@ -5,6 +5,7 @@
 //! histogram of freed samples. Symbols are resolved later, outside the allocator, by [`crate::symbolize`].
 
 use crate::histogram::LifetimeHistogram;
+use crate::ids::StackId;
 use crate::raw::{RawSystem, RawVec};
 use crate::sync::SpinLock;
 use crate::thread::THREAD;
@@ -71,20 +72,21 @@ impl Ips {
 }
 
 /// Captures the calling thread's stack and adds a sampled allocation event standing for `objects` allocations and
-/// `bytes` bytes to it (see [`record_alloc`]); returns the stack index, or `None` when the table is full. A stack
-/// this thread met just before is recognised without walking it ([`crate::unwind::capture_cached`]).
+/// `bytes` bytes to it (see [`record_alloc`]); returns the stack, or `None` when the table is full. A stack this
+/// thread met just before is recognised without walking it ([`crate::unwind::capture_cached`]), by the index it
+/// was given.
 #[inline]
-pub(crate) fn record_sample(objects: f64, bytes: f64) -> Option<u32> {
+pub(crate) fn record_sample(objects: f64, bytes: f64) -> Option<StackId> {
     let mut stack = Ips::new();
     match crate::unwind::capture_cached(&mut stack.ips, capture_limit()) {
-        Cached::Hit(index) => record_again(index, &stack, objects, bytes),
+        Cached::Hit(index) => record_again(StackId::new(index), &stack, objects, bytes),
         Cached::Walked { len, ticket } => {
             stack.len = len as usize;
-            let index = record_alloc(&stack, objects, bytes)?;
+            let id = record_alloc(&stack, objects, bytes)?;
             if let Some(ticket) = ticket {
-                crate::unwind::remember(ticket, index);
+                crate::unwind::remember(ticket, id.get());
             }
-            Some(index)
+            Some(id)
         }
         Cached::Unsupported => {
             let system = capture_with(false);
@@ -93,16 +95,16 @@ pub(crate) fn record_sample(objects: f64, bytes: f64) -> Option<u32> {
     }
 }
 
-/// [`record_alloc`] for the frames of stack `index`, captured again; `stack` holds only the spans the thread is in
+/// [`record_alloc`] for the frames of stack `id`, captured again; `stack` holds only the spans the thread is in
 /// now, which may differ from the recorded stack's.
-fn record_again(index: u32, stack: &Ips, objects: f64, bytes: f64) -> Option<u32> {
+fn record_again(id: StackId, stack: &Ips, objects: f64, bytes: f64) -> Option<StackId> {
     let mut again = {
         let mut table = STACKS.lock();
-        let record = &mut table.as_mut()?.records[index as usize];
+        let record = &mut table.as_mut()?.records[id.index()];
         if record.ips.spans() == stack.spans() {
             record.allocated_objects += objects;
             record.allocated_bytes += bytes;
-            return Some(index);
+            return Some(id);
         }
         record.ips
     };
@@ -163,15 +165,15 @@ pub(crate) struct StackRecord {
 }
 
 struct StackTable {
-    index: hashbrown::HashTable<u32, RawSystem>,
+    index: hashbrown::HashTable<StackId, RawSystem>,
     records: RawVec<StackRecord>,
 }
 
 static STACKS: SpinLock<Option<StackTable>> = SpinLock::new(None);
 
 /// Interns `ips` and adds a sampled allocation event standing for `objects` allocations and `bytes` bytes; returns
-/// the stack index, or `None` when the table is full.
-fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<u32> {
+/// the stack, or `None` when the table is full.
+fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<StackId> {
     let hash = ips.hash();
     let mut table = STACKS.lock();
     let table = table.get_or_insert_with(|| StackTable {
@@ -179,37 +181,37 @@ fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<u32> {
         records: RawVec::new_in(RawSystem),
     });
     let records = &mut table.records;
-    let index = match table.index.find(hash, |&i| records[i as usize].ips.same(ips)) {
-        Some(&index) => index,
+    let id = match table.index.find(hash, |&id| records[id.index()].ips.same(ips)) {
+        Some(&id) => id,
         None => {
-            let index = u32::try_from(records.len()).ok()?;
+            let id = StackId::new(u32::try_from(records.len()).ok()?);
             records.push(StackRecord {
                 ips: *ips,
                 allocated_objects: 0.0,
                 allocated_bytes: 0.0,
                 lifetimes: LifetimeHistogram::default(),
             });
-            table.index.insert_unique(hash, index, |&i| records[i as usize].ips.hash());
-            index
+            table.index.insert_unique(hash, id, |&id| records[id.index()].ips.hash());
+            id
         }
     };
-    let record = &mut records[index as usize];
+    let record = &mut records[id.index()];
     record.allocated_objects += objects;
     record.allocated_bytes += bytes;
-    Some(index)
+    Some(id)
 }
 
-/// Adds a sampled realloc growth of `bytes` bytes, taken with probability `p`, to stack `index`.
-pub(crate) fn record_growth(index: u32, bytes: usize, p: f64) {
+/// Adds a sampled realloc growth of `bytes` bytes, taken with probability `p`, to stack `id`.
+pub(crate) fn record_growth(id: StackId, bytes: usize, p: f64) {
     if let Some(table) = STACKS.lock().as_mut() {
-        table.records[index as usize].allocated_bytes += bytes as f64 / p;
+        table.records[id.index()].allocated_bytes += bytes as f64 / p;
     }
 }
 
-/// Records that a sample of stack `index` standing for `objects` allocations was freed after `lifetime`.
-pub(crate) fn record_free(index: u32, objects: f64, lifetime: Duration) {
+/// Records that a sample of stack `id` standing for `objects` allocations was freed after `lifetime`.
+pub(crate) fn record_free(id: StackId, objects: f64, lifetime: Duration) {
     if let Some(table) = STACKS.lock().as_mut() {
-        table.records[index as usize].lifetimes.add(lifetime, objects);
+        table.records[id.index()].lifetimes.add(lifetime, objects);
     }
 }
 
@@ -222,9 +224,9 @@ pub(crate) fn snapshot() -> RawVec<(Ips, f64, f64, LifetimeHistogram)> {
     out
 }
 
-/// The captured stack with index `index`, if the table has it.
-pub(crate) fn ips(index: u32) -> Option<Ips> {
-    STACKS.lock().as_ref()?.records.get(index as usize).map(|record| record.ips)
+/// The captured stack `id`, if the table has it.
+pub(crate) fn ips(id: StackId) -> Option<Ips> {
+    STACKS.lock().as_ref()?.records.get(id.index()).map(|record| record.ips)
 }
 
 #[cfg(test)]

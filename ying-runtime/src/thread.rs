@@ -5,6 +5,7 @@
 //! also allocate, and the state stays readable while the thread tears down). Access goes through
 //! [`LocalKey::try_with`](std::thread::LocalKey::try_with); when that fails the event is counted as dropped.
 
+use crate::ids::ScopeId;
 use core::cell::Cell;
 
 /// The state of one thread.
@@ -26,11 +27,11 @@ pub(crate) struct ThreadState {
     shard: Cell<*const u8>,
     /// Live-byte changes not yet folded into the process peak (see `counters`).
     pub(crate) pending_live: Cell<i64>,
-    /// The scope this thread's allocations are attributed to; 0 for none.
-    scope: Cell<u64>,
-    /// The innermost open scope this thread opened (0: none): it alone closes it, so its updates of that scope
-    /// need neither the close protocol nor atomic read-modify-writes (see `scope`).
-    home_scope: Cell<u64>,
+    /// The scope this thread's allocations are attributed to, if any.
+    scope: Cell<Option<ScopeId>>,
+    /// The innermost open scope this thread opened, if any: it alone closes it, so its updates of that scope need
+    /// neither the close protocol nor atomic read-modify-writes (see `scope`).
+    home_scope: Cell<Option<ScopeId>>,
     /// Whether this is the process's main thread: 0 not known yet, 1 yes, 2 no.
     main: Cell<u8>,
     /// An address in the frame of ying's leak-test runner while it runs a body on this thread (0: none). Stacks
@@ -50,8 +51,8 @@ impl ThreadState {
             rng: Cell::new(0),
             shard: Cell::new(core::ptr::null()),
             pending_live: Cell::new(0),
-            scope: Cell::new(0),
-            home_scope: Cell::new(0),
+            scope: Cell::new(None),
+            home_scope: Cell::new(None),
             main: Cell::new(0),
             capture_limit: Cell::new(0),
             nursery: Cell::new(core::ptr::null()),
@@ -87,26 +88,26 @@ impl ThreadState {
         self.plain.set(plain);
     }
 
-    /// The scope this thread's allocations are attributed to (0: none).
-    pub(crate) fn scope(&self) -> u64 {
+    /// The scope this thread's allocations are attributed to, if any.
+    pub(crate) fn scope(&self) -> Option<ScopeId> {
         self.scope.get()
     }
 
-    /// Attributes this thread's allocations to scope `id` (0: none); returns the previous scope.
-    pub(crate) fn replace_scope(&self, id: u64) -> u64 {
+    /// Attributes this thread's allocations to scope `id` (`None`: to none); returns the previous scope.
+    pub(crate) fn replace_scope(&self, id: Option<ScopeId>) -> Option<ScopeId> {
         let previous = self.scope.replace(id);
         self.refresh();
         previous
     }
 
-    /// The innermost open scope this thread opened (0: none).
+    /// The innermost open scope this thread opened, if any.
     #[inline]
-    pub(crate) fn home_scope(&self) -> u64 {
+    pub(crate) fn home_scope(&self) -> Option<ScopeId> {
         self.home_scope.get()
     }
 
-    /// Makes `id` this thread's home scope (0: none); returns the previous one.
-    pub(crate) fn replace_home_scope(&self, id: u64) -> u64 {
+    /// Makes `id` this thread's home scope (`None`: none); returns the previous one.
+    pub(crate) fn replace_home_scope(&self, id: Option<ScopeId>) -> Option<ScopeId> {
         self.home_scope.replace(id)
     }
 
@@ -142,7 +143,7 @@ impl ThreadState {
     fn refresh(&self) {
         let shard = self.shard.get();
         let exclusive = !shard.is_null() && shard.addr() & 1 == 0;
-        self.plain.set(exclusive && !self.busy.get() && self.scope.get() == 0);
+        self.plain.set(exclusive && !self.busy.get() && self.scope.get().is_none());
     }
 
     /// Whether this is the process's main thread (the one `main` runs on), asked of the system once per thread.

@@ -1,5 +1,6 @@
 //! Excuses: retained memory that a test keeps without leaking it, told apart by the stack that allocated it.
 
+use crate::ids::{ScopeId, StackId};
 use crate::symbolize::symbolize;
 use crate::thread::as_profiler;
 use crate::{live, stacks};
@@ -26,7 +27,7 @@ pub(super) fn frames_are_excused(frames: &[Frame], patterns: &[&str]) -> bool {
 /// Which recorded stacks are excused, each judged once.
 pub(super) struct Excuses {
     patterns: &'static [&'static str],
-    verdicts: HashMap<u32, bool>,
+    verdicts: HashMap<StackId, bool>,
 }
 
 impl Excuses {
@@ -35,7 +36,7 @@ impl Excuses {
     }
 
     /// Whether memory allocated from recorded stack `stack` is excused.
-    pub(super) fn is_excused(&mut self, stack: u32) -> bool {
+    pub(super) fn is_excused(&mut self, stack: StackId) -> bool {
         if let Some(&verdict) = self.verdicts.get(&stack) {
             return verdict;
         }
@@ -46,7 +47,7 @@ impl Excuses {
     }
 
     /// Bytes and blocks scope `id` owns whose stacks are excused.
-    pub(super) fn owned(&mut self, id: u64) -> (u64, u64) {
+    pub(super) fn owned(&mut self, id: ScopeId) -> (u64, u64) {
         as_profiler(|| {
             let mut excused = (0, 0);
             for block in live::owned_by(id).iter() {

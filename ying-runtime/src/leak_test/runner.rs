@@ -5,6 +5,7 @@ use super::excuses::Excuses;
 use super::plan::{LeakTest, Plan, default_attribution};
 use super::report::{self, relative_frames};
 use super::verdict::{self, Findings, Names, Verdict};
+use crate::ids::{ScopeId, StackId};
 use crate::scope::{OpenScope, ScopeStats};
 use crate::symbolize::symbolize;
 use crate::thread::{THREAD, as_profiler};
@@ -106,7 +107,7 @@ struct Session {
 
 /// The measured runs, closed.
 pub(super) struct Measured {
-    scope_id: u64,
+    scope_id: ScopeId,
     pub(super) stats: ScopeStats,
     pub(super) excused_bytes: u64,
     excused_blocks: u64,
@@ -165,7 +166,7 @@ impl Measured {
     /// The retained blocks of the closed scope grouped by stack, largest first.
     fn sites(&mut self, manifest_dir: &str) -> Vec<RetainedSite> {
         as_profiler(|| {
-            let mut by_stack: HashMap<Option<u32>, (u64, u64)> = HashMap::new();
+            let mut by_stack: HashMap<Option<StackId>, (u64, u64)> = HashMap::new();
             for block in live::owned_by(self.scope_id).iter() {
                 let (bytes, blocks) = by_stack.entry(block.stack).or_default();
                 *bytes += block.owned as u64;

@@ -13,7 +13,9 @@
 use super::entry::Entry;
 use super::nursery::{self, MovingSlot};
 use super::table;
+use crate::ids::{ScopeId, StackId};
 use crate::raw::{RawSystem, RawVec};
+use crate::sampler::Weight;
 use crate::thread::ThreadState;
 
 pub(crate) use super::nursery::{frees_gated, set_process_scope_open};
@@ -23,7 +25,13 @@ pub(crate) use super::table::{insert, may_hold};
 /// (which records `stack` for it, if any, and nothing else), in the thread's nursery. Returns false when the
 /// nursery cannot take it: the caller [`insert`]s it.
 #[inline]
-pub(crate) fn insert_nursed(thread: &ThreadState, ptr: usize, size: usize, scope: u64, stack: Option<u32>) -> bool {
+pub(crate) fn insert_nursed(
+    thread: &ThreadState,
+    ptr: usize,
+    size: usize,
+    scope: ScopeId,
+    stack: Option<StackId>,
+) -> bool {
     nursery::insert(thread, ptr, size, scope, stack, move_to_table)
 }
 
@@ -78,9 +86,9 @@ fn for_each(mut f: impl FnMut(&Entry)) {
 /// One sampled live block, as [`sampled`] returns it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LiveSample {
-    pub(crate) stack: u32,
+    pub(crate) stack: StackId,
     pub(crate) size: usize,
-    pub(crate) interval: usize,
+    pub(crate) weight: Weight,
 }
 
 /// A copy of every sampled live block. Only raw-system memory is used while a shard is locked, so this never
@@ -89,7 +97,7 @@ pub(crate) fn sampled() -> RawVec<LiveSample> {
     let mut out = RawVec::new_in(RawSystem);
     for_each(|entry| {
         if let Some(sample) = entry.sample.filter(|_| !entry.internal) {
-            out.push(LiveSample { stack: sample.stack, size: entry.size, interval: sample.interval });
+            out.push(LiveSample { stack: sample.stack, size: entry.size, weight: sample.weight });
         }
     });
     out
@@ -100,7 +108,7 @@ pub(crate) fn census() -> (usize, usize, usize) {
     let (mut sampled, mut owned, mut internal) = (0, 0, 0);
     for_each(|entry| {
         sampled += usize::from(entry.sample.is_some());
-        owned += usize::from(entry.scope != 0);
+        owned += usize::from(entry.scope.is_some());
         internal += usize::from(entry.internal);
     });
     (sampled, owned, internal)
@@ -110,7 +118,7 @@ pub(crate) fn census() -> (usize, usize, usize) {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OwnedBlock {
     /// The stack the block was sampled with, if it was.
-    pub(crate) stack: Option<u32>,
+    pub(crate) stack: Option<StackId>,
     /// Bytes of the block the scope owns.
     pub(crate) owned: usize,
     /// The scope allocated the block (rather than only growing it).
@@ -118,10 +126,10 @@ pub(crate) struct OwnedBlock {
 }
 
 /// Every live block that scope `id` owns bytes of (the scope may have closed since).
-pub(crate) fn owned_by(id: u64) -> RawVec<OwnedBlock> {
+pub(crate) fn owned_by(id: ScopeId) -> RawVec<OwnedBlock> {
     let mut out = RawVec::new_in(RawSystem);
     for_each(|entry| {
-        if entry.scope == id && !entry.internal {
+        if id == entry.scope && !entry.internal {
             out.push(OwnedBlock {
                 stack: entry.sample.map(|sample| sample.stack),
                 owned: entry.owned,

@@ -33,7 +33,9 @@
 //! update is never a data race; an entry that moves to the live table while a reader runs may be read twice.
 
 use super::entry::{Entry, Sample};
+use crate::ids::{AtomicScopeId, ScopeId, StackId};
 use crate::raw::RawSystem;
+use crate::sampler::Weight;
 use crate::thread::{THREAD, ThreadState};
 use allocator_api2::alloc::Allocator;
 use core::alloc::Layout;
@@ -67,8 +69,8 @@ struct Bucket([Slot; WAYS]);
 /// The word of a block at `ptr` with `stack`; `None` when they do not fit (an address not a multiple of 8 or not
 /// below 2^48, a stack index from 2^19 - 1 on): the live table takes such a block.
 #[inline]
-fn word(ptr: usize, stack: Option<u32>) -> Option<u64> {
-    let stack = stack.map_or(Some(0), |stack| stack.checked_add(1).filter(|&stack| stack < 1 << STACK_BITS))?;
+fn word(ptr: usize, stack: Option<StackId>) -> Option<u64> {
+    let stack = stack.map_or(Some(0), |stack| stack.get().checked_add(1).filter(|&stack| stack < 1 << STACK_BITS))?;
     let fits = ptr.is_multiple_of(8) && (ptr as u64) < 1 << (64 - STACK_BITS + 3);
     fits.then_some((ptr as u64 >> 3) << STACK_BITS | u64::from(stack))
 }
@@ -78,7 +80,7 @@ struct Nursery {
     buckets: [Bucket; BUCKETS],
     /// The scope every entry belongs to: a nursery is emptied into the live table when its thread allocates for
     /// another scope, and when a scope of its thread closes (written by the home thread only).
-    scope: AtomicU64,
+    scope: AtomicScopeId,
     /// Entries inserted since the nursery was last emptied (written by the home thread only). Removals do not count
     /// down, so 0 means certainly empty.
     inserted: AtomicUsize,
@@ -94,7 +96,11 @@ impl Nursery {
         Entry {
             scope: self.scope.load(Ordering::Relaxed),
             owned: size,
-            sample: stack.checked_sub(1).map(|stack| Sample { stack, interval: 0, born: None }),
+            sample: stack.checked_sub(1).map(|stack| Sample {
+                stack: StackId::new(stack),
+                weight: Weight::Certain,
+                born: None,
+            }),
             owns_block: true,
             ..Entry::untracked(size)
         }
@@ -182,16 +188,16 @@ pub(crate) fn insert(
     thread: &ThreadState,
     ptr: usize,
     size: usize,
-    scope: u64,
-    stack: Option<u32>,
+    scope: ScopeId,
+    stack: Option<StackId>,
     moved: MoveOut,
 ) -> bool {
     let Some(word) = word(ptr, stack) else { return false };
     let Some(nursery) = own(thread) else { return false };
-    if nursery.scope.load(Ordering::Relaxed) != scope {
+    if scope != nursery.scope.load(Ordering::Relaxed) {
         // The thread allocates for another of its scopes now (one it opened inside the last): one scope at a time.
         nursery.empty_into(moved);
-        nursery.scope.store(scope, Ordering::Relaxed);
+        nursery.scope.store(Some(scope), Ordering::Relaxed);
     }
     let bucket = bucket(ptr);
     let slots = &nursery.buckets[bucket].0;
