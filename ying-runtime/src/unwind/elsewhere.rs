@@ -1,0 +1,17 @@
+//! Elsewhere than on x86-64 Linux the system unwinder does every capture: nothing is walked or remembered here.
+
+use super::cached::{Cached, Ticket};
+use core::mem::MaybeUninit;
+
+/// Always `None`: the caller uses the system unwinder.
+pub(crate) fn capture(_ips: &mut [MaybeUninit<usize>], _limit: usize) -> Option<usize> {
+    None
+}
+
+/// Always [`Cached::Unsupported`].
+pub(crate) fn capture_cached(_ips: &mut [MaybeUninit<usize>], _limit: usize) -> Cached {
+    Cached::Unsupported
+}
+
+/// Nothing is remembered.
+pub(crate) fn remember(_ticket: Ticket, _tag: u32) {}

@@ -1,0 +1,286 @@
+//! Remembered walks: each thread keeps its last few walks as the memory they read, and recognises a stack it
+//! walked before without walking it again (see `unwind`).
+
+use super::cached::{Cached, Ticket};
+use super::rules::FLUSHES;
+use super::walk::{Regs, registers, walk, walk_reading};
+use core::cell::Cell;
+use core::mem::MaybeUninit;
+use core::num::NonZeroU64;
+use core::sync::atomic::Ordering;
+
+/// [`capture`](super::capture), recognising a stack this thread walked before (see `unwind`): returns its tag when
+/// the stack is the same, else walks it and remembers what the walk read.
+#[inline]
+pub(crate) fn capture_cached(ips: &mut [MaybeUninit<usize>], limit: usize) -> Cached {
+    Cached::unpack(capture_packed(ips, limit))
+}
+
+/// [`capture_cached`] with its answer [packed](Cached::pack) into two registers (an enum comes back through
+/// memory), in the frame the walks start from.
+#[inline(never)]
+fn capture_packed(ips: &mut [MaybeUninit<usize>], limit: usize) -> (u64, u64) {
+    let regs = registers!();
+    let found =
+        TRACES.try_with(|traces| traces.capture(regs, ips, limit)).unwrap_or_else(|_| match walk(regs, ips, limit) {
+            Some(len) => Cached::Walked { len: len as u32, ticket: None },
+            None => Cached::Unsupported,
+        });
+    found.pack()
+}
+
+/// Gives the stack [`capture_cached`] walked under `ticket` its `tag`, returned when the same stack is met again.
+pub(crate) fn remember(ticket: Ticket, tag: u32) {
+    let _ = TRACES.try_with(|traces| traces.remember(ticket, tag));
+}
+
+impl Cached {
+    const HIT: u64 = 0;
+    const WALKED: u64 = 1 << 32;
+    const UNSUPPORTED: u64 = 2 << 32;
+
+    /// The kind and its 32-bit value in the first word, a ticket (0: none) in the second.
+    #[inline]
+    fn pack(self) -> (u64, u64) {
+        match self {
+            Self::Hit(tag) => (Self::HIT | u64::from(tag), 0),
+            Self::Walked { len, ticket } => (Self::WALKED | u64::from(len), ticket.map_or(0, |ticket| ticket.0.get())),
+            Self::Unsupported => (Self::UNSUPPORTED, 0),
+        }
+    }
+
+    #[inline]
+    fn unpack((word, ticket): (u64, u64)) -> Self {
+        match word & !u64::from(u32::MAX) {
+            Self::HIT => Self::Hit(word as u32),
+            Self::WALKED => Self::Walked { len: word as u32, ticket: NonZeroU64::new(ticket).map(Ticket) },
+            _ => Self::Unsupported,
+        }
+    }
+}
+
+impl Ticket {
+    /// The ticket of remembered walk `entry` (below 256) in its `serial`-th use (from 1).
+    fn new(entry: usize, serial: u64) -> Option<Self> {
+        NonZeroU64::new(serial << 8 | entry as u64 & 0xff).filter(|_| serial != 0).map(Self)
+    }
+
+    fn entry(self) -> usize {
+        (self.0.get() & 0xff) as usize
+    }
+
+    fn serial(self) -> u64 {
+        self.0.get() >> 8
+    }
+}
+
+/// Most memory reads a remembered walk holds (two per frame at most: return address and saved `rbp`).
+const TRACE_READS: usize = 48;
+/// Walks remembered per thread.
+const TRACE_ENTRIES: usize = 4;
+const _: () = assert!(TRACE_ENTRIES <= 256, "a ticket keeps the entry in 8 bits");
+/// The tag of an entry that holds no usable walk.
+const NO_TAG: u32 = u32::MAX;
+
+/// One remembered walk: where it started, what it read, and the caller's tag for the stack it found.
+struct Trace {
+    tag: Cell<u32>,
+    /// Bumped at every refill, so that a ticket for an entry filled again since names nothing.
+    serial: Cell<u64>,
+    flushes: Cell<u64>,
+    /// `ip`, `sp` and `bp` at the start; `bp` is compared only when the walk used it (`uses_bp`).
+    regs: [Cell<usize>; 3],
+    uses_bp: Cell<bool>,
+    limit: Cell<usize>,
+    capacity: Cell<usize>,
+    reads: Cell<usize>,
+    addresses: [Cell<usize>; TRACE_READS],
+    values: [Cell<usize>; TRACE_READS],
+}
+
+impl Trace {
+    const fn new() -> Self {
+        Self {
+            tag: Cell::new(NO_TAG),
+            serial: Cell::new(0),
+            flushes: Cell::new(0),
+            regs: [const { Cell::new(0) }; 3],
+            uses_bp: Cell::new(false),
+            limit: Cell::new(0),
+            capacity: Cell::new(0),
+            reads: Cell::new(0),
+            addresses: [const { Cell::new(0) }; TRACE_READS],
+            values: [const { Cell::new(0) }; TRACE_READS],
+        }
+    }
+
+    /// The tag, when a walk from `regs` would read exactly what this one read (and so find the same frames).
+    #[inline]
+    fn replay(&self, regs: Regs, limit: usize, capacity: usize, flushes: u64) -> Option<u32> {
+        let tag = self.tag.get();
+        let same_start = self.regs[0].get() == regs.ip
+            && self.regs[1].get() == regs.sp
+            && (!self.uses_bp.get() || self.regs[2].get() == regs.bp)
+            && self.limit.get() == limit
+            && self.capacity.get() == capacity
+            && self.flushes.get() == flushes;
+        if tag == NO_TAG || !same_start {
+            return None;
+        }
+        for (address, value) in self.addresses.iter().zip(&self.values).take(self.reads.get()) {
+            // SAFETY: the walk from `regs` reads this slot at this point: its first read's address follows from
+            // `regs` and the rule of `regs.ip`, the same as when it was remembered, and each later address
+            // from the values read before it, which matched. So this is a read of a live frame's saved
+            // register that the walk itself would make, as sound as `read`'s.
+            if unsafe { (address.get() as *const usize).read() } != value.get() {
+                return None;
+            }
+        }
+        Some(tag)
+    }
+}
+
+/// The walks a thread remembers, replaced in turn.
+struct Traces {
+    /// The entry to replace next.
+    next: Cell<usize>,
+    /// The entry last used (hit or filled): tried first, never replaced next.
+    last: Cell<usize>,
+    entries: [Trace; TRACE_ENTRIES],
+}
+
+std::thread_local! {
+    static TRACES: Traces = const {
+        Traces { next: Cell::new(0), last: Cell::new(0), entries: [const { Trace::new() }; TRACE_ENTRIES] }
+    };
+}
+
+impl Traces {
+    /// See [`capture_cached`]. The walk used last is tried here; the rest is out of line.
+    #[inline]
+    fn capture(&self, regs: Regs, ips: &mut [MaybeUninit<usize>], limit: usize) -> Cached {
+        let flushes = FLUSHES.load(Ordering::Acquire);
+        let last = self.last.get();
+        if let Some(tag) = self.entries[last].replay(regs, limit, ips.len(), flushes) {
+            return Cached::Hit(tag);
+        }
+        self.capture_other(regs, ips, limit, flushes)
+    }
+
+    /// [`capture`](Self::capture) past the walk used last: the other remembered walks, else a new walk.
+    #[cold]
+    #[inline(never)]
+    fn capture_other(&self, regs: Regs, ips: &mut [MaybeUninit<usize>], limit: usize, flushes: u64) -> Cached {
+        let last = self.last.get();
+        for (index, entry) in self.entries.iter().enumerate().filter(|&(index, _)| index != last) {
+            if let Some(tag) = entry.replay(regs, limit, ips.len(), flushes) {
+                self.last.set(index);
+                return Cached::Hit(tag);
+            }
+        }
+        let mut index = self.next.get();
+        if index == last {
+            index = (index + 1) % TRACE_ENTRIES;
+        }
+        self.next.set((index + 1) % TRACE_ENTRIES);
+        self.last.set(index);
+        let entry = &self.entries[index];
+        entry.tag.set(NO_TAG);
+        entry.serial.set(entry.serial.get() + 1);
+        let mut reads = 0;
+        let uses_bp = Cell::new(false);
+        let record = |address, value| {
+            if reads < TRACE_READS {
+                entry.addresses[reads].set(address);
+                entry.values[reads].set(value);
+            }
+            reads += 1;
+        };
+        let walked = walk_reading(regs, ips, limit, record, &uses_bp);
+        let Some(len) = walked else { return Cached::Unsupported };
+        // Too deep to remember, or the rules changed during the walk: walked, not remembered.
+        if reads > TRACE_READS || FLUSHES.load(Ordering::Acquire) != flushes {
+            return Cached::Walked { len: len as u32, ticket: None };
+        }
+        for (cell, value) in entry.regs.iter().zip([regs.ip, regs.sp, regs.bp]) {
+            cell.set(value);
+        }
+        entry.uses_bp.set(uses_bp.get());
+        entry.limit.set(limit);
+        entry.capacity.set(ips.len());
+        entry.flushes.set(flushes);
+        entry.reads.set(reads);
+        Cached::Walked { len: len as u32, ticket: Ticket::new(index, entry.serial.get()) }
+    }
+
+    /// See [`remember`].
+    fn remember(&self, ticket: Ticket, tag: u32) {
+        let entry = &self.entries[ticket.entry()];
+        if entry.serial.get() == ticket.serial() {
+            entry.tag.set(tag);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::walk::capture;
+    use super::super::walk::tests::{buffer, read};
+    use super::{Cached, capture_cached, remember};
+    use core::mem::MaybeUninit;
+
+    /// A way down to [`probe`].
+    type Probe = fn(&mut [MaybeUninit<usize>]) -> Cached;
+
+    #[inline(never)]
+    fn probe(ips: &mut [MaybeUninit<usize>]) -> Cached {
+        let cached = capture_cached(ips, 0);
+        std::hint::black_box(cached)
+    }
+
+    #[inline(never)]
+    fn through_a(ips: &mut [MaybeUninit<usize>]) -> Cached {
+        std::hint::black_box(probe(ips))
+    }
+
+    #[inline(never)]
+    fn through_b(ips: &mut [MaybeUninit<usize>]) -> Cached {
+        std::hint::black_box(probe(ips))
+    }
+
+    #[test]
+    fn a_remembered_walk_is_recognised_only_on_the_same_stack() {
+        let paths: [Probe; 2] = [through_a, through_b];
+        let mut walked: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+        let mut ips = buffer::<64>();
+        for round in 0..3 {
+            // Both paths reach `probe` from the same call site with the same stack depth: the walks start from
+            // the same registers and differ only in a return address read on the way.
+            for (tag, path) in paths.iter().enumerate() {
+                match path(&mut ips) {
+                    Cached::Walked { len, ticket: Some(ticket) } if round == 0 => {
+                        walked[tag] = read(&ips[..len as usize]);
+                        remember(ticket, tag as u32);
+                    }
+                    Cached::Hit(found) if round > 0 => assert_eq!(found, tag as u32, "round {round}"),
+                    other => panic!("round {round}, path {tag}: {other:?}"),
+                }
+            }
+        }
+        assert_ne!(walked[0], walked[1]);
+        // The remembered walk found what the walker finds without the cache: `walked` holds the return
+        // addresses into the capture's frames, `probe`, `through_a` and this test, then this test's callers;
+        // `fresh` the one into this test, then the same callers.
+        let mut fresh = buffer::<64>();
+        let len = capture(&mut fresh, 0).unwrap();
+        let callers = &read(&fresh)[1..len];
+        assert!(walked[0].len() >= callers.len() + 3 && walked[0].ends_with(callers), "{walked:?}\n{callers:?}");
+        // A different depth is a different stack.
+        assert!(matches!(nested_probe(3, &mut ips), Cached::Walked { .. }));
+    }
+
+    #[inline(never)]
+    fn nested_probe(depth: usize, ips: &mut [MaybeUninit<usize>]) -> Cached {
+        if depth == 0 { probe(ips) } else { std::hint::black_box(nested_probe(depth - 1, ips)) }
+    }
+}
