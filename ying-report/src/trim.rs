@@ -11,7 +11,7 @@ use crate::frame::Frame;
 
 /// The function of ying's leak-test runner that calls a test's body. Frames from it outwards are the test
 /// harness's, the same for every test.
-pub const LEAK_TEST_RUNNER: &str = "ying::leak_test::runner::run";
+pub const LEAK_TEST_RUNNER: &str = "ying::products::leak_test::runner::run";
 
 /// The trimming rules, for stacks captured by a runtime whose source lies under `runtime_source`.
 ///

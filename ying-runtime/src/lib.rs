@@ -82,47 +82,32 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod allocator;
-pub mod callstack;
-mod counters;
-mod histogram;
-mod ids;
-mod leak_test;
-mod live;
-#[cfg(target_os = "linux")]
-mod loaded;
-mod measure;
-#[cfg(feature = "pprof")]
-mod objects;
-#[cfg(feature = "pprof")]
-mod pprof;
-mod raw;
-pub mod report;
-mod sampler;
-mod scope;
-#[cfg(feature = "pprof")]
-mod session;
-#[cfg(feature = "profile-spans")]
-pub mod spans;
-mod stack_stats;
-mod stacks;
-mod symbolize;
-mod sync;
-mod thread;
-mod unwind;
-#[cfg(feature = "profiler")]
-pub mod utils;
+// The runtime in layers, each built only on the ones before it: `base` (building blocks that never allocate),
+// `hot` (the allocation path), `read` (symbolising and ranking, outside the allocator) and `products` (the leak-test
+// runner, `measure`, reports, profiles). Their module docs say what each holds.
+mod base;
+mod hot;
+mod products;
+mod read;
 
-pub use allocator::{DEFAULT_GIANT_ALLOC_LIMIT, YingProfiler, is_installed};
+// Documented as the re-export of `callstack`'s enum it has always been, not as a page of its own.
+#[doc(no_inline)]
 pub use callstack::Measurement;
-pub use counters::HeapStats;
-pub use histogram::LifetimeHistogram;
-pub use measure::{measure, measure_with};
-pub use sampler::DEFAULT_SAMPLE_INTERVAL;
-pub use scope::{Attribution, EnterGuard, Scope, ScopeStats};
+pub use hot::allocator::{DEFAULT_GIANT_ALLOC_LIMIT, YingProfiler, is_installed};
+pub use hot::counters::HeapStats;
+pub use hot::histogram::LifetimeHistogram;
+pub use hot::sampler::DEFAULT_SAMPLE_INTERVAL;
+pub use hot::scope::{Attribution, EnterGuard, Scope, ScopeStats};
+pub use products::callstack;
+pub use products::measure::{measure, measure_with};
+pub use products::report;
 #[cfg(feature = "pprof")]
-pub use session::{Profiler, ProfilerConfig, ProfilerError};
-pub use stack_stats::StackStats;
+pub use products::session::{Profiler, ProfilerConfig, ProfilerError};
+#[cfg(feature = "profile-spans")]
+pub use products::spans;
+#[cfg(feature = "profiler")]
+pub use products::utils;
+pub use read::stack_stats::StackStats;
 /// Marks a test as a leak test: its body runs in a measured scope, and the test fails when it exceeds its budgets,
 /// naming where the retained memory was allocated.
 ///
@@ -200,20 +185,20 @@ pub use ying_report::report::ATTRIBUTION_ENV;
 /// Internals for ying's own macros and tests; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::leak_test::{LeakTest, TestResult, run};
+    pub use crate::hot::scope::Attribution;
+    pub use crate::products::leak_test::{LeakTest, TestResult, run};
     pub use crate::report::Budgets;
-    pub use crate::scope::Attribution;
 
     /// Entries in the live table: (sampled, owned by a scope, the profiler's own).
     pub fn live_table_census() -> (usize, usize, usize) {
-        crate::live::census()
+        crate::hot::live::census()
     }
 
     /// The allocator's hot-path pieces, one at a time, for the criterion benchmarks.
     pub mod hot_path {
-        use crate::live::{self, Entry};
-        use crate::thread::THREAD;
-        use crate::{sampler, stacks};
+        use crate::base::thread::THREAD;
+        use crate::hot::live::{self, Entry};
+        use crate::hot::{sampler, stacks};
 
         /// The sampler's decision for an allocation of `size` bytes at mean interval `interval` (countdown).
         pub fn should_sample(size: usize, interval: usize) -> bool {

@@ -1,0 +1,585 @@
+//! [`YingProfiler`]: the `GlobalAlloc` wrapper that keeps exact figures, samples stacks and attributes to scopes.
+
+use crate::base::ids::ScopeId;
+use crate::base::thread::{THREAD, ThreadState, as_profiler};
+use crate::hot::counters::{self, HeapStats};
+use crate::hot::live::{self, Entry, Sample};
+use crate::hot::sampler::{self, DEFAULT_SAMPLE_INTERVAL, Weight};
+use crate::hot::{scope, stacks};
+use crate::read::symbolize;
+use core::alloc::{GlobalAlloc, Layout};
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::alloc::System;
+use std::time::Instant;
+
+/// The default [`giant_alloc_limit`](YingProfiler::giant_alloc_limit): 64 GiB on 64-bit targets, no limit on
+/// smaller ones.
+pub const DEFAULT_GIANT_ALLOC_LIMIT: usize = if usize::BITS >= 64 { 1 << 36 } else { usize::MAX };
+
+/// Whether the process's global allocator is a [`YingProfiler`].
+///
+/// Makes one small allocation if the allocator has not been seen at work yet.
+pub fn is_installed() -> bool {
+    if !counters::observed() {
+        drop(core::hint::black_box(Box::new(0u64)));
+    }
+    counters::observed()
+}
+
+/// A memory-profiling global allocator: exact heap figures, Poisson-sampled allocation stacks, and the scopes
+/// [`measure`](crate::measure) and `#[ying::leak_test]` use.
+///
+/// It wraps a provider allocator `A` ([`System`] by default) held as a plain field: every allocation is served by
+/// the provider, statically dispatched, and the profiler only watches.
+///
+/// ```
+/// #[global_allocator]
+/// static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
+///
+/// let retained = ALLOC.total_retained_bytes();
+/// assert!(retained > 0);
+/// ```
+///
+/// Configure it with the `const` builder methods, for instance to sample densely or wrap another allocator:
+///
+/// ```
+/// # struct Provider;
+/// # unsafe impl core::alloc::GlobalAlloc for Provider {
+/// #     unsafe fn alloc(&self, l: core::alloc::Layout) -> *mut u8 { unsafe { std::alloc::System.alloc(l) } }
+/// #     unsafe fn dealloc(&self, p: *mut u8, l: core::alloc::Layout) { unsafe { std::alloc::System.dealloc(p, l) } }
+/// # }
+/// static DENSE: ying::YingProfiler = ying::YingProfiler::new().sample_interval(4096);
+/// static WRAPPED: ying::YingProfiler<Provider> =
+///     ying::YingProfiler::with_allocator(Provider).giant_alloc_limit(1 << 40);
+/// ```
+///
+/// The figures ([`stats`](Self::stats)) and the sampled stacks are process-wide: install one `YingProfiler` as
+/// the global allocator and ask it.
+#[derive(Debug)]
+pub struct YingProfiler<A: GlobalAlloc = System> {
+    inner: A,
+    sample_interval: AtomicUsize,
+    giant_alloc_limit: usize,
+}
+
+impl YingProfiler<System> {
+    /// A profiler over the [`System`] allocator with the default sampling interval (512 KiB).
+    pub const fn new() -> Self {
+        Self::with_allocator(System)
+    }
+}
+
+impl Default for YingProfiler<System> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<A: GlobalAlloc> YingProfiler<A> {
+    /// A profiler over the provider `inner`, for instance `mimalloc::MiMalloc`.
+    pub const fn with_allocator(inner: A) -> Self {
+        Self {
+            inner,
+            sample_interval: AtomicUsize::new(DEFAULT_SAMPLE_INTERVAL),
+            giant_alloc_limit: DEFAULT_GIANT_ALLOC_LIMIT,
+        }
+    }
+
+    /// Sets the mean number of bytes between two samples (Poisson sampling). `0` records every allocation.
+    /// The default, 512 KiB, costs little enough for production; smaller intervals give finer stacks.
+    #[must_use]
+    pub const fn sample_interval(mut self, bytes: usize) -> Self {
+        self.sample_interval = AtomicUsize::new(bytes);
+        self
+    }
+
+    /// Refuses single allocations (and reallocations) larger than `bytes`: the allocator returns null, so the
+    /// program sees an allocation failure instead of exhausting memory, and the allocating stack is written to
+    /// standard error.
+    #[must_use]
+    pub const fn giant_alloc_limit(mut self, bytes: usize) -> Self {
+        self.giant_alloc_limit = bytes;
+        self
+    }
+
+    /// Changes the mean sampling interval at run time (`0`: record every allocation). Each thread starts a fresh
+    /// countdown for the new interval at its next allocation.
+    pub fn set_sample_interval(&self, bytes: usize) {
+        self.sample_interval.store(bytes, Relaxed);
+    }
+
+    /// The mean sampling interval in force, in bytes.
+    pub fn current_sample_interval(&self) -> usize {
+        self.sample_interval.load(Relaxed)
+    }
+
+    /// Exact heap figures of the whole process.
+    pub fn stats(&self) -> HeapStats {
+        counters::snapshot()
+    }
+
+    /// Exact number of bytes live in the process now.
+    pub fn total_retained_bytes(&self) -> u64 {
+        counters::snapshot().live_bytes
+    }
+
+    #[cold]
+    fn refuse_giant(&self, size: usize) -> *mut u8 {
+        let limit = self.giant_alloc_limit;
+        as_profiler(|| {
+            let frames = symbolize::symbolize(&stacks::capture());
+            let mut message = format!(
+                "ying: refused an allocation of {size} bytes, above the giant_alloc_limit of {limit} bytes, at:\n"
+            );
+            for frame in &frames {
+                message.push_str("    ");
+                message.push_str(&frame.to_string());
+                message.push('\n');
+            }
+            eprint!("{message}");
+        });
+        core::ptr::null_mut()
+    }
+
+    /// Samples an allocation event of `bytes` bytes, which stands for what `weight` says: captures and interns the
+    /// stack. `timed`: the block's lifetime is measured (see [`Sample::born`]).
+    #[inline]
+    fn sample(&self, bytes: usize, weight: Weight, objects: f64, timed: bool) -> Option<Sample> {
+        let stack = match weight {
+            Weight::Certain => stacks::record_sample(objects, bytes as f64),
+            Weight::Sampled(interval) => {
+                let p = sampler::inclusion_probability(bytes, interval.get());
+                stacks::record_sample(objects / p, bytes as f64 / p)
+            }
+        };
+        if stack.is_none() {
+            counters::on_dropped();
+        }
+        Some(Sample { stack: stack?, weight, born: timed.then(Instant::now) })
+    }
+
+    #[inline(always)]
+    fn on_alloc(&self, ptr: *mut u8, size: usize) {
+        let interval = self.sample_interval.load(Relaxed);
+        // No sample point reached: counted. Anything else goes the full way, out of line.
+        let counted = fast_path(
+            |thread| sampler::passes(thread, size, interval),
+            |thread| counters::on_alloc_plain(thread, size),
+        );
+        if !counted {
+            self.on_alloc_full(ptr, size, interval);
+        }
+    }
+
+    /// [`on_alloc`](Self::on_alloc) past the fast path: counts, and records what the tables must know of.
+    #[cold]
+    #[inline(never)]
+    fn on_alloc_full(&self, ptr: *mut u8, size: usize, interval: usize) {
+        let ptr = ptr as usize;
+        let counted = THREAD.try_with(|thread| {
+            if thread.busy() {
+                own_alloc(ptr, size);
+                return;
+            }
+            counters::on_alloc(Some(thread), size);
+            let scope = scope::attributed(thread);
+            // The recording path, inlined once for the sampler's picks and once for a scope's other allocations (nearly
+            // every allocation of a leak test): each copy is compiled knowing whether the allocation was sampled.
+            if sampler::should_sample(thread, size, interval) {
+                self.record_alloc(thread, ptr, size, scope, true, interval);
+            } else if scope.is_some() {
+                self.record_alloc(thread, ptr, size, scope, false, interval);
+            }
+        });
+        if counted.is_err() {
+            dropped_alloc(size);
+        }
+    }
+
+    #[inline(always)]
+    fn record_alloc(
+        &self,
+        thread: &ThreadState,
+        ptr: usize,
+        size: usize,
+        scope: Option<ScopeId>,
+        sampled: bool,
+        interval: usize,
+    ) {
+        let saved = thread.enter_profiler();
+        let capture = scope.and_then(|scope| scope::on_alloc(thread, scope, size));
+        let owner = scope.filter(|_| capture.is_some());
+        if sampled {
+            sampler::note_interval(interval);
+        }
+        // A scope that records every stack samples its allocations with certainty (p = 1); lifetimes are measured
+        // for the allocations the sampler picked, as everywhere else.
+        let sample = match (capture, sampled) {
+            (Some(true), _) => self.sample(size, Weight::Certain, 1.0, sampled),
+            (_, true) => self.sample(size, Weight::of_interval(interval), 1.0, true),
+            _ => None,
+        };
+        // A block of the thread's own scope that only a scope records (no lifetime, no process sample): kept in the
+        // thread's nursery when it has room.
+        let stack = sample.map(|sample| sample.stack);
+        let nursed = owner.is_some_and(|owner| {
+            !sampled && owner == thread.home_scope() && live::insert_nursed(thread, ptr, size, owner, stack)
+        });
+        if !nursed && (owner.is_some() || sample.is_some()) {
+            let owned = if owner.is_some() { size } else { 0 };
+            live::insert(
+                ptr,
+                Entry { scope: owner, owned, sample, owns_block: owner.is_some(), ..Entry::untracked(size) },
+            );
+        }
+        thread.leave_profiler(saved);
+    }
+
+    #[inline(always)]
+    fn on_free(&self, ptr: *mut u8, size: usize) {
+        // The gate first (see `live::remove`): the filter has no bits for nurseries' blocks. A closed gate also
+        // says that no process-attributed scope is open.
+        if live::frees_gated() || live::may_hold(ptr as usize) {
+            on_free_filtered(ptr as usize, size);
+        } else if !count_plain_free(size) {
+            count_free_full(size);
+        }
+    }
+
+    #[inline]
+    fn on_realloc(&self, taken: Option<Entry>, new_ptr: *mut u8, old: usize, new: usize) {
+        let new_ptr = new_ptr as usize;
+        if taken.is_some() {
+            return self.on_realloc_tracked(taken, new_ptr, old, new);
+        }
+        let interval = self.sample_interval.load(Relaxed);
+        // A shrink, or a growth that reaches no sample point: counted.
+        let counted = fast_path(
+            |thread| new <= old || sampler::passes(thread, new - old, interval),
+            |thread| counters::on_resize_plain(thread, old, new),
+        );
+        if !counted {
+            self.on_realloc_full(new_ptr, old, new);
+        }
+    }
+
+    /// [`on_realloc`](Self::on_realloc) of an untracked block past the fast path.
+    #[cold]
+    #[inline(never)]
+    fn on_realloc_full(&self, new_ptr: usize, old: usize, new: usize) {
+        let recorded = THREAD.try_with(|thread| {
+            if let Some((current, sampled_interval)) = self.count_resize(thread, false, old, new) {
+                self.record_realloc(thread, None, new_ptr, current, old, new, sampled_interval);
+            }
+        });
+        if recorded.is_err() {
+            dropped_resize(old, new);
+        }
+    }
+
+    /// Counts a realloc from `old` to `new` bytes for the process and the thread's scope, and draws its growth's
+    /// sample. Returns the scope and the sampling interval (when sampled) if the tables must record it: always
+    /// for a `tracked` block, else for a scope's realloc or a sampled growth.
+    fn count_resize(
+        &self,
+        thread: &ThreadState,
+        tracked: bool,
+        old: usize,
+        new: usize,
+    ) -> Option<(Option<ScopeId>, Option<usize>)> {
+        counters::on_resize(Some(thread), old, new);
+        let current = scope::attributed(thread);
+        if let Some(current) = current {
+            scope::on_resize(current, old, new);
+        }
+        let interval = self.sample_interval.load(Relaxed);
+        let sampled = new > old && sampler::should_sample(thread, new - old, interval);
+        (tracked || current.is_some() || sampled).then_some((current, sampled.then_some(interval)))
+    }
+
+    /// Records a realloc the tables must know of: of a tracked block, in a scope, or sampled.
+    #[cold]
+    #[expect(clippy::too_many_arguments, reason = "the pieces of one realloc event, passed once")]
+    fn record_realloc(
+        &self,
+        thread: &ThreadState,
+        taken: Option<Entry>,
+        new_ptr: usize,
+        current: Option<ScopeId>,
+        old: usize,
+        new: usize,
+        sampled_interval: Option<usize>,
+    ) {
+        let was_busy = thread.replace_busy(true);
+        if let Some(entry) = self.resized(taken, current, old, new, sampled_interval) {
+            live::insert(new_ptr, entry);
+        }
+        thread.replace_busy(was_busy);
+    }
+
+    /// [`on_realloc`](Self::on_realloc) of a block the live table tracks.
+    #[cold]
+    fn on_realloc_tracked(&self, taken: Option<Entry>, new_ptr: usize, old: usize, new: usize) {
+        if let Some(entry) = taken.filter(|entry| entry.internal) {
+            live::insert(new_ptr, Entry { size: new, ..entry });
+            return;
+        }
+        let recorded = THREAD.try_with(|thread| {
+            if let Some((current, sampled_interval)) = self.count_resize(thread, true, old, new) {
+                self.record_realloc(thread, taken, new_ptr, current, old, new, sampled_interval);
+            }
+        });
+        if recorded.is_err() {
+            dropped_resize(old, new);
+            if let Some(entry) = taken {
+                live::insert(new_ptr, Entry { size: new, ..entry });
+            }
+        }
+    }
+
+    /// The entry of a block resized from `old` to `new` bytes in scope `current`: the block keeps its origin
+    /// (owner, stack, birth); an owner gains the growth it caused, or loses the owned bytes a shrink gave back.
+    #[cold]
+    fn resized(
+        &self,
+        taken: Option<Entry>,
+        current: Option<ScopeId>,
+        old: usize,
+        new: usize,
+        sampled_interval: Option<usize>,
+    ) -> Option<Entry> {
+        let mut entry = taken;
+        if new > old {
+            let growth = new - old;
+            let owner = entry.and_then(|e| e.scope);
+            let mut capture = owner.and_then(|owner| scope::own(owner, growth, false));
+            if capture.is_some() {
+                entry.as_mut()?.owned += growth;
+            } else if let Some(current) = current {
+                capture = scope::own(current, growth, false);
+                if capture.is_some() {
+                    // An older block (or one whose owner has closed) grown here: the growth is this scope's.
+                    let e = entry.get_or_insert(Entry::untracked(old));
+                    *e = Entry { scope: Some(current), owned: growth, owns_block: false, ..*e };
+                }
+            }
+            // The growth is an allocation event: sampled with certainty in a scope recording every stack.
+            let weight =
+                if capture == Some(true) { Some(Weight::Certain) } else { sampled_interval.map(Weight::of_interval) };
+            if let Some(weight) = weight {
+                match entry.and_then(|e| e.sample) {
+                    Some(sample) => stacks::record_growth(sample.stack, growth, weight.probability(growth)),
+                    None => {
+                        let sample = self.sample(growth, weight, 0.0, sampled_interval.is_some());
+                        entry.get_or_insert(Entry::untracked(old)).sample = sample;
+                    }
+                }
+            }
+        } else if let Some(e) = entry.as_mut()
+            && let Some(owner) = e.scope
+        {
+            let given_back = e.owned.min(old - new);
+            scope::disown(owner, given_back, false);
+            e.owned -= given_back;
+        }
+        let mut entry = entry?;
+        entry.size = new;
+        (entry.scope.is_some() || entry.sample.is_some()).then_some(entry)
+    }
+}
+
+/// An allocation the profiler made for itself (its thread is busy): remembered, so that its free is not counted.
+#[cold]
+fn own_alloc(ptr: usize, size: usize) {
+    live::insert(ptr, Entry::internal(size));
+}
+
+/// Counts an allocation made while the thread's local storage is gone.
+#[cold]
+fn dropped_alloc(size: usize) {
+    counters::on_alloc(None, size);
+    counters::on_dropped();
+}
+
+/// Counts a free made while the thread's local storage is gone.
+#[cold]
+fn dropped_free(size: usize) {
+    counters::on_free(None, size);
+    counters::on_dropped();
+}
+
+/// Counts a realloc made while the thread's local storage is gone.
+#[cold]
+fn dropped_resize(old: usize, new: usize) {
+    counters::on_resize(None, old, new);
+    counters::on_dropped();
+}
+
+/// Counts a free of `size` bytes for the process and the calling thread's scope.
+#[inline(always)]
+fn count_free(size: usize) {
+    if !fast_path(|_| true, |thread| counters::on_free_plain(thread, size)) {
+        count_free_full(size);
+    }
+}
+
+/// Counts a free on a [`plain`](ThreadState::plain) thread (no process-attributed scope may be open: the caller
+/// found the gate closed); false when the thread is not plain.
+#[inline(always)]
+fn count_plain_free(size: usize) -> bool {
+    let counted = THREAD.try_with(|thread| {
+        let plain = thread.plain();
+        if plain {
+            counters::on_free_plain(thread, size);
+        }
+        plain
+    });
+    counted == Ok(true)
+}
+
+/// The allocator's fast path: when the calling thread is [`plain`](ThreadState::plain) (not busy, in no scope,
+/// writing its own counters), no process-attributed scope is open, and `passes` agrees, `count`s the event and
+/// returns true. Otherwise changes nothing and returns false: the event goes the full way.
+#[inline(always)]
+fn fast_path(passes: impl FnOnce(&ThreadState) -> bool, count: impl FnOnce(&ThreadState)) -> bool {
+    let counted = THREAD.try_with(|thread| {
+        let fast = thread.plain() && !scope::process_scope_open() && passes(thread);
+        if fast {
+            count(thread);
+        }
+        fast
+    });
+    counted == Ok(true)
+}
+
+/// [`count_free`] past the fast path.
+#[cold]
+#[inline(never)]
+fn count_free_full(size: usize) {
+    let recorded = THREAD.try_with(|thread| {
+        counters::on_free(Some(thread), size);
+        if let Some(scope) = scope::attributed(thread) {
+            scope::on_free(scope, size);
+        }
+    });
+    if recorded.is_err() {
+        dropped_free(size);
+    }
+}
+
+/// A free of a block that may be tracked: the live table's filter lets it through, or a nursery is held.
+#[cold]
+#[inline(never)]
+fn on_free_filtered(ptr: usize, size: usize) {
+    match live::remove_anywhere(ptr) {
+        None => count_free(size),
+        Some(entry) => on_free_tracked(&entry, size),
+    }
+}
+
+/// A free of a block the live table tracked: counted (unless the profiler allocated it), then settled.
+fn on_free_tracked(entry: &Entry, size: usize) {
+    if entry.internal {
+        return;
+    }
+    let counted = THREAD.try_with(|thread| {
+        counters::on_free(Some(thread), size);
+        match scope::attributed(thread) {
+            None => release(entry),
+            // Freed by the scope that owns it: one update of the scope for both.
+            Some(current) if current == entry.scope => {
+                scope::free_owned(thread, current, size, entry.owned, entry.owns_block);
+                release_sample(entry);
+            }
+            Some(current) => {
+                scope::on_free(current, size);
+                release(entry);
+            }
+        }
+    });
+    if counted.is_err() {
+        dropped_free(size);
+        release(entry);
+    }
+}
+
+/// Settles what a freed block's entry recorded: its owner's figures and its stack's lifetime histogram.
+fn release(entry: &Entry) {
+    if let Some(owner) = entry.scope {
+        scope::disown(owner, entry.owned, entry.owns_block);
+    }
+    release_sample(entry);
+}
+
+/// Adds a freed sampled block's lifetime to its stack's histogram, when it was measured.
+fn release_sample(entry: &Entry) {
+    let Some(Sample { stack, weight, born: Some(born) }) = entry.sample else { return };
+    // A block sampled with certainty by a scope recording every stack was timed because the sampler picked it:
+    // it stands for as many lifetimes as the sampler's other picks.
+    let interval = match weight {
+        Weight::Certain => sampler::interval_in_force(),
+        Weight::Sampled(interval) => interval.get(),
+    };
+    let objects = 1.0 / sampler::inclusion_probability(entry.size, interval);
+    stacks::record_free(stack, objects, born.elapsed());
+}
+
+// SAFETY: every method forwards to the provider `A` with the caller's pointer and layout unchanged and returns the
+// provider's result (or null, which `GlobalAlloc` permits, for a refused giant allocation). The bookkeeping around
+// the calls never allocates through the global allocator while holding a lock, never unwinds, and never touches the
+// memory of the block.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for YingProfiler<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > self.giant_alloc_limit {
+            return self.refuse_giant(layout.size());
+        }
+        // SAFETY: the caller upholds `alloc`'s contract for `layout`, which is passed on unchanged.
+        let ptr = unsafe { self.inner.alloc(layout) };
+        if !ptr.is_null() {
+            self.on_alloc(ptr, layout.size());
+        }
+        ptr
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > self.giant_alloc_limit {
+            return self.refuse_giant(layout.size());
+        }
+        // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`, which is passed on unchanged.
+        let ptr = unsafe { self.inner.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            self.on_alloc(ptr, layout.size());
+        }
+        ptr
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // The entry goes before the memory does: once the provider has the block back it may hand the same
+        // address to another thread, whose entry must not be the one removed.
+        self.on_free(ptr, layout.size());
+        // SAFETY: the caller guarantees `ptr` was allocated by this allocator (hence by `inner`) with `layout`.
+        unsafe { self.inner.dealloc(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > self.giant_alloc_limit {
+            return self.refuse_giant(new_size);
+        }
+        // Taken out before the provider may free the old address (see `dealloc`), put back if the realloc fails.
+        let taken = live::remove(ptr as usize);
+        // SAFETY: the caller upholds `realloc`'s contract for `ptr`, `layout` and `new_size`, passed on unchanged.
+        let new_ptr = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if new_ptr.is_null() {
+            if let Some(entry) = taken {
+                live::insert(ptr as usize, entry);
+            }
+            return new_ptr;
+        }
+        self.on_realloc(taken, new_ptr, layout.size(), new_size);
+        new_ptr
+    }
+}

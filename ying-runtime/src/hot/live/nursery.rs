@@ -1,0 +1,397 @@
+//! Nurseries: the entries of the blocks a thread allocates in a scope it opened, kept without a lock.
+//!
+//! In a leak test nearly every allocation is made on the test's thread and freed there soon after, and every one
+//! needs an entry (its owner and its stack). A live-table shard costs a lock and a hash-map update at both ends.
+//! So while a thread has a scope open (it is the scope's home thread, see `scope`), the entries of the blocks it
+//! allocates for that scope go into its nursery: 8192 slots in buckets of 4, a bucket one cache line, a slot the
+//! block's address and stack packed in one word beside its size (128 KiB in all), taken from a pool of [`POOL`] for
+//! as long as the thread has a scope open. A nursery serves one scope at a time (the thread's innermost); a full
+//! bucket, a block that does not pack, or an empty pool sends the entry to the live table as before.
+//!
+//! Only the home thread inserts. An entry leaves with the free (or realloc) of its block, and only the thread
+//! that frees a block does anything with its address:
+//!
+//! - insert (home thread): a slot whose word is 0 gets the size, then the word (release);
+//! - removal by the home thread: the word is found, the size read, the word cleared;
+//! - removal by another thread: the word is found (acquire), the size read, and the word cleared by
+//!   compare-exchange, which fails only when the home thread moved the entry to the live table meanwhile.
+//!
+//! Frees find no filter bit for a nursery's blocks, so every free reads [`frees_gated`] first (one word: the pool's
+//! bitmap, which changes when a thread opens its first scope or closes its last, and whether a process-attributed
+//! scope is open, which the free's fast path would otherwise read next) and, while a nursery is held, looks in the
+//! held nurseries before the live table.
+//!
+//! When the home thread closes a scope (or starts allocating for another), it moves its entries to the live table
+//! ([`on_scope_close`]) through the function its caller passes (the nursery knows nothing of the table): each is
+//! inserted under its shard's lock, and its word cleared ([`MovingSlot::clear`], release) before the lock is
+//! released. A thread that finds the word cleared then finds the entry, and the filter bit, in the live table; a
+//! thread that cleared the word first has freed the block, and the copy is taken back out. A nursery goes back to
+//! the pool, empty, when its thread closes its last scope.
+//!
+//! Readers of every entry ([`for_each`]) run on any thread: they read a size between two reads of its slot's word
+//! and keep it only if the word did not change (a sequence lock on the word). Everything is atomic, so a concurrent
+//! update is never a data race; an entry that moves to the live table while a reader runs may be read twice.
+
+use super::entry::{Entry, Sample};
+use crate::base::ids::{AtomicScopeId, ScopeId, StackId};
+use crate::base::raw::RawSystem;
+use crate::base::thread::{THREAD, ThreadState};
+use crate::hot::sampler::Weight;
+use allocator_api2::alloc::Allocator;
+use core::alloc::Layout;
+use core::sync::atomic::{AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Ordering, fence};
+
+/// Buckets per nursery (a power of two).
+const BUCKET_BITS: u32 = 11;
+const BUCKETS: usize = 1 << BUCKET_BITS;
+/// Slots per bucket: a bucket is one 64-byte line.
+const WAYS: usize = 4;
+/// Nurseries in the pool: one bit each in [`HELD`].
+const POOL: usize = 63;
+/// The bit of [`HELD`] set while a process-attributed scope is open.
+const PROCESS_SCOPE: u64 = 1 << POOL;
+/// Insertions whose buckets a nursery remembers, to empty it bucket by bucket.
+const TOUCHED: usize = 32;
+/// Bits of a slot's word that hold its block's stack index plus one (0: no stack); the rest hold the block's
+/// address divided by 8.
+const STACK_BITS: u32 = 19;
+
+/// One block: its address and stack in one word (0 for a free slot), and its size.
+struct Slot {
+    word: AtomicU64,
+    size: AtomicUsize,
+}
+
+/// The slots of one bucket, in one cache line.
+#[repr(align(64))]
+struct Bucket([Slot; WAYS]);
+
+/// The word of a block at `ptr` with `stack`; `None` when they do not fit (an address not a multiple of 8 or not
+/// below 2^48, a stack index from 2^19 - 1 on): the live table takes such a block.
+#[inline]
+fn word(ptr: usize, stack: Option<StackId>) -> Option<u64> {
+    let stack = stack.map_or(Some(0), |stack| stack.get().checked_add(1).filter(|&stack| stack < 1 << STACK_BITS))?;
+    let fits = ptr.is_multiple_of(8) && (ptr as u64) < 1 << (64 - STACK_BITS + 3);
+    fits.then_some((ptr as u64 >> 3) << STACK_BITS | u64::from(stack))
+}
+
+/// One thread's table of the entries of blocks it allocated in one of its scopes. All zeros is an empty nursery.
+struct Nursery {
+    buckets: [Bucket; BUCKETS],
+    /// The scope every entry belongs to: a nursery is emptied into the live table when its thread allocates for
+    /// another scope, and when a scope of its thread closes (written by the home thread only).
+    scope: AtomicScopeId,
+    /// Entries inserted since the nursery was last emptied (written by the home thread only). Removals do not count
+    /// down, so 0 means certainly empty.
+    inserted: AtomicUsize,
+    /// The buckets of the first [`TOUCHED`] of those entries: a scope that allocated little is emptied without
+    /// reading every bucket (`measure` in a loop closes a scope per turn).
+    touched: [AtomicU16; TOUCHED],
+}
+
+impl Nursery {
+    /// The entry of the block in `slot`, whose word was `word` and size `size`.
+    fn entry(&self, word: u64, size: usize) -> Entry {
+        let stack = (word & ((1 << STACK_BITS) - 1)) as u32;
+        Entry {
+            scope: self.scope.load(Ordering::Relaxed),
+            owned: size,
+            sample: stack.checked_sub(1).map(|stack| Sample {
+                stack: StackId::new(stack),
+                weight: Weight::Certain,
+                born: None,
+            }),
+            owns_block: true,
+            ..Entry::untracked(size)
+        }
+    }
+}
+
+/// The pool: nursery `i` exists once a thread first held bit `i` of [`HELD`], and is never given back to the
+/// system, so a reader may use it at any time.
+static NURSERIES: [AtomicPtr<Nursery>; POOL] = [const { AtomicPtr::new(core::ptr::null_mut()) }; POOL];
+/// Bit `i` below [`POOL`]: nursery `i` is held by a thread (which may hold entries in it). [`PROCESS_SCOPE`]: a
+/// process-attributed scope is open.
+static HELD: AtomicU64 = AtomicU64::new(0);
+
+/// The bucket of `ptr` (a different mix than the live table's, whose shards take the high bits of another product).
+#[inline]
+fn bucket(ptr: usize) -> usize {
+    ((ptr as u64 ^ (ptr as u64 >> 29)).wrapping_mul(0xd6e8_feb8_6659_fd93) >> (64 - BUCKET_BITS)) as usize
+}
+
+/// The address of the block a slot's `word` names.
+#[inline]
+fn address(word: u64) -> usize {
+    ((word >> STACK_BITS) << 3) as usize
+}
+
+/// The held nurseries' bits. Acquire: a thread that sees a nursery given back also sees the live-table entries
+/// and filter bits its entries moved to.
+#[inline(always)]
+fn held() -> u64 {
+    HELD.load(Ordering::Acquire) & !PROCESS_SCOPE
+}
+
+/// Whether some thread holds a nursery: a removal must then look there too.
+#[inline(always)]
+pub(crate) fn any_held() -> bool {
+    held() != 0
+}
+
+/// Whether a free must take the long way: a nursery is held, or a process-attributed scope is open. Read before
+/// the live table's filter (see [`held`]).
+#[inline(always)]
+pub(crate) fn frees_gated() -> bool {
+    HELD.load(Ordering::Acquire) != 0
+}
+
+/// Marks a process-attributed scope open or closed, for [`frees_gated`].
+pub(crate) fn set_process_scope_open(open: bool) {
+    if open {
+        HELD.fetch_or(PROCESS_SCOPE, Ordering::SeqCst);
+    } else {
+        HELD.fetch_and(!PROCESS_SCOPE, Ordering::SeqCst);
+    }
+}
+
+/// The held nurseries that have been created.
+fn held_nurseries() -> impl Iterator<Item = &'static Nursery> {
+    let mut held = held();
+    core::iter::from_fn(move || {
+        while held != 0 {
+            let index = held.trailing_zeros() as usize;
+            held &= held - 1;
+            if let Some(nursery) = get(index) {
+                return Some(nursery);
+            }
+        }
+        None
+    })
+}
+
+/// Nursery `index`, if it has been created.
+fn get(index: usize) -> Option<&'static Nursery> {
+    let nursery = NURSERIES[index].load(Ordering::Acquire);
+    // SAFETY: a non-null pointer in `NURSERIES` is a zero-initialised `Nursery` mapping that is never freed, and
+    // is only ever used through shared references (all its fields are atomics).
+    (!nursery.is_null()).then(|| unsafe { &*nursery })
+}
+
+/// Records the entry of `ptr`, a block of `size` bytes the calling thread allocated in its home scope `scope`
+/// (which records `stack` for it, if any, and nothing else: no lifetime, no process sample), in the thread's nursery.
+/// Returns false when no nursery is free, the block's bucket is full or the block does not fit a slot: the live
+/// table must take the entry. A nursery that held the entries of another scope is emptied through `moved` first
+/// (see [`on_scope_close`]).
+#[inline]
+pub(crate) fn insert(
+    thread: &ThreadState,
+    ptr: usize,
+    size: usize,
+    scope: ScopeId,
+    stack: Option<StackId>,
+    moved: MoveOut,
+) -> bool {
+    let Some(word) = word(ptr, stack) else { return false };
+    let Some(nursery) = own(thread) else { return false };
+    if scope != nursery.scope.load(Ordering::Relaxed) {
+        // The thread allocates for another of its scopes now (one it opened inside the last): one scope at a time.
+        nursery.empty_into(moved);
+        nursery.scope.store(Some(scope), Ordering::Relaxed);
+    }
+    let bucket = bucket(ptr);
+    let slots = &nursery.buckets[bucket].0;
+    let Some(slot) = slots.iter().find(|slot| slot.word.load(Ordering::Acquire) == 0) else { return false };
+    // The slot's last reader, if another thread, cleared the word after reading the size (release): this write
+    // comes after its read. The fence orders it after the word was last cleared, for `for_each`.
+    fence(Ordering::Release);
+    slot.size.store(size, Ordering::Relaxed);
+    slot.word.store(word, Ordering::Release);
+    let inserted = nursery.inserted.load(Ordering::Relaxed);
+    if let Some(touched) = nursery.touched.get(inserted) {
+        touched.store(bucket as u16, Ordering::Relaxed);
+    }
+    nursery.inserted.store(inserted + 1, Ordering::Relaxed);
+    true
+}
+
+/// The calling thread's nursery, taken from the pool if it has none yet.
+#[inline]
+fn own(thread: &ThreadState) -> Option<&'static Nursery> {
+    match of_thread(thread.nursery()) {
+        None => claim(thread),
+        own => own,
+    }
+}
+
+/// The calling thread's nursery, if it holds one.
+#[inline]
+fn of_calling_thread() -> Option<&'static Nursery> {
+    of_thread(THREAD.try_with(ThreadState::nursery).unwrap_or(core::ptr::null()))
+}
+
+/// The nursery a thread's `nursery` field points to.
+#[inline]
+fn of_thread(nursery: *const u8) -> Option<&'static Nursery> {
+    // SAFETY: a thread's `nursery` is null or was set by `claim` to a nursery of the pool, never freed and only
+    // used through shared references (all its fields are atomics).
+    unsafe { nursery.cast::<Nursery>().as_ref() }
+}
+
+/// Takes a nursery from the pool for the calling thread (creating it on first use); `None` when all are held.
+#[cold]
+fn claim(thread: &ThreadState) -> Option<&'static Nursery> {
+    let mut held = HELD.load(Ordering::Relaxed);
+    let index = loop {
+        let index = (!(held | PROCESS_SCOPE)).trailing_zeros() as usize;
+        if index >= POOL {
+            return None;
+        }
+        match HELD.compare_exchange_weak(held, held | 1 << index, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => break index,
+            Err(now) => held = now,
+        }
+    };
+    if NURSERIES[index].load(Ordering::Acquire).is_null() {
+        // Only the holder of bit `index` creates nursery `index`; readers skip it until then (it holds nothing).
+        match RawSystem.allocate_zeroed(Layout::new::<Nursery>()) {
+            Ok(memory) => NURSERIES[index].store(memory.cast::<Nursery>().as_ptr(), Ordering::Release),
+            Err(_) => {
+                HELD.fetch_and(!(1 << index), Ordering::Release);
+                return None;
+            }
+        }
+    }
+    let nursery = get(index)?;
+    thread.set_nursery(core::ptr::from_ref(nursery).cast());
+    Some(nursery)
+}
+
+/// Removes and returns the entry of `ptr` from whichever nursery holds it; `None` when none does (the live table
+/// may). Called by the thread that frees or reallocates the block, the only one that may remove its entry.
+#[inline]
+pub(crate) fn take(ptr: usize) -> Option<Entry> {
+    let own = of_calling_thread();
+    if let Some(entry) = own.and_then(|own| own.take_own(ptr)) {
+        return Some(entry);
+    }
+    take_other(ptr, own)
+}
+
+/// [`take`] from the nurseries of other threads than the caller's (`own`).
+#[cold]
+fn take_other(ptr: usize, own: Option<&Nursery>) -> Option<Entry> {
+    held_nurseries()
+        .filter(|nursery| !own.is_some_and(|own| core::ptr::eq(own, *nursery)))
+        .find_map(|nursery| nursery.take_other(ptr))
+}
+
+impl Nursery {
+    /// The slot of `ptr` in its bucket, if the nursery holds it, and the slot's word.
+    #[inline]
+    fn find(&self, ptr: usize) -> Option<(&Slot, u64)> {
+        self.buckets[bucket(ptr)].0.iter().find_map(|slot| {
+            let word = slot.word.load(Ordering::Acquire);
+            (word != 0 && address(word) == ptr).then_some((slot, word))
+        })
+    }
+
+    /// Removal by the home thread: no other thread inserts, or removes this block.
+    #[inline]
+    fn take_own(&self, ptr: usize) -> Option<Entry> {
+        let (slot, word) = self.find(ptr)?;
+        let entry = self.entry(word, slot.size.load(Ordering::Relaxed));
+        slot.word.store(0, Ordering::Release);
+        Some(entry)
+    }
+
+    /// Removal by another thread: the word is cleared only if the home thread has not moved the entry meanwhile.
+    fn take_other(&self, ptr: usize) -> Option<Entry> {
+        let (slot, word) = self.find(ptr)?;
+        let entry = self.entry(word, slot.size.load(Ordering::Relaxed));
+        // Release: the home thread writes this slot again only after seeing the word cleared. Acquire on failure:
+        // the entry moved, and the live table's filter bit is visible to the caller's next read.
+        slot.word.compare_exchange(word, 0, Ordering::AcqRel, Ordering::Acquire).is_ok().then_some(entry)
+    }
+
+    /// Hands every entry to `moved` (on the home thread): from the buckets of the entries inserted since it was
+    /// last emptied when it remembers them all, else from every bucket.
+    fn empty_into(&self, moved: MoveOut) {
+        let inserted = self.inserted.load(Ordering::Relaxed);
+        match self.touched.get(..inserted) {
+            Some(touched) => {
+                for bucket in touched {
+                    self.empty_bucket(&self.buckets[usize::from(bucket.load(Ordering::Relaxed))], moved);
+                }
+            }
+            None => self.buckets.iter().for_each(|bucket| self.empty_bucket(bucket, moved)),
+        }
+        self.inserted.store(0, Ordering::Relaxed);
+    }
+
+    /// Hands the entries of one bucket to `moved`.
+    fn empty_bucket(&self, bucket: &Bucket, moved: MoveOut) {
+        for slot in &bucket.0 {
+            let word = slot.word.load(Ordering::Acquire);
+            if word != 0 {
+                let entry = self.entry(word, slot.size.load(Ordering::Relaxed));
+                moved(address(word), entry, MovingSlot { slot, word });
+            }
+        }
+    }
+}
+
+/// Where a nursery's entries go when it is emptied: called with each block's address, its entry, and its slot,
+/// to [clear](MovingSlot::clear) once the entry is there.
+pub(crate) type MoveOut = fn(usize, Entry, MovingSlot<'_>);
+
+/// The slot of an entry moving out of its nursery, as the nursery hands it over with the entry.
+pub(crate) struct MovingSlot<'a> {
+    slot: &'a Slot,
+    word: u64,
+}
+
+impl MovingSlot<'_> {
+    /// Clears the slot once the entry is where it moves to (with the filter bit that finds it there); false when
+    /// the thread that freed the block cleared it first: the copy must be taken back out.
+    pub(crate) fn clear(self) -> bool {
+        self.slot.word.compare_exchange(self.word, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+}
+
+/// At the close of one of the calling thread's scopes (on that thread): its nursery's entries are handed to
+/// `moved`, which must keep them recognisable after the scope (in the live table) and [clear](MovingSlot::clear)
+/// their slots; with `last` (no scope of the thread is open any more), the nursery goes back to the pool.
+pub(crate) fn on_scope_close(last: bool, moved: MoveOut) {
+    let Some(nursery) = of_calling_thread() else { return };
+    nursery.empty_into(moved);
+    if last {
+        let _ = THREAD.try_with(|thread| thread.set_nursery(core::ptr::null()));
+        let index = (0..POOL).find(|&index| get(index).is_some_and(|held| core::ptr::eq(held, nursery)));
+        if let Some(index) = index {
+            // Release: a thread that sees the bit cleared also sees the entries in the live table.
+            HELD.fetch_and(!(1 << index), Ordering::Release);
+        }
+    }
+}
+
+/// Calls `f` with the address and entry of every block the held nurseries keep (see the module's notes on
+/// concurrent readers).
+pub(crate) fn for_each(mut f: impl FnMut(usize, Entry)) {
+    for nursery in held_nurseries() {
+        for slot in nursery.buckets.iter().flat_map(|bucket| &bucket.0) {
+            let word = slot.word.load(Ordering::Acquire);
+            if word == 0 {
+                continue;
+            }
+            let size = slot.size.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if slot.word.load(Ordering::Relaxed) == word {
+                f(address(word), nursery.entry(word, size));
+            }
+        }
+    }
+}
+
+const _: () = assert!(POOL < u64::BITS as usize, "a nursery is one bit of `HELD`, below `PROCESS_SCOPE`");
+const _: () = assert!(BUCKETS <= 1 << u16::BITS, "`touched` keeps bucket numbers in 16 bits");

@@ -1,0 +1,164 @@
+//! The live table: the entries of the blocks the profiler must recognise when they are freed or reallocated, shared
+//! by every thread.
+//!
+//! A block has an entry when it was sampled, when a scope owns (part of) it, or when the profiler allocated it for
+//! itself. Most blocks have none, so every free first reads one bit of a filter, which answers "certainly absent"
+//! for them: the filter is 4 KiB, small enough to stay in the first-level cache of a thread that frees often. Only
+//! possible members lock a shard and probe. The shards are spin-locked hash maps whose memory comes from the system
+//! allocator directly ([`RawSystem`]).
+//!
+//! A filter slot belongs to one shard (its high bits are the shard's number), so the slot's count of entries, and
+//! its bit, which is set while the count is not zero, only change under that shard's lock.
+//!
+//! The entries a thread keeps in its nursery while it has a scope open move here when the scope closes
+//! ([`insert_moved`]); `entries` looks in the nurseries before it looks here.
+
+use super::entry::Entry;
+use crate::base::raw::RawSystem;
+use crate::base::sync::SpinLock;
+use core::hash::{BuildHasherDefault, Hasher};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+const SHARD_BITS: u32 = 6;
+const SHARDS: usize = 1 << SHARD_BITS;
+/// 32 Ki filter slots: a 4 KiB bitset, sparse enough for the thousands of sampled blocks a heap of a few GiB holds
+/// at the default interval (and for the blocks a leak-test scope owns).
+const FILTER_BITS: u32 = 15;
+const SLOTS: usize = 1 << FILTER_BITS;
+
+/// Hashes pointers for the shard maps (a different mix than [`spread`], so keys in one shard stay well spread).
+#[derive(Default)]
+struct PtrHasher(u64);
+
+impl Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        let z = (value as u64 ^ 0x2545_f491_4f6c_dd1d).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = z ^ (z >> 29);
+    }
+}
+
+type Map = hashbrown::HashMap<usize, Entry, BuildHasherDefault<PtrHasher>, RawSystem>;
+
+static SHARD_MAPS: [SpinLock<Option<Map>>; SHARDS] = [const { SpinLock::new(None) }; SHARDS];
+/// The filter's bits: set while some entry's pointer falls in the slot. Read without locking on every free.
+static FILTER: [AtomicU64; SLOTS / 64] = [const { AtomicU64::new(0) }; SLOTS / 64];
+/// How many entries fall in each slot; changed only under the lock of the slot's shard.
+static COUNTS: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];
+
+/// Spreads a pointer into (shard, filter slot); the slot's high bits are the shard.
+#[inline]
+fn spread(ptr: usize) -> (usize, usize) {
+    let z = (ptr as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let slot = (z >> (64 - FILTER_BITS)) as usize;
+    (slot >> (FILTER_BITS - SHARD_BITS), slot)
+}
+
+/// Whether the filter says `slot` may hold an entry.
+#[inline]
+fn slot_may_hold(slot: usize) -> bool {
+    FILTER[slot / 64].load(Ordering::Relaxed) & (1 << (slot % 64)) != 0
+}
+
+/// Whether `ptr` may have an entry; `false` is certain. One bit read, for the free path.
+#[inline(always)]
+pub(crate) fn may_hold(ptr: usize) -> bool {
+    slot_may_hold(spread(ptr).1)
+}
+
+/// Records `entry` for `ptr`, replacing any stale entry for the same address.
+pub(crate) fn insert(ptr: usize, entry: Entry) {
+    let (shard, slot) = spread(ptr);
+    let mut map = SHARD_MAPS[shard].lock();
+    let map = map.get_or_insert_with(|| Map::with_hasher_in(BuildHasherDefault::default(), RawSystem));
+    if map.insert(ptr, entry).is_none() && bump(slot, 1) == 0 {
+        // Set while the shard is locked, before the pointer is handed to anyone: a free of `ptr` can only come
+        // after the allocation returned, so it always sees the bit.
+        set_bit(slot, true);
+    }
+}
+
+/// Records `entry` for `ptr` as it moves out of a nursery: inserted under the shard's lock, then `clear_word`
+/// clears the nursery's slot before the lock is released. When it fails, the thread that cleared the slot first has
+/// freed the block, and the entry is taken back out.
+pub(crate) fn insert_moved(ptr: usize, entry: Entry, clear_word: impl FnOnce() -> bool) {
+    let (shard, slot) = spread(ptr);
+    let mut map = SHARD_MAPS[shard].lock();
+    let map = map.get_or_insert_with(|| Map::with_hasher_in(BuildHasherDefault::default(), RawSystem));
+    let stale = map.insert(ptr, entry);
+    if stale.is_none() && bump(slot, 1) == 0 {
+        set_bit(slot, true);
+    }
+    if !clear_word() {
+        match stale {
+            Some(stale) => {
+                map.insert(ptr, stale);
+            }
+            None => {
+                map.remove(&ptr);
+                if bump(slot, -1) == 1 {
+                    set_bit(slot, false);
+                }
+            }
+        }
+    }
+}
+
+/// Removes and returns the entry for `ptr`, if the live table has one.
+#[inline]
+pub(crate) fn remove(ptr: usize) -> Option<Entry> {
+    let (shard, slot) = spread(ptr);
+    if !slot_may_hold(slot) {
+        return None;
+    }
+    remove_locked(ptr, shard, slot)
+}
+
+/// [`remove`] past the filter: locks the shard and probes.
+#[cold]
+fn remove_locked(ptr: usize, shard: usize, slot: usize) -> Option<Entry> {
+    let mut map = SHARD_MAPS[shard].lock();
+    let entry = map.as_mut()?.remove(&ptr)?;
+    if bump(slot, -1) == 1 {
+        set_bit(slot, false);
+    }
+    Some(entry)
+}
+
+/// Adds `by` to the count of `slot`; returns the count before. Only under the lock of the slot's shard, the
+/// count's only writer then: a plain read and write, no locked instruction.
+fn bump(slot: usize, by: i32) -> u32 {
+    let count = COUNTS[slot].load(Ordering::Relaxed);
+    COUNTS[slot].store(count.wrapping_add_signed(by), Ordering::Relaxed);
+    count
+}
+
+/// Sets or clears the filter bit of `slot`. Only under the lock of the slot's shard: the 64 slots of a filter word
+/// belong to one shard (a shard has `SLOTS / SHARDS` consecutive slots, a multiple of 64), so the word's only
+/// writer is the holder of that lock.
+fn set_bit(slot: usize, on: bool) {
+    let word = &FILTER[slot / 64];
+    let bits = word.load(Ordering::Relaxed);
+    let bit = 1 << (slot % 64);
+    word.store(if on { bits | bit } else { bits & !bit }, Ordering::Relaxed);
+}
+
+const _: () = assert!((SLOTS / SHARDS).is_multiple_of(64), "a filter word must belong to one shard");
+
+/// Calls `f` with every entry of the live table, shard by shard, each under its shard's lock: `f` must not
+/// allocate through the global allocator (raw-system memory is fine).
+pub(crate) fn for_each(mut f: impl FnMut(&Entry)) {
+    for shard in &SHARD_MAPS {
+        let map = shard.lock();
+        map.iter().flat_map(|map| map.values()).for_each(&mut f);
+    }
+}

@@ -1,0 +1,246 @@
+//! Stack capture on the hot path and the stack table that aggregates samples per stack.
+//!
+//! A sampled allocation captures its stack as raw instruction pointers only (no symbol lookup, no allocation) and
+//! interns it in the stack table, which also accumulates the per-stack allocation estimates and the lifetime
+//! histogram of freed samples. Symbols are resolved later, outside the allocator, by [`crate::read::symbolize`].
+
+use crate::base::ids::StackId;
+use crate::base::raw::{RawSystem, RawVec};
+use crate::base::sync::SpinLock;
+use crate::base::thread::THREAD;
+use crate::hot::histogram::LifetimeHistogram;
+use crate::hot::unwind::Cached;
+use core::mem::MaybeUninit;
+use std::time::Duration;
+
+/// Deepest stack kept, counted from the allocation site; deeper (outer) frames are cut.
+pub(crate) const MAX_FRAMES: usize = 64;
+
+/// Most `tracing` spans recorded with a stack (`profile-spans`).
+#[cfg(feature = "profile-spans")]
+const MAX_SPANS: usize = crate::base::span_stack::MAX_SPANS;
+#[cfg(not(feature = "profile-spans"))]
+const MAX_SPANS: usize = 0;
+
+/// A captured stack: instruction pointers, innermost first, and (with `profile-spans`) the `tracing` spans the
+/// thread was in, innermost first.
+#[derive(Clone, Copy)]
+pub(crate) struct Ips {
+    len: usize,
+    /// The first `len` are written; the rest is never read (left unwritten: zeroing 512 bytes per capture showed in
+    /// profiles).
+    ips: [MaybeUninit<usize>; MAX_FRAMES],
+    spans_len: usize,
+    spans: [usize; MAX_SPANS],
+}
+
+impl Ips {
+    /// An empty stack, with the spans the thread is in when `profile-spans` records them.
+    fn new() -> Self {
+        #[cfg_attr(not(feature = "profile-spans"), expect(unused_mut, reason = "spans are written with the feature"))]
+        let mut stack = Self { len: 0, ips: [MaybeUninit::uninit(); MAX_FRAMES], spans_len: 0, spans: [0; MAX_SPANS] };
+        #[cfg(feature = "profile-spans")]
+        {
+            stack.spans_len = crate::base::span_stack::current(&mut stack.spans);
+        }
+        stack
+    }
+
+    pub(crate) fn as_slice(&self) -> &[usize] {
+        // SAFETY: the first `len` addresses are initialised (every writer writes `ips[..len]` before setting `len`),
+        // and `MaybeUninit<usize>` has the layout of `usize`.
+        unsafe { core::slice::from_raw_parts(self.ips.as_ptr().cast::<usize>(), self.len) }
+    }
+
+    /// The spans the thread was in (see `base::span_stack`), innermost first; empty without `profile-spans`.
+    pub(crate) fn spans(&self) -> &[usize] {
+        &self.spans[..self.spans_len]
+    }
+
+    /// A multiply-rotate hash of the addresses (the stack table's key; no need to resist chosen input).
+    fn hash(&self) -> u64 {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let words = self.as_slice().iter().chain([&usize::MAX]).chain(self.spans());
+        let hash = words.fold(0u64, |hash, &word| (hash.rotate_left(5) ^ word as u64).wrapping_mul(K));
+        // Fold the well-mixed high bits down: the table uses both ends of the hash.
+        hash ^ (hash >> 32)
+    }
+
+    fn same(&self, other: &Ips) -> bool {
+        self.as_slice() == other.as_slice() && self.spans() == other.spans()
+    }
+}
+
+/// Captures the calling thread's stack and adds a sampled allocation event standing for `objects` allocations and
+/// `bytes` bytes to it (see [`record_alloc`]); returns the stack, or `None` when the table is full. A stack this
+/// thread met just before is recognised without walking it ([`crate::hot::unwind::capture_cached`]), by the index it
+/// was given.
+#[inline]
+pub(crate) fn record_sample(objects: f64, bytes: f64) -> Option<StackId> {
+    let mut stack = Ips::new();
+    match crate::hot::unwind::capture_cached(&mut stack.ips, capture_limit()) {
+        Cached::Hit(index) => record_again(StackId::new(index), &stack, objects, bytes),
+        Cached::Walked { len, ticket } => {
+            stack.len = len as usize;
+            let id = record_alloc(&stack, objects, bytes)?;
+            if let Some(ticket) = ticket {
+                crate::hot::unwind::remember(ticket, id.get());
+            }
+            Some(id)
+        }
+        Cached::Unsupported => {
+            let system = capture_with(false);
+            record_alloc(&system, objects, bytes)
+        }
+    }
+}
+
+/// [`record_alloc`] for the frames of stack `id`, captured again; `stack` holds only the spans the thread is in
+/// now, which may differ from the recorded stack's.
+fn record_again(id: StackId, stack: &Ips, objects: f64, bytes: f64) -> Option<StackId> {
+    let mut again = {
+        let mut table = STACKS.lock();
+        let record = &mut table.as_mut()?.records[id.index()];
+        if record.ips.spans() == stack.spans() {
+            record.allocated_objects += objects;
+            record.allocated_bytes += bytes;
+            return Some(id);
+        }
+        record.ips
+    };
+    again.spans = stack.spans;
+    again.spans_len = stack.spans_len;
+    record_alloc(&again, objects, bytes)
+}
+
+/// Where captures on this thread stop (0: at the end of the stack). Past the leak-test runner's frame lie only the
+/// test harness's: not worth unwinding on every allocation.
+fn capture_limit() -> usize {
+    THREAD.try_with(|thread| thread.capture_limit.get()).unwrap_or(0)
+}
+
+/// Captures the calling thread's stack without allocating or resolving symbols: with the caching walker
+/// ([`crate::hot::unwind`]) where it can, else with the system unwinder.
+#[inline(never)]
+pub(crate) fn capture() -> Ips {
+    capture_with(true)
+}
+
+/// [`capture`], with or without the caching walker (the system unwinder alone, for comparison).
+#[inline(never)]
+pub(crate) fn capture_with(walker: bool) -> Ips {
+    let mut stack = Ips::new();
+    let limit = capture_limit();
+    if walker && let Some(len) = crate::hot::unwind::capture(&mut stack.ips, limit) {
+        stack.len = len;
+        return stack;
+    }
+    let mut push = |frame: &backtrace::Frame| {
+        stack.ips[stack.len] = MaybeUninit::new(frame.ip() as usize);
+        stack.len += 1;
+        let past_limit = limit != 0 && frame.sp() as usize > limit;
+        stack.len < MAX_FRAMES && !past_limit
+    };
+    #[cfg(not(windows))]
+    // SAFETY: `trace_unsynchronized` is unsafe only because the unwinder may not be thread-safe on every platform;
+    // on the non-Windows targets it walks the stack with the system unwinder (`_Unwind_Backtrace`), which is safe to
+    // call concurrently, and the callback neither panics nor allocates.
+    unsafe {
+        backtrace::trace_unsynchronized(&mut push);
+    }
+    #[cfg(windows)]
+    backtrace::trace(&mut push);
+    stack
+}
+
+/// Aggregates of one stack.
+pub(crate) struct StackRecord {
+    pub(crate) ips: Ips,
+    /// Estimated allocations made from this stack (sum of `1/p`).
+    pub(crate) allocated_objects: f64,
+    /// Estimated bytes allocated from this stack (sum of `S/p`), including growth by realloc.
+    pub(crate) allocated_bytes: f64,
+    /// Lifetimes of the freed samples, weighted by the objects each stands for.
+    pub(crate) lifetimes: LifetimeHistogram,
+}
+
+struct StackTable {
+    index: hashbrown::HashTable<StackId, RawSystem>,
+    records: RawVec<StackRecord>,
+}
+
+static STACKS: SpinLock<Option<StackTable>> = SpinLock::new(None);
+
+/// Interns `ips` and adds a sampled allocation event standing for `objects` allocations and `bytes` bytes; returns
+/// the stack, or `None` when the table is full.
+fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<StackId> {
+    let hash = ips.hash();
+    let mut table = STACKS.lock();
+    let table = table.get_or_insert_with(|| StackTable {
+        index: hashbrown::HashTable::new_in(RawSystem),
+        records: RawVec::new_in(RawSystem),
+    });
+    let records = &mut table.records;
+    let id = match table.index.find(hash, |&id| records[id.index()].ips.same(ips)) {
+        Some(&id) => id,
+        None => {
+            let id = StackId::new(u32::try_from(records.len()).ok()?);
+            records.push(StackRecord {
+                ips: *ips,
+                allocated_objects: 0.0,
+                allocated_bytes: 0.0,
+                lifetimes: LifetimeHistogram::default(),
+            });
+            table.index.insert_unique(hash, id, |&id| records[id.index()].ips.hash());
+            id
+        }
+    };
+    let record = &mut records[id.index()];
+    record.allocated_objects += objects;
+    record.allocated_bytes += bytes;
+    Some(id)
+}
+
+/// Adds a sampled realloc growth of `bytes` bytes, taken with probability `p`, to stack `id`.
+pub(crate) fn record_growth(id: StackId, bytes: usize, p: f64) {
+    if let Some(table) = STACKS.lock().as_mut() {
+        table.records[id.index()].allocated_bytes += bytes as f64 / p;
+    }
+}
+
+/// Records that a sample of stack `id` standing for `objects` allocations was freed after `lifetime`.
+pub(crate) fn record_free(id: StackId, objects: f64, lifetime: Duration) {
+    if let Some(table) = STACKS.lock().as_mut() {
+        table.records[id.index()].lifetimes.add(lifetime, objects);
+    }
+}
+
+/// A copy of every stack's aggregates, taken under the lock into raw-system memory.
+pub(crate) fn snapshot() -> RawVec<(Ips, f64, f64, LifetimeHistogram)> {
+    let mut out = RawVec::new_in(RawSystem);
+    if let Some(table) = STACKS.lock().as_ref() {
+        out.extend(table.records.iter().map(|r| (r.ips, r.allocated_objects, r.allocated_bytes, r.lifetimes)));
+    }
+    out
+}
+
+/// The captured stack `id`, if the table has it.
+pub(crate) fn ips(id: StackId) -> Option<Ips> {
+    STACKS.lock().as_ref()?.records.get(id.index()).map(|record| record.ips)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_walker_and_the_system_unwinder_capture_the_same_callers() {
+        let (walked, system) = (super::capture(), super::capture_with(false));
+        let system: Vec<usize> = system.as_slice().iter().copied().filter(|&ip| ip != 0).collect();
+        // Both start inside the profiler (the system unwinder with frames of its own) and, from the first caller
+        // they share, list the same callers down to the end of the stack.
+        let walked = walked.as_slice();
+        let first = walked.iter().position(|ip| system.contains(ip)).expect("a caller in common");
+        let at = system.iter().position(|&ip| ip == walked[first]).unwrap();
+        assert_eq!(&walked[first..], &system[at..]);
+        assert!(walked.len() - first > 3, "{walked:x?}");
+    }
+}

@@ -1,0 +1,250 @@
+//! Call-frame rules: how to recover a caller's registers at an instruction address, computed once per address
+//! with `gimli` from the object's `.eh_frame_hdr` search table and kept in a fixed table for the life of the
+//! process (cleared when the loader unloads an object).
+
+use crate::base::sync::SpinLock;
+use core::ops::ControlFlow;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+use gimli::{
+    BaseAddresses, CfaRule, EhFrame, EhFrameHdr, NativeEndian, Register, RegisterRule, UnwindContext,
+    UnwindContextStorage, UnwindSection, UnwindTableRow, X86_64,
+};
+
+/// How to recover the caller's registers at one instruction address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Rule {
+    /// The CFA is `rbp + cfa_offset` (else `rsp + cfa_offset`).
+    pub(super) cfa_from_bp: bool,
+    pub(super) cfa_offset: i32,
+    /// The return address is saved at `CFA + ra_offset`; `None`: the outermost frame (no return address).
+    pub(super) ra_offset: Option<i8>,
+    /// The caller's `rbp` is saved at `CFA + bp_offset`; `None`: the callee did not change it.
+    pub(super) bp_offset: Option<i16>,
+}
+
+impl Rule {
+    const VALID: u64 = 1;
+    const FROM_BP: u64 = 2;
+    const HAS_RA: u64 = 4;
+    const HAS_BP: u64 = 8;
+
+    fn pack(self) -> u64 {
+        let mut word = Self::VALID;
+        word |= if self.cfa_from_bp { Self::FROM_BP } else { 0 };
+        if let Some(ra) = self.ra_offset {
+            word |= Self::HAS_RA | (u64::from(ra as u8) << 8);
+        }
+        if let Some(bp) = self.bp_offset {
+            word |= Self::HAS_BP | (u64::from(bp as u16) << 16);
+        }
+        word | (u64::from(self.cfa_offset as u32) << 32)
+    }
+
+    /// A cached "no call-frame information here" (the end of a stack), which is not a rule.
+    const NO_INFO: u64 = 16;
+
+    fn unpack(word: u64) -> Option<Self> {
+        (word & Self::VALID != 0 && word & Self::NO_INFO == 0).then(|| Self {
+            cfa_from_bp: word & Self::FROM_BP != 0,
+            cfa_offset: (word >> 32) as u32 as i32,
+            ra_offset: (word & Self::HAS_RA != 0).then_some((word >> 8) as u8 as i8),
+            bp_offset: (word & Self::HAS_BP != 0).then_some((word >> 16) as u16 as i16),
+        })
+    }
+}
+
+/// Why a rule could not be had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Miss {
+    /// No call-frame information covers the address: the stack ends here.
+    NoInfo,
+    /// The information needs the system unwinder.
+    Unsupported,
+}
+
+const CACHE_SLOTS: usize = 4096;
+
+/// One cached rule: the address it is for, and the packed rule.
+struct Slot {
+    address: AtomicUsize,
+    rule: AtomicU64,
+}
+
+/// Rules by address. Readers take no lock: a slot is read address, rule, address, and used only when both
+/// reads of the address agree (writers, one at a time under [`WRITER`], clear the address first).
+static CACHE: [Slot; CACHE_SLOTS] =
+    [const { Slot { address: AtomicUsize::new(0), rule: AtomicU64::new(0) } }; CACHE_SLOTS];
+/// Serialises writers of [`CACHE`], and holds the loader's unload count the cache was filled under.
+static WRITER: SpinLock<u64> = SpinLock::new(0);
+
+/// How many times [`CACHE`] was cleared: remembered walks are valid only under the count they were made at.
+pub(super) static FLUSHES: AtomicU64 = AtomicU64::new(0);
+
+fn slot_of(address: usize) -> &'static Slot {
+    let hash = (address as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    &CACHE[(hash >> (64 - CACHE_SLOTS.trailing_zeros())) as usize]
+}
+
+/// The rule at `address`: from the table, else computed and kept there.
+pub(super) fn rule_for(address: usize) -> Result<Rule, Miss> {
+    let slot = slot_of(address);
+    let seen = slot.address.load(Ordering::Acquire);
+    let word = slot.rule.load(Ordering::Relaxed);
+    fence(Ordering::Acquire);
+    if seen == address && slot.address.load(Ordering::Relaxed) == address {
+        if let Some(rule) = Rule::unpack(word) {
+            return Ok(rule);
+        }
+        if word & Rule::NO_INFO != 0 {
+            return Err(Miss::NoInfo);
+        }
+    }
+    let (found, unloads) = compute(address);
+    let word = match found {
+        Ok(rule) => rule.pack(),
+        // Where a stack ends (often in code without call-frame information, such as a thread's or the
+        // process's entry) is met on every walk that gets there: remembered too.
+        Err(Miss::NoInfo) => Rule::NO_INFO,
+        Err(Miss::Unsupported) => return found,
+    };
+    let mut filled_under = WRITER.lock();
+    if *filled_under != unloads {
+        // An object was unloaded since the cached rules were computed: they may describe code that is gone.
+        for slot in &CACHE {
+            slot.address.store(0, Ordering::Relaxed);
+        }
+        *filled_under = unloads;
+        // Every thread's remembered walks were made with the old rules.
+        FLUSHES.fetch_add(1, Ordering::Release);
+    }
+    slot.address.store(0, Ordering::Relaxed);
+    fence(Ordering::Release);
+    slot.rule.store(word, Ordering::Relaxed);
+    slot.address.store(address, Ordering::Release);
+    found
+}
+
+/// Where an object's call-frame information lies, as the loader reports it.
+#[derive(Default)]
+struct Object {
+    /// Address and size of `.eh_frame_hdr` (the `PT_GNU_EH_FRAME` segment); 0 when the object has none.
+    hdr: (usize, usize),
+    /// The object's loaded segments (start, end), to bound `.eh_frame`, whose size the header does not give.
+    loads: [(usize, usize); 16],
+    load_count: usize,
+}
+
+/// Finds the object holding `address`, without allocating; also returns the loader's unload count.
+fn object_of(address: usize) -> (Option<Object>, u64) {
+    let mut unloads = 0;
+    let found = crate::base::loaded::find_map(|object| {
+        unloads = object.unloads;
+        if !object.holds(address) {
+            return ControlFlow::Continue(());
+        }
+        let mut found = Object::default();
+        if let Some((start, end, _)) = object.segments(libc::PT_GNU_EH_FRAME).next() {
+            found.hdr = (start, end - start);
+        }
+        for (start, end, _) in object.segments(libc::PT_LOAD).take(found.loads.len()) {
+            found.loads[found.load_count] = (start, end);
+            found.load_count += 1;
+        }
+        ControlFlow::Break(found)
+    });
+    (found, unloads)
+}
+
+/// Storage of `gimli`'s evaluation context on the stack: no allocation while walking.
+struct OnStack;
+
+impl UnwindContextStorage<usize> for OnStack {
+    type Rules = [(Register, RegisterRule<usize>); 16];
+    type Stack = [UnwindTableRow<usize, Self>; 4];
+}
+
+/// Computes the rule at `address` from its object's call-frame information; also returns the loader's unload
+/// count.
+#[cold]
+#[inline(never)]
+fn compute(address: usize) -> (Result<Rule, Miss>, u64) {
+    let (object, unloads) = object_of(address);
+    (object.ok_or(Miss::NoInfo).and_then(|object| rule_in(&object, address)), unloads)
+}
+
+/// The rule at `address`, from the call-frame information of `object`, which holds it.
+fn rule_in(object: &Object, address: usize) -> Result<Rule, Miss> {
+    if object.hdr.0 == 0 {
+        return Err(Miss::Unsupported);
+    }
+    // SAFETY: the `PT_GNU_EH_FRAME` segment of a loaded object is mapped and readable, and stays so while code
+    // of that object is on this thread's stack (it is: `address` is one of its frames).
+    let hdr = unsafe { core::slice::from_raw_parts(object.hdr.0 as *const u8, object.hdr.1) };
+    let bases = BaseAddresses::default().set_eh_frame_hdr(object.hdr.0 as u64);
+    let parsed = EhFrameHdr::new(hdr, NativeEndian).parse(&bases, 8).map_err(|_| Miss::Unsupported)?;
+    let eh_frame_start = parsed.eh_frame_ptr().direct().map_err(|_| Miss::Unsupported)? as usize;
+    let table = parsed.table().ok_or(Miss::Unsupported)?;
+    let segment = object.loads[..object.load_count]
+        .iter()
+        .find(|(start, end)| (*start..*end).contains(&eh_frame_start))
+        .ok_or(Miss::Unsupported)?;
+    // SAFETY: `.eh_frame` lies in a loaded segment of the object, mapped and readable up to the segment's end
+    // while the object's code runs on this thread's stack.
+    let eh_frame_bytes =
+        unsafe { core::slice::from_raw_parts(eh_frame_start as *const u8, segment.1 - eh_frame_start) };
+    let eh_frame = EhFrame::new(eh_frame_bytes, NativeEndian);
+    let bases = bases.set_eh_frame(eh_frame_start as u64);
+    let fde = match table.fde_for_address(&eh_frame, &bases, address as u64, EhFrame::cie_from_offset) {
+        Ok(fde) => fde,
+        Err(gimli::Error::NoUnwindInfoForAddress) => return Err(Miss::NoInfo),
+        Err(_) => return Err(Miss::Unsupported),
+    };
+    if fde.is_signal_trampoline() {
+        return Err(Miss::Unsupported);
+    }
+    let mut context = UnwindContext::<usize, OnStack>::new_in();
+    let row = fde.unwind_info_for_address(&eh_frame, &bases, &mut context, address as u64).map_err(|error| {
+        if error == gimli::Error::NoUnwindInfoForAddress { Miss::NoInfo } else { Miss::Unsupported }
+    })?;
+    rule_of(row)
+}
+
+/// The simple shape of an unwind table row, if it has one.
+fn rule_of(row: &UnwindTableRow<usize, OnStack>) -> Result<Rule, Miss> {
+    let CfaRule::RegisterAndOffset { register, offset } = *row.cfa() else { return Err(Miss::Unsupported) };
+    let cfa_from_bp = match register {
+        X86_64::RSP => false,
+        X86_64::RBP => true,
+        _ => return Err(Miss::Unsupported),
+    };
+    let cfa_offset = i32::try_from(offset).map_err(|_| Miss::Unsupported)?;
+    let ra_offset = match row.register(X86_64::RA) {
+        Some(RegisterRule::Offset(offset)) => Some(i8::try_from(offset).map_err(|_| Miss::Unsupported)?),
+        None | Some(RegisterRule::Undefined) => None,
+        Some(_) => return Err(Miss::Unsupported),
+    };
+    let bp_offset = match row.register(X86_64::RBP) {
+        Some(RegisterRule::Offset(offset)) => Some(i16::try_from(offset).map_err(|_| Miss::Unsupported)?),
+        None | Some(RegisterRule::SameValue | RegisterRule::Undefined) => None,
+        Some(_) => return Err(Miss::Unsupported),
+    };
+    Ok(Rule { cfa_from_bp, cfa_offset, ra_offset, bp_offset })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rule;
+
+    #[test]
+    fn rules_survive_packing() {
+        for rule in [
+            Rule { cfa_from_bp: false, cfa_offset: 8, ra_offset: Some(-8), bp_offset: None },
+            Rule { cfa_from_bp: true, cfa_offset: 16, ra_offset: Some(-8), bp_offset: Some(-16) },
+            Rule { cfa_from_bp: false, cfa_offset: i32::MAX, ra_offset: None, bp_offset: Some(i16::MIN) },
+            Rule { cfa_from_bp: true, cfa_offset: -4, ra_offset: Some(i8::MIN), bp_offset: Some(i16::MAX) },
+        ] {
+            assert_eq!(Rule::unpack(rule.pack()), Some(rule));
+        }
+        assert_eq!(Rule::unpack(0), None);
+    }
+}

@@ -1,0 +1,159 @@
+//! The plan of a leak test: what `#[ying::leak_test]` wrote, resolved into budgets with their defaults, runs and
+//! attribution.
+
+use crate::hot::allocator::is_installed;
+use crate::products::measure::INSTALL_HINT;
+use std::sync::{Mutex, MutexGuard};
+use ying_report::report::{ATTRIBUTION_ENV, Attribution, Budgets, TestIdentity};
+
+/// Process-attributed tests count every allocation in the process: two at once would count each other's.
+static PROCESS_TESTS: Mutex<()> = Mutex::new(());
+
+/// A leak test as `#[ying::leak_test]` describes it: identity and the arguments as written.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct LeakTest {
+    pub package: &'static str,
+    /// `CARGO_BIN_NAME` of the test's binary: set in binaries and examples, `None` elsewhere.
+    pub bin_name: Option<&'static str>,
+    pub module_path: &'static str,
+    pub name: &'static str,
+    pub file: &'static str,
+    pub line: u32,
+    pub manifest_dir: &'static str,
+    /// Budgets as written; defaults are applied by the runner.
+    pub budgets: Budgets,
+    pub warmup: u32,
+    /// `None`: one measured run, no growth budget by default.
+    pub iterations: Option<u32>,
+    pub attribution: Option<Attribution>,
+    pub allow: &'static [&'static str],
+    pub should_panic: bool,
+}
+
+impl LeakTest {
+    /// A test with no argument written (`#[ying::leak_test]` alone), for code that calls the runner itself.
+    pub const fn unconfigured(
+        package: &'static str,
+        module_path: &'static str,
+        name: &'static str,
+        file: &'static str,
+        line: u32,
+        manifest_dir: &'static str,
+    ) -> Self {
+        Self {
+            package,
+            bin_name: None,
+            module_path,
+            name,
+            file,
+            line,
+            manifest_dir,
+            budgets: Budgets {
+                max_retained: None,
+                max_peak: None,
+                max_allocated: None,
+                max_allocations: None,
+                max_growth_per_iteration: None,
+            },
+            warmup: 0,
+            iterations: None,
+            attribution: None,
+            allow: &[],
+            should_panic: false,
+        }
+    }
+}
+
+/// The resolved plan of a run: budgets with defaults, attribution and iterations.
+pub(super) struct Plan {
+    pub(super) test: &'static LeakTest,
+    pub(super) identity: TestIdentity,
+    pub(super) budgets: Budgets,
+    pub(super) attribution: Attribution,
+    pub(super) iterations: u32,
+}
+
+impl Plan {
+    /// The plan of `test`, whose attribution defaults to `default_attribution`.
+    pub(super) fn new(test: &'static LeakTest, default_attribution: Attribution) -> Self {
+        Self {
+            test,
+            identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
+            budgets: budgets_with_defaults(test.budgets, test.iterations.is_some()),
+            attribution: test.attribution.unwrap_or(default_attribution),
+            iterations: test.iterations.unwrap_or(1).max(1),
+        }
+    }
+
+    /// The test's name as the test harness lists it.
+    pub(super) fn harness_name(&self) -> &str {
+        &self.identity.name
+    }
+
+    /// The test function's path: `module::path::name`.
+    pub(super) fn function_path(&self) -> String {
+        format!("{}::{}", self.test.module_path, self.test.name)
+    }
+
+    /// Checks the allocator, and makes the process-wide lazy allocations a body's first print would make. Under
+    /// process attribution, holds the lock that keeps two such tests of one process from running at once.
+    #[track_caller]
+    pub(super) fn prepare(&self) -> Option<MutexGuard<'static, ()>> {
+        assert!(
+            is_installed(),
+            "ying: leak test `{}` cannot measure anything: the global allocator of this test binary is not ying's. \
+             Add to the crate root of the test (or to the library, for unit tests):\n\n{INSTALL_HINT}\n",
+            self.harness_name()
+        );
+        let _ = std::io::stdout();
+        (self.attribution == Attribution::Process)
+            .then(|| PROCESS_TESTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+}
+
+/// The budgets written, with the defaults: one run retains nothing unless told otherwise; with `iterations`,
+/// growth is the leak signal and retained memory is checked only when written.
+pub(super) fn budgets_with_defaults(mut budgets: Budgets, iterated: bool) -> Budgets {
+    if iterated {
+        budgets.max_growth_per_iteration = budgets.max_growth_per_iteration.or(Some(0));
+    } else {
+        budgets.max_retained = budgets.max_retained.or(Some(0));
+    }
+    budgets
+}
+
+/// `process` or `thread` from [`ATTRIBUTION_ENV`]; thread attribution when unset.
+pub(super) fn default_attribution() -> Attribution {
+    match std::env::var(ATTRIBUTION_ENV).as_deref() {
+        Ok("process") => Attribution::Process,
+        Ok("thread") | Err(_) => Attribution::Thread,
+        Ok(other) => panic!("ying: {ATTRIBUTION_ENV} must be `process` or `thread`, not `{other}`"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LeakTest, Plan, budgets_with_defaults};
+    use ying_report::report::{Attribution, Budgets};
+
+    #[test]
+    fn one_run_retains_nothing_and_iterations_gate_growth_by_default() {
+        let single = budgets_with_defaults(Budgets::default(), false);
+        assert_eq!((single.max_retained, single.max_growth_per_iteration), (Some(0), None));
+        let iterated = budgets_with_defaults(Budgets::default(), true);
+        assert_eq!((iterated.max_retained, iterated.max_growth_per_iteration), (None, Some(0)));
+        let written = Budgets { max_retained: Some(64), max_growth_per_iteration: Some(8), ..Budgets::default() };
+        assert_eq!(budgets_with_defaults(written, true), written);
+        assert_eq!(budgets_with_defaults(written, false), written);
+    }
+
+    #[test]
+    fn a_plan_names_its_test_as_the_harness_does() {
+        static TEST: LeakTest = LeakTest::unconfigured("app", "app::cache::tests", "evicts", "src/cache.rs", 9, "/w");
+        let plan = Plan::new(&TEST, Attribution::Process);
+        assert_eq!(plan.harness_name(), "cache::tests::evicts");
+        assert_eq!(plan.function_path(), "app::cache::tests::evicts");
+        assert_eq!((plan.attribution, plan.iterations), (Attribution::Process, 1));
+    }
+}

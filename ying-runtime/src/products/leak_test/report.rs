@@ -1,0 +1,115 @@
+//! The report a leak test writes to `YING_REPORT_DIR` for `cargo ying`: what it measured, judged and retained, and
+//! the process's top sampled stacks.
+
+use super::plan::Plan;
+use super::runner::Measured;
+use crate::base::thread::as_profiler;
+use crate::read::stack_stats;
+use crate::read::symbolize::{OWN_SOURCE, executable_address, span_frames, symbolize};
+use ying_report::report::{
+    DEFER_SYMBOLS_ENV, DeferredSymbols, LeakReport, Outcome, REPORT_DIR_ENV, RetainedSite, SampledStack,
+};
+use ying_report::{Frame, file_name_component};
+
+/// Writes the report of `plan`'s test, which ended with `outcome` (and `message`), to [`REPORT_DIR_ENV`] when it
+/// is set.
+pub(super) fn write(
+    plan: &Plan,
+    measured: &Measured,
+    outcome: Outcome,
+    message: Option<String>,
+    retained_sites: Vec<RetainedSite>,
+) {
+    let Some(dir) = std::env::var_os(REPORT_DIR_ENV) else { return };
+    as_profiler(|| {
+        let mut report = LeakReport::new(plan.identity.clone(), plan.attribution, plan.budgets);
+        report.warmup = plan.test.warmup;
+        report.iterations = plan.iterations;
+        report.outcome = outcome;
+        report.message = message;
+        report.figures = measured.stats;
+        report.excused_bytes = measured.excused_bytes;
+        report.per_iteration = measured.per_iteration.clone();
+        report.retained_sites = retained_sites;
+        report.sampled_stacks = sampled_stacks(plan.test.manifest_dir);
+        if report.sampled_stacks.iter().any(|stack| !stack.addresses.is_empty()) {
+            report.deferred = Some(DeferredSymbols::new(OWN_SOURCE));
+        }
+        let path = std::path::Path::new(&dir).join(file_name(&report));
+        let written = std::fs::create_dir_all(&dir).and_then(|()| report.write(&path));
+        if let Err(error) = written {
+            eprintln!("ying: failed to write the report of `{}` to {}: {error}", report.test.name, path.display());
+        }
+    });
+}
+
+/// `package.crate.test.json` (`package.bin-name.test.json` in a binary), each part a file-name component: two
+/// tests of one process never share a file name, nor do a library's test and a binary's of the same crate name.
+fn file_name(report: &LeakReport) -> String {
+    let test = &report.test;
+    let binary = match &test.bin_name {
+        Some(bin) => format!("bin-{}", file_name_component(bin)),
+        None => file_name_component(&test.krate),
+    };
+    format!("{}.{binary}.{}.json", file_name_component(&test.package), file_name_component(&test.name))
+}
+
+/// The process's top stacks by allocated and by retained bytes, for flamegraphs. Under [`DEFER_SYMBOLS_ENV`], as
+/// addresses in the executable where the platform allows (see [`SampledStack::addresses`]).
+fn sampled_stacks(manifest_dir: &str) -> Vec<SampledStack> {
+    const TOP: usize = 50;
+    let mut ranked = stack_stats::ranked(TOP, stack_stats::Order::Allocated);
+    for stack in stack_stats::ranked(TOP, stack_stats::Order::Retained) {
+        if !ranked.iter().any(|known| known.index == stack.index) {
+            ranked.push(stack);
+        }
+    }
+    let defer = std::env::var_os(DEFER_SYMBOLS_ENV).is_some();
+    ranked
+        .into_iter()
+        .map(|ranked| {
+            let addresses: Vec<u64> = if defer {
+                ranked.ips.as_slice().iter().filter_map(|&ip| executable_address(ip)).collect()
+            } else {
+                Vec::new()
+            };
+            // Deferred stacks keep their span frames; cargo ying puts the code frames before them.
+            let frames = if addresses.is_empty() {
+                relative_frames(symbolize(&ranked.ips), manifest_dir)
+            } else {
+                relative_frames(span_frames(&ranked.ips), manifest_dir)
+            };
+            let stats = &ranked.stats;
+            let mut stack = SampledStack::default();
+            stack.retained_bytes = stats.retained_bytes();
+            stack.retained_objects = stats.retained_objects();
+            stack.allocated_bytes = stats.allocated_bytes();
+            stack.allocated_objects = stats.allocated_objects();
+            stack.frames = frames;
+            stack.addresses = addresses;
+            stack
+        })
+        .collect()
+}
+
+/// Source paths inside the test's package (or the working directory), made relative to it.
+pub(super) fn relative_frames(frames: Vec<Frame>, manifest_dir: &str) -> Vec<Frame> {
+    let cwd = std::env::current_dir().ok().map(|dir| dir.display().to_string());
+    ying_report::relative_paths(frames, &[manifest_dir, cwd.as_deref().unwrap_or_default()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_name;
+    use ying_report::report::{Attribution, Budgets, LeakReport, TestIdentity};
+
+    #[test]
+    fn a_librarys_test_and_a_binarys_of_one_crate_write_two_files() {
+        let report = |bin: Option<&str>| {
+            let identity = TestIdentity::new("app", bin, "app::tests", "same_unit", "src/lib.rs", 1);
+            LeakReport::new(identity, Attribution::Process, Budgets::default())
+        };
+        assert_eq!(file_name(&report(None)), "app.app.tests.same_unit.json");
+        assert_eq!(file_name(&report(Some("app"))), "app.bin-app.tests.same_unit.json");
+    }
+}

@@ -1,0 +1,235 @@
+//! Running a leak test: warm-up runs, the measured runs in one scope that records every stack, and what the scope
+//! retained read back by allocation site; then the verdict and the report.
+
+use super::excuses::Excuses;
+use super::plan::{LeakTest, Plan, default_attribution};
+use super::report::{self, relative_frames};
+use super::verdict::{self, Findings, Names, Verdict};
+use crate::base::ids::{ScopeId, StackId};
+use crate::base::thread::{THREAD, as_profiler};
+use crate::hot::scope::{OpenScope, ScopeStats};
+use crate::hot::{live, stacks};
+use crate::read::symbolize::symbolize;
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use ying_report::report::{IterationFigures, Outcome, RetainedSite};
+
+/// What a test function returns: `()` or a `Result`.
+#[doc(hidden)]
+pub trait TestResult {
+    fn is_success(&self) -> bool;
+}
+
+impl TestResult for () {
+    fn is_success(&self) -> bool {
+        true
+    }
+}
+
+impl<T, E> TestResult for Result<T, E> {
+    fn is_success(&self) -> bool {
+        self.is_ok()
+    }
+}
+
+/// Runs a leak test. Called by the code `#[ying::leak_test]` generates; async tests reach it through the sync
+/// function their test attribute (`#[tokio::test]`) generates, so the scope spans the whole runtime.
+///
+/// Its path is [`ying_report::LEAK_TEST_RUNNER`]: stacks are trimmed at its frame.
+#[doc(hidden)]
+#[track_caller]
+pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) -> R {
+    let plan = Plan::new(test, default_attribution());
+    let _serial = plan.prepare();
+    for _ in 0..test.warmup {
+        let result = body();
+        if !result.is_success() {
+            return result;
+        }
+    }
+    // Stacks recorded in the measured runs stop at this frame (see `ThreadState::capture_limit`).
+    let marker = 0u8;
+    let _limit = CaptureLimit::set(core::hint::black_box(&marker));
+    let mut session = Session::open(&plan);
+    let mut last = None;
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        for _ in 0..plan.iterations {
+            session.before_iteration();
+            let result = body();
+            let success = result.is_success();
+            session.after_iteration();
+            last = Some(result);
+            if !success {
+                break;
+            }
+        }
+    }));
+    let measured = session.close();
+    let result = match outcome {
+        Ok(()) => last.expect("at least one measured run"),
+        Err(panic) => {
+            report::write(&plan, &measured, Outcome::BodyFailed, None, Vec::new());
+            resume_unwind(panic);
+        }
+    };
+    if result.is_success() {
+        measured.judge(&plan);
+    } else {
+        report::write(&plan, &measured, Outcome::BodyFailed, None, Vec::new());
+    }
+    result
+}
+
+/// Marks the runner's frame as the outer end of the stacks captured on this thread, until dropped.
+struct CaptureLimit(usize);
+
+impl CaptureLimit {
+    fn set(in_runner_frame: &u8) -> Self {
+        let address = core::ptr::from_ref(in_runner_frame).addr();
+        Self(THREAD.try_with(|thread| thread.capture_limit.replace(address)).unwrap_or(0))
+    }
+}
+
+impl Drop for CaptureLimit {
+    fn drop(&mut self) {
+        let _ = THREAD.try_with(|thread| thread.capture_limit.set(self.0));
+    }
+}
+
+/// The measured runs in progress.
+struct Session {
+    scope: Option<OpenScope>,
+    excuses: Excuses,
+    per_iteration: Vec<IterationFigures>,
+    at_start: ScopeStats,
+    excused_at_start: u64,
+}
+
+/// The measured runs, closed.
+pub(super) struct Measured {
+    scope_id: ScopeId,
+    pub(super) stats: ScopeStats,
+    pub(super) excused_bytes: u64,
+    excused_blocks: u64,
+    pub(super) per_iteration: Vec<IterationFigures>,
+    excuses: Excuses,
+}
+
+impl Session {
+    /// Opens the measured scope, recording every stack. Whatever the session itself needs while measuring is
+    /// allocated before.
+    fn open(plan: &Plan) -> Self {
+        let excuses = Excuses::new(plan.test.allow);
+        let per_iteration = Vec::with_capacity(plan.iterations as usize);
+        let scope = OpenScope::open(plan.attribution, true);
+        Self { scope: Some(scope), excuses, per_iteration, at_start: ScopeStats::default(), excused_at_start: 0 }
+    }
+
+    fn scope(&self) -> &OpenScope {
+        self.scope.as_ref().expect("the session's scope is open until it closes")
+    }
+
+    /// Excused bytes and blocks the scope owns now.
+    fn excused_now(&mut self) -> (u64, u64) {
+        let id = self.scope().id();
+        self.excuses.owned(id)
+    }
+
+    fn before_iteration(&mut self) {
+        self.excused_at_start = self.excused_now().0;
+        self.at_start = self.scope().figures();
+    }
+
+    fn after_iteration(&mut self) {
+        let now = self.scope().figures();
+        let excused_growth = self.excused_now().0 as i64 - self.excused_at_start as i64;
+        self.per_iteration.push(IterationFigures::between(&self.at_start, &now, excused_growth));
+    }
+
+    fn close(mut self) -> Measured {
+        let (excused_bytes, excused_blocks) = self.excused_now();
+        let scope = self.scope.take().expect("closed once");
+        let scope_id = scope.id();
+        let stats = scope.close();
+        Measured {
+            scope_id,
+            stats,
+            excused_bytes,
+            excused_blocks,
+            per_iteration: self.per_iteration,
+            excuses: self.excuses,
+        }
+    }
+}
+
+impl Measured {
+    /// The retained blocks of the closed scope grouped by stack, largest first.
+    fn sites(&mut self, manifest_dir: &str) -> Vec<RetainedSite> {
+        as_profiler(|| {
+            let mut by_stack: HashMap<Option<StackId>, (u64, u64)> = HashMap::new();
+            for block in live::owned_by(self.scope_id).iter() {
+                let (bytes, blocks) = by_stack.entry(block.stack).or_default();
+                *bytes += block.owned as u64;
+                *blocks += u64::from(block.owns_block);
+            }
+            let mut sites: Vec<RetainedSite> = by_stack
+                .into_iter()
+                .map(|(stack, (bytes, blocks))| {
+                    let frames = stack
+                        .and_then(stacks::ips)
+                        .map(|ips| relative_frames(symbolize(&ips), manifest_dir))
+                        .unwrap_or_default();
+                    let excused = stack.is_some_and(|stack| self.excuses.is_excused(stack));
+                    RetainedSite::new(bytes, blocks, excused, frames)
+                })
+                .collect();
+            sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
+            sites
+        })
+    }
+
+    fn findings(&self) -> Findings<'_> {
+        Findings {
+            stats: self.stats,
+            excused_bytes: self.excused_bytes,
+            excused_blocks: self.excused_blocks,
+            per_iteration: &self.per_iteration,
+        }
+    }
+
+    /// Judges the budgets, reports, and fails the test with the message when a budget was exceeded (for a
+    /// `should_panic` test whose body did not panic, the message is printed and the harness fails the test for
+    /// not panicking). The panic is located at the test function.
+    #[track_caller]
+    fn judge(mut self, plan: &Plan) {
+        let sites = self.sites(plan.test.manifest_dir);
+        let function = plan.function_path();
+        let names = Names { harness: plan.harness_name(), function: &function };
+        match verdict::judge(names, &plan.budgets, &self.findings(), &sites) {
+            Verdict::Passed => report::write(plan, &self, Outcome::Passed, None, sites),
+            Verdict::Failed(message) => {
+                report::write(plan, &self, Outcome::Failed, Some(message.clone()), sites);
+                if plan.test.should_panic {
+                    eprintln!("{message}");
+                } else {
+                    panic!("{message}");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_runner_is_where_the_contract_says_stacks_end() {
+        static TEST: super::LeakTest = super::LeakTest::unconfigured("p", "p", "t", "f.rs", 1, "/");
+        let runner = super::run::<()>;
+        if core::hint::black_box(false) {
+            runner(&TEST, || ());
+        }
+        let path = std::any::type_name_of_val(&runner);
+        let rest = path.strip_prefix(ying_report::LEAK_TEST_RUNNER);
+        assert!(rest.is_some_and(|rest| rest.starts_with('<')), "{path}");
+    }
+}

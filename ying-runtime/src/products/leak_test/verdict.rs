@@ -1,0 +1,330 @@
+//! The verdict on a leak test: its budgets judged against its exact figures, and the failure message that names
+//! each exceeded budget and the sites of the retained memory. A pure function of budgets, figures and sites.
+
+use crate::read::symbolize::is_own_frame;
+use ying_report::report::{Budgets, IterationFigures, RetainedSite, ScopeStats};
+use ying_report::{ByteSize, Frame, SignedByteSize};
+
+/// Stacks shown per failure message, and frames per stack.
+const SITES_SHOWN: usize = 5;
+const FRAMES_SHOWN: usize = 8;
+
+/// What the measured runs of a test found.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Findings<'a> {
+    /// Exact figures of the measured runs as a whole.
+    pub(super) stats: ScopeStats,
+    /// Retained bytes and blocks that are excused (see `excuses`).
+    pub(super) excused_bytes: u64,
+    pub(super) excused_blocks: u64,
+    /// Exact figures of each measured run.
+    pub(super) per_iteration: &'a [IterationFigures],
+}
+
+impl Findings<'_> {
+    /// Retained bytes as the budget judges them.
+    fn retained(&self) -> u64 {
+        self.stats.judged_retained_bytes(self.excused_bytes)
+    }
+
+    /// Retained blocks as the budget judges them.
+    fn retained_blocks(&self) -> u64 {
+        self.stats.judged_retained_blocks(self.excused_blocks)
+    }
+}
+
+/// Which test the message is about: its name as the harness lists it, and its function's path (the closure the
+/// body runs in is shown as the function itself).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Names<'a> {
+    pub(super) harness: &'a str,
+    pub(super) function: &'a str,
+}
+
+/// The verdict: passed, or failed with the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Verdict {
+    Passed,
+    Failed(String),
+}
+
+/// Judges `budgets` against `findings`; a failure's message lists the exceeded budgets and the largest retained
+/// `sites` that are not excused.
+pub(super) fn judge(names: Names<'_>, budgets: &Budgets, findings: &Findings<'_>, sites: &[RetainedSite]) -> Verdict {
+    let breaches = breaches(budgets, findings);
+    if breaches.is_empty() { Verdict::Passed } else { Verdict::Failed(message(names, &breaches, findings, sites)) }
+}
+
+/// One exceeded budget.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Breach {
+    budget: &'static str,
+    /// The budget as written: a size, or a count of allocations.
+    limit: String,
+    finding: String,
+}
+
+fn breaches(budgets: &Budgets, findings: &Findings<'_>) -> Vec<Breach> {
+    let mut breaches = Vec::new();
+    let size = |bytes: u64| ByteSize::new(bytes).to_string();
+    let retained = findings.retained();
+    if let Some(limit) = budgets.max_retained
+        && retained > limit
+    {
+        let blocks = findings.retained_blocks();
+        breaches.push(Breach {
+            budget: "max_retained",
+            limit: size(limit),
+            finding: format!(
+                "retained {} in {blocks} block{}, {} over",
+                size(retained),
+                plural(blocks),
+                size(retained - limit)
+            ),
+        });
+    }
+    let peak = findings.stats.peak_bytes;
+    if let Some(limit) = budgets.max_peak
+        && peak > limit
+    {
+        breaches.push(Breach {
+            budget: "max_peak",
+            limit: size(limit),
+            finding: format!("peaked at {}, {} over", size(peak), size(peak - limit)),
+        });
+    }
+    let runs = findings.per_iteration;
+    let largest = |figure: fn(&IterationFigures) -> u64| runs.iter().map(figure).max().unwrap_or(0);
+    let per_run = if runs.len() > 1 { " in one measured run" } else { "" };
+    if let Some(limit) = budgets.max_allocated {
+        let allocated = largest(|run| run.allocated_bytes);
+        if allocated > limit {
+            breaches.push(Breach {
+                budget: "max_allocated",
+                limit: size(limit),
+                finding: format!("allocated {}{per_run}, {} over", size(allocated), size(allocated - limit)),
+            });
+        }
+    }
+    if let Some(limit) = budgets.max_allocations {
+        let allocations = largest(|run| run.allocations);
+        if allocations > limit {
+            breaches.push(Breach {
+                budget: "max_allocations",
+                limit: limit.to_string(),
+                finding: format!("made {allocations} allocations{per_run}, {} over", allocations - limit),
+            });
+        }
+    }
+    if let Some(limit) = budgets.max_growth_per_iteration {
+        let least = runs.iter().map(|run| run.growth).min().unwrap_or(0);
+        if least > i64::try_from(limit).unwrap_or(i64::MAX) {
+            let growths: Vec<String> = runs.iter().map(|run| run.growth.to_string()).collect();
+            breaches.push(Breach {
+                budget: "max_growth_per_iteration",
+                limit: size(limit),
+                finding: format!(
+                    "the heap grew in each of {} measured runs, by at least {} (bytes per run: {})",
+                    runs.len(),
+                    SignedByteSize(least),
+                    growths.join(", ")
+                ),
+            });
+        }
+    }
+    breaches
+}
+
+fn plural(count: u64) -> &'static str {
+    if count == 1 { "" } else { "s" }
+}
+
+fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites: &[RetainedSite]) -> String {
+    let mut message = format!("ying: leak test `{}` exceeded its budget", names.harness);
+    if breaches.len() > 1 {
+        message.push('s');
+    }
+    for breach in breaches {
+        message.push_str(&format!("\n  {} = {}: {}", breach.budget, breach.limit, breach.finding));
+    }
+    if findings.excused_bytes > 0 {
+        message.push_str(&format!(
+            "\n  (not counted: {} excused as captured test output, thread-local values or by `allow`)",
+            ByteSize::new(findings.excused_bytes)
+        ));
+    }
+    let shown: Vec<&RetainedSite> = sites.iter().filter(|site| !site.excused).collect();
+    if shown.is_empty() {
+        return message;
+    }
+    message.push_str("\n\nretained memory by allocation site:");
+    for site in shown.iter().take(SITES_SHOWN) {
+        let bytes = ByteSize::new(site.bytes);
+        if site.blocks == 0 {
+            message.push_str(&format!("\n  {bytes} grown in blocks allocated before"));
+        } else {
+            message.push_str(&format!("\n  {bytes} in {} block{}", site.blocks, plural(site.blocks)));
+        }
+        let frames = user_frames(&site.frames, names.function);
+        if frames.is_empty() {
+            message.push_str("\n      (stack not recorded)");
+        }
+        for frame in frames {
+            message.push_str(&format!("\n      {frame}"));
+        }
+    }
+    if shown.len() > SITES_SHOWN {
+        message.push_str(&format!("\n  ... and {} more sites", shown.len() - SITES_SHOWN));
+    }
+    message
+}
+
+/// The frames worth showing in a failure message: the test package's own code between the allocation and the
+/// test runner (frames whose source path was made relative to the package), at most [`FRAMES_SHOWN`]. Memory a
+/// dependency or the standard library allocated on its own shows the frames where it was allocated instead. The
+/// closure the test's body runs in is shown as the test function itself.
+fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
+    let is_own_code = |frame: &Frame| {
+        // System libraries record paths relative to their own build (`./nptl/pthread_create.c`).
+        frame.file.as_deref().is_some_and(|file| !std::path::Path::new(file).is_absolute() && !file.starts_with('.'))
+            && !frame.function.starts_with("__rust")
+    };
+    let outside_the_runner =
+        || frames.iter().take_while(|frame| !is_own_frame(frame) && !frame.function.starts_with("test::"));
+    let user: Vec<&Frame> = outside_the_runner().filter(|frame| is_own_code(frame)).take(FRAMES_SHOWN).collect();
+    let shown = if user.is_empty() { outside_the_runner().take(FRAMES_SHOWN).collect() } else { user };
+    let mut lines = shown
+        .into_iter()
+        .map(|frame| {
+            // `module::test::{{closure}}` (the body, possibly an async block in it) reads as the test itself.
+            let function = frame.function.as_str();
+            let is_body =
+                function.strip_prefix(test_function).is_some_and(|rest| rest.split("::{{closure}}").all(str::is_empty));
+            let function = if is_body { test_function } else { function };
+            Frame::new(function, frame.file.clone(), frame.line).to_string()
+        })
+        .collect::<Vec<_>>();
+    // An async body and the test function that polls it can land on the same line.
+    lines.dedup();
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Findings, Names, Verdict, judge};
+    use ying_report::report::{Budgets, IterationFigures, RetainedSite, ScopeStats};
+    use ying_report::{Frame, LEAK_TEST_RUNNER};
+
+    const NAMES: Names<'static> = Names { harness: "box_leak", function: "leaks::box_leak" };
+
+    fn stats(retained_bytes: u64, retained_blocks: u64, peak_bytes: u64) -> ScopeStats {
+        let mut stats = ScopeStats::default();
+        (stats.retained_bytes, stats.retained_blocks, stats.peak_bytes) = (retained_bytes, retained_blocks, peak_bytes);
+        stats
+    }
+
+    fn run(allocated_bytes: u64, allocations: u64, growth: i64) -> IterationFigures {
+        let mut run = IterationFigures::default();
+        (run.allocated_bytes, run.allocations, run.growth) = (allocated_bytes, allocations, growth);
+        run
+    }
+
+    fn site(bytes: u64, excused: bool, functions: &[(&str, Option<&str>)]) -> RetainedSite {
+        let frames =
+            functions.iter().map(|&(name, file)| Frame::new(name, file.map(str::to_owned), Some(22))).collect();
+        RetainedSite::new(bytes, 1, excused, frames)
+    }
+
+    fn findings(stats: ScopeStats, excused_bytes: u64, per_iteration: &[IterationFigures]) -> Findings<'_> {
+        Findings { stats, excused_bytes, excused_blocks: u64::from(excused_bytes > 0), per_iteration }
+    }
+
+    #[test]
+    fn within_every_budget_passes() {
+        let budgets = Budgets { max_retained: Some(0), max_peak: Some(4096), ..Budgets::default() };
+        let runs = [run(4096, 2, 0)];
+        assert_eq!(judge(NAMES, &budgets, &findings(stats(0, 0, 4096), 0, &runs), &[]), Verdict::Passed);
+        assert_eq!(
+            judge(NAMES, &Budgets::default(), &findings(stats(1 << 30, 9, 1 << 30), 0, &runs), &[]),
+            Verdict::Passed
+        );
+    }
+
+    #[test]
+    fn a_retained_breach_names_the_figure_the_budget_the_excess_and_the_site() {
+        let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
+        let sites = [
+            site(
+                1000,
+                false,
+                &[
+                    ("alloc::boxed::Box<T>::new", Some("/rustc/x/library/alloc/src/boxed.rs")),
+                    ("leaks::box_leak::{{closure}}", Some("tests/leaks.rs")),
+                    (&format!("{LEAK_TEST_RUNNER}::<()>"), Some("/r/ying-runtime/src/products/leak_test/runner.rs")),
+                    ("test::run_test", None),
+                ],
+            ),
+            site(48, true, &[("std::io::stdio::_print", None)]),
+        ];
+        let runs = [run(1048, 2, 1000)];
+        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings(stats(1048, 2, 1048), 48, &runs), &sites)
+        else {
+            panic!("1000 retained bytes exceed max_retained = 0");
+        };
+        assert_eq!(
+            message,
+            "ying: leak test `box_leak` exceeded its budget\n  max_retained = 0 B: retained 1000 B in 1 block, 1000 B over\n  \
+             (not counted: 48 B excused as captured test output, thread-local values or by `allow`)\n\n\
+             retained memory by allocation site:\n  1000 B in 1 block\n      leaks::box_leak at tests/leaks.rs:22"
+        );
+    }
+
+    #[test]
+    fn excused_memory_alone_passes() {
+        let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
+        let runs = [run(48, 1, 0)];
+        assert_eq!(judge(NAMES, &budgets, &findings(stats(48, 1, 48), 48, &runs), &[]), Verdict::Passed);
+    }
+
+    #[test]
+    fn growth_fails_only_when_every_run_grew_and_per_run_budgets_take_the_largest_run() {
+        let budgets = Budgets { max_growth_per_iteration: Some(0), ..Budgets::default() };
+        let lazy = [run(100, 1, 100), run(0, 0, 0), run(0, 0, 0)];
+        assert_eq!(judge(NAMES, &budgets, &findings(stats(100, 1, 100), 0, &lazy), &[]), Verdict::Passed);
+        let leak = [run(16, 1, 16), run(32, 1, 32), run(16, 1, 16)];
+        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings(stats(64, 3, 64), 0, &leak), &[]) else {
+            panic!("every run grew");
+        };
+        assert!(
+            message.ends_with(
+                "max_growth_per_iteration = 0 B: the heap grew in each of 3 measured runs, by at least 16 B \
+                 (bytes per run: 16, 32, 16)"
+            ),
+            "{message}"
+        );
+        let budgets = Budgets { max_allocated: Some(1000), max_allocations: Some(2), ..Budgets::default() };
+        let runs = [run(900, 2, 0), run(2048, 3, 0)];
+        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings(stats(0, 0, 2048), 0, &runs), &[]) else {
+            panic!("the second run allocated too much");
+        };
+        assert!(message.starts_with("ying: leak test `box_leak` exceeded its budgets\n"), "{message}");
+        assert!(message.contains(
+            "max_allocated = 1000 B: allocated 2.0 KiB (2048 bytes) in one measured run, 1.0 KiB (1048 bytes) over"
+        ));
+        assert!(message.contains("max_allocations = 2: made 3 allocations in one measured run, 1 over"), "{message}");
+    }
+
+    #[test]
+    fn memory_a_dependency_allocated_on_its_own_shows_where() {
+        let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
+        let sites = [site(64, false, &[("hashbrown::raw::alloc", None), ("std::thread::local::init", None)])];
+        let runs = [run(64, 1, 64)];
+        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings(stats(64, 1, 64), 0, &runs), &sites) else {
+            panic!("64 B retained");
+        };
+        assert!(
+            message.ends_with("64 B in 1 block\n      hashbrown::raw::alloc\n      std::thread::local::init"),
+            "{message}"
+        );
+    }
+}

@@ -1,0 +1,156 @@
+//! Per-stack estimates as the public API returns them ([`YingProfiler::top_k_stacks_by_retained`], ...): the
+//! samples aggregated per stack, symbolised on demand.
+
+use crate::base::thread::as_profiler;
+use crate::hot::allocator::YingProfiler;
+use crate::hot::histogram::LifetimeHistogram;
+use crate::hot::stacks::Ips;
+use crate::hot::{live, stacks};
+use crate::read::symbolize::symbolize;
+use core::alloc::GlobalAlloc;
+use ying_report::Frame;
+
+/// Estimated allocations of one stack, from the samples.
+///
+/// Every figure is an estimate (each sample stands for `1/p` allocations and `S/p` bytes, `p` its inclusion
+/// probability), kept fractional; round at display time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StackStats {
+    frames: Vec<Frame>,
+    retained_bytes: f64,
+    retained_objects: f64,
+    allocated_bytes: f64,
+    allocated_objects: f64,
+    lifetimes: LifetimeHistogram,
+}
+
+impl StackStats {
+    /// Estimated bytes allocated from this stack that are still live.
+    pub fn retained_bytes(&self) -> f64 {
+        self.retained_bytes
+    }
+
+    /// Estimated number of allocations from this stack that are still live.
+    pub fn retained_objects(&self) -> f64 {
+        self.retained_objects
+    }
+
+    /// Estimated bytes allocated from this stack since the process started (growth by realloc included).
+    pub fn allocated_bytes(&self) -> f64 {
+        self.allocated_bytes
+    }
+
+    /// Estimated number of allocations made from this stack since the process started.
+    pub fn allocated_objects(&self) -> f64 {
+        self.allocated_objects
+    }
+
+    /// The symbolised frames, from the allocation site outwards: inlined frames expanded, the profiler's own
+    /// frames and `<_ as Future>::poll` plumbing left out.
+    pub fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+
+    /// How long this stack's freed allocations lived.
+    pub fn lifetime_histogram(&self) -> &LifetimeHistogram {
+        &self.lifetimes
+    }
+}
+
+/// The profiler's stacks, read: these methods of [`YingProfiler`] belong to the read side.
+impl<A: GlobalAlloc> YingProfiler<A> {
+    /// The `k` stacks that retain the most memory now (estimated from the samples), largest first.
+    /// Symbols are resolved here, outside the allocator.
+    pub fn top_k_stacks_by_retained(&self, k: usize) -> Vec<StackStats> {
+        top_k(k, Order::Retained)
+    }
+
+    /// The `k` stacks that allocated the most bytes since the process started (estimated), largest first.
+    pub fn top_k_stacks_by_allocated(&self, k: usize) -> Vec<StackStats> {
+        top_k(k, Order::Allocated)
+    }
+}
+
+/// How [`top_k`] ranks stacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Order {
+    Retained,
+    Allocated,
+}
+
+/// A ranked stack, not symbolised yet.
+pub(crate) struct Ranked {
+    /// The stack's index in the stack table.
+    pub(crate) index: usize,
+    /// Its instruction pointers, innermost first.
+    pub(crate) ips: Ips,
+    /// Its estimates, without frames.
+    pub(crate) stats: StackStats,
+}
+
+/// Every stack's estimates now, by stack index: what it allocated since the process started and what of it is
+/// still live, fractional. Runs as the profiler, so its allocations are in no figure.
+pub(crate) fn totals() -> Vec<(Ips, StackStats)> {
+    as_profiler(|| {
+        // Live samples first: a sample's stack is interned before its entry is inserted, so every stack the live
+        // snapshot names is in the stack snapshot taken after it.
+        let live = live::sampled();
+        let records = stacks::snapshot();
+        let mut totals: Vec<(Ips, StackStats)> = records
+            .iter()
+            .map(|(ips, allocated_objects, allocated_bytes, lifetimes)| {
+                let stats = StackStats {
+                    frames: Vec::new(),
+                    retained_bytes: 0.0,
+                    retained_objects: 0.0,
+                    allocated_bytes: *allocated_bytes,
+                    allocated_objects: *allocated_objects,
+                    lifetimes: *lifetimes,
+                };
+                (*ips, stats)
+            })
+            .collect();
+        for sample in live {
+            let p = sample.weight.probability(sample.size);
+            let stats = &mut totals[sample.stack.index()].1;
+            stats.retained_bytes += sample.size as f64 / p;
+            stats.retained_objects += 1.0 / p;
+        }
+        totals
+    })
+}
+
+/// The `k` largest stacks by `order`, not symbolised. Runs as the profiler, so its allocations are in no figure.
+pub(crate) fn ranked(k: usize, order: Order) -> Vec<Ranked> {
+    as_profiler(|| {
+        let totals = totals();
+        let mut ranked: Vec<(usize, f64)> = totals
+            .iter()
+            .enumerate()
+            .map(|(i, (_, stats))| match order {
+                Order::Retained => (i, stats.retained_bytes),
+                Order::Allocated => (i, stats.allocated_bytes),
+            })
+            .filter(|&(_, key)| key > 0.0)
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(k);
+        ranked
+            .into_iter()
+            .map(|(index, _)| {
+                let (ips, stats) = &totals[index];
+                Ranked { index, ips: *ips, stats: stats.clone() }
+            })
+            .collect()
+    })
+}
+
+/// The `k` largest stacks by `order`, symbolised. Runs as the profiler, so its allocations are in no figure.
+pub(crate) fn top_k(k: usize, order: Order) -> Vec<StackStats> {
+    as_profiler(|| {
+        ranked(k, order)
+            .into_iter()
+            .map(|ranked| StackStats { frames: symbolize(&ranked.ips), ..ranked.stats })
+            .collect()
+    })
+}

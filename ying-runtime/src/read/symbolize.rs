@@ -1,0 +1,177 @@
+//! Symbol resolution, outside the allocator: instruction pointers to demangled frames with inlined frames expanded,
+//! the profiler's own frames and async `poll` plumbing filtered.
+
+use crate::base::thread::as_profiler;
+use crate::hot::stacks::Ips;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use ying_report::Frame;
+use ying_report::Trim;
+
+/// Resolved frames per instruction pointer, innermost (inlined) first. Resolution is slow, stacks share most of
+/// their pointers, and the profiler resolves the same stacks at every report.
+static CACHE: Mutex<Option<HashMap<usize, Arc<[Frame]>>>> = Mutex::new(None);
+
+/// Resolves one instruction pointer to its frames, inlined callees first.
+fn resolve_ip(ip: usize) -> Arc<[Frame]> {
+    let mut cache = CACHE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if let Some(frames) = cache.get(&ip) {
+        return Arc::clone(frames);
+    }
+    let mut frames = Vec::new();
+    // The return address points after the call; step back into the call instruction so the line is the call's.
+    backtrace::resolve(ip.saturating_sub(1) as *mut core::ffi::c_void, |symbol| {
+        let function = match symbol.name() {
+            Some(name) => format!("{name:#}"),
+            None => format!("{ip:#x}"),
+        };
+        let file = symbol.filename().map(|path| path.display().to_string());
+        frames.push(Frame::new(function, file, symbol.lineno()).inlined(true));
+    });
+    match frames.last_mut() {
+        // The outermost function at an instruction is the one really there; the others were inlined into it.
+        Some(outermost) => outermost.inlined = false,
+        None => frames.push(Frame::new(format!("{ip:#x}"), None, None)),
+    }
+    let frames: Arc<[Frame]> = frames.into();
+    cache.insert(ip, Arc::clone(&frames));
+    frames
+}
+
+/// Where the profiler's own source lives, as debug information records it.
+pub(crate) const OWN_SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
+
+/// The trimming rules for stacks this runtime captures.
+pub(crate) const TRIM: Trim<'static> = Trim::new(OWN_SOURCE);
+
+/// A frame of ying's own code (a runner around a measured body, for instance), by name or source path.
+pub(crate) fn is_own_frame(frame: &Frame) -> bool {
+    TRIM.is_runtime_frame(frame)
+}
+
+/// Symbolises a captured stack: its code frames (see [`symbolize_ips`]), then the spans it was captured in.
+pub(crate) fn symbolize(stack: &Ips) -> Vec<Frame> {
+    let mut frames = symbolize_ips(stack.as_slice());
+    frames.extend(span_frames(stack));
+    frames
+}
+
+/// The frames standing for the `tracing` spans `stack` was captured in, innermost first (`profile-spans`).
+pub(crate) fn span_frames(stack: &Ips) -> Vec<Frame> {
+    #[cfg(feature = "profile-spans")]
+    {
+        stack.spans().iter().map(|&span| span_frame(span)).collect()
+    }
+    #[cfg(not(feature = "profile-spans"))]
+    {
+        let _ = stack;
+        Vec::new()
+    }
+}
+
+/// The frame that stands for a recorded span.
+#[cfg(feature = "profile-spans")]
+fn span_frame(span: usize) -> Frame {
+    // SAFETY: `span` was stored by `SpanLayer::on_enter` (see `products::spans`) from a `&'static Metadata<'static>`:
+    // it points to metadata that lives as long as the program and is only ever read.
+    let metadata = unsafe { &*(span as *const tracing_core::Metadata<'static>) };
+    Frame::new(format!("span:{}", metadata.name()), metadata.file().map(str::to_owned), metadata.line())
+}
+
+/// Symbolises instruction pointers: inlined frames expanded, then trimmed ([`Trim::tidy`]).
+fn symbolize_ips(ips: &[usize]) -> Vec<Frame> {
+    resolve_ips(ips).into_iter().map(|located| located.frame).collect()
+}
+
+/// A frame with the instruction pointer it was resolved from.
+struct Located {
+    #[cfg_attr(not(feature = "pprof"), expect(dead_code, reason = "read by the pprof encoder only"))]
+    ip: usize,
+    frame: Frame,
+}
+
+impl AsRef<Frame> for Located {
+    fn as_ref(&self) -> &Frame {
+        &self.frame
+    }
+}
+
+/// Resolves instruction pointers to frames (inlined frames expanded), each with its pointer, then trims them ([`Trim::tidy`]).
+fn resolve_ips(ips: &[usize]) -> Vec<Located> {
+    as_profiler(|| {
+        let mut frames = Vec::new();
+        for &ip in ips {
+            let resolved = resolve_ip(ip);
+            frames.extend(resolved.iter().map(|frame| Located { ip, frame: frame.clone() }));
+            // Past a thread's entry lie only the runtime's and the C library's start-up frames, and past the
+            // leak-test runner only the test harness: resolving them would load debug information for nothing.
+            if resolved
+                .iter()
+                .any(|frame| ying_report::is_thread_entry(frame) || ying_report::is_leak_test_runner(frame))
+            {
+                break;
+            }
+        }
+        TRIM.tidy(frames)
+    })
+}
+
+/// One place of a stack, innermost first: a machine instruction with its frames (inlined callees first), or a
+/// `tracing` span, which has no address.
+#[cfg(feature = "pprof")]
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Place {
+    /// The instruction's address (the return address of a call), `None` for a span.
+    pub(crate) address: Option<u64>,
+    /// Its frames, inlined callees first, the function really at the address last.
+    pub(crate) frames: Vec<Frame>,
+}
+
+/// A captured stack as profile places, innermost first: one per instruction with its frames (inlined callees
+/// first), trimmed as [`Trim::tidy`] trims, then one per `tracing` span.
+#[cfg(feature = "pprof")]
+pub(crate) fn places(stack: &Ips) -> Vec<Place> {
+    let mut places: Vec<Place> = Vec::new();
+    for located in resolve_ips(stack.as_slice()) {
+        // The return address is past the call; the call instruction is the one before it.
+        let address = Some(located.ip.saturating_sub(1) as u64);
+        match places.last_mut() {
+            Some(last) if last.address == address => last.frames.push(located.frame),
+            _ => places.push(Place { address, frames: vec![located.frame] }),
+        }
+    }
+    places.extend(span_frames(stack).into_iter().map(|frame| Place { address: None, frames: vec![frame] }));
+    places
+}
+
+/// The address of `ip` in the process's executable file (as its debug information counts addresses), or `None`
+/// when `ip` lies outside the executable or the platform is not supported. Lets another process symbolise.
+pub(crate) fn executable_address(ip: usize) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let (start, end, bias) = *executable_range();
+        (start..end).contains(&ip).then(|| (ip - bias) as u64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = ip;
+        None
+    }
+}
+
+/// The executable's mapped range and load bias: (start, end, bias); empty when unknown.
+#[cfg(target_os = "linux")]
+fn executable_range() -> &'static (usize, usize, usize) {
+    static RANGE: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
+    RANGE.get_or_init(|| {
+        // The first object is the executable.
+        crate::base::loaded::find_map(|object| {
+            let (start, end) = object
+                .segments(libc::PT_LOAD)
+                .fold((usize::MAX, 0), |(start, end), segment| (start.min(segment.0), end.max(segment.1)));
+            core::ops::ControlFlow::Break(if start < end { (start, end, object.bias) } else { (0, 0, 0) })
+        })
+        .unwrap_or_default()
+    })
+}
