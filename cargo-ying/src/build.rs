@@ -2,11 +2,11 @@
 //! taken from cargo's `compiler-artifact` messages. Compiler diagnostics reach the user as cargo renders them.
 
 use crate::cli::CargoOptions;
-use crate::error::{Error, Result};
+use crate::error::{BuildError, Error, Result};
 use cargo_metadata::{Message, Metadata, MetadataCommand};
 use std::io::BufReader;
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use ying_report::TargetKind;
 
 /// One test executable.
@@ -34,21 +34,6 @@ impl TestBinary {
     pub fn test_id(&self, name: &str) -> ying_report::TestId {
         ying_report::TestId::new(&self.package, self.kind, &self.name, name)
     }
-}
-
-/// Why the tests could not be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BuildError {
-    /// cargo could not be started.
-    #[error("could not run cargo test --no-run")]
-    Spawn(#[source] std::io::Error),
-    /// Its messages could not be read.
-    #[error("could not read cargo's build messages")]
-    Messages(#[source] std::io::Error),
-    /// It failed; it has printed why.
-    #[error("cargo test --no-run exited with {0}")]
-    Failed(ExitStatus),
 }
 
 /// The cargo executable: the one that invoked us, or `cargo` on the path.

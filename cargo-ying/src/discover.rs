@@ -2,8 +2,8 @@
 //! the way libtest filters them.
 
 use crate::build::TestBinary;
-use crate::error::{Error, Result};
-use std::process::{Command, ExitStatus};
+use crate::error::{Error, ListError, Result, SelectionError};
+use std::process::Command;
 use std::sync::Arc;
 use ying_report::TestId;
 
@@ -23,32 +23,6 @@ impl TestCase {
     pub fn id(&self) -> TestId {
         self.binary.test_id(&self.name)
     }
-}
-
-/// Why the arguments after `--` are not a test harness's.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SelectionError {
-    /// `--skip` was the last argument.
-    #[error("`--skip` needs a value")]
-    SkipWithoutValue,
-}
-
-/// Why a test binary did not list its tests.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ListError {
-    /// It could not be started.
-    #[error("could not run it")]
-    Spawn(#[source] std::io::Error),
-    /// It failed.
-    #[error("it exited with {status}: {stderr}")]
-    Failed {
-        /// How it exited.
-        status: ExitStatus,
-        /// What it wrote to standard error.
-        stderr: String,
-    },
 }
 
 /// How libtest arguments select tests: filters, `--exact`, `--skip`, `--ignored`, `--include-ignored`. Other

@@ -5,6 +5,7 @@
 //! the baseline ying-baseline.json: expected value at line 3 column 5`.
 
 use std::path::PathBuf;
+use std::process::ExitStatus;
 
 /// Exit code: every test passed and no leak test's memory regressed.
 pub const EXIT_OK: u8 = 0;
@@ -31,7 +32,7 @@ pub enum Error {
     },
     /// The arguments after `--` are not what a test harness takes.
     #[error("failed to read the test arguments")]
-    TestArgs(#[source] crate::discover::SelectionError),
+    TestArgs(#[source] SelectionError),
     /// The baseline exists but is not a baseline this cargo ying reads.
     #[error("failed to read the baseline {}", path.display())]
     ReadBaseline {
@@ -81,7 +82,7 @@ pub enum Error {
     },
     /// Building the tests failed; cargo has shown why.
     #[error("failed to build the tests")]
-    Build(#[source] crate::build::BuildError),
+    Build(#[source] BuildError),
     /// A test binary did not list its tests.
     #[error("failed to list the tests of {}", binary.display())]
     List {
@@ -89,7 +90,7 @@ pub enum Error {
         binary: PathBuf,
         /// Why.
         #[source]
-        source: crate::discover::ListError,
+        source: ListError,
     },
     /// Reading or writing one of the run's files failed.
     #[error("failed to {action} {}", path.display())]
@@ -143,6 +144,47 @@ impl Error {
         }
         text
     }
+}
+
+/// Why the tests could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// cargo could not be started.
+    #[error("could not run cargo test --no-run")]
+    Spawn(#[source] std::io::Error),
+    /// Its messages could not be read.
+    #[error("could not read cargo's build messages")]
+    Messages(#[source] std::io::Error),
+    /// It failed; it has printed why.
+    #[error("cargo test --no-run exited with {0}")]
+    Failed(ExitStatus),
+}
+
+/// Why the arguments after `--` are not a test harness's.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectionError {
+    /// `--skip` was the last argument.
+    #[error("`--skip` needs a value")]
+    SkipWithoutValue,
+}
+
+/// Why a test binary did not list its tests.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListError {
+    /// It could not be started.
+    #[error("could not run it")]
+    Spawn(#[source] std::io::Error),
+    /// It failed.
+    #[error("it exited with {status}: {stderr}")]
+    Failed {
+        /// How it exited.
+        status: ExitStatus,
+        /// What it wrote to standard error.
+        stderr: String,
+    },
 }
 
 /// Results of `cargo ying`'s own steps.

@@ -1,4 +1,5 @@
-//! Parsing: `key = value` pairs, each kept with the spans of its key and value.
+//! Parsing: `key = value` pairs, each kept with the spans of its key and value, and what the function's own
+//! attributes say.
 
 use proc_macro2::TokenStream;
 use syn::parse::{Parse, ParseStream};
@@ -32,4 +33,11 @@ impl Parse for Arg {
 pub(crate) fn parse(args: TokenStream) -> syn::Result<Vec<Arg>> {
     let parser = Punctuated::<Arg, Token![,]>::parse_terminated;
     Ok(syn::parse::Parser::parse2(parser, args)?.into_iter().collect())
+}
+
+/// Attributes that already make the function a test: `#[test]`, `#[tokio::test]`, and the marker the built-in
+/// `#[test]` leaves when it expanded first.
+pub(crate) fn is_test_attribute(attr: &syn::Attribute) -> bool {
+    let last = attr.path().segments.last().map(|segment| segment.ident.to_string());
+    matches!(last.as_deref(), Some("test" | "rustc_test_marker"))
 }

@@ -1,17 +1,11 @@
 //! Expansion: the test function, its body run by `ying`'s leak-test runner. Generated code names everything by
 //! absolute path (`::core::...`, the runtime through `::ying::__private`).
 
+use crate::args::is_test_attribute;
 use crate::validate::{Attribution, LeakTestArgs};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::{ItemFn, ReturnType};
-
-/// Attributes that already make the function a test: `#[test]`, `#[tokio::test]`, and the marker the built-in
-/// `#[test]` leaves when it expanded first.
-pub(crate) fn is_test_attribute(attr: &syn::Attribute) -> bool {
-    let last = attr.path().segments.last().map(|segment| segment.ident.to_string());
-    matches!(last.as_deref(), Some("test" | "rustc_test_marker"))
-}
 
 fn option(value: Option<u64>) -> TokenStream {
     match value {

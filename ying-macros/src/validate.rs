@@ -86,7 +86,7 @@ pub(crate) fn validate(args: Vec<Arg>, function: &syn::ItemFn) -> syn::Result<Le
             Err(error) => push(error),
         }
     }
-    if function.sig.asyncness.is_some() && !function.attrs.iter().any(crate::expand::is_test_attribute) {
+    if function.sig.asyncness.is_some() && !function.attrs.iter().any(crate::args::is_test_attribute) {
         push(syn::Error::new(
             function.sig.fn_token.span,
             "an `async fn` leak test needs an async test attribute to run it, such as `#[tokio::test]`",

@@ -2,7 +2,7 @@
 //! the process's top sampled stacks.
 
 use super::plan::Plan;
-use super::runner::Measured;
+use super::verdict::Findings;
 use crate::base::thread::as_profiler;
 use crate::read::stack_stats;
 use crate::read::symbolize::{OWN_SOURCE, executable_address, span_frames, symbolize};
@@ -15,7 +15,7 @@ use ying_report::{Frame, file_name_component};
 /// is set.
 pub(super) fn write(
     plan: &Plan,
-    measured: &Measured,
+    findings: &Findings<'_>,
     outcome: Outcome,
     message: Option<String>,
     retained_sites: Vec<RetainedSite>,
@@ -27,9 +27,9 @@ pub(super) fn write(
         report.iterations = plan.iterations;
         report.outcome = outcome;
         report.message = message;
-        report.figures = measured.stats;
-        report.excused_bytes = measured.excused_bytes;
-        report.per_iteration = measured.per_iteration.clone();
+        report.figures = findings.stats;
+        report.excused_bytes = findings.excused_bytes;
+        report.per_iteration = findings.per_iteration.to_vec();
         report.retained_sites = retained_sites;
         report.sampled_stacks = sampled_stacks(plan.test.manifest_dir);
         if report.sampled_stacks.iter().any(|stack| !stack.addresses.is_empty()) {

@@ -68,14 +68,14 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     let result = match outcome {
         Ok(()) => last.expect("at least one measured run"),
         Err(panic) => {
-            report::write(&plan, &measured, Outcome::BodyFailed, None, Vec::new());
+            report::write(&plan, &measured.findings(), Outcome::BodyFailed, None, Vec::new());
             resume_unwind(panic);
         }
     };
     if result.is_success() {
         measured.judge(&plan);
     } else {
-        report::write(&plan, &measured, Outcome::BodyFailed, None, Vec::new());
+        report::write(&plan, &measured.findings(), Outcome::BodyFailed, None, Vec::new());
     }
     result
 }
@@ -106,12 +106,12 @@ struct Session {
 }
 
 /// The measured runs, closed.
-pub(super) struct Measured {
+struct Measured {
     scope_id: ScopeId,
-    pub(super) stats: ScopeStats,
-    pub(super) excused_bytes: u64,
+    stats: ScopeStats,
+    excused_bytes: u64,
     excused_blocks: u64,
-    pub(super) per_iteration: Vec<IterationFigures>,
+    per_iteration: Vec<IterationFigures>,
     excuses: Excuses,
 }
 
@@ -206,9 +206,9 @@ impl Measured {
         let function = plan.function_path();
         let names = Names { harness: plan.harness_name(), function: &function };
         match verdict::judge(names, &plan.budgets, &self.findings(), &sites) {
-            Verdict::Passed => report::write(plan, &self, Outcome::Passed, None, sites),
+            Verdict::Passed => report::write(plan, &self.findings(), Outcome::Passed, None, sites),
             Verdict::Failed(message) => {
-                report::write(plan, &self, Outcome::Failed, Some(message.clone()), sites);
+                report::write(plan, &self.findings(), Outcome::Failed, Some(message.clone()), sites);
                 if plan.test.should_panic {
                     eprintln!("{message}");
                 } else {
