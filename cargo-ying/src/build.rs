@@ -25,11 +25,6 @@ pub struct TestBinary {
 }
 
 impl TestBinary {
-    /// The binary's id as cargo-nextest writes it (`package::target`, `package::bin/name`, `package`).
-    pub fn id(&self) -> String {
-        self.test_id("").binary_id()
-    }
-
     /// The id of its test `name`.
     pub fn test_id(&self, name: &str) -> ying_report::TestId {
         ying_report::TestId::new(&self.package, self.kind, &self.name, name)

@@ -4,7 +4,7 @@
 
 use crate::model::Leak;
 use std::path::Path;
-use ying_report::{Figures, LeakReport, TestId};
+use ying_report::{LeakReport, TestId};
 
 /// What a test's report directory held.
 #[derive(Debug, Default)]
@@ -30,8 +30,7 @@ pub fn take_report(id: &TestId, dir: &Path, out_dir: &Path) -> Collected {
             Ok(_) if collected.leak.is_some() => "the test wrote a second report".to_owned(),
             Ok(report) => match store(&path, &id.report_path(), out_dir) {
                 Ok(()) => {
-                    let figures = Figures::of(&report);
-                    collected.leak = Some(Leak { report, figures, path: id.report_path() });
+                    collected.leak = Some(Leak { report, path: id.report_path() });
                     continue;
                 }
                 Err(error) => format!("it could not be stored: {error}"),

@@ -8,6 +8,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 use ying_report::{BaselineEntry, Figures, GateVerdict, LeakReport, Summary, SummaryTest, TestId, TestOutcome};
 
+/// A duration as `1.234s`, as results show durations.
+pub fn seconds(duration: Duration) -> String {
+    format!("{:.3}s", duration.as_secs_f64())
+}
+
 /// How a test ended, with what is known of why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -47,7 +52,7 @@ impl Outcome {
     pub fn reason(&self) -> Option<String> {
         match self {
             Self::Crashed(signal) => Some(format!("killed by {signal}")),
-            Self::TimedOut(after) => Some(format!("timed out after {:.3}s", after.as_secs_f64())),
+            Self::TimedOut(after) => Some(format!("timed out after {}", seconds(*after))),
             _ => None,
         }
     }
@@ -58,10 +63,15 @@ impl Outcome {
 pub struct Leak {
     /// The report, its stacks symbolised.
     pub report: LeakReport,
-    /// Its figures, as judged.
-    pub figures: Figures,
     /// Where it is stored, relative to the output directory.
     pub path: String,
+}
+
+impl Leak {
+    /// The report's figures, as judged.
+    pub fn figures(&self) -> Figures {
+        Figures::of(&self.report)
+    }
 }
 
 /// The files of a test, relative to the output directory.
@@ -140,7 +150,7 @@ impl TestRecord {
         let mut test = SummaryTest::new(self.id.clone(), self.outcome.kind());
         test.reason = self.outcome.reason();
         test.gate = self.verdict();
-        test.figures = self.leak.as_ref().map(|leak| leak.figures);
+        test.figures = self.leak.as_ref().map(Leak::figures);
         test.baseline_retained_bytes = self.baseline.as_ref().map(|entry| entry.retained_bytes);
         test.report = self.leak.as_ref().map(|leak| leak.path.clone());
         test.retained_flamegraph = self.files.retained_flamegraph.clone();
@@ -153,7 +163,7 @@ impl TestRecord {
     /// The test's baseline entry: its figures and retained stacks.
     pub fn baseline_entry(&self) -> Option<BaselineEntry> {
         let leak = self.leak.as_ref()?;
-        Some(BaselineEntry::new(leak.figures, leak.report.retained_stacks()))
+        Some(BaselineEntry::new(leak.figures(), leak.report.retained_stacks()))
     }
 }
 
@@ -195,7 +205,7 @@ impl Run {
         check: bool,
     ) {
         let current: BTreeMap<TestId, Figures> =
-            self.tests.iter().filter_map(|test| Some((test.id.clone(), test.leak.as_ref()?.figures))).collect();
+            self.tests.iter().filter_map(|test| Some((test.id.clone(), test.leak.as_ref()?.figures()))).collect();
         let comparison = crate::gate::compare(entries, &current, &gating, complete);
         for test in &mut self.tests {
             test.baseline = entries.get(&test.id).cloned();
@@ -248,8 +258,7 @@ mod tests {
             Budgets::default(),
         );
         report.figures.retained_bytes = retained;
-        let figures = Figures::of(&report);
-        record.leak = Some(Leak { report, figures, path: format!("reports/p/test/leaks/{name}.json") });
+        record.leak = Some(Leak { report, path: format!("reports/p/test/leaks/{name}.json") });
         record
     }
 

@@ -2,16 +2,10 @@
 //! a closing table of leak tests and the gate's table. In CI (`CI` set) or without a terminal, plain lines only.
 
 use crate::cli::ColorChoice;
-use crate::model::{Outcome, Run, TestRecord};
+use crate::model::{Outcome, Run, TestRecord, seconds};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
-use std::time::Duration;
 use ying_report::TestOutcome;
-
-/// A duration as `1.234s`.
-pub fn seconds(duration: Duration) -> String {
-    format!("{:.3}s", duration.as_secs_f64())
-}
 
 /// Whether to color, from `--color`, `CARGO_TERM_COLOR` and `NO_COLOR`.
 pub fn use_color(choice: Option<ColorChoice>) -> bool {
@@ -154,7 +148,7 @@ impl Reporter {
             "leak test", "retained", "peak", "allocated", "allocations"
         );
         for ((test, leak), id) in rows.into_iter().zip(ids) {
-            let figures = &leak.figures;
+            let figures = leak.figures();
             eprintln!(
                 "{id:<width$}  {:>10}  {:>10}  {:>10}  {:>11}  {}",
                 figures.retained_bytes,
