@@ -1,6 +1,8 @@
 //! End to end: the built `cargo-ying` on a temporary copy of the fixture workspace (`fixtures/leak-tests`), with a
 //! cleaned environment and a target directory shared by every test here (so the fixture builds once). Checks
 //! outcomes, exit codes, summary.json, reports and SVGs; output is snapshotted after redacting durations.
+//!
+//! One test binary: its modules share the harness below and the lock on the shared target directory.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
