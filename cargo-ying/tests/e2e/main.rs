@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+mod trust;
+
 /// The tests share one target directory, and so one `<target>/ying/`: one at a time.
 static SHARED_TARGET: Mutex<()> = Mutex::new(());
 
@@ -43,6 +45,11 @@ impl Fixture {
 
     /// Runs `cargo-ying ying test --manifest-path <copy> <args>` with a cleaned environment.
     fn cargo_ying(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
+        self.command(args, envs).output().unwrap()
+    }
+
+    /// The command [`cargo_ying`](Self::cargo_ying) runs, to change further before running it.
+    fn command(&self, args: &[&str], envs: &[(&str, &str)]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-ying"));
         command.arg("ying").arg("test").arg("--manifest-path").arg(self.path().join("Cargo.toml")).args(args);
         for (key, _) in std::env::vars_os() {
@@ -58,7 +65,7 @@ impl Fixture {
             .env("RUST_BACKTRACE", "0")
             .env("CI", "true")
             .envs(envs.iter().copied());
-        command.output().unwrap()
+        command
     }
 }
 

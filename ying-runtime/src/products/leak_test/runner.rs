@@ -41,6 +41,7 @@ impl<T, E> TestResult for Result<T, E> {
 pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) -> R {
     let plan = Plan::new(test, default_attribution());
     let _serial = plan.prepare();
+    super::hook::install();
     for _ in 0..test.warmup {
         let result = body();
         if !result.is_success() {
