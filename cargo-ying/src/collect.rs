@@ -1,9 +1,11 @@
 //! Collecting a leak test's report from the directory its process wrote it to: the report of this test, of this
-//! version, is taken and stored under the test's own file name; anything else found there is refused with a
-//! warning that names where it was put, and the test is shown as having no figures.
+//! version and of this run (it carries the run's token) is taken and stored under the test's own file name; the
+//! mark the leak test left when it started says that a report was due; anything else found there is refused with
+//! a warning that names where it was put, and the test keeps only what its own report says.
 
 use crate::model::Leak;
 use std::path::Path;
+use ying_report::report::STARTED_EXTENSION;
 use ying_report::{LeakReport, TestId};
 
 /// What a test's report directory held.
@@ -11,31 +13,39 @@ use ying_report::{LeakReport, TestId};
 pub struct Collected {
     /// The test's report, stored under `reports/`.
     pub leak: Option<Leak>,
+    /// A leak test started in the process (it left its mark with the run's token): a report was due.
+    pub started: bool,
     /// A line for each file refused.
     pub warnings: Vec<String>,
 }
 
-/// Takes the report of test `id` from `dir` (the directory its process wrote reports to) into `out_dir`.
-pub fn take_report(id: &TestId, dir: &Path, out_dir: &Path) -> Collected {
+/// Takes the report of test `id` written in the run whose token is `run_token` from `dir` (the directory its
+/// process wrote reports to) into `out_dir`.
+pub fn take_report(id: &TestId, dir: &Path, out_dir: &Path, run_token: &str) -> Collected {
     let mut collected = Collected::default();
     let Ok(entries) = std::fs::read_dir(dir) else { return collected };
-    let mut written: Vec<_> = entries
-        .filter_map(|entry| entry.ok())
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "json"))
-        .collect();
+    let mut written: Vec<_> = entries.filter_map(|entry| entry.ok()).map(|entry| entry.path()).collect();
     written.sort();
     for path in written {
-        let refused = match LeakReport::read(&path, id) {
-            Ok(_) if collected.leak.is_some() => "the test wrote a second report".to_owned(),
-            Ok(report) => match store(&path, &id.report_path(), out_dir) {
-                Ok(()) => {
-                    collected.leak = Some(Leak { report, path: id.report_path() });
-                    continue;
-                }
-                Err(error) => format!("it could not be stored: {error}"),
+        let extension = path.extension().and_then(|extension| extension.to_str()).unwrap_or_default();
+        let refused = match extension {
+            "json" => match LeakReport::read_of_run(&path, id, run_token) {
+                Ok(_) if collected.leak.is_some() => "the test wrote a second report".to_owned(),
+                Ok(report) => match store(&path, &id.report_path(), out_dir) {
+                    Ok(()) => {
+                        collected.leak = Some(Leak { report, path: id.report_path() });
+                        continue;
+                    }
+                    Err(error) => format!("it could not be stored: {error}"),
+                },
+                Err(error) => error.to_string(),
             },
-            Err(error) => error.to_string(),
+            STARTED_EXTENSION if std::fs::read(&path).is_ok_and(|token| token == run_token.as_bytes()) => {
+                collected.started = true;
+                continue;
+            }
+            STARTED_EXTENSION => "it is not the mark of a leak test started in this run".to_owned(),
+            _ => "it is not a report".to_owned(),
         };
         let file_name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
         let kept = format!("refused/{}/{file_name}", id.file_stem());
@@ -43,7 +53,7 @@ pub fn take_report(id: &TestId, dir: &Path, out_dir: &Path) -> Collected {
             Ok(()) => out_dir.join(&kept),
             Err(_) => path.clone(),
         };
-        collected.warnings.push(format!("refused the report {}: {refused}", place.display()));
+        collected.warnings.push(format!("refused {}: {refused}", place.display()));
     }
     collected
 }
@@ -63,40 +73,70 @@ mod tests {
     use ying_report::report::{Attribution, Budgets, TestIdentity};
     use ying_report::{LeakReport, TargetKind, TestId};
 
-    fn report(name: &str) -> LeakReport {
-        LeakReport::new(
+    const TOKEN: &str = "0123abcd";
+
+    fn report(name: &str, token: Option<&str>) -> LeakReport {
+        let mut report = LeakReport::new(
             TestIdentity::new("p", None, "leaks", name, "tests/leaks.rs", 1),
             Attribution::Process,
             Budgets::default(),
-        )
+        );
+        report.run_token = token.map(str::to_owned);
+        report
+    }
+
+    fn box_leak() -> TestId {
+        TestId::new("p", TargetKind::Test, "leaks", "box_leak")
     }
 
     #[test]
-    fn the_tests_own_report_is_taken_and_others_refused_with_a_warning() {
+    fn the_tests_own_report_of_this_run_is_taken_and_everything_else_refused_with_a_warning() {
         let (scratch, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let id = TestId::new("p", TargetKind::Test, "leaks", "box_leak");
-        report("box_leak").write(&scratch.path().join("a.json")).unwrap();
-        report("other").write(&scratch.path().join("b.json")).unwrap();
-        std::fs::write(scratch.path().join("c.json"), "{\"schema_version\": 99}").unwrap();
-        let collected = take_report(&id, scratch.path(), out.path());
+        let dir = scratch.path();
+        let mut own = report("box_leak", Some(TOKEN));
+        own.figures.retained_bytes = 1000;
+        own.write(&dir.join("p.leaks.box_leak.json")).unwrap();
+        std::fs::write(dir.join("p.leaks.box_leak.started"), TOKEN).unwrap();
+        report("other", Some(TOKEN)).write(&dir.join("b.json")).unwrap();
+        std::fs::write(dir.join("c.json"), "{\"schema_version\": 99}").unwrap();
+        // Sorted before the real report: a forgery without the token, and garbage.
+        report("box_leak", None).write(&dir.join("a-forged.json")).unwrap();
+        report("box_leak", Some("another run")).write(&dir.join("a-stale.json")).unwrap();
+        std::fs::write(dir.join("a-garbage.json"), "not json").unwrap();
+        std::fs::write(dir.join("a-forged.started"), "another run").unwrap();
+        std::fs::write(dir.join("notes.txt"), "stray").unwrap();
+
+        let collected = take_report(&box_leak(), dir, out.path(), TOKEN);
         let leak = collected.leak.expect("its own report");
+        assert_eq!(leak.report.figures.retained_bytes, 1000, "the real figures, not the forged ones");
         assert_eq!(leak.path, "reports/p/test/leaks/box_leak.json");
         assert!(out.path().join(&leak.path).is_file());
-        assert_eq!(collected.warnings.len(), 2, "{:?}", collected.warnings);
-        let refused = out.path().join("refused/p/test/leaks/box_leak/b.json");
-        assert!(collected.warnings[0].contains(&refused.display().to_string()), "{:?}", collected.warnings);
-        assert!(collected.warnings[0].contains("it is the report of `p (crate leaks) other`"));
-        assert!(collected.warnings[1].contains("schema_version 99"), "{:?}", collected.warnings);
-        assert!(refused.is_file(), "a refused report is kept for a look");
+        assert!(collected.started);
+        let refused = out.path().join("refused/p/test/leaks/box_leak");
+        let expected = [
+            ("a-forged.json", "it does not carry this run's token"),
+            ("a-forged.started", "it is not the mark of a leak test started in this run"),
+            ("a-garbage.json", "expected ident at line 1 column 2"),
+            ("a-stale.json", "it does not carry this run's token"),
+            ("b.json", "it is the report of `p (crate leaks) other`"),
+            ("c.json", "schema_version 99"),
+            ("notes.txt", "it is not a report"),
+        ];
+        assert_eq!(collected.warnings.len(), expected.len(), "{:#?}", collected.warnings);
+        for ((file, why), warning) in expected.iter().zip(&collected.warnings) {
+            let place = refused.join(file);
+            assert!(warning.starts_with(&format!("refused {}: ", place.display())), "{warning}");
+            assert!(warning.contains(why), "{warning}");
+            assert!(place.is_file(), "a refused file is kept for a look");
+        }
     }
 
     #[test]
     fn a_foreign_report_alone_leaves_the_test_without_figures() {
         let (scratch, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        report("other").write(&scratch.path().join("a.json")).unwrap();
-        let collected =
-            take_report(&TestId::new("p", TargetKind::Test, "leaks", "box_leak"), scratch.path(), out.path());
-        assert!(collected.leak.is_none());
+        report("other", Some(TOKEN)).write(&scratch.path().join("a.json")).unwrap();
+        let collected = take_report(&box_leak(), scratch.path(), out.path(), TOKEN);
+        assert!(collected.leak.is_none() && !collected.started);
         assert_eq!(collected.warnings.len(), 1);
     }
 }

@@ -24,6 +24,9 @@ pub enum Outcome {
     Crashed(String),
     /// Ran past the timeout and was killed.
     TimedOut(Duration),
+    /// A leak test that started but whose process exited (with this code) before it reported its figures, as
+    /// `std::process::exit` in its body does: a failure, since what it retained is unknown.
+    Unreported(i32),
     /// Marked `#[ignore]` and not asked for.
     Ignored,
     /// Not started: an earlier test failed and fail-fast stopped the run.
@@ -35,7 +38,7 @@ impl Outcome {
     pub fn kind(&self) -> TestOutcome {
         match self {
             Self::Passed => TestOutcome::Passed,
-            Self::Failed => TestOutcome::Failed,
+            Self::Failed | Self::Unreported(_) => TestOutcome::Failed,
             Self::Crashed(_) => TestOutcome::Crashed,
             Self::TimedOut(_) => TestOutcome::TimedOut,
             Self::Ignored => TestOutcome::Ignored,
@@ -53,6 +56,9 @@ impl Outcome {
         match self {
             Self::Crashed(signal) => Some(format!("killed by {signal}")),
             Self::TimedOut(after) => Some(format!("timed out after {}", seconds(*after))),
+            Self::Unreported(code) => {
+                Some(format!("exited with code {code} before the leak test reported what it retained"))
+            }
             _ => None,
         }
     }
@@ -287,6 +293,12 @@ mod tests {
         assert_eq!(Outcome::Crashed("SIGABRT".into()).reason().as_deref(), Some("killed by SIGABRT"));
         assert_eq!(Outcome::TimedOut(Duration::from_secs(4)).reason().as_deref(), Some("timed out after 4.000s"));
         assert_eq!(Outcome::Failed.reason(), None);
+        let unreported = Outcome::Unreported(0);
+        assert_eq!(
+            unreported.reason().as_deref(),
+            Some("exited with code 0 before the leak test reported what it retained")
+        );
+        assert!(unreported.is_failure());
         assert!(Outcome::Crashed(String::new()).is_failure() && !Outcome::Ignored.is_failure());
     }
 }

@@ -11,7 +11,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
-use ying_report::report::{ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, REPORT_DIR_ENV};
+use ying_report::report::{ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV};
 
 /// How to run the tests.
 pub struct RunOptions {
@@ -59,6 +59,15 @@ fn killed_by(_: &ExitStatus) -> Option<i32> {
     None
 }
 
+/// A token no other run, and no other test of this run, has: what a test's report must carry to be taken.
+fn run_token(index: usize) -> String {
+    use std::hash::BuildHasher;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let [a, b] = [0u8, 1]
+        .map(|half| std::collections::hash_map::RandomState::new().hash_one((half, index, std::process::id(), now)));
+    format!("{a:016x}{b:016x}")
+}
+
 /// Runs one test in its own process, and takes its report.
 fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
     let scratch = options.out_dir.join("tmp").join(index.to_string());
@@ -69,6 +78,7 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
         return finish(Outcome::Failed, format!("cargo ying: failed to create {}: {error}", scratch.display()));
     }
     let output_path = scratch.join("output");
+    let token = run_token(index);
     let spawned = File::create(&output_path).and_then(|file| {
         let mut command = Command::new(&test.binary.path);
         command
@@ -79,6 +89,7 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
             .env(REPORT_DIR_ENV, scratch.join("report"))
             .env(ATTRIBUTION_ENV, "process")
             .env(DEFER_SYMBOLS_ENV, "1")
+            .env(RUN_TOKEN_ENV, &token)
             .stdin(Stdio::null())
             .stdout(file.try_clone()?)
             .stderr(file);
@@ -93,13 +104,17 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
             );
         }
     };
+    let mut exit_code = None;
     let outcome = loop {
         match child.try_wait() {
-            Ok(Some(status)) if status.success() => break Outcome::Passed,
-            Ok(Some(status)) => match killed_by(&status) {
-                Some(signal) => break Outcome::Crashed(signal_name(signal)),
-                None => break Outcome::Failed,
-            },
+            Ok(Some(status)) => {
+                exit_code = status.code();
+                match killed_by(&status) {
+                    Some(signal) => break Outcome::Crashed(signal_name(signal)),
+                    None if status.success() => break Outcome::Passed,
+                    None => break Outcome::Failed,
+                }
+            }
             Ok(None) if started.elapsed() >= options.timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -110,8 +125,15 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
         }
     };
     let output = std::fs::read(&output_path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    let collected = take_report(&id, &scratch.join("report"), &options.out_dir, &token);
+    let outcome = match (outcome, exit_code) {
+        // The leak test started and its process exited, yet it never reported: its figures are unknown.
+        (Outcome::Passed | Outcome::Failed, Some(code)) if collected.started && collected.leak.is_none() => {
+            Outcome::Unreported(code)
+        }
+        (outcome, _) => outcome,
+    };
     let mut record = finish(outcome, output.unwrap_or_default());
-    let collected = take_report(&id, &scratch.join("report"), &options.out_dir);
     record.leak = collected.leak;
     record.warnings = collected.warnings;
     let _ = std::fs::remove_dir_all(&scratch);

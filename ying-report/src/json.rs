@@ -41,6 +41,8 @@ pub enum ReadError {
         /// The test the report is of.
         found: String,
     },
+    /// A report without the token of the run that reads it: not written by the leak test's runner in this run.
+    OtherRun,
 }
 
 impl fmt::Display for ReadError {
@@ -55,6 +57,9 @@ impl fmt::Display for ReadError {
                  this ying reads: {hint}"
             ),
             Self::OtherTest { expected, found } => write!(f, "it is the report of `{found}`, not of `{expected}`"),
+            Self::OtherRun => {
+                write!(f, "it does not carry this run's token: the leak test's runner did not write it in this run")
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::test_id::{TargetKind, TestId};
 use std::path::Path;
 
 /// The version of the report format; bumped on any change a reader must know about.
-pub const REPORT_SCHEMA_VERSION: u32 = 2;
+pub const REPORT_SCHEMA_VERSION: u32 = 3;
 
 /// The environment variable naming the directory where leak tests write their reports.
 pub const REPORT_DIR_ENV: &str = "YING_REPORT_DIR";
@@ -24,6 +24,16 @@ pub const DEFER_SYMBOLS_ENV: &str = "YING_DEFER_SYMBOLS";
 /// The environment variable that sets the default attribution of leak tests: `process` or `thread`. `cargo ying`
 /// sets `process`, since it runs each test in a process of its own.
 pub const ATTRIBUTION_ENV: &str = "YING_ATTRIBUTION";
+
+/// The environment variable carrying a token of this run of this test, which `cargo ying` sets for each test
+/// process: a leak test copies it into its report ([`LeakReport::run_token`]) and into the mark it leaves when it
+/// starts ([`STARTED_EXTENSION`]), and `cargo ying` takes only what carries it.
+pub const RUN_TOKEN_ENV: &str = "YING_RUN_TOKEN";
+
+/// The extension of the mark a leak test leaves in [`REPORT_DIR_ENV`] when it starts under [`RUN_TOKEN_ENV`]: a
+/// file holding the token, beside where its report will be. A mark without a report says that the test's process
+/// ended before the test reported (`std::process::exit` in its body, for instance).
+pub const STARTED_EXTENSION: &str = "started";
 
 const KIND: Kind = Kind {
     name: "report",
@@ -68,6 +78,9 @@ pub struct LeakReport {
     /// [`DEFER_SYMBOLS_ENV`]); `None` once every stack has its frames.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deferred: Option<DeferredSymbols>,
+    /// The token of the run that asked for the report ([`RUN_TOKEN_ENV`]), when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_token: Option<String>,
 }
 
 impl LeakReport {
@@ -88,6 +101,7 @@ impl LeakReport {
             retained_sites: Vec::new(),
             sampled_stacks: Vec::new(),
             deferred: None,
+            run_token: None,
         }
     }
 
@@ -125,6 +139,16 @@ impl LeakReport {
         let report: Self = json::parse(&text, &KIND)?;
         if !report.test.is(expected) {
             return Err(ReadError::OtherTest { expected: expected.to_string(), found: report.test.to_string() });
+        }
+        Ok(report)
+    }
+
+    /// Reads the report of test `expected` written in the run whose token is `run_token`: as [`read`](Self::read),
+    /// and a report without that token (a file the test wrote itself, or left by another run) is refused.
+    pub fn read_of_run(path: &Path, expected: &TestId, run_token: &str) -> Result<Self, ReadError> {
+        let report = Self::read(path, expected)?;
+        if report.run_token.as_deref() != Some(run_token) {
+            return Err(ReadError::OtherRun);
         }
         Ok(report)
     }
@@ -439,12 +463,30 @@ mod tests {
             "it is the report of `app (crate app) tests::same_unit`, not of `app tests::other`"
         );
 
-        let text = std::fs::read_to_string(&path).unwrap().replace("\"schema_version\": 2", "\"schema_version\": 1");
+        let text = std::fs::read_to_string(&path).unwrap().replace("\"schema_version\": 3", "\"schema_version\": 1");
         std::fs::write(&path, text).unwrap();
         let error = LeakReport::read(&path, &lib).unwrap_err().to_string();
         assert!(
-            error.contains("schema_version 1 at line 2 column 3 is not 2") && error.contains("earlier ying-runtime"),
+            error.contains("schema_version 1 at line 2 column 3 is not 3") && error.contains("earlier ying-runtime"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_run_takes_only_the_reports_that_carry_its_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = TestId::new("app", TargetKind::Lib, "app", "tests::same_unit");
+        let mut report = LeakReport::new(identity(None), Attribution::Process, Budgets::default());
+        let path = dir.path().join("untokened.json");
+        report.write(&path).unwrap();
+        assert!(matches!(LeakReport::read_of_run(&path, &lib, "t1"), Err(ReadError::OtherRun)));
+        report.run_token = Some("t0".to_owned());
+        report.write(&path).unwrap();
+        let error = LeakReport::read_of_run(&path, &lib, "t1").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "it does not carry this run's token: the leak test's runner did not write it in this run"
+        );
+        assert_eq!(LeakReport::read_of_run(&path, &lib, "t0").unwrap(), report);
     }
 }

@@ -81,7 +81,7 @@ impl Reporter {
     pub fn result(&self, result: &TestRecord) {
         let (label, style) = match &result.outcome {
             Outcome::Passed => ("PASS", GREEN),
-            Outcome::Failed => ("FAIL", RED),
+            Outcome::Failed | Outcome::Unreported(_) => ("FAIL", RED),
             Outcome::Crashed(_) => ("CRASH", RED),
             Outcome::TimedOut(_) => ("TIMEOUT", RED),
             Outcome::Ignored | Outcome::NotRun => return,

@@ -128,6 +128,7 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
     assert_eq!(outcome("leaks", "helper_thread_leak"), "failed");
     assert_eq!(outcome("leaks", "helper_thread_leak_process"), "ignored");
     assert_eq!(outcome("no_allocator", "without_the_allocator"), "failed");
+    assert_eq!(outcome("exits", "exits_after_leaking"), "failed");
 
     let box_leak = entry(&summary, "leaks", "box_leak");
     assert_eq!(box_leak["retained_bytes"], 1000);
@@ -652,28 +653,4 @@ fn tests_whose_names_differ_in_separators_or_accents_get_their_own_files() {
         let svg = std::fs::read_to_string(out.join(test["retained_flamegraph"].as_str().unwrap())).unwrap();
         assert!(svg.contains(&format!("leak-fixtures {name}")), "{name}: the flamegraph is titled with its test");
     }
-}
-
-#[test]
-fn a_report_of_another_version_or_another_test_is_refused_with_a_warning() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
-    let fixture = Fixture::new();
-    let output = fixture.cargo_ying(&["--test", "foreign_reports"], &[("YING_FIXTURE_FOREIGN_REPORTS", "1")]);
-    let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let out = target_dir().join("ying");
-    let refused = out.join("refused/leak-fixtures/test/foreign_reports/writes_foreign_reports");
-    for (file, why) in [
-        ("old.json", "schema_version 1 at line 1 column 2 is not 2"),
-        ("other.json", "it is the report of `leak-fixtures (crate leaks) box_leak`"),
-    ] {
-        let warning = format!("refused the report {}: {why}", refused.join(file).display());
-        assert!(stderr.contains(&warning), "{warning}\nin\n{stderr}");
-        assert!(refused.join(file).is_file(), "the refused file is kept");
-    }
-    let summary = summary(&target_dir());
-    let test = entry_of(&summary, "test", "foreign_reports", "writes_foreign_reports");
-    assert!(test["retained_bytes"].is_null() && test["report"].is_null(), "no figures: {test}");
-    assert_eq!(test["warnings"].as_array().unwrap().len(), 2, "{test}");
-    assert!(!out.join("reports").exists(), "no report was taken as this test's");
 }

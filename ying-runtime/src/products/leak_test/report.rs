@@ -7,7 +7,8 @@ use crate::base::thread::as_profiler;
 use crate::read::stack_stats;
 use crate::read::symbolize::{OWN_SOURCE, executable_address, span_frames, symbolize};
 use ying_report::report::{
-    DEFER_SYMBOLS_ENV, DeferredSymbols, LeakReport, Outcome, REPORT_DIR_ENV, RetainedSite, SampledStack,
+    DEFER_SYMBOLS_ENV, DeferredSymbols, LeakReport, Outcome, REPORT_DIR_ENV, RUN_TOKEN_ENV, RetainedSite,
+    STARTED_EXTENSION, SampledStack, TestIdentity,
 };
 use ying_report::{Frame, file_name_component};
 
@@ -35,7 +36,8 @@ pub(super) fn write(
         if report.sampled_stacks.iter().any(|stack| !stack.addresses.is_empty()) {
             report.deferred = Some(DeferredSymbols::new(OWN_SOURCE));
         }
-        let path = std::path::Path::new(&dir).join(file_name(&report));
+        report.run_token = std::env::var(RUN_TOKEN_ENV).ok();
+        let path = std::path::Path::new(&dir).join(file_name(&report.test, "json"));
         let written = std::fs::create_dir_all(&dir).and_then(|()| report.write(&path));
         if let Err(error) = written {
             eprintln!("ying: failed to write the report of `{}` to {}: {error}", report.test.name, path.display());
@@ -43,15 +45,30 @@ pub(super) fn write(
     });
 }
 
-/// `package.crate.test.json` (`package.bin-name.test.json` in a binary), each part a file-name component: two
-/// tests of one process never share a file name, nor do a library's test and a binary's of the same crate name.
-fn file_name(report: &LeakReport) -> String {
-    let test = &report.test;
+/// Leaves the mark of `plan`'s test starting in [`REPORT_DIR_ENV`], when a run that checks for it
+/// ([`RUN_TOKEN_ENV`]) asked for reports: if the process ends before the test reports, the run knows.
+pub(super) fn started(plan: &Plan) {
+    let (Some(dir), Some(token)) = (std::env::var_os(REPORT_DIR_ENV), std::env::var_os(RUN_TOKEN_ENV)) else {
+        return;
+    };
+    as_profiler(|| {
+        let path = std::path::Path::new(&dir).join(file_name(&plan.identity, STARTED_EXTENSION));
+        let written = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, token.as_encoded_bytes()));
+        if let Err(error) = written {
+            eprintln!("ying: failed to mark the start of `{}` in {}: {error}", plan.identity.name, path.display());
+        }
+    });
+}
+
+/// `package.crate.test.<extension>` (`package.bin-name.test.<extension>` in a binary), each part a file-name
+/// component: two tests of one process never share a file name, nor do a library's test and a binary's of the
+/// same crate name.
+fn file_name(test: &TestIdentity, extension: &str) -> String {
     let binary = match &test.bin_name {
         Some(bin) => format!("bin-{}", file_name_component(bin)),
         None => file_name_component(&test.krate),
     };
-    format!("{}.{binary}.{}.json", file_name_component(&test.package), file_name_component(&test.name))
+    format!("{}.{binary}.{}.{extension}", file_name_component(&test.package), file_name_component(&test.name))
 }
 
 /// The process's top stacks by allocated and by retained bytes, for flamegraphs. Under [`DEFER_SYMBOLS_ENV`], as
@@ -101,15 +118,13 @@ pub(super) fn relative_frames(frames: Vec<Frame>, manifest_dir: &str) -> Vec<Fra
 #[cfg(test)]
 mod tests {
     use super::file_name;
-    use ying_report::report::{Attribution, Budgets, LeakReport, TestIdentity};
+    use ying_report::report::TestIdentity;
 
     #[test]
     fn a_librarys_test_and_a_binarys_of_one_crate_write_two_files() {
-        let report = |bin: Option<&str>| {
-            let identity = TestIdentity::new("app", bin, "app::tests", "same_unit", "src/lib.rs", 1);
-            LeakReport::new(identity, Attribution::Process, Budgets::default())
-        };
-        assert_eq!(file_name(&report(None)), "app.app.tests.same_unit.json");
-        assert_eq!(file_name(&report(Some("app"))), "app.bin-app.tests.same_unit.json");
+        let test = |bin: Option<&str>| TestIdentity::new("app", bin, "app::tests", "same_unit", "src/lib.rs", 1);
+        assert_eq!(file_name(&test(None), "json"), "app.app.tests.same_unit.json");
+        assert_eq!(file_name(&test(Some("app")), "json"), "app.bin-app.tests.same_unit.json");
+        assert_eq!(file_name(&test(None), "started"), "app.app.tests.same_unit.started");
     }
 }

@@ -42,6 +42,7 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     let plan = Plan::new(test, default_attribution());
     let _serial = plan.prepare();
     super::hook::install();
+    report::started(&plan);
     for _ in 0..test.warmup {
         let result = body();
         if !result.is_success() {
