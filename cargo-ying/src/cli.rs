@@ -172,6 +172,11 @@ pub struct GateOptions {
     /// Also fail when a leak test is new to the baseline or missing from a complete run
     #[arg(long, help_heading = "Baseline")]
     pub check: bool,
+
+    /// Runs again a leak test that crossed the tolerance this many times: it regresses only when every rerun
+    /// crosses it too, and is unstable (reported, not failing the run) otherwise [default: 2]
+    #[arg(long, value_name = "N", help_heading = "Baseline")]
+    pub reruns: Option<u32>,
 }
 
 /// The options passed through to `cargo test --no-run`.

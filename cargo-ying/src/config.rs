@@ -25,6 +25,8 @@ pub struct Config {
     pub min_growth: Option<ByteSize>,
     /// Figures gated besides retained bytes (`gate = ["peak", "allocations"]`).
     pub gate: Option<Vec<Figure>>,
+    /// Reruns of a leak test that crossed the tolerance (`reruns = 2`).
+    pub reruns: Option<u32>,
 }
 
 /// Why the configuration is not valid.
@@ -48,7 +50,7 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The keys, as written in the table.
-const KEYS: &[&str] = &["jobs", "timeout", "fail-fast", "baseline", "max-growth", "min-growth", "gate"];
+const KEYS: &[&str] = &["jobs", "timeout", "fail-fast", "baseline", "max-growth", "min-growth", "gate", "reruns"];
 
 impl Config {
     /// Reads the `ying` table of the workspace metadata (none: the defaults).
@@ -82,6 +84,7 @@ impl Config {
                     config.min_growth = Some(size.map_err(error)?);
                 }
                 "gate" => config.gate = Some(gate(value).map_err(error)?),
+                "reruns" => config.reruns = Some(reruns(value).map_err(error)?),
                 unknown => {
                     return Err(ConfigError { key: None, message: unknown_key(unknown) });
                 }
@@ -100,7 +103,9 @@ impl Config {
             absolute: flags.min_growth.or(self.min_growth).unwrap_or(defaults.absolute),
         };
         let also = if flags.gate.is_empty() { self.gate.clone().unwrap_or_default() } else { flags.gate.clone() };
-        Gating::new(tolerance, &also)
+        let mut gating = Gating::new(tolerance, &also);
+        gating.reruns = flags.reruns.or(self.reruns).unwrap_or(gating.reruns);
+        gating
     }
 }
 
@@ -123,6 +128,13 @@ fn jobs(value: &serde_json::Value) -> Result<NonZeroUsize, String> {
         .and_then(|jobs| usize::try_from(jobs).ok())
         .and_then(NonZeroUsize::new)
         .ok_or_else(|| expected("a whole number of tests to run at once, 1 or more", value))
+}
+
+fn reruns(value: &serde_json::Value) -> Result<u32, String> {
+    value
+        .as_u64()
+        .and_then(|reruns| u32::try_from(reruns).ok())
+        .ok_or_else(|| expected("a whole number of reruns, 0 or more", value))
 }
 
 fn timeout(value: &serde_json::Value) -> Result<Duration, String> {
@@ -175,9 +187,12 @@ mod tests {
     fn reads_every_key_into_its_type() {
         let read = config(json!({
             "jobs": 3, "timeout": "90s", "fail-fast": false, "baseline": "mem.json",
-            "max-growth": "5%", "min-growth": "4 KiB", "gate": ["peak", "allocations"]
+            "max-growth": "5%", "min-growth": "4 KiB", "gate": ["peak", "allocations"], "reruns": 4
         }))
         .unwrap();
+        assert_eq!(read.reruns, Some(4));
+        assert_eq!(read.gating(&crate::cli::GateOptions::default()).reruns, 4);
+        assert_eq!(Config::default().gating(&crate::cli::GateOptions::default()).reruns, 2);
         assert_eq!(read.jobs.map(usize::from), Some(3));
         assert_eq!(read.timeout, Some(Duration::from_secs(90)));
         assert_eq!(read.fail_fast, Some(false));
@@ -196,6 +211,10 @@ mod tests {
             "`jobs`: expected a whole number of tests to run at once, 1 or more, found the string \"four\""
         );
         assert!(config(json!({"jobs": 0})).unwrap_err().starts_with("`jobs`: expected"));
+        assert_eq!(
+            config(json!({"reruns": -1})).unwrap_err(),
+            "`reruns`: expected a whole number of reruns, 0 or more, found -1"
+        );
         let unknown = config(json!({"jbos": 3})).unwrap_err();
         assert!(unknown.starts_with("unknown field `jbos`; did you mean `jobs`?"), "{unknown}");
         assert!(config(json!({"timeout": "soon"})).unwrap_err().starts_with("`timeout`: `soon` is not a duration"));

@@ -4,12 +4,15 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
-use ying_report::{BaselineEntry, ByteSize, Figure, Figures, GateVerdict, TestId};
+use ying_report::{BaselineEntry, ByteSize, Figure, GateVerdict, TestId};
 
 /// The default relative tolerance: retained memory may grow by 10% before the gate fails.
 pub const DEFAULT_MAX_GROWTH: Growth = Growth(0.10);
 /// The default absolute tolerance: growth of up to 1 KiB never fails the gate.
 pub const DEFAULT_MIN_GROWTH: ByteSize = ByteSize::new(1024);
+/// The default number of reruns a regression must survive: two, so that a test regresses only when three runs of
+/// it in a row cross the tolerance.
+pub const DEFAULT_RERUNS: u32 = 2;
 
 /// A relative growth: `10%` (or the fraction `0.1`).
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
@@ -76,13 +79,16 @@ impl Tolerance {
     }
 }
 
-/// How the gate judges: the tolerance, and the figures gated (retained bytes always, first).
+/// How the gate judges: the tolerance, the figures gated (retained bytes always, first), and how many reruns a
+/// regression must survive.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gating {
     /// How much a figure may grow.
     pub tolerance: Tolerance,
     /// The gated figures.
     figures: Vec<Figure>,
+    /// Runs again of a test that crossed the tolerance; it regresses only when each of them crosses it too.
+    pub reruns: u32,
 }
 
 impl Gating {
@@ -92,7 +98,7 @@ impl Gating {
         figures.extend(also.iter().copied().filter(|figure| *figure != Figure::Retained));
         figures.sort_unstable();
         figures.dedup();
-        Self { tolerance, figures }
+        Self { tolerance, figures, reruns: DEFAULT_RERUNS }
     }
 }
 
@@ -124,14 +130,48 @@ impl Row {
 pub struct TestGate {
     /// The verdict.
     pub verdict: GateVerdict,
-    /// The figures that grew past the tolerance (regressed) or, for retained bytes, shrank (improved).
+    /// The figures that grew past the tolerance (regressed, unstable) or, for retained bytes, shrank (improved).
     pub rows: Vec<Row>,
+    /// The rows are of a steady state (the smallest figures of one measured run), not of totals.
+    pub steady_state: bool,
+    /// For a test that crossed the tolerance and was run again: how many of its reruns crossed it too, of how
+    /// many.
+    pub reruns: Option<Reruns>,
+}
+
+/// What the reruns of a test that crossed the tolerance showed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reruns {
+    /// Reruns that crossed the tolerance too.
+    pub crossed: u32,
+    /// Reruns made.
+    pub runs: u32,
+}
+
+impl Reruns {
+    /// The verdict they give: regressed when every rerun crossed the tolerance, else unstable.
+    pub fn verdict(self) -> GateVerdict {
+        if self.crossed == self.runs { GateVerdict::Regressed } else { GateVerdict::Unstable }
+    }
 }
 
 impl TestGate {
-    /// The rows of the figures that regressed.
+    /// A judgement with no reruns (yet).
+    pub fn new(verdict: GateVerdict, rows: Vec<Row>, steady_state: bool) -> Self {
+        Self { verdict, rows, steady_state, reruns: None }
+    }
+
+    /// Settles the verdict of a test that crossed the tolerance with what its reruns showed.
+    pub fn settle(&mut self, reruns: Reruns) {
+        self.verdict = reruns.verdict();
+        self.reruns = Some(reruns);
+    }
+
+    /// The rows of the figures that regressed: none unless the verdict is that the test regressed (an unstable
+    /// test's rows crossed the tolerance, but not in every run).
     pub fn regressions(&self) -> impl Iterator<Item = &Row> {
-        self.rows.iter().filter(|row| row.now > row.baseline)
+        let regressed = self.verdict == GateVerdict::Regressed;
+        self.rows.iter().filter(move |row| regressed && row.now > row.baseline)
     }
 }
 
@@ -162,19 +202,19 @@ impl Comparison {
     }
 }
 
-/// Judges `current` (this run's leak tests and their figures) against `baseline`. `complete`: the run covered every
-/// test, so baseline entries without a counterpart are missing rather than filtered out.
+/// Judges `current` (this run's leak tests, as the baseline would record them) against `baseline`. `complete`: the
+/// run covered every test, so baseline entries without a counterpart are missing rather than filtered out.
 pub fn compare(
     baseline: &BTreeMap<TestId, BaselineEntry>,
-    current: &BTreeMap<TestId, Figures>,
+    current: &BTreeMap<TestId, BaselineEntry>,
     gating: &Gating,
     complete: bool,
 ) -> Comparison {
     let mut comparison = Comparison::default();
     for (id, now) in current {
         let gate = match baseline.get(id) {
-            None => TestGate { verdict: GateVerdict::New, rows: Vec::new() },
-            Some(entry) => judge(&entry.figures(), now, gating),
+            None => TestGate::new(GateVerdict::New, Vec::new(), now.steady_state),
+            Some(entry) => judge(entry, now, gating),
         };
         comparison.tests.insert(id.clone(), gate);
     }
@@ -184,8 +224,14 @@ pub fn compare(
     comparison
 }
 
-/// The verdict on one test's figures against its baseline figures.
-fn judge(before: &Figures, now: &Figures, gating: &Gating) -> TestGate {
+/// The verdict on one test as it is now (`now`) against its baseline entry (`before`). Figures measured another
+/// way (totals against a steady state) are not compared: the test is new to the baseline.
+pub fn judge(before: &BaselineEntry, now: &BaselineEntry, gating: &Gating) -> TestGate {
+    if before.steady_state != now.steady_state {
+        return TestGate::new(GateVerdict::New, Vec::new(), now.steady_state);
+    }
+    let steady_state = now.steady_state;
+    let (before, now) = (before.figures(), now.figures());
     let row = |figure| Row { figure, baseline: before.get(figure), now: now.get(figure) };
     let regressed: Vec<Row> = gating
         .figures
@@ -194,13 +240,14 @@ fn judge(before: &Figures, now: &Figures, gating: &Gating) -> TestGate {
         .filter(|row| row.now > gating.tolerance.limit(row.figure, row.baseline))
         .collect();
     if !regressed.is_empty() {
-        return TestGate { verdict: GateVerdict::Regressed, rows: regressed };
+        return TestGate::new(GateVerdict::Regressed, regressed, steady_state);
     }
+    // Shrinking is judged as growth is, from now back to the baseline: within the tolerance, it is churn.
     let retained = row(Figure::Retained);
-    if retained.now < retained.baseline {
-        TestGate { verdict: GateVerdict::Improved, rows: vec![retained] }
+    if retained.baseline > gating.tolerance.limit(Figure::Retained, retained.now) {
+        TestGate::new(GateVerdict::Improved, vec![retained], steady_state)
     } else {
-        TestGate { verdict: GateVerdict::Unchanged, rows: Vec::new() }
+        TestGate::new(GateVerdict::Unchanged, Vec::new(), steady_state)
     }
 }
 
@@ -222,8 +269,8 @@ mod tests {
         entries.iter().map(|&(name, retained)| (id(name), BaselineEntry::new(figures(retained), Vec::new()))).collect()
     }
 
-    fn current(entries: &[(&str, u64)]) -> BTreeMap<TestId, Figures> {
-        entries.iter().map(|&(name, retained)| (id(name), figures(retained))).collect()
+    fn current(entries: &[(&str, u64)]) -> BTreeMap<TestId, BaselineEntry> {
+        baseline(entries)
     }
 
     #[test]
@@ -238,13 +285,20 @@ mod tests {
 
     #[test]
     fn every_test_gets_one_verdict() {
-        let before = baseline(&[("a", 1000), ("b", 50_000), ("c", 10_000), ("gone", 1)]);
-        let now = current(&[("a", 1900), ("b", 60_000), ("c", 9_000), ("fresh", 5)]);
+        let before = baseline(&[("a", 1000), ("b", 50_000), ("c", 10_000), ("d", 10_000), ("gone", 1)]);
+        let now = current(&[("a", 1900), ("b", 60_000), ("c", 8_000), ("d", 9_000), ("fresh", 5)]);
         let comparison = compare(&before, &now, &Gating::new(Tolerance::default(), &[]), true);
         let verdict = |name: &str| comparison.tests[&id(name)].verdict;
         assert_eq!(
-            [verdict("a"), verdict("b"), verdict("c"), verdict("fresh")],
-            [GateVerdict::Unchanged, GateVerdict::Regressed, GateVerdict::Improved, GateVerdict::New]
+            [verdict("a"), verdict("b"), verdict("c"), verdict("d"), verdict("fresh")],
+            [
+                GateVerdict::Unchanged,
+                GateVerdict::Regressed,
+                GateVerdict::Improved,
+                // 10% less, within what 9,000 B may grow by: churn, as the same growth would be.
+                GateVerdict::Unchanged,
+                GateVerdict::New
+            ]
         );
         assert_eq!(comparison.missing, [id("gone")]);
         assert!(comparison.fails(false));
@@ -264,7 +318,8 @@ mod tests {
         };
         let before: BTreeMap<TestId, BaselineEntry> =
             [(id("t"), BaselineEntry::new(entry(100, 10_000, 50), Vec::new()))].into();
-        let now: BTreeMap<TestId, Figures> = [(id("t"), entry(100, 90_000, 56))].into();
+        let now: BTreeMap<TestId, BaselineEntry> =
+            [(id("t"), BaselineEntry::new(entry(100, 90_000, 56), Vec::new()))].into();
         let plain = compare(&before, &now, &Gating::new(Tolerance::default(), &[]), true);
         assert_eq!(plain.tests[&id("t")].verdict, GateVerdict::Unchanged);
         let gated =
@@ -272,6 +327,21 @@ mod tests {
         let figures: Vec<_> = gated.regressions().map(|(_, row)| row.figure).collect();
         // Allocations grew 12%, past the 10% tolerance (the 1 KiB floor is for bytes only).
         assert_eq!(figures, [Figure::Peak, Figure::Allocations]);
+    }
+
+    #[test]
+    fn a_steady_state_is_compared_only_with_a_steady_state() {
+        let steady = |retained| {
+            let mut entry = BaselineEntry::new(figures(retained), Vec::new());
+            entry.steady_state = true;
+            entry
+        };
+        let before: BTreeMap<TestId, BaselineEntry> =
+            [(id("totals"), BaselineEntry::new(figures(50_000), Vec::new())), (id("steady"), steady(0))].into();
+        let now: BTreeMap<TestId, BaselineEntry> = [(id("totals"), steady(0)), (id("steady"), steady(4096))].into();
+        let comparison = compare(&before, &now, &Gating::new(Tolerance::default(), &[]), true);
+        assert_eq!(comparison.tests[&id("totals")].verdict, GateVerdict::New, "not an improvement of 50,000 B");
+        assert_eq!(comparison.tests[&id("steady")].verdict, GateVerdict::Regressed);
     }
 
     #[test]

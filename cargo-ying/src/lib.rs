@@ -28,6 +28,7 @@ pub mod gate;
 pub mod model;
 pub mod outputs;
 pub mod partition;
+pub mod rerun;
 pub mod runner;
 pub mod saved;
 pub mod symbols;

@@ -2,7 +2,7 @@
 //! output (terminal, summary.json, baseline, JUnit, GitHub annotations and step summary, index.html, flamegraphs)
 //! shows the same thing. Outputs read a [`Run`]; none decides anything of its own.
 
-use crate::gate::{Comparison, Gating, TestGate};
+use crate::gate::{Comparison, Gating, Reruns, TestGate};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -157,6 +157,7 @@ impl TestRecord {
         test.reason = self.outcome.reason();
         test.gate = self.verdict();
         test.figures = self.leak.as_ref().map(Leak::figures);
+        test.steady_state = self.leak.as_ref().and_then(|leak| Figures::steady_state(&leak.report));
         test.baseline_retained_bytes = self.baseline.as_ref().map(|entry| entry.retained_bytes);
         test.report = self.leak.as_ref().map(|leak| leak.path.clone());
         test.retained_flamegraph = self.files.retained_flamegraph.clone();
@@ -169,7 +170,7 @@ impl TestRecord {
     /// The test's baseline entry: its figures and retained stacks.
     pub fn baseline_entry(&self) -> Option<BaselineEntry> {
         let leak = self.leak.as_ref()?;
-        Some(BaselineEntry::new(leak.figures(), leak.report.retained_stacks()))
+        Some(BaselineEntry::of(&leak.report))
     }
 }
 
@@ -210,14 +211,24 @@ impl Run {
         complete: bool,
         check: bool,
     ) {
-        let current: BTreeMap<TestId, Figures> =
-            self.tests.iter().filter_map(|test| Some((test.id.clone(), test.leak.as_ref()?.figures()))).collect();
+        let current = self.baseline_entries();
         let comparison = crate::gate::compare(entries, &current, &gating, complete);
         for test in &mut self.tests {
             test.baseline = entries.get(&test.id).cloned();
             test.gate = comparison.tests.get(&test.id).cloned();
         }
         self.gate = Some(RunGate { baseline, gating, comparison, check });
+    }
+
+    /// Settles the verdict of test `id`, which crossed the tolerance, with what its reruns showed: in its record
+    /// and in the run's comparison alike.
+    pub fn settle(&mut self, id: &TestId, reruns: Reruns) {
+        if let Some(gate) = self.tests.iter_mut().find(|test| &test.id == id).and_then(|test| test.gate.as_mut()) {
+            gate.settle(reruns);
+        }
+        if let Some(gate) = self.gate.as_mut().and_then(|gate| gate.comparison.tests.get_mut(id)) {
+            gate.settle(reruns);
+        }
     }
 
     /// Whether a test failed, crashed or timed out.
@@ -235,9 +246,19 @@ impl Run {
         self.tests.iter().filter(|test| test.outcome.kind() == kind).count()
     }
 
-    /// The leak tests' baseline entries.
+    /// The leak tests' baseline entries, as this run measured them.
     pub fn baseline_entries(&self) -> BTreeMap<TestId, BaselineEntry> {
         self.tests.iter().filter_map(|test| Some((test.id.clone(), test.baseline_entry()?))).collect()
+    }
+
+    /// The entries `--save-baseline` writes: those of the leak tests whose verdict does not keep the recorded
+    /// entry ([`GateVerdict::keeps_baseline_entry`]), so that an unchanged run rewrites the baseline byte for byte.
+    pub fn entries_to_save(&self) -> BTreeMap<TestId, BaselineEntry> {
+        self.tests
+            .iter()
+            .filter(|test| !test.verdict().is_some_and(GateVerdict::keeps_baseline_entry))
+            .filter_map(|test| Some((test.id.clone(), test.baseline_entry()?)))
+            .collect()
     }
 
     /// summary.json.
@@ -249,7 +270,7 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::{Leak, Outcome, Run, TestRecord};
-    use crate::gate::{Gating, Tolerance};
+    use crate::gate::{Gating, Reruns, Tolerance};
     use std::collections::BTreeMap;
     use std::time::Duration;
     use ying_report::report::{Attribution, Budgets, TestIdentity};
@@ -286,6 +307,44 @@ mod tests {
         assert_eq!(summary.tests[0].outcome, TestOutcome::Passed);
         assert_eq!(summary.tests[0].baseline_retained_bytes, Some(10));
         assert_eq!(summary.tests[1].gate, Some(GateVerdict::Unchanged));
+    }
+
+    #[test]
+    fn a_regression_that_does_not_reproduce_is_unstable_everywhere_and_saving_keeps_what_did_not_move() {
+        let mut run = Run {
+            tests: vec![
+                leak_test("flaky", 9000, Outcome::Passed),
+                leak_test("leaky", 9000, Outcome::Passed),
+                leak_test("same", 10, Outcome::Passed),
+                leak_test("fresh", 10, Outcome::Passed),
+            ],
+            elapsed: Duration::ZERO,
+            fail_fast: false,
+            gate: None,
+        };
+        let entry = |retained_bytes| BaselineEntry::new(Figures { retained_bytes, ..Figures::default() }, Vec::new());
+        let baseline: BTreeMap<TestId, BaselineEntry> = ["flaky", "leaky", "same"]
+            .iter()
+            .zip([entry(100), entry(100), entry(12)])
+            .map(|(&name, entry)| (TestId::new("p", TargetKind::Test, "leaks", name), entry))
+            .collect();
+        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        assert!(run.regressed());
+        let [flaky, leaky] = [0, 1].map(|index| run.tests[index].id.clone());
+        run.settle(&flaky, Reruns { crossed: 1, runs: 2 });
+        run.settle(&leaky, Reruns { crossed: 2, runs: 2 });
+        let summary = run.summary();
+        let verdicts: Vec<_> = summary.tests.iter().map(|test| test.gate).collect();
+        let expected = [GateVerdict::Unstable, GateVerdict::Regressed, GateVerdict::Unchanged, GateVerdict::New];
+        assert_eq!(verdicts, expected.map(Some));
+        let gate = run.gate.as_ref().unwrap();
+        assert_eq!(gate.comparison.tests[&flaky].verdict, GateVerdict::Unstable, "the table says the same");
+        let regressed: Vec<_> = gate.comparison.regressions().map(|(id, _)| id.name.as_str()).collect();
+        assert_eq!(regressed, ["leaky"], "an unstable test's rows are no regression");
+        assert!(run.regressed(), "the reproduced regression still fails the run");
+        // Saving writes the tests that moved (and new ones); the unstable and unchanged keep their entries.
+        let saved: Vec<_> = run.entries_to_save().into_keys().map(|id| id.name).collect();
+        assert_eq!(saved, ["fresh", "leaky"]);
     }
 
     #[test]

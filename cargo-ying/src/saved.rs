@@ -19,10 +19,10 @@ pub fn read_summary(path: &Path, hint: &'static str) -> Result<Summary> {
 pub fn entries(summary: &Summary, dir: &Path) -> Result<BTreeMap<TestId, BaselineEntry>> {
     let mut entries = BTreeMap::new();
     for test in &summary.tests {
-        let (Some(report), Some(figures)) = (&test.report, test.figures) else { continue };
+        let Some(report) = &test.report else { continue };
         let path = dir.join(report);
         let report = LeakReport::read(&path, &test.id).map_err(|source| Error::ReadReport { path, source })?;
-        entries.insert(test.id.clone(), BaselineEntry::new(figures, report.retained_stacks()));
+        entries.insert(test.id.clone(), BaselineEntry::of(&report));
     }
     Ok(entries)
 }

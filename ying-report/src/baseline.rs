@@ -8,6 +8,8 @@
 use crate::figures::Figures;
 use crate::folded::FoldedStack;
 use crate::json::{self, Kind, ReadError};
+use crate::report::LeakReport;
+use crate::summary::SummaryTest;
 use crate::test_id::TestId;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -47,20 +49,25 @@ impl Default for Baseline {
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BaselineEntry {
-    /// Retained bytes as the budget judges them (excused memory left out).
+    /// Retained bytes as the budget judges them (excused memory left out); for a steady state, the smallest growth
+    /// of one measured run.
     pub retained_bytes: u64,
     /// Peak bytes.
     pub peak_bytes: u64,
-    /// Bytes allocated.
+    /// Bytes allocated; for a steady state, the fewest of one measured run.
     pub allocated_bytes: u64,
-    /// Allocations.
+    /// Allocations; for a steady state, the fewest of one measured run.
     pub allocations: u64,
+    /// The figures are the steady state of several measured runs ([`Figures::steady_state`]), not the runs'
+    /// totals: what the gate compares for a test with `iterations`.
+    #[serde(default, skip_serializing_if = "core::ops::Not::not")]
+    pub steady_state: bool,
     /// Where the retained memory was allocated, sorted.
     pub retained_stacks: Vec<FoldedStack>,
 }
 
 impl BaselineEntry {
-    /// The entry of a test with `figures` whose retained memory was allocated at `retained_stacks`.
+    /// The entry of a test with `figures` (its totals) whose retained memory was allocated at `retained_stacks`.
     pub fn new(figures: Figures, mut retained_stacks: Vec<FoldedStack>) -> Self {
         retained_stacks.sort();
         Self {
@@ -68,8 +75,25 @@ impl BaselineEntry {
             peak_bytes: figures.peak_bytes,
             allocated_bytes: figures.allocated_bytes,
             allocations: figures.allocations,
+            steady_state: false,
             retained_stacks,
         }
+    }
+
+    /// What the gate compares of a leak test's report, and the baseline keeps: its steady state when it has
+    /// several measured runs, else its figures; and the stacks of its retained memory.
+    pub fn of(report: &LeakReport) -> Self {
+        let steady = Figures::steady_state(report);
+        let mut entry = Self::new(steady.unwrap_or_else(|| Figures::of(report)), report.retained_stacks());
+        entry.steady_state = steady.is_some();
+        entry
+    }
+
+    /// What the gate compares of a test in a summary (without stacks), when it is a leak test with figures.
+    pub fn of_summary(test: &SummaryTest) -> Option<Self> {
+        let mut entry = Self::new(test.steady_state.or(test.figures)?, Vec::new());
+        entry.steady_state = test.steady_state.is_some();
+        Some(entry)
     }
 
     /// Its figures.

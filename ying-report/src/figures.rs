@@ -26,6 +26,24 @@ impl Figures {
         }
     }
 
+    /// The steady state of a report of several measured runs (`iterations`): the smallest figures of one measured
+    /// run (for retained bytes, the smallest growth of the live heap, excused memory left out, 0 at least) and the
+    /// peak of the runs as a whole. A one-time event in one run (a table resized, a cache filled) cannot move it; a
+    /// leak in every run always does. `None` for a report of one measured run.
+    pub fn steady_state(report: &LeakReport) -> Option<Self> {
+        if report.iterations < 2 || report.per_iteration.len() < 2 {
+            return None;
+        }
+        let runs = &report.per_iteration;
+        let smallest = |figure: fn(&crate::report::IterationFigures) -> u64| runs.iter().map(figure).min();
+        Some(Self {
+            retained_bytes: smallest(|run| run.growth.max(0) as u64)?,
+            peak_bytes: report.figures.peak_bytes,
+            allocated_bytes: smallest(|run| run.allocated_bytes)?,
+            allocations: smallest(|run| run.allocations)?,
+        })
+    }
+
     /// One figure.
     pub fn get(&self, figure: Figure) -> u64 {
         match figure {
@@ -78,5 +96,48 @@ impl Figure {
     /// Whether it counts bytes (rather than allocations).
     pub fn is_bytes(self) -> bool {
         self != Self::Allocations
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Figures;
+    use crate::baseline::BaselineEntry;
+    use crate::report::{Attribution, Budgets, IterationFigures, LeakReport, ScopeStats, TestIdentity};
+
+    /// A report of measured runs that grew the heap by `growths`, each allocating 100 B more than it grew.
+    fn report(growths: &[i64]) -> LeakReport {
+        let identity = TestIdentity::new("p", None, "steady", "t", "tests/steady.rs", 1);
+        let mut report = LeakReport::new(identity, Attribution::Process, Budgets::default());
+        report.iterations = growths.len() as u32;
+        report.figures.peak_bytes = 50_000;
+        report.figures.retained_bytes = growths.iter().sum::<i64>().max(0) as u64;
+        report.per_iteration = growths
+            .iter()
+            .map(|&growth| {
+                let (start, mut end) = (ScopeStats::default(), ScopeStats::default());
+                end.allocated_bytes = (growth + 100) as u64;
+                end.allocations = 2;
+                end.freed_bytes = 100;
+                IterationFigures::between(&start, &end, 0)
+            })
+            .collect();
+        report
+    }
+
+    #[test]
+    fn the_steady_state_is_what_one_run_cannot_move_and_a_leak_in_every_run_does() {
+        let resized_once = Figures::steady_state(&report(&[0, 18_448, 0, 0])).unwrap();
+        assert_eq!((resized_once.retained_bytes, resized_once.allocated_bytes), (0, 100));
+        assert_eq!((resized_once.allocations, resized_once.peak_bytes), (2, 50_000));
+        let leaking = Figures::steady_state(&report(&[4096, 22_544, 4096, 4096])).unwrap();
+        assert_eq!(leaking.retained_bytes, 4096);
+        assert_eq!(Figures::steady_state(&report(&[-50, 0])).unwrap().retained_bytes, 0, "a shrink is no growth");
+        assert_eq!(Figures::steady_state(&report(&[1000])), None, "one measured run has no steady state");
+
+        let entry = BaselineEntry::of(&report(&[0, 18_448, 0, 0]));
+        assert!(entry.steady_state && entry.retained_bytes == 0);
+        let single = BaselineEntry::of(&report(&[1000]));
+        assert!(!single.steady_state && single.retained_bytes == 1000);
     }
 }

@@ -7,7 +7,7 @@ use crate::test_id::TestId;
 use std::path::Path;
 
 /// The version of the summary format.
-pub const SUMMARY_SCHEMA_VERSION: u32 = 2;
+pub const SUMMARY_SCHEMA_VERSION: u32 = 3;
 
 const KIND: Kind = Kind {
     name: "summary",
@@ -65,7 +65,12 @@ pub struct SummaryTest {
     /// other tests and for leak tests whose report could not be used.
     #[serde(flatten)]
     pub figures: Option<Figures>,
-    /// Retained bytes in the baseline, when the baseline has this test.
+    /// For a leak test of several measured runs, their steady state ([`Figures::steady_state`]): what the gate
+    /// compares instead of the totals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<Figures>,
+    /// Retained bytes in the baseline, when the baseline has this test: the figure the gate compares (for a
+    /// steady state, the smallest growth of one measured run).
     #[serde(default)]
     pub baseline_retained_bytes: Option<u64>,
     /// The leak test's JSON report.
@@ -94,6 +99,7 @@ impl SummaryTest {
             reason: None,
             gate: None,
             figures: None,
+            steady_state: None,
             baseline_retained_bytes: None,
             report: None,
             retained_flamegraph: None,
@@ -145,21 +151,32 @@ impl TestOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GateVerdict {
-    /// A gated figure grew past the tolerance.
+    /// A gated figure grew past the tolerance, in the run and in every rerun: the run fails.
     Regressed,
-    /// No gated figure moved past the tolerance, and retained memory did not shrink.
+    /// A gated figure grew past the tolerance in some runs of the test and not in others: reported, and the run
+    /// does not fail.
+    Unstable,
+    /// No gated figure moved past the tolerance.
     Unchanged,
-    /// Retained memory shrank, and no gated figure grew past the tolerance.
+    /// Retained memory shrank past the tolerance, and no gated figure grew past it.
     Improved,
-    /// The baseline does not have this test.
+    /// The baseline does not have this test, or has it measured another way (its figures are totals where the
+    /// test now has a steady state, or the reverse).
     New,
 }
 
 impl GateVerdict {
-    /// Its name: `regressed`, `unchanged`, `improved`, `new`.
+    /// Whether saving a baseline keeps the test's recorded entry rather than this run's figures: they did not move
+    /// past the tolerance (or did only in some runs), so an unchanged run rewrites the baseline byte for byte.
+    pub fn keeps_baseline_entry(self) -> bool {
+        matches!(self, Self::Unchanged | Self::Unstable)
+    }
+
+    /// Its name: `regressed`, `unstable`, `unchanged`, `improved`, `new`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Regressed => "regressed",
+            Self::Unstable => "unstable",
             Self::Unchanged => "unchanged",
             Self::Improved => "improved",
             Self::New => "new",

@@ -12,7 +12,13 @@ pub fn run(args: AcceptArgs) -> Result<u8> {
     let baseline = BaselineFile::open(workspace.baseline_path(args.baseline.as_deref()))?;
     let out_dir = workspace.out_dir(args.target_dir.as_deref());
     let summary = saved::read_summary(&out_dir.join("summary.json"), " (run cargo ying test first)")?;
-    let entries = saved::entries(&summary, &out_dir)?;
+    let mut entries = saved::entries(&summary, &out_dir)?;
+    // As `--save-baseline` does: a test within the tolerance keeps its recorded entry.
+    for test in &summary.tests {
+        if test.gate.is_some_and(ying_report::GateVerdict::keeps_baseline_entry) {
+            entries.remove(&test.id);
+        }
+    }
     let count = entries.len();
     baseline.save(entries)?;
     eprintln!("{:>12} {} ({count} leak tests from the last run)", "Accepted", baseline.path.display());

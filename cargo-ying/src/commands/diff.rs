@@ -20,7 +20,7 @@ fn read_entries(path: &Path) -> Result<BTreeMap<TestId, BaselineEntry>> {
         return Ok(summary
             .tests
             .into_iter()
-            .filter_map(|test| Some((test.id, BaselineEntry::new(test.figures?, Vec::new()))))
+            .filter_map(|test| Some((test.id.clone(), BaselineEntry::of_summary(&test)?)))
             .collect());
     }
     Ok(Baseline::parse(&text).map_err(error)?.tests)
@@ -29,8 +29,7 @@ fn read_entries(path: &Path) -> Result<BTreeMap<TestId, BaselineEntry>> {
 /// Runs `cargo ying diff`; returns the exit code.
 pub fn run(args: DiffArgs) -> Result<u8> {
     let old = read_entries(&args.old)?;
-    let new: BTreeMap<TestId, _> =
-        read_entries(&args.new)?.into_iter().map(|(id, entry)| (id, entry.figures())).collect();
+    let new = read_entries(&args.new)?;
     // No workspace here: the flags, else the defaults.
     let gating = Config::default().gating(&args.gating);
     let comparison = gate::compare(&old, &new, &gating, true);

@@ -7,6 +7,7 @@ use crate::discover::{self, Selection, TestCase};
 use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
 use crate::model::Run;
 use crate::outputs::{artifacts, github, junit, terminal};
+use crate::rerun;
 use crate::runner::{self, RunOptions};
 use crate::symbols::Symbolizer;
 use crate::workspace::Workspace;
@@ -77,6 +78,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
         && !cargo.tests;
     if baseline.baseline.is_some() {
         run.judge(baseline.path.clone(), baseline.entries(), gating, complete, args.gating.check);
+        rerun::confirm(&mut run, &planned, &options, |id, reruns| reporter.rerun(id, reruns));
     }
     artifacts::flamegraphs(&mut run, &out_dir)?;
     artifacts::summary(&run.summary(), &out_dir)?;
@@ -87,10 +89,11 @@ pub fn run(args: TestArgs) -> Result<u8> {
     write_ci_outputs(&run, args.junit.as_deref())?;
     let mut regressed = run.regressed();
     if args.save_baseline {
-        let entries = run.baseline_entries();
-        let count = entries.len();
+        let entries = run.entries_to_save();
+        let (count, kept) = (entries.len(), run.baseline_entries().len() - entries.len());
         baseline.save(entries)?;
-        eprintln!("{:>12} {} ({count} leak tests)", "Saved", baseline.path.display());
+        let kept = if kept > 0 { format!(", {kept} within the tolerance kept as recorded") } else { String::new() };
+        eprintln!("{:>12} {} ({count} leak tests{kept})", "Saved", baseline.path.display());
         regressed = false;
     }
     Ok(if run.failed() || regressed { EXIT_TEST_FAILED } else { EXIT_OK })

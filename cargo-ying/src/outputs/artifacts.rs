@@ -19,7 +19,8 @@ pub fn prepare(out_dir: &Path) -> Result<()> {
     std::fs::create_dir_all(out_dir).map_err(Error::io("create", out_dir))
 }
 
-/// Writes every leak test's flamegraphs, and a differential one for each regressed test, and records them.
+/// Writes every leak test's flamegraphs, and a differential one for each regressed or unstable test, and records
+/// them.
 pub fn flamegraphs(run: &mut Run, out_dir: &Path) -> Result<()> {
     for test in &mut run.tests {
         let Some(leak) = &test.leak else { continue };
@@ -36,7 +37,7 @@ pub fn flamegraphs(run: &mut Run, out_dir: &Path) -> Result<()> {
         let [(retained_path, ..), (allocated_path, ..)] = paths;
         test.files.retained_flamegraph = Some(retained_path);
         test.files.allocated_flamegraph = Some(allocated_path);
-        if let (Some(before), Some(GateVerdict::Regressed)) = (&test.baseline, test.verdict()) {
+        if let (Some(before), Some(GateVerdict::Regressed | GateVerdict::Unstable)) = (&test.baseline, test.verdict()) {
             let path = test.id.flamegraph_path("retained-diff");
             let file = out_dir.join(&path);
             let title = format!("retained bytes, baseline to now: {}", test.id);

@@ -3,26 +3,33 @@
 use crate::gate::{Comparison, Row, Tolerance};
 use ying_report::{Figure, GateVerdict};
 
-/// The comparison as lines for a terminal: regressions then improvements, then new and missing tests.
+/// The comparison as lines for a terminal: regressions, unstable tests and improvements, then new and missing
+/// tests.
 pub fn render(comparison: &Comparison, baseline: &str, tolerance: Tolerance) -> Vec<String> {
     let mut lines = vec![format!(
         "retained memory against {baseline} (tolerance: {} or {} bytes, whichever is larger)",
         tolerance.relative,
         tolerance.absolute.bytes()
     )];
-    let rows: Vec<(&str, String, &Row)> = [(GateVerdict::Regressed, "REGRESSED"), (GateVerdict::Improved, "improved")]
+    let verdicts = [
+        (GateVerdict::Regressed, "REGRESSED"),
+        (GateVerdict::Unstable, "unstable"),
+        (GateVerdict::Improved, "improved"),
+    ];
+    let rows: Vec<(&str, String, &Row)> = verdicts
         .into_iter()
         .flat_map(|(verdict, label)| {
             comparison
                 .tests
                 .iter()
                 .filter(move |(_, gate)| gate.verdict == verdict)
-                .flat_map(move |(id, gate)| gate.rows.iter().map(move |row| (label, id, row)))
+                .flat_map(move |(id, gate)| gate.rows.iter().map(move |row| (label, id, gate, row)))
         })
-        .map(|(label, id, row)| {
-            let id = match row.figure {
-                Figure::Retained => id.to_string(),
-                figure => format!("{id} ({})", figure.name()),
+        .map(|(label, id, gate, row)| {
+            let id = match (row.figure, gate.steady_state) {
+                (Figure::Retained, false) => id.to_string(),
+                (figure, false) => format!("{id} ({})", figure.name()),
+                (figure, true) => format!("{id} (steady state: {})", figure.name()),
             };
             (label, id, row)
         })
@@ -41,6 +48,16 @@ pub fn render(comparison: &Comparison, baseline: &str, tolerance: Tolerance) -> 
                 row.now,
                 if delta > 0 { format!("+{delta}") } else { delta.to_string() },
                 row.percent().unwrap_or_else(|| "new".to_owned())
+            ));
+        }
+    }
+    for (id, gate) in &comparison.tests {
+        if let Some(reruns) = gate.reruns {
+            lines.push(format!(
+                "  {id}: crossed the tolerance, then again in {} of {} reruns{}",
+                reruns.crossed,
+                reruns.runs,
+                if reruns.verdict() == GateVerdict::Regressed { "" } else { ": unstable, not a failure" }
             ));
         }
     }

@@ -2,10 +2,11 @@
 //! a closing table of leak tests and the gate's table. In CI (`CI` set) or without a terminal, plain lines only.
 
 use crate::cli::ColorChoice;
+use crate::gate::Reruns;
 use crate::model::{Outcome, Run, TestRecord, seconds};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
-use ying_report::TestOutcome;
+use ying_report::{GateVerdict, TestId, TestOutcome};
 
 /// Whether to color, from `--color`, `CARGO_TERM_COLOR` and `NO_COLOR`.
 pub fn use_color(choice: Option<ColorChoice>) -> bool {
@@ -95,6 +96,15 @@ impl Reporter {
             progress.inc(1);
             progress.set_message(result.id.name.clone());
         }
+    }
+
+    /// What the reruns of a leak test that crossed the tolerance showed.
+    pub fn rerun(&self, id: &TestId, reruns: Reruns) {
+        let (style, label, what) = match reruns.verdict() {
+            GateVerdict::Regressed => (RED, "REGRESSED", "the regression reproduced in"),
+            _ => (YELLOW, "UNSTABLE", "the tolerance was crossed again in only"),
+        };
+        self.line(&format!("{} {id}: {what} {} of {} reruns", self.label(style, label), reruns.crossed, reruns.runs));
     }
 
     /// The output of each failed test, the totals, and the table of leak tests.

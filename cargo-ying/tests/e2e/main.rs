@@ -114,7 +114,7 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
     insta::assert_snapshot!("full_run_results", result_lines(&stderr));
 
     let summary = summary(&target_dir());
-    assert_eq!(summary["schema_version"], 2);
+    assert_eq!(summary["schema_version"], ying_report::SUMMARY_SCHEMA_VERSION);
     let outcome = |binary: &str, name: &str| entry(&summary, binary, name)["outcome"].as_str().unwrap().to_owned();
     assert_eq!(outcome("crashes", "aborts"), "crashed");
     assert_eq!(entry(&summary, "crashes", "aborts")["reason"], "killed by SIGABRT");
@@ -614,7 +614,7 @@ fn a_librarys_and_a_binarys_test_of_one_name_are_two_tests_to_the_baseline_and_t
         let output = run(&[]);
         let stderr = stderr(&output);
         assert_eq!(output.status.code(), Some(1), "{id} grew: {stderr}");
-        let regressed: Vec<&str> = stderr.lines().filter(|line| line.contains("REGRESSED")).collect();
+        let regressed: Vec<&str> = stderr.lines().filter(|line| line.trim_start().starts_with("REGRESSED  ")).collect();
         assert_eq!(regressed.len(), 1, "{stderr}");
         assert!(regressed[0].contains(&format!("REGRESSED  {id} ")), "{stderr}");
         let summary = summary(&target_dir());

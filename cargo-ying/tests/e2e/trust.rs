@@ -80,3 +80,86 @@ fn a_leak_test_whose_process_exits_before_it_reports_fails() {
     assert_eq!(test["reason"], reason, "{test}");
     assert!(test["retained_bytes"].is_null(), "{test}");
 }
+
+/// The verdict of test `name` of the steady fixture in the last run's summary.
+fn steady_verdict(name: &str) -> serde_json::Value {
+    entry(&summary(&target_dir()), "steady", name)["gate"].clone()
+}
+
+#[test]
+fn a_one_time_resize_never_regresses_and_a_leak_in_every_run_always_does() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let fixture = Fixture::new();
+    let baseline = fixture.path().join("ying-baseline.json");
+    let saved = fixture.cargo_ying(&["--test", "steady", "--save-baseline"], &[]);
+    assert_eq!(saved.status.code(), Some(0), "{}", stderr(&saved));
+    let recorded = std::fs::read(&baseline).unwrap();
+    let entry = &serde_json::from_slice::<serde_json::Value>(&recorded).unwrap()["tests"]["leak-fixtures::steady random_resize"];
+    assert_eq!(entry["steady_state"], true, "{entry}");
+    assert_eq!(entry["retained_bytes"], 0, "the smallest growth of one measured run: {entry}");
+
+    // The table grows in a different run each time (its total retained moves by tens of KiB): no regression.
+    let mut totals = Vec::new();
+    for _ in 0..4 {
+        let output = fixture.cargo_ying(&["--test", "steady"], &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(steady_verdict("random_resize"), "unchanged");
+        totals.push(entry_of(&summary(&target_dir()), "test", "steady", "random_resize")["retained_bytes"].clone());
+    }
+    // Saving again after an unchanged run rewrites the baseline byte for byte.
+    let again = fixture.cargo_ying(&["--test", "steady", "--save-baseline"], &[]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(std::fs::read(&baseline).unwrap(), recorded, "totals of the runs: {totals:?}");
+
+    // A leak of 4 KiB in every run: every run regresses, and every rerun confirms it.
+    for _ in 0..2 {
+        let output = fixture.cargo_ying(&["--test", "steady"], &[("YING_FIXTURE_STEADY_LEAK", "1")]);
+        let stderr = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert_eq!(steady_verdict("random_resize"), "regressed", "{stderr}");
+        assert!(
+            stderr.contains("leak-fixtures::steady random_resize: the regression reproduced in 2 of 2 reruns"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("leak-fixtures::steady random_resize (steady state: retained bytes)"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_regression_that_does_not_reproduce_is_unstable_and_does_not_fail_the_run() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let fixture = Fixture::new();
+    let baseline = fixture.path().join("ying-baseline.json");
+    let saved = fixture.cargo_ying(&["--test", "steady", "--save-baseline"], &[]);
+    assert_eq!(saved.status.code(), Some(0), "{}", stderr(&saved));
+    let recorded = std::fs::read(&baseline).unwrap();
+
+    let marker = fixture.path().join("leaked-once");
+    let marker = marker.to_str().unwrap();
+    let output = fixture.cargo_ying(&["--test", "steady"], &[("YING_FIXTURE_ONCE", marker)]);
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "UNSTABLE leak-fixtures::steady leaks_once: the tolerance was crossed again in only 0 of 2 reruns"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unstable, not a failure"), "{stderr}");
+    assert_eq!(steady_verdict("leaks_once"), "unstable");
+    let summary = summary(&target_dir());
+    let test = entry_of(&summary, "test", "steady", "leaks_once");
+    assert_eq!(test["retained_bytes"], 8192, "the figures of the run itself: {test}");
+
+    // With no reruns the first run's verdict stands.
+    std::fs::remove_file(marker).unwrap();
+    let output = fixture.cargo_ying(&["--test", "steady", "--reruns", "0"], &[("YING_FIXTURE_ONCE", marker)]);
+    assert_eq!(output.status.code(), Some(1), "{}", self::stderr(&output));
+    assert_eq!(steady_verdict("leaks_once"), "regressed");
+
+    // Saving after an unstable run keeps the recorded entry.
+    std::fs::remove_file(marker).unwrap();
+    let output = fixture.cargo_ying(&["--test", "steady", "--save-baseline"], &[("YING_FIXTURE_ONCE", marker)]);
+    assert_eq!(output.status.code(), Some(0), "{}", self::stderr(&output));
+    assert_eq!(std::fs::read(&baseline).unwrap(), recorded);
+}
