@@ -242,3 +242,26 @@ fn a_binary_without_the_allocator_fails_with_the_lines_to_add() {
         ],
     );
 }
+
+#[test]
+fn a_process_that_exits_inside_a_leak_test_fails() {
+    let root = repository();
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command
+        .args(["test", "--test", "exits", "--manifest-path"])
+        .arg(root.join("fixtures/leak-tests/Cargo.toml"))
+        .env("CARGO_TARGET_DIR", root.join("target/fixtures"))
+        .env("CARGO_TERM_COLOR", "never")
+        .env_remove("YING_REPORT_DIR")
+        .env_remove("YING_RUN_TOKEN");
+    let output = command.output().expect("cargo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "std::process::exit(0) in the body passed:\n{stderr}");
+    assert!(
+        stderr.contains(
+            "ying: the process exited while leak test `exits_after_leaking` was running, so it could not report \
+             what it retained"
+        ),
+        "{stderr}"
+    );
+}

@@ -90,10 +90,13 @@ pub fn run(args: TestArgs) -> Result<u8> {
     let mut regressed = run.regressed();
     if args.save_baseline {
         let entries = run.entries_to_save();
-        let (count, kept) = (entries.len(), run.baseline_entries().len() - entries.len());
+        let (written, all) = (entries.len(), run.baseline_entries().len());
         baseline.save(entries)?;
-        let kept = if kept > 0 { format!(", {kept} within the tolerance kept as recorded") } else { String::new() };
-        eprintln!("{:>12} {} ({count} leak tests{kept})", "Saved", baseline.path.display());
+        let kept = match all - written {
+            0 => String::new(),
+            kept => format!(": {written} written, {kept} within the tolerance kept as recorded"),
+        };
+        eprintln!("{:>12} {} ({all} leak tests{kept})", "Saved", baseline.path.display());
         regressed = false;
     }
     Ok(if run.failed() || regressed { EXIT_TEST_FAILED } else { EXIT_OK })

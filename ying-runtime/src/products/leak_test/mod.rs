@@ -3,8 +3,9 @@
 //!
 //! One job per module: [`plan`] resolves what the attribute wrote into budgets, runs and attribution;
 //! [`runner`] runs the body in the measured scope and reads what it retained; [`excuses`] tells the memory a test
-//! keeps without leaking it; [`hook`] keeps the panic hook's work out of the figures; [`verdict`] judges budgets
-//! against figures and writes the failure message, as a pure function; [`report`] writes the JSON report.
+//! keeps without leaking it; [`hook`] keeps the panic hook's work out of the figures; [`exit`] fails a process that
+//! exits inside a body; [`verdict`] judges budgets against figures and writes the failure message, as a pure
+//! function; [`report`] writes the JSON report.
 //!
 //! Stacks: the scope records the stack of every allocation it owns. That names the site of even a single small
 //! leaked block, lets `allow` patterns excuse what they match, and recognises two kinds of memory that a test
@@ -15,6 +16,7 @@
 //! themselves are exact either way.
 
 mod excuses;
+mod exit;
 mod hook;
 mod plan;
 mod report;

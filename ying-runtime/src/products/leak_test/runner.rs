@@ -43,6 +43,7 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     let _serial = plan.prepare();
     super::hook::install();
     report::started(&plan);
+    let _running = super::exit::Running::enter(test);
     for _ in 0..test.warmup {
         let result = body();
         if !result.is_success() {
