@@ -172,12 +172,19 @@ pub use read::stack_stats::StackStats;
 ///
 /// Every allocation of the measured scope records its stack, which names the site of each leak and excuses
 /// memory that a test retains without leaking it: the test harness's captured output (`println!` under
-/// `cargo test`), and the values of thread-locals the test used first (freed when the thread exits).
+/// `cargo test`), and the values of thread-locals the test used first (freed when the thread exits). What the
+/// panic hook does when the body panics (std's message, and the backtrace `RUST_BACKTRACE` asks for) is not the
+/// test's either: the figures of a panicking test do not depend on the environment.
+///
+/// A process that exits while a body runs (`std::process::exit` in the test) cannot report what the test retained:
+/// the runtime names the test on standard error and ends the process with exit code 101, a failure.
 ///
 /// # Reports
 ///
 /// When [`report::REPORT_DIR_ENV`] (`YING_REPORT_DIR`) is set, each leak test writes a
-/// [`report::LeakReport`] there as JSON.
+/// [`report::LeakReport`] there as JSON; under [`report::RUN_TOKEN_ENV`] (`YING_RUN_TOKEN`, set by `cargo ying`)
+/// the report carries the token, and the test leaves a mark when it starts, so that a report that never came is
+/// noticed.
 pub use ying_macros::leak_test;
 pub use ying_report::Frame;
 pub use ying_report::report::ATTRIBUTION_ENV;
