@@ -26,21 +26,29 @@ impl Symbolizer {
     fn frames(loader: &Loader, address: u64) -> Vec<Frame> {
         let mut frames = Vec::new();
         // A return address points after the call: look up the call instruction itself.
-        let Ok(mut found) = loader.find_frames(address.saturating_sub(1)) else { return frames };
-        while let Ok(Some(frame)) = found.next() {
-            let function = frame
-                .function
-                .as_ref()
-                .and_then(|name| name.raw_name().ok())
-                .map_or_else(|| format!("{address:#x}"), |name| demangle(&name));
-            let file = frame.location.as_ref().and_then(|location| location.file).map(str::to_owned);
-            let line = frame.location.as_ref().and_then(|location| location.line);
-            frames.push(Frame::new(function, file, line).inlined(true));
+        let call = address.saturating_sub(1);
+        let mut outermost_name = None;
+        if let Ok(mut found) = loader.find_frames(call) {
+            while let Ok(Some(frame)) = found.next() {
+                outermost_name =
+                    frame.function.as_ref().and_then(|name| name.raw_name().ok()).map(|name| demangle(&name));
+                let function = outermost_name.clone().unwrap_or_else(|| format!("{address:#x}"));
+                let file = frame.location.as_ref().and_then(|location| location.file).map(str::to_owned);
+                let line = frame.location.as_ref().and_then(|location| location.line);
+                frames.push(Frame::new(function, file, line).inlined(true));
+            }
         }
+        // The outermost function at an address is the one really there; the others were inlined into it. Where
+        // debug information names it bare, the symbol table gives its path.
+        let symbol = loader.find_symbol(call).map(demangle);
+        let function = ying_report::names::function_at_address(outermost_name.as_deref(), symbol.as_deref())
+            .unwrap_or_else(|| format!("{address:#x}"));
         match frames.last_mut() {
-            // The outermost function at an address is the one really there; the others were inlined into it.
-            Some(outermost) => outermost.inlined = false,
-            None => frames.push(Frame::new(format!("{address:#x}"), None, None)),
+            Some(outermost) => {
+                outermost.function = function;
+                outermost.inlined = false;
+            }
+            None => frames.push(Frame::new(function, None, None)),
         }
         frames
     }

@@ -5,7 +5,8 @@
 //!   identity checked, written whole or not at all;
 //! - [`summary`] and [`baseline`]: what `cargo ying test` writes for a run and keeps for the gate;
 //! - [`TestId`]: which test of which target of which package, with one display form and one file name;
-//! - [`Frame`], the pure rules that [trim](Trim) a symbolised stack, and [`FoldedStack`];
+//! - [`Frame`], the rule that [names](names) the function at an address whatever the debug-information level,
+//!   the pure rules that [trim](Trim) a symbolised stack, and [`FoldedStack`];
 //! - [`ByteSize`]: the one grammar of sizes (`"64 KiB"`) that budgets, flags and configuration keys use.
 //!
 //! It depends on serde alone: no allocator, no renderer.
@@ -16,6 +17,7 @@ mod folded;
 mod frame;
 mod json;
 mod keys;
+pub mod names;
 pub mod report;
 pub mod size;
 pub mod summary;

@@ -31,7 +31,18 @@ fn resolve_ip(ip: usize) -> Arc<[Frame]> {
     });
     match frames.last_mut() {
         // The outermost function at an instruction is the one really there; the others were inlined into it.
-        Some(outermost) => outermost.inlined = false,
+        // Where debug information names it bare, the symbol table gives its path.
+        Some(outermost) => {
+            outermost.inlined = false;
+            if ying_report::names::is_bare(&outermost.function) {
+                let symbol = super::symbol_table::function_at(ip.saturating_sub(1));
+                if let Some(name) =
+                    ying_report::names::function_at_address(Some(&outermost.function), symbol.as_deref())
+                {
+                    outermost.function = name;
+                }
+            }
+        }
         None => frames.push(Frame::new(format!("{ip:#x}"), None, None)),
     }
     let frames: Arc<[Frame]> = frames.into();
