@@ -8,6 +8,7 @@
 //! from the allocating code to the thread's entry (or to the runner), without async `poll` plumbing.
 
 use crate::frame::Frame;
+use crate::names;
 
 /// The function of ying's leak-test runner that calls a test's body. Frames from it outwards are the test
 /// harness's, the same for every test.
@@ -106,6 +107,58 @@ impl<'a> Trim<'a> {
             .position(|frame| !is_allocation_plumbing(frame.as_ref()))
             .unwrap_or(frames.len() - own);
         frames.drain(..own + plumbing);
+    }
+
+    /// Names the frame of a leak test's body after the test function, `function` (`module::test`), in a stack
+    /// trimmed at the leak-test runner (see [`tidy`](Self::tidy)). The body is a closure the runner calls, whose
+    /// name depends on the debug information: `module::test::{{closure}}` (an async block in it adds closures),
+    /// bare `{closure#0}` with line tables only, where it is inlined into the runner; and no frame at all without
+    /// debug information, where the runner's frame stands for it: a frame named after the test, without a
+    /// location, is put before the runner's.
+    ///
+    /// ```
+    /// use ying_report::{Frame, LEAK_TEST_RUNNER, Trim};
+    ///
+    /// let frame = |name: &str| Frame::new(name, None, None);
+    /// let trim = Trim::new("/src/ying-runtime/src/");
+    /// let named = |frames| -> Vec<String> {
+    ///     trim.name_test_body(frames, "leaks::box_leak").into_iter().map(|frame| frame.function).collect()
+    /// };
+    /// let expected = ["leaks::box_leak", LEAK_TEST_RUNNER];
+    /// assert_eq!(named(vec![frame("leaks::box_leak::{{closure}}"), frame(LEAK_TEST_RUNNER)]), expected);
+    /// assert_eq!(named(vec![frame("{closure#0}"), frame(LEAK_TEST_RUNNER)]), expected);
+    /// assert_eq!(named(vec![frame(LEAK_TEST_RUNNER)]), expected);
+    /// ```
+    pub fn name_test_body(&self, mut frames: Vec<Frame>, function: &str) -> Vec<Frame> {
+        let is_body_path = |name: &str| {
+            name.strip_prefix(function).is_some_and(|rest| {
+                rest.is_empty() || (rest.starts_with("::") && names::segments(rest).iter().all(|s| s.starts_with('{')))
+            })
+        };
+        let mut named = false;
+        for frame in &mut frames {
+            if is_body_path(&frame.function) {
+                frame.function = function.to_owned();
+                named = true;
+            }
+        }
+        if named {
+            return frames;
+        }
+        let Some(runtime) = frames.iter().position(|frame| self.is_runtime_frame(frame)) else { return frames };
+        // With line tables only, the body's closure is inlined into the runner and named bare.
+        if let Some(body) = runtime.checked_sub(1).map(|index| &mut frames[index])
+            && names::is_bare(&body.function)
+            && names::is_closure(&body.function)
+        {
+            body.function = function.to_owned();
+            return frames;
+        }
+        // Without debug information, the body inlined into the runner has no frame of its own.
+        if is_leak_test_runner(&frames[runtime]) {
+            frames.insert(runtime, Frame::new(function, None, None));
+        }
+        frames
     }
 
     /// Trims a symbolised stack (innermost first, inlined frames expanded) to what reports show: the frames above
@@ -290,6 +343,48 @@ mod tests {
         assert!(is_leak_test_runner(&tidy[2]) && !is_leak_test_runner(&tidy[1]));
         assert!(is_in_leak_test_runner(&tidy[1]) && is_in_leak_test_runner(&tidy[2]));
         assert!(!is_in_leak_test_runner(&Frame::new(format!("{LEAK_TEST_RUNNER}ning::x"), None, None)));
+    }
+
+    #[test]
+    fn the_body_is_named_after_the_test_under_every_profile() {
+        let at = |name: &str, file: &str, line: u32| Frame::new(name, Some(file.to_owned()), Some(line));
+        let runner = || at(LEAK_TEST_RUNNER, &format!("{RUNTIME}products/leak_test/runner.rs"), 58);
+        let named = |frames: Vec<Frame>| Trim::new(RUNTIME).name_test_body(frames, "leaks::box_leak");
+        let body = Frame::new("leaks::box_leak", Some("tests/leaks.rs".into()), Some(22));
+        // Full debug information: the body's closure, and closures of an async block in it.
+        let debug = named(vec![
+            at("leaks::box_leak::{{closure}}::{{closure}}", "tests/leaks.rs", 22),
+            at("leaks::box_leak::{{closure}}", "tests/leaks.rs", 22),
+            at(&format!("{LEAK_TEST_RUNNER}::{{{{closure}}}}"), &format!("{RUNTIME}products/leak_test/runner.rs"), 58),
+            runner(),
+        ]);
+        assert_eq!((&debug[0], &debug[1], debug.len()), (&body, &body, 4));
+        // Line tables only: the closure inlined into the runner, named bare.
+        let lines = named(vec![
+            at("new<[u8; 1000]>", "/rustc/x/library/alloc/src/boxed.rs", 286),
+            at("{closure#0}", "tests/leaks.rs", 22).inlined(true),
+            runner(),
+        ]);
+        assert_eq!(lines[1], body.clone().inlined(true));
+        assert_eq!(lines[0].function, "new<[u8; 1000]>");
+        // No debug information: the body has no frame; the runner's stands for it, after what the body called.
+        let bare = named(vec![
+            Frame::new("leak_fixtures::open_session", None, None),
+            Frame::new(LEAK_TEST_RUNNER, None, None),
+        ]);
+        assert_eq!(kept(&bare), ["leak_fixtures::open_session", "leaks::box_leak", LEAK_TEST_RUNNER]);
+        // Named once: naming a named stack changes nothing.
+        assert_eq!(named(bare.clone()), bare);
+        // Outside the runner (a helper thread's stack), and other closures, keep their names.
+        let other =
+            vec![at("{closure#0}", "src/lib.rs", 3), at("leaks::box_leak_more::{{closure}}", "tests/leaks.rs", 9)];
+        assert_eq!(named(other.clone()), other);
+        let inner = named(vec![
+            at("{closure#0}", "src/lib.rs", 3),
+            Frame::new("app::helper", None, None),
+            Frame::new(LEAK_TEST_RUNNER, None, None),
+        ]);
+        assert_eq!(kept(&inner), ["{closure#0}", "app::helper", "leaks::box_leak", LEAK_TEST_RUNNER]);
     }
 
     #[test]

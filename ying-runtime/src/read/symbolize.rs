@@ -61,6 +61,11 @@ pub(crate) fn is_own_frame(frame: &Frame) -> bool {
     TRIM.is_runtime_frame(frame)
 }
 
+/// Names the frame of a leak test's body after the test function (see [`Trim::name_test_body`]).
+pub(crate) fn name_test_body(frames: Vec<Frame>, function: &str) -> Vec<Frame> {
+    TRIM.name_test_body(frames, function)
+}
+
 /// Symbolises a captured stack: its code frames (see [`symbolize_ips`]), then the spans it was captured in.
 pub(crate) fn symbolize(stack: &Ips) -> Vec<Frame> {
     let mut frames = symbolize_ips(stack.as_slice());

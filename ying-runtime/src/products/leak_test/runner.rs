@@ -9,7 +9,7 @@ use crate::base::ids::{ScopeId, StackId};
 use crate::base::thread::{THREAD, as_profiler};
 use crate::hot::scope::{OpenScope, ScopeStats};
 use crate::hot::{live, stacks};
-use crate::read::symbolize::symbolize;
+use crate::read::symbolize::{name_test_body, symbolize};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use ying_report::report::{IterationFigures, Outcome, RetainedSite};
@@ -122,7 +122,7 @@ impl Session {
     /// Opens the measured scope, recording every stack. Whatever the session itself needs while measuring is
     /// allocated before.
     fn open(plan: &Plan) -> Self {
-        let excuses = Excuses::new(plan.test.allow);
+        let excuses = Excuses::new(plan.test.allow, plan.function_path());
         let per_iteration = Vec::with_capacity(plan.iterations as usize);
         let scope = OpenScope::open(plan.attribution, true);
         Self { scope: Some(scope), excuses, per_iteration, at_start: ScopeStats::default(), excused_at_start: 0 }
@@ -166,8 +166,9 @@ impl Session {
 }
 
 impl Measured {
-    /// The retained blocks of the closed scope grouped by stack, largest first.
-    fn sites(&mut self, manifest_dir: &str) -> Vec<RetainedSite> {
+    /// The retained blocks of the closed scope grouped by stack, largest first, the body's frame named after the
+    /// test `function`.
+    fn sites(&mut self, manifest_dir: &str, function: &str) -> Vec<RetainedSite> {
         as_profiler(|| {
             let mut by_stack: HashMap<Option<StackId>, (u64, u64)> = HashMap::new();
             for block in live::owned_by(self.scope_id).iter() {
@@ -180,7 +181,7 @@ impl Measured {
                 .map(|(stack, (bytes, blocks))| {
                     let frames = stack
                         .and_then(stacks::ips)
-                        .map(|ips| relative_frames(symbolize(&ips), manifest_dir))
+                        .map(|ips| relative_frames(name_test_body(symbolize(&ips), function), manifest_dir))
                         .unwrap_or_default();
                     let excused = stack.is_some_and(|stack| self.excuses.is_excused(stack));
                     RetainedSite::new(bytes, blocks, excused, frames)
@@ -205,8 +206,8 @@ impl Measured {
     /// not panicking). The panic is located at the test function.
     #[track_caller]
     fn judge(mut self, plan: &Plan) {
-        let sites = self.sites(plan.test.manifest_dir);
         let function = plan.function_path();
+        let sites = self.sites(plan.test.manifest_dir, &function);
         let names = Names { harness: plan.harness_name(), function: &function };
         match verdict::judge(names, &plan.budgets, &self.findings(), &sites) {
             Verdict::Passed => report::write(plan, &self.findings(), Outcome::Passed, None, sites),

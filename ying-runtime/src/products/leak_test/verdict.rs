@@ -1,7 +1,7 @@
 //! The verdict on a leak test: its budgets judged against its exact figures, and the failure message that names
 //! each exceeded budget and the sites of the retained memory. A pure function of budgets, figures and sites.
 
-use crate::read::symbolize::is_own_frame;
+use crate::read::symbolize::{is_own_frame, name_test_body};
 use ying_report::report::{Budgets, IterationFigures, RetainedSite, ScopeStats};
 use ying_report::{ByteSize, Frame, SignedByteSize};
 
@@ -184,6 +184,8 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
 /// dependency or the standard library allocated on its own shows the frames where it was allocated instead. The
 /// closure the test's body runs in is shown as the test function itself.
 fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
+    // The body (`module::test::{{closure}}`, possibly an async block in it) reads as the test itself.
+    let frames = &name_test_body(frames.to_vec(), test_function);
     let is_own_code = |frame: &Frame| {
         // System libraries record paths relative to their own build (`./nptl/pthread_create.c`).
         frame.file.as_deref().is_some_and(|file| !std::path::Path::new(file).is_absolute() && !file.starts_with('.'))
@@ -193,17 +195,7 @@ fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
         || frames.iter().take_while(|frame| !is_own_frame(frame) && !frame.function.starts_with("test::"));
     let user: Vec<&Frame> = outside_the_runner().filter(|frame| is_own_code(frame)).take(FRAMES_SHOWN).collect();
     let shown = if user.is_empty() { outside_the_runner().take(FRAMES_SHOWN).collect() } else { user };
-    let mut lines = shown
-        .into_iter()
-        .map(|frame| {
-            // `module::test::{{closure}}` (the body, possibly an async block in it) reads as the test itself.
-            let function = frame.function.as_str();
-            let is_body =
-                function.strip_prefix(test_function).is_some_and(|rest| rest.split("::{{closure}}").all(str::is_empty));
-            let function = if is_body { test_function } else { function };
-            Frame::new(function, frame.file.clone(), frame.line).to_string()
-        })
-        .collect::<Vec<_>>();
+    let mut lines = shown.into_iter().map(Frame::to_string).collect::<Vec<_>>();
     // An async body and the test function that polls it can land on the same line.
     lines.dedup();
     lines
@@ -276,6 +268,36 @@ mod tests {
             "ying: leak test `box_leak` exceeded its budget\n  max_retained = 0 B: retained 1000 B in 1 block, 1000 B over\n  \
              (not counted: 48 B excused as captured test output, thread-local values or by `allow`)\n\n\
              retained memory by allocation site:\n  1000 B in 1 block\n      leaks::box_leak at tests/leaks.rs:22"
+        );
+    }
+
+    #[test]
+    fn the_body_is_named_after_the_test_whatever_the_debug_information() {
+        let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
+        let runs = [run(9, 1, 9)];
+        let runner = format!("{LEAK_TEST_RUNNER}::<(), leaks::box_leak::{{closure#0}}>");
+        let message = |frames: &[(&str, Option<&str>)]| {
+            let Verdict::Failed(message) =
+                judge(NAMES, &budgets, &findings(stats(9, 1, 9), 0, &runs), &[site(9, false, frames)])
+            else {
+                panic!("9 B retained");
+            };
+            message
+        };
+        // Line tables only: the body's closure inlined into the runner, named bare.
+        let lines = message(&[("{closure#0}", Some("tests/leaks.rs")), (&runner, None)]);
+        assert!(lines.ends_with("9 B in 1 block\n      leaks::box_leak at tests/leaks.rs:22"), "{lines}");
+        // No debug information: the body inlined into the runner has no frame of its own.
+        let bare = message(&[
+            ("alloc::fmt::format::format_inner", None),
+            ("leak_fixtures::open_session", None),
+            (&runner, None),
+        ]);
+        assert!(
+            bare.ends_with(
+                "9 B in 1 block\n      alloc::fmt::format::format_inner\n      leak_fixtures::open_session\n      leaks::box_leak"
+            ),
+            "{bare}"
         );
     }
 
