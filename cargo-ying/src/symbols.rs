@@ -54,7 +54,8 @@ impl Symbolizer {
     }
 
     /// Fills the frames of `report`'s deferred stacks from `executable`'s debug information, trimmed as the
-    /// runtime trims them and with paths relative to `package_dir`. Returns whether anything changed.
+    /// runtime trims them, the test body's frame named after the test, and with paths relative to `package_dir`.
+    /// Returns whether anything changed.
     pub fn complete(&mut self, report: &mut LeakReport, executable: &Path, package_dir: &Path) -> bool {
         if report.sampled_stacks.iter().all(|stack| stack.addresses.is_empty()) {
             return false;
@@ -63,13 +64,16 @@ impl Symbolizer {
         let package_dir = package_dir.display().to_string();
         let runtime_source = report.deferred.take().map(|deferred| deferred.runtime_source).unwrap_or_default();
         let trim = ying_report::Trim::new(&runtime_source);
+        // A test runs alone in its process: the runner's frames in its stacks are this test's.
+        let function = report.test.function_path();
         for stack in &mut report.sampled_stacks {
             let addresses = std::mem::take(&mut stack.addresses);
             let Some(loader) = loader.as_ref() else { continue };
             let frames = addresses.iter().flat_map(|&address| Self::frames(loader, address)).collect();
             // What the runtime wrote are the frames of the stack's `tracing` spans, outside the code frames.
             let spans = std::mem::take(&mut stack.frames);
-            stack.frames = ying_report::relative_paths(trim.tidy(frames), &[&package_dir]);
+            let frames = trim.name_test_body(trim.tidy(frames), &function);
+            stack.frames = ying_report::relative_paths(frames, &[&package_dir]);
             stack.frames.extend(spans);
         }
         true

@@ -207,6 +207,11 @@ impl TestIdentity {
         }
     }
 
+    /// The test function's path, `crate::module::function`: the stack frames of its body are named after it.
+    pub fn function_path(&self) -> String {
+        format!("{}::{}", self.krate, self.name)
+    }
+
     /// Whether this is test `id`, as far as a test binary can tell: same package and test, a binary exactly when
     /// `id` is in a binary or an example (of that name), and the crate of `id`'s target outside a library (whose
     /// crate name the id does not keep).

@@ -93,7 +93,7 @@ impl Plan {
 
     /// The test function's path: `module::path::name`.
     pub(super) fn function_path(&self) -> String {
-        format!("{}::{}", self.test.module_path, self.test.name)
+        self.identity.function_path()
     }
 
     /// Checks the allocator, and makes the process-wide lazy allocations a body's first print would make. Under
