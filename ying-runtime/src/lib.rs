@@ -60,8 +60,10 @@
 //!
 //! - Only allocations made through Rust's global allocator are seen: memory that C libraries allocate with
 //!   `malloc`, and `mmap`ed memory, are not.
-//! - Stacks need debug information to have names and lines: keep `debug = "line-tables-only"` (or more) in the
-//!   profile you profile. Frame pointers are not needed.
+//! - Stacks are named from the executable's symbol table and debug information: without debug information
+//!   (`debug = 0`, as in `cargo test --release`) a frame is a function that exists in the machine code, named by its
+//!   path, without file or line; `debug = "line-tables-only"` adds files, lines and inlined functions (named bare;
+//!   `debug = "limited"` gives them their paths). Keep the symbol table (no `strip`). Frame pointers are not needed.
 //! - Per-stack figures are estimates whose precision grows with the number of samples; budgets belong on the exact
 //!   figures of [`ScopeStats`] and [`HeapStats`].
 //! - The process peak ([`HeapStats::peak_bytes`]) is batched per thread and may be off by up to 64 KiB per

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+mod profiles;
 mod trust;
 
 /// The tests share one target directory, and so one `<target>/ying/`: one at a time.

@@ -1,0 +1,34 @@
+//! `cargo ying test --release`: the fixture built optimised, without debug information, gives the outcomes of the
+//! full run in a debug build (the same result lines as its snapshot), thread-local values and `allow` included,
+//! and the stacks `cargo ying` symbolises name the test. The release build has a target directory of its own.
+
+use super::{Fixture, SHARED_TARGET, entry, repository, result_lines, stderr, summary};
+
+#[test]
+fn a_release_build_gives_the_outcomes_of_a_debug_build() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let target = repository().join("target/e2e-release");
+    let target_env = target.display().to_string();
+    let output = fixture.cargo_ying(
+        &["--no-fail-fast", "--timeout", "4s", "-j", "2", "--release"],
+        &[("YING_FIXTURE_HANG", "1"), ("CARGO_TARGET_DIR", &target_env)],
+    );
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let snapshot =
+        std::fs::read_to_string(repository().join("cargo-ying/tests/e2e/snapshots/e2e__full_run_results.snap"))
+            .unwrap();
+    let debug_results = snapshot.splitn(3, "---\n").nth(2).expect("a snapshot has a header").trim_end();
+    assert_eq!(result_lines(&stderr), debug_results, "{stderr}");
+
+    // Without debug information the body is inlined into the runner and has no frame: the stacks still name it.
+    let summary = summary(&target);
+    let box_leak = entry(&summary, "leaks", "box_leak");
+    let id = ying_report::TestId::new("leak-fixtures", ying_report::TargetKind::Test, "leaks", "box_leak");
+    let report =
+        ying_report::LeakReport::read(&target.join("ying").join(box_leak["report"].as_str().unwrap()), &id).unwrap();
+    let names = |frames: &[ying_report::Frame]| frames.iter().any(|frame| frame.function == "leaks::box_leak");
+    assert!(report.retained_sites.iter().any(|site| names(&site.frames)), "{:#?}", report.retained_sites);
+    assert!(report.sampled_stacks.iter().any(|stack| names(&stack.frames)), "{:#?}", report.sampled_stacks);
+}
