@@ -7,7 +7,7 @@
 //!   the peak, from per-thread sharded counters;
 //! - **exact figures of a scope** ([`measure`]): what a closure retained, its peak, its allocations and frees,
 //!   counting only its own thread (and threads that [enter](Scope::enter) its scope) so that other work in the
-//!   process never pollutes them;
+//!   process never pollutes them; scopes nest, so what an inner scope counts, every enclosing scope counts too;
 //! - **sampled stacks**: Poisson byte-interval sampling (one sample per 512 KiB allocated on average, by default)
 //!   with unbiased estimates of retained and allocated bytes and objects per stack
 //!   ([`YingProfiler::top_k_stacks_by_retained`]), symbolised lazily, outside the allocator.

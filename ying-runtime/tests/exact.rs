@@ -233,7 +233,7 @@ fn the_profilers_own_allocations_are_not_counted() {
 }
 
 #[test]
-fn nested_scopes_attribute_to_the_innermost() {
+fn nested_scopes_count_in_the_enclosing_scope_too() {
     let ((first, second, _kept), outer) = ying::measure(|| {
         let kept = black_box(vec![0u8; 10]);
         let first = ying::measure(|| std::mem::forget(black_box(vec![0u8; 20]))).1;
@@ -242,7 +242,7 @@ fn nested_scopes_attribute_to_the_innermost() {
     });
     assert_eq!(first.retained_bytes, 20);
     assert_eq!(second.retained_bytes, 30);
-    assert_eq!(outer.retained_bytes, 10);
+    assert_eq!((outer.retained_bytes, outer.retained_blocks), (60, 3));
 }
 
 #[test]

@@ -35,6 +35,72 @@ fn clean_with_budgets() {
     Box::leak(black_box(Box::new([0u8; 100])));
 }
 
+fn leak(bytes: usize) {
+    std::mem::forget(black_box(Vec::<u8>::with_capacity(bytes)));
+}
+
+/// `ying::measure` inside a process-attributed scope: the process scope's figures include the inner scope's,
+/// exactly.
+#[test]
+#[ignore = "run in a child process"]
+fn nested_in_a_process_scope() {
+    let ((inner, second), outer) = ying::measure_with(ying::Attribution::Process, || {
+        leak(50);
+        let older = black_box(vec![0u8; 1000]);
+        let (kept, inner) = ying::measure(move || {
+            leak(100);
+            drop(older);
+            black_box(vec![0u8; 200])
+        });
+        drop(kept);
+        let ((), second) = ying::measure(|| assert_eq!(ying::measure(|| leak(30)).1.retained_bytes, 30));
+        (inner, second)
+    });
+    let figures = |s: &ying::ScopeStats| {
+        [s.retained_bytes, s.retained_blocks, s.peak_bytes, s.allocated_bytes, s.allocations, s.freed_bytes, s.frees]
+    };
+    assert_eq!(figures(&inner), [300, 2, 300, 300, 2, 1000, 1]);
+    assert_eq!(figures(&second), [30, 1, 30, 30, 1, 0, 0]);
+    assert_eq!(figures(&outer), [180, 3, 1150, 1380, 5, 1200, 2]);
+}
+
+/// A helper thread keeps the guard of a `measure`'s scope after the scope closed, then leaks. (Barriers, not
+/// channels: a blocking receive allocates thread-local state that the helper frees as it exits, after the join.)
+#[ying::leak_test(attribution = "process", warmup = 1)]
+#[ignore = "run in a child process"]
+fn outliving_guard_leak_process() {
+    use std::sync::{Arc, Barrier};
+    let (entered, go) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let (helper, _) = ying::measure(|| {
+        let scope = ying::Scope::current();
+        let (helper_entered, helper_go) = (Arc::clone(&entered), Arc::clone(&go));
+        let helper = std::thread::spawn(move || {
+            let _entered = scope.enter();
+            helper_entered.wait();
+            helper_go.wait();
+            leak(4096);
+        });
+        entered.wait();
+        helper
+    });
+    go.wait();
+    helper.join().unwrap();
+}
+
+#[test]
+fn scopes_nest_in_a_process_attributed_scope() {
+    let output = run_alone("nested_in_a_process_scope", &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_guard_that_outlived_its_scope_hides_nothing_from_process_attribution() {
+    let output = run_alone("outliving_guard_leak_process", &[]);
+    let stderr = stderr(&output);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("max_retained = 0 B: retained 4.0 KiB (4096 bytes) in 1 block"), "{stderr}");
+}
+
 /// Runs the ignored test `name` alone in a child process, as `cargo ying` does.
 fn run_alone(name: &str, envs: &[(&str, &std::ffi::OsStr)]) -> Output {
     let mut command = Command::new(std::env::current_exe().unwrap());

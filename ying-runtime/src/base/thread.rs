@@ -29,6 +29,9 @@ pub(crate) struct ThreadState {
     pub(crate) pending_live: Cell<i64>,
     /// The scope this thread's allocations are attributed to, if any.
     scope: Cell<Option<ScopeId>>,
+    /// The scope this thread was in when it entered its scope with a handle (see `Scope::enter`): where it is when
+    /// that scope has closed.
+    entered_from: Cell<Option<ScopeId>>,
     /// The innermost open scope this thread opened, if any: it alone closes it, so its updates of that scope need
     /// neither the close protocol nor atomic read-modify-writes (see `hot::scope`).
     home_scope: Cell<Option<ScopeId>>,
@@ -52,6 +55,7 @@ impl ThreadState {
             shard: Cell::new(core::ptr::null()),
             pending_live: Cell::new(0),
             scope: Cell::new(None),
+            entered_from: Cell::new(None),
             home_scope: Cell::new(None),
             main: Cell::new(0),
             capture_limit: Cell::new(0),
@@ -98,6 +102,16 @@ impl ThreadState {
         let previous = self.scope.replace(id);
         self.refresh();
         previous
+    }
+
+    /// The scope this thread was in when it entered its scope with a handle, if any.
+    pub(crate) fn entered_from(&self) -> Option<ScopeId> {
+        self.entered_from.get()
+    }
+
+    /// Records the scope this thread entered its scope from; returns the previous record.
+    pub(crate) fn replace_entered_from(&self, id: Option<ScopeId>) -> Option<ScopeId> {
+        self.entered_from.replace(id)
     }
 
     /// The innermost open scope this thread opened, if any.

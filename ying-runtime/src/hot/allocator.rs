@@ -207,8 +207,14 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         interval: usize,
     ) {
         let saved = thread.enter_profiler();
-        let capture = scope.and_then(|scope| scope::on_alloc(thread, scope, size));
-        let owner = scope.filter(|_| capture.is_some());
+        let (owner, capture) = match scope {
+            None => (None, None),
+            Some(scope) => match scope::on_alloc(thread, scope, size) {
+                Some(capture) => (Some(scope), Some(capture)),
+                // The thread's scope has closed: the scopes it is still in own the block.
+                None => scope::on_alloc_closed(thread, scope, size).unzip(),
+            },
+        };
         if sampled {
             sampler::note_interval(interval);
         }
@@ -290,7 +296,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         counters::on_resize(Some(thread), old, new);
         let current = scope::attributed(thread);
         if let Some(current) = current {
-            scope::on_resize(current, old, new);
+            scope::on_resize(thread, current, old, new);
         }
         let interval = self.sample_interval.load(Relaxed);
         let sampled = new > old && sampler::should_sample(thread, new - old, interval);
@@ -352,16 +358,19 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         if new > old {
             let growth = new - old;
             let owner = entry.and_then(|e| e.scope);
-            let mut capture = owner.and_then(|owner| scope::own(owner, growth, false));
-            if capture.is_some() {
-                entry.as_mut()?.owned += growth;
-            } else if let Some(current) = current {
-                capture = scope::own(current, growth, false);
-                if capture.is_some() {
-                    // An older block (or one whose owner has closed) grown here: the growth is this scope's.
-                    let e = entry.get_or_insert(Entry::untracked(old));
-                    *e = Entry { scope: Some(current), owned: growth, owns_block: false, ..*e };
-                }
+            let mut capture = None;
+            if let Some((owner, owner_capture)) = owner.and_then(|owner| scope::own(owner, growth, false)) {
+                // Its owner (or the scope the owner handed its blocks to on closing) owns the growth too.
+                let e = entry.as_mut()?;
+                (e.scope, e.owned, capture) = (Some(owner), e.owned + growth, Some(owner_capture));
+            } else if let Some((current, current_capture)) =
+                current.and_then(|current| scope::own(current, growth, false))
+            {
+                // An older block (or one whose owner has closed) grown here: the growth is this scope's (or, when the
+                // thread's scope has closed, the scope it handed its blocks to).
+                capture = Some(current_capture);
+                let e = entry.get_or_insert(Entry::untracked(old));
+                *e = Entry { scope: Some(current), owned: growth, owns_block: false, ..*e };
             }
             // The growth is an allocation event: sampled with certainty in a scope recording every stack.
             let weight =
@@ -459,7 +468,7 @@ fn count_free_full(size: usize) {
     let recorded = THREAD.try_with(|thread| {
         counters::on_free(Some(thread), size);
         if let Some(scope) = scope::attributed(thread) {
-            scope::on_free(scope, size);
+            scope::on_free(thread, scope, size);
         }
     });
     if recorded.is_err() {
@@ -492,7 +501,7 @@ fn on_free_tracked(entry: &Entry, size: usize) {
                 release_sample(entry);
             }
             Some(current) => {
-                scope::on_free(current, size);
+                scope::on_free(thread, current, size);
                 release(entry);
             }
         }

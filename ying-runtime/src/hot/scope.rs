@@ -9,11 +9,20 @@
 //! The thread that opened a scope (its home thread) closes it, and makes almost all of its updates: those skip the
 //! announcement and write counters of their own with plain loads and stores. Only the live-byte count, whose peak
 //! must be exact across threads, is one atomic counter for everyone.
+//!
+//! Scopes nest. A scope opened where its thread is in another scope (a `measure` inside a leak test) records that
+//! scope as its parent, and every update of the inner scope is applied to each open scope enclosing it, outwards
+//! (out of line, only for a scope that has a parent): a block allocated in the inner scope counts in all of them,
+//! and so do its free and its peak. When the inner scope closes, the blocks it owns are handed to its nearest open
+//! ancestor (`live::on_scope_close`), which counted them all along; a scope whose parent closes
+//! first takes its grandparent as parent. Until a closed nested scope's slot is reused, the slot remembers which
+//! scope it was handed to, so that an update that raced with the close (or arrives through a stale handle) still
+//! reaches the enclosing scopes. Updates of a scope without a parent, the common case, read one more word.
 
 use crate::base::ids::{AtomicScopeId, ScopeId};
 use crate::base::thread::{THREAD, ThreadState};
 use crate::hot::counters::{self, Shard};
-use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 pub use ying_report::report::{Attribution, ScopeStats};
 
 const SLOT_BITS: u32 = 8;
@@ -25,6 +34,15 @@ struct Slot {
     capture: AtomicBool,
     /// The open scope in this slot, if any.
     id: AtomicScopeId,
+    /// The nearest open scope enclosing it, if any: every update of this scope is applied to it too (and so on
+    /// outwards). Set at open; when the parent closes first, its parent takes its place ([`adopt_children`]).
+    parent: AtomicScopeId,
+    /// A scope was opened inside this one: closing it looks for children to give its parent.
+    has_children: AtomicBool,
+    /// The last nested scope this slot held, once closed, and the scope it handed its blocks to
+    /// (`closed_parent`): a sequence lock on `closed` (see [`forwarded`]).
+    closed: AtomicScopeId,
+    closed_parent: AtomicScopeId,
     users: AtomicU32,
     /// Live bytes, one counter for all threads: its read-modify-writes order every change, so the peak is exact.
     live_bytes: AtomicI64,
@@ -43,6 +61,10 @@ impl Slot {
             claimed: AtomicBool::new(false),
             capture: AtomicBool::new(false),
             id: AtomicScopeId::none(),
+            parent: AtomicScopeId::none(),
+            has_children: AtomicBool::new(false),
+            closed: AtomicScopeId::none(),
+            closed_parent: AtomicScopeId::none(),
             users: AtomicU32::new(0),
             live_bytes: AtomicI64::new(0),
             peak_bytes: AtomicI64::new(0),
@@ -74,6 +96,9 @@ impl Slot {
 
 static SLOT_TABLE: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
 static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Where the search for a free slot starts: slots are taken in turn, so that a closed nested scope's slot keeps its
+/// record (`closed`, `closed_parent`) for as long as possible.
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 /// The open process-attributed scope, if any: it receives every allocation not attributed to a thread's scope.
 static PROCESS_SCOPE: AtomicScopeId = AtomicScopeId::none();
 /// The process scope was opened on a thread other than the main thread, so the main thread is a test harness's
@@ -132,54 +157,188 @@ pub(crate) fn attributed(thread: &ThreadState) -> Option<ScopeId> {
     }
 }
 
+/// Applies `f` to scope `id` if it is open (on its home thread when `home`), and to every open scope enclosing it;
+/// reports whether `id` was open. For a scope without a parent, one more word read than [`with_open_as`].
+#[inline(always)]
+fn update(home: bool, id: ScopeId, f: impl Fn(&Slot, bool)) -> bool {
+    let mut parent = None;
+    let open = with_open_as(home, id, |slot, home| {
+        f(slot, home);
+        parent = slot.parent.load(Ordering::Relaxed);
+    });
+    if let Some(parent) = parent {
+        update_enclosing(parent, Some(id), &f);
+    }
+    open
+}
+
+/// Applies `f` to scope `next` and each scope enclosing it, outwards, skipping closed ones (whose slots still say
+/// which scope they were handed to, see [`forwarded`]); `inner` is the scope whose ancestors these are (`None`:
+/// `next` is where the walk starts). Returns the innermost scope that was open.
+#[cold]
+#[inline(never)]
+fn update_enclosing(mut next: ScopeId, inner: Option<ScopeId>, f: &impl Fn(&Slot, bool)) -> Option<ScopeId> {
+    let mut first = None;
+    // Ancestors are older than their descendants: a link that does not go back in time is a stale read, and ends
+    // the walk.
+    let mut limit = inner.map_or(u64::MAX, generation);
+    while generation(next) < limit {
+        let mut parent = None;
+        let open = with_open(next, |slot, home| {
+            f(slot, home);
+            parent = slot.parent.load(Ordering::Relaxed);
+        });
+        if open {
+            first = first.or(Some(next));
+        } else {
+            parent = forwarded(next);
+        }
+        let Some(parent) = parent else { break };
+        (limit, next) = (generation(next), parent);
+    }
+    first
+}
+
+/// The generation of scope `id`: scopes opened later have higher ones.
+fn generation(id: ScopeId) -> u64 {
+    id.bits() >> SLOT_BITS
+}
+
+/// The scope closed nested scope `id` handed its blocks to, while its slot remembers it.
+fn forwarded(id: ScopeId) -> Option<ScopeId> {
+    let slot = slot_of(id);
+    if id != slot.closed.load(Ordering::Acquire) {
+        return None;
+    }
+    let parent = slot.closed_parent.load(Ordering::Relaxed);
+    // A sequence lock: the parent read belongs to `id` only if `closed` did not change meanwhile (a reuse clears it
+    // before it writes another parent).
+    fence(Ordering::Acquire);
+    if id == slot.closed.load(Ordering::Relaxed) { parent } else { None }
+}
+
+/// `f` applied for a thread whose scope `id` has closed (a handle entered after its scope closed, or a guard that
+/// outlived it): to the open scopes enclosing `id`; when none is, to the scope the thread entered it from and those
+/// enclosing it, if open; when none is, to the process scope if one is open and counts this thread. Returns the
+/// innermost scope reached, which owns what `f` adds.
+#[cold]
+#[inline(never)]
+fn update_closed(thread: &ThreadState, id: ScopeId, f: &impl Fn(&Slot, bool)) -> Option<ScopeId> {
+    let mut first = forwarded(id).and_then(|parent| update_enclosing(parent, Some(id), f));
+    if first.is_none()
+        && let Some(from) = thread.entered_from().filter(|&from| from != id)
+    {
+        first = update_enclosing(from, None, f);
+    }
+    // The process scope, when none of those is open: it counts every thread. (When some is, the process scope
+    // encloses it if it was open when that scope opened.)
+    if first.is_none()
+        && let Some(scope) = process_scope_for(thread)
+        && with_open(scope, f)
+    {
+        first = Some(scope);
+    }
+    first
+}
+
+/// The open process-attributed scope, if it counts the calling thread (`thread`).
+fn process_scope_for(thread: &ThreadState) -> Option<ScopeId> {
+    match PROCESS_SCOPE.load(Ordering::Relaxed) {
+        Some(_) if PROCESS_SKIPS_MAIN.load(Ordering::Relaxed) && thread.is_main() => None,
+        id => id,
+    }
+}
+
 /// An allocation of `size` bytes made in scope `id` on the calling thread (`thread`). `None` when the scope has
 /// closed; otherwise the scope now owns the block, and the flag says whether the scope records the stack of every
-/// allocation.
+/// allocation. The enclosing scopes count the allocation and the block too.
 #[inline]
 pub(crate) fn on_alloc(thread: &ThreadState, id: ScopeId, size: usize) -> Option<bool> {
-    let mut capture = false;
-    with_open_as(id == thread.home_scope(), id, |slot, home| {
+    let capture = core::cell::Cell::new(false);
+    update(id == thread.home_scope(), id, |slot, home| {
         slot.counters(home).0.count_alloc(size, home);
         slot.add_live(home, size, 1);
-        capture = slot.capture.load(Ordering::Relaxed);
+        capture.set(capture.get() || slot.capture.load(Ordering::Relaxed));
     })
-    .then_some(capture)
+    .then_some(capture.get())
 }
 
-/// A free of `size` bytes made in scope `id`, of a block of any age or owner.
-pub(crate) fn on_free(id: ScopeId, size: usize) {
-    with_open(id, |slot, home| slot.counters(home).0.count_free(size, home));
+/// [`on_alloc`] for a thread whose scope `id` has closed: counted in the scopes the thread is still in (see
+/// [`Scope::enter`]). Returns the innermost of them, which owns the block, and whether it records every stack.
+#[cold]
+pub(crate) fn on_alloc_closed(thread: &ThreadState, id: ScopeId, size: usize) -> Option<(ScopeId, bool)> {
+    let capture = core::cell::Cell::new(false);
+    let owner = update_closed(thread, id, &|slot: &Slot, home| {
+        slot.counters(home).0.count_alloc(size, home);
+        slot.add_live(home, size, 1);
+        capture.set(capture.get() || slot.capture.load(Ordering::Relaxed));
+    })?;
+    Some((owner, capture.get()))
 }
 
-/// A realloc made in scope `id` from `old` to `new` bytes: growth counts as allocated, shrinkage as freed.
-pub(crate) fn on_resize(id: ScopeId, old: usize, new: usize) {
-    with_open(id, |slot, home| slot.counters(home).0.count_resize(old, new, home));
+/// A free of `size` bytes made in scope `id` by the calling thread (`thread`), of a block of any age or owner.
+pub(crate) fn on_free(thread: &ThreadState, id: ScopeId, size: usize) {
+    let count = |slot: &Slot, home: bool| slot.counters(home).0.count_free(size, home);
+    if !update(id == thread.home_scope(), id, count) {
+        update_closed(thread, id, &count);
+    }
 }
 
-/// Scope `id` now owns `bytes` more bytes of a live block (`block`: a whole new block). As [`on_alloc`]: `None` when
-/// the scope has closed, else whether it records every stack.
-pub(crate) fn own(id: ScopeId, bytes: usize, block: bool) -> Option<bool> {
-    let mut capture = false;
-    with_open(id, |slot, home| {
+/// A realloc made in scope `id` by the calling thread (`thread`) from `old` to `new` bytes: growth counts as
+/// allocated, shrinkage as freed.
+pub(crate) fn on_resize(thread: &ThreadState, id: ScopeId, old: usize, new: usize) {
+    let count = |slot: &Slot, home: bool| slot.counters(home).0.count_resize(old, new, home);
+    if !update(id == thread.home_scope(), id, count) {
+        update_closed(thread, id, &count);
+    }
+}
+
+/// Scope `id` now owns `bytes` more bytes of a live block (`block`: a whole new block). `None` when it has closed
+/// and handed its blocks to no open scope; else the scope that owns them now (`id`, or the one it handed its blocks
+/// to) and whether it records every stack.
+pub(crate) fn own(id: ScopeId, bytes: usize, block: bool) -> Option<(ScopeId, bool)> {
+    let capture = core::cell::Cell::new(false);
+    let add = |slot: &Slot, home: bool| {
         slot.add_live(home, bytes, i64::from(block));
-        capture = slot.capture.load(Ordering::Relaxed);
-    })
-    .then_some(capture)
+        capture.set(capture.get() || slot.capture.load(Ordering::Relaxed));
+    };
+    let owner = if update(THREAD.try_with(|thread| id == thread.home_scope()) == Ok(true), id, add) {
+        id
+    } else {
+        update_enclosing(forwarded(id)?, Some(id), &add)?
+    };
+    Some((owner, capture.get()))
 }
 
 /// A free of `size` bytes made in scope `id` (on the calling thread, `thread`) of a block it owns `owned` bytes of:
 /// [`on_free`] and [`disown`] at once.
 #[inline]
 pub(crate) fn free_owned(thread: &ThreadState, id: ScopeId, size: usize, owned: usize, block: bool) {
-    with_open_as(id == thread.home_scope(), id, |slot, home| {
+    let count = |slot: &Slot, home: bool| {
         slot.counters(home).0.count_free(size, home);
         slot.sub_live(home, owned, i64::from(block));
-    });
+    };
+    if !update(id == thread.home_scope(), id, count) {
+        free_owned_closed(thread, id, size, owned, block);
+    }
 }
 
-/// Scope `id` no longer owns `bytes` bytes (and, with `block`, one block) it owned.
+/// [`free_owned`] after scope `id` closed: the free counts where the thread is, the bytes leave the scope the block
+/// was handed to.
+#[cold]
+fn free_owned_closed(thread: &ThreadState, id: ScopeId, size: usize, owned: usize, block: bool) {
+    update_closed(thread, id, &|slot: &Slot, home| slot.counters(home).0.count_free(size, home));
+    disown(id, owned, block);
+}
+
+/// Scope `id` no longer owns `bytes` bytes (and, with `block`, one block) it owned; nor do the scopes enclosing it.
 pub(crate) fn disown(id: ScopeId, bytes: usize, block: bool) {
-    with_open(id, |slot, home| slot.sub_live(home, bytes, i64::from(block)));
+    let sub = |slot: &Slot, home: bool| slot.sub_live(home, bytes, i64::from(block));
+    if !update(THREAD.try_with(|thread| id == thread.home_scope()) == Ok(true), id, sub)
+        && let Some(parent) = forwarded(id)
+    {
+        update_enclosing(parent, Some(id), &sub);
+    }
 }
 
 /// An open scope; closes (and stops attributing) when dropped, so a panicking body never leaves it open.
@@ -197,11 +356,11 @@ impl OpenScope {
     /// Opens a scope; with `capture`, every allocation attributed to it records its stack. Panics when every slot
     /// is in use or, for [`Attribution::Process`], when a process scope is already open.
     pub(crate) fn open(attribution: Attribution, capture: bool) -> Self {
-        let index = SLOT_TABLE
-            .iter()
-            .position(|slot| slot.claimed.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok())
-            .unwrap_or_else(|| panic!("ying: more than {SLOTS} measured scopes are open at once"));
+        let index = claim_slot().unwrap_or_else(|| panic!("ying: more than {SLOTS} measured scopes are open at once"));
         let slot = &SLOT_TABLE[index];
+        // The slot forgets the closed scope it held before it says anything of this one (see `forwarded`).
+        slot.closed.store(None, Ordering::Relaxed);
+        fence(Ordering::Release);
         slot.home.reset();
         slot.shared.reset();
         for blocks in &slot.live_blocks {
@@ -209,9 +368,25 @@ impl OpenScope {
         }
         slot.live_bytes.store(0, Ordering::Relaxed);
         slot.peak_bytes.store(0, Ordering::Relaxed);
-        slot.capture.store(capture, Ordering::Relaxed);
+        slot.has_children.store(false, Ordering::Relaxed);
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
         let id = ScopeId::from_bits((generation << SLOT_BITS) | index as u64).expect("generations count from 1");
+        // The scope encloses what its thread does; it is enclosed by the innermost open scope its thread is in (a
+        // process-attributed scope counts every thread, and is enclosed by none). It records every stack when that
+        // scope does, so that the blocks it hands over on closing are named like the others.
+        let parent = match attribution {
+            Attribution::Process => None,
+            _ => THREAD.try_with(innermost_open).unwrap_or(None),
+        };
+        let mut capture = capture;
+        if let Some(parent) = parent {
+            let parent = slot_of(parent);
+            parent.has_children.store(true, Ordering::Relaxed);
+            capture |= parent.capture.load(Ordering::Relaxed);
+        }
+        slot.parent.store(parent, Ordering::Relaxed);
+        slot.capture.store(capture, Ordering::Relaxed);
+        crate::hot::live::on_scope_open(id);
         if attribution == Attribution::Process {
             if !PROCESS_SCOPE.compare_exchange(None, Some(id), Ordering::SeqCst, Ordering::Relaxed) {
                 slot.claimed.store(false, Ordering::Release);
@@ -262,9 +437,16 @@ impl OpenScope {
         }
         let previous_home = self.previous_home;
         let _ = THREAD.try_with(|t| t.replace_home_scope(previous_home));
-        // The blocks this thread allocated in the scope stay recognisable after it: out of the nursery.
-        crate::hot::live::on_scope_close(previous_home.is_none());
         let slot = slot_of(self.id);
+        let parent = slot.parent.load(Ordering::Relaxed);
+        if let Some(parent) = parent {
+            // Before the scope closes: an update that finds it closed finds where its blocks went.
+            slot.closed_parent.store(Some(parent), Ordering::Relaxed);
+            slot.closed.store(Some(self.id), Ordering::Release);
+            if slot.has_children.load(Ordering::Relaxed) {
+                adopt_children(self.id, parent);
+            }
+        }
         if !slot.id.compare_exchange(Some(self.id), None, Ordering::SeqCst, Ordering::Relaxed) {
             return ScopeStats::default(); // already closed
         }
@@ -272,8 +454,55 @@ impl OpenScope {
             core::hint::spin_loop();
         }
         let stats = read_figures(slot);
+        // The blocks the scope owns go to the nearest open scope enclosing it, which counted them all along; the
+        // blocks this thread allocated in the scope stay recognisable after it: out of the nursery, unless the heir
+        // is the thread's own scope, whose nursery it becomes again.
+        let heir = nearest_open(parent);
+        crate::hot::live::on_scope_close(self.id, heir, previous_home);
         slot.claimed.store(false, Ordering::Release);
         stats
+    }
+}
+
+/// Takes a free slot, in turn from the one after the slot taken last; `None` when all are taken.
+fn claim_slot() -> Option<usize> {
+    let start = NEXT_SLOT.load(Ordering::Relaxed);
+    let index = (0..SLOTS).map(|offset| (start + offset) % SLOTS).find(|&index| {
+        SLOT_TABLE[index].claimed.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    })?;
+    NEXT_SLOT.store((index + 1) % SLOTS, Ordering::Relaxed);
+    Some(index)
+}
+
+/// The innermost open scope the calling thread (`thread`) is in: the scope it is attributed to if open, else the
+/// first open one of those [`update_closed`] would count in; `None` when there is none.
+fn innermost_open(thread: &ThreadState) -> Option<ScopeId> {
+    let id = attributed(thread)?;
+    if id == slot_of(id).id.load(Ordering::Acquire) {
+        return Some(id);
+    }
+    nearest_open(forwarded(id))
+        .or_else(|| thread.entered_from().and_then(|from| nearest_open(Some(from))))
+        .or_else(|| process_scope_for(thread))
+}
+
+/// `id` if it is open, else the nearest open scope enclosing it (as far as closed slots remember).
+fn nearest_open(mut id: Option<ScopeId>) -> Option<ScopeId> {
+    while let Some(scope) = id {
+        let slot = slot_of(scope);
+        if scope == slot.id.load(Ordering::Acquire) {
+            return Some(scope);
+        }
+        id = forwarded(scope).filter(|&parent| generation(parent) < generation(scope));
+    }
+    None
+}
+
+/// Scope `id` closes before scopes opened inside it: they take its parent (`parent`) as theirs.
+#[cold]
+fn adopt_children(id: ScopeId, parent: ScopeId) {
+    for slot in &SLOT_TABLE {
+        let _ = slot.parent.compare_exchange(Some(id), Some(parent), Ordering::AcqRel, Ordering::Relaxed);
     }
 }
 
@@ -322,7 +551,12 @@ impl Drop for OpenScope {
 /// assert_eq!(stats.retained_bytes, 100);
 /// ```
 ///
-/// A handle outliving its scope is harmless: entering a closed scope attributes nothing to it.
+/// Scopes nest: a scope opened while its thread is in another (a [`measure`](crate::measure) inside a leak test,
+/// or inside another `measure`) is enclosed by it, and everything counted in the inner scope counts in the
+/// enclosing ones too. A thread in a scope is in the scopes enclosing it as well.
+///
+/// A handle outliving its scope is harmless: a closed scope attributes nothing, and hides nothing either (see
+/// [`enter`](Self::enter)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Scope {
     id: Option<ScopeId>,
@@ -340,25 +574,51 @@ impl Scope {
         self.id.is_some()
     }
 
-    /// Attributes the calling thread's allocations to this scope until the guard is dropped.
+    /// Attributes the calling thread's allocations to this scope, and to the scopes enclosing it, until the guard
+    /// is dropped.
+    ///
+    /// While this scope is closed (it closed before the thread entered it, or while the guard was held), the
+    /// thread is in the scopes it is really in:
+    ///
+    /// - the scopes that enclosed this one and are still open (the thread's work belongs to the code that
+    ///   measured it), or, when none is,
+    /// - the scope the thread was in when it entered this one, and the scopes enclosing that, if open;
+    /// - under process attribution, the process-attributed scope in any case: it counts every thread.
+    ///
+    /// Entering an inert handle (of no scope) changes nothing.
     #[must_use = "the thread leaves the scope when the guard is dropped"]
     pub fn enter(&self) -> EnterGuard {
-        let previous = THREAD.try_with(|t| t.replace_scope(self.id)).unwrap_or(None);
-        EnterGuard { previous, _not_send: core::marker::PhantomData }
+        let (previous, previous_from) = match self.id {
+            None => THREAD.try_with(|t| (t.scope(), t.entered_from())).unwrap_or((None, None)),
+            Some(id) => THREAD
+                .try_with(|t| {
+                    let previous = t.replace_scope(Some(id));
+                    (previous, t.replace_entered_from(previous))
+                })
+                .unwrap_or((None, None)),
+        };
+        EnterGuard { previous, previous_from, _not_send: core::marker::PhantomData }
     }
 }
 
 /// Keeps the calling thread in a [`Scope`]; dropping it restores the thread's previous scope.
+///
+/// A guard may outlive its scope: the thread is then in the scopes [`Scope::enter`] describes.
 #[derive(Debug)]
 pub struct EnterGuard {
     previous: Option<ScopeId>,
+    /// The scope the thread had entered its previous scope from.
+    previous_from: Option<ScopeId>,
     /// The guard changes the state of the thread that created it, so it must be dropped on that thread.
     _not_send: core::marker::PhantomData<*const ()>,
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
-        let previous = self.previous;
-        let _ = THREAD.try_with(|t| t.replace_scope(previous));
+        let (previous, from) = (self.previous, self.previous_from);
+        let _ = THREAD.try_with(|t| {
+            t.replace_scope(previous);
+            t.replace_entered_from(from);
+        });
     }
 }

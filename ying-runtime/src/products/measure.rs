@@ -13,6 +13,10 @@ pub(crate) const INSTALL_HINT: &str =
 /// The scope closes after `body` returns, so its locals have been dropped; memory owned by the value it returns is
 /// still live and counts as retained.
 ///
+/// Scopes nest: a `measure` inside a leak test, or inside another `measure`, is enclosed by it, and everything it
+/// counts (allocations, frees, retained blocks, the peak) counts in every enclosing scope too, exactly as if it were
+/// not there. The blocks it retains belong to the enclosing scope once it closes.
+///
 /// ```
 /// #[global_allocator]
 /// static ALLOC: ying::YingProfiler = ying::YingProfiler::new();

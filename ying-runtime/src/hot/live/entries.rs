@@ -41,10 +41,20 @@ fn move_to_table(ptr: usize, entry: Entry, slot: MovingSlot<'_>) {
     table::insert_moved(ptr, entry, || slot.clear());
 }
 
-/// At the close of one of the calling thread's scopes: the entries its nursery kept move to the live table, where
-/// they stay recognisable after the scope; with `last`, the nursery goes back to the pool.
-pub(crate) fn on_scope_close(last: bool) {
-    nursery::on_scope_close(last, move_to_table);
+/// At the opening of scope `id`: no entry of the live table is known to be its yet.
+pub(crate) fn on_scope_open(id: ScopeId) {
+    table::forget_owner(id);
+}
+
+/// At the close of scope `closing`, one of the calling thread's: the blocks it owns now belong to `heir` (the
+/// nearest open scope enclosing it, if any), wherever their entries are. The entries its thread's nursery kept stay
+/// there when the thread's scope from now on (`home`) is the nursery's; otherwise they move to the live table,
+/// where they stay recognisable after the scope, and with no `home` the nursery goes back to the pool.
+pub(crate) fn on_scope_close(closing: ScopeId, heir: Option<ScopeId>, home: Option<ScopeId>) {
+    nursery::on_scope_close(closing, heir, home, move_to_table);
+    if let Some(heir) = heir {
+        table::hand_over(closing, heir);
+    }
 }
 
 /// Removes and returns the entry for `ptr`, if it has one (in the live table or a nursery).

@@ -14,6 +14,7 @@
 //! ([`insert_moved`]); `entries` looks in the nurseries before it looks here.
 
 use super::entry::Entry;
+use crate::base::ids::ScopeId;
 use crate::base::raw::RawSystem;
 use crate::base::sync::SpinLock;
 use core::hash::{BuildHasherDefault, Hasher};
@@ -55,6 +56,54 @@ static FILTER: [AtomicU64; SLOTS / 64] = [const { AtomicU64::new(0) }; SLOTS / 6
 /// How many entries fall in each slot; changed only under the lock of the slot's shard.
 static COUNTS: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];
 
+/// One bit per low byte of a scope's id (a scope's slot, see `hot::scope`): set when an entry the scope owns may be
+/// in the table. A closing nested scope that never put one here hands its blocks over without reading the table.
+static OWNERS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+
+/// The word and bit of [`OWNERS`] for scope `id`.
+#[inline]
+fn owner_bit(id: ScopeId) -> (&'static AtomicU64, u64) {
+    let low = id.bits() as usize & 0xff;
+    (&OWNERS[low / 64], 1 << (low % 64))
+}
+
+/// Notes that `entry`, going into the table, may be owned by its scope.
+#[inline]
+fn note_owner(entry: &Entry) {
+    if let Some(owner) = entry.scope {
+        let (word, bit) = owner_bit(owner);
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            word.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Scope `id` opens: no entry of the table is its yet. (An entry of an older scope of the same slot may set the bit
+/// again: then a closing scope reads the table for nothing.)
+pub(crate) fn forget_owner(id: ScopeId) {
+    let (word, bit) = owner_bit(id);
+    word.fetch_and(!bit, Ordering::Relaxed);
+}
+
+/// The blocks scope `from` owns are `to`'s now: every entry of the table that names `from` names `to` (under each
+/// shard's lock, so a free or a move never sees half of it). Reads the table only if `from` may own an entry here.
+pub(crate) fn hand_over(from: ScopeId, to: ScopeId) {
+    let (word, bit) = owner_bit(from);
+    if word.load(Ordering::Relaxed) & bit == 0 {
+        return;
+    }
+    let (to_word, to_bit) = owner_bit(to);
+    to_word.fetch_or(to_bit, Ordering::Relaxed);
+    for shard in &SHARD_MAPS {
+        let mut map = shard.lock();
+        for entry in map.iter_mut().flat_map(|map| map.values_mut()) {
+            if from == entry.scope {
+                entry.scope = Some(to);
+            }
+        }
+    }
+}
+
 /// Spreads a pointer into (shard, filter slot); the slot's high bits are the shard.
 #[inline]
 fn spread(ptr: usize) -> (usize, usize) {
@@ -77,6 +126,7 @@ pub(crate) fn may_hold(ptr: usize) -> bool {
 
 /// Records `entry` for `ptr`, replacing any stale entry for the same address.
 pub(crate) fn insert(ptr: usize, entry: Entry) {
+    note_owner(&entry);
     let (shard, slot) = spread(ptr);
     let mut map = SHARD_MAPS[shard].lock();
     let map = map.get_or_insert_with(|| Map::with_hasher_in(BuildHasherDefault::default(), RawSystem));
@@ -91,6 +141,7 @@ pub(crate) fn insert(ptr: usize, entry: Entry) {
 /// clears the nursery's slot before the lock is released. When it fails, the thread that cleared the slot first has
 /// freed the block, and the entry is taken back out.
 pub(crate) fn insert_moved(ptr: usize, entry: Entry, clear_word: impl FnOnce() -> bool) {
+    note_owner(&entry);
     let (shard, slot) = spread(ptr);
     let mut map = SHARD_MAPS[shard].lock();
     let map = map.get_or_insert_with(|| Map::with_hasher_in(BuildHasherDefault::default(), RawSystem));
