@@ -207,14 +207,16 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         interval: usize,
     ) {
         let saved = thread.enter_profiler();
-        let (owner, capture) = match scope {
-            None => (None, None),
-            Some(scope) => match scope::on_alloc(thread, scope, size) {
-                Some(capture) => (Some(scope), Some(capture)),
+        let mut owner = scope;
+        let capture = scope.and_then(|scope| {
+            scope::on_alloc(thread, scope, size).or_else(|| {
                 // The thread's scope has closed: the scopes it is still in own the block.
-                None => scope::on_alloc_closed(thread, scope, size).unzip(),
-            },
-        };
+                let (heir, capture) = scope::on_alloc_closed(thread, scope, size)?;
+                owner = Some(heir);
+                Some(capture)
+            })
+        });
+        let owner = owner.filter(|_| capture.is_some());
         if sampled {
             sampler::note_interval(interval);
         }

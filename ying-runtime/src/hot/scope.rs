@@ -1,23 +1,25 @@
 //! Scopes: exact figures of what one piece of code did to the heap.
 //!
 //! A scope lives in one of [`SLOTS`] fixed slots of atomics, so opening, updating and closing one never allocates.
-//! Its id combines a generation with the slot index: blocks remember the id of the scope that owns them, and a free
-//! that arrives after the scope closed (or after the slot was reused) finds a different id and changes nothing.
+//! Its id combines a generation with the slot index (and a bit, see below): blocks remember the id of the scope
+//! that owns them, and a free that arrives after the scope closed (or after the slot was reused) finds a different
+//! id and changes nothing.
 //! Updaters announce themselves in `users` before they check the id, and closing waits for them, so a closed
 //! scope's figures are final and a reused slot never receives a late update meant for its previous scope.
 //!
 //! The thread that opened a scope (its home thread) closes it, and makes almost all of its updates: those skip the
 //! announcement and write counters of their own with plain loads and stores. Only the live-byte count, whose peak
-//! must be exact across threads, is one atomic counter for everyone.
+//! must be exact across threads, is one atomic counter for everyone. A nested scope (below) has no home thread.
 //!
 //! Scopes nest. A scope opened where its thread is in another scope (a `measure` inside a leak test) records that
 //! scope as its parent, and every update of the inner scope is applied to each open scope enclosing it, outwards
-//! (out of line, only for a scope that has a parent): a block allocated in the inner scope counts in all of them,
-//! and so do its free and its peak. When the inner scope closes, the blocks it owns are handed to its nearest open
+//! (out of line): a block allocated in the inner scope counts in all of them, and so do its free and its peak. The
+//! inner scope is no thread's home scope, so its updates take the shared path, where that is done, and the home
+//! path (the scope its thread opened, nearly every update of a leak test) has nothing to check. When the inner scope closes, the blocks it owns are handed to its nearest open
 //! ancestor (`live::on_scope_close`), which counted them all along; a scope whose parent closes
 //! first takes its grandparent as parent. Until a closed nested scope's slot is reused, the slot remembers which
 //! scope it was handed to, so that an update that raced with the close (or arrives through a stale handle) still
-//! reaches the enclosing scopes. Updates of a scope without a parent, the common case, read one more word.
+//! reaches the enclosing scopes. Whether a scope has a parent is a bit of its id, which the shared path tests.
 
 use crate::base::ids::{AtomicScopeId, ScopeId};
 use crate::base::thread::{THREAD, ThreadState};
@@ -27,6 +29,8 @@ pub use ying_report::report::{Attribution, ScopeStats};
 
 const SLOT_BITS: u32 = 8;
 const SLOTS: usize = 1 << SLOT_BITS;
+/// The bit of a scope's id above its slot's index: set when the scope had a parent when it opened.
+const NESTED: u64 = 1 << SLOT_BITS;
 
 struct Slot {
     claimed: AtomicBool,
@@ -157,27 +161,70 @@ pub(crate) fn attributed(thread: &ThreadState) -> Option<ScopeId> {
     }
 }
 
-/// Applies `f` to scope `id` if it is open (on its home thread when `home`), and to every open scope enclosing it;
-/// reports whether `id` was open. For a scope without a parent, one more word read than [`with_open_as`].
+/// An update of a scope's figures, as the allocator makes them; applied to a scope and to every open scope
+/// enclosing it.
+#[derive(Clone, Copy)]
+enum Op {
+    /// An allocation of this many bytes, which the scope now owns.
+    Alloc(usize),
+    /// A free of this many bytes, of a block of any owner.
+    Free(usize),
+    /// A realloc from the first to the second size.
+    Resize(usize, usize),
+    /// The scope owns this many more bytes (and, with the flag, one more block).
+    Own(usize, bool),
+    /// The scope no longer owns this many bytes (and, with the flag, one block).
+    Disown(usize, bool),
+    /// A free of the first many bytes of a block the scope owned the second many bytes of (and, with the flag, the
+    /// block).
+    FreeOwned(usize, usize, bool),
+}
+
+impl Op {
+    #[inline(always)]
+    fn apply(self, slot: &Slot, home: bool) {
+        match self {
+            Self::Alloc(size) => {
+                slot.counters(home).0.count_alloc(size, home);
+                slot.add_live(home, size, 1);
+            }
+            Self::Free(size) => slot.counters(home).0.count_free(size, home),
+            Self::Resize(old, new) => slot.counters(home).0.count_resize(old, new, home),
+            Self::Own(bytes, block) => slot.add_live(home, bytes, i64::from(block)),
+            Self::Disown(bytes, block) => slot.sub_live(home, bytes, i64::from(block)),
+            Self::FreeOwned(size, owned, block) => {
+                slot.counters(home).0.count_free(size, home);
+                slot.sub_live(home, owned, i64::from(block));
+            }
+        }
+    }
+}
+
+/// Applies `op` to scope `id` if it is open (on its home thread when `home`), and to the open scopes enclosing
+/// it; returns whether `id` was open. A nested scope is no thread's home scope: the home path, the common one, has
+/// nothing to do for nesting.
 #[inline(always)]
-fn update(home: bool, id: ScopeId, f: impl Fn(&Slot, bool)) -> bool {
-    let mut parent = None;
-    let open = with_open_as(home, id, |slot, home| {
-        f(slot, home);
-        parent = slot.parent.load(Ordering::Relaxed);
-    });
-    if let Some(parent) = parent {
-        update_enclosing(parent, Some(id), &f);
+fn update(home: bool, id: ScopeId, op: Op) -> bool {
+    let open = with_open_as(home, id, |slot, home| op.apply(slot, home));
+    if !home && open && nested(id) {
+        update_beyond(id, true, op);
     }
     open
 }
 
-/// Applies `f` to scope `next` and each scope enclosing it, outwards, skipping closed ones (whose slots still say
+/// Whether scope `id` had a parent when it opened (and so has one until it closes: a parent that closes first
+/// leaves its own parent in its place).
+#[inline(always)]
+fn nested(id: ScopeId) -> bool {
+    id.bits() & NESTED != 0
+}
+
+/// Applies `op` to scope `next` and each scope enclosing it, outwards, skipping closed ones (whose slots still say
 /// which scope they were handed to, see [`forwarded`]); `inner` is the scope whose ancestors these are (`None`:
 /// `next` is where the walk starts). Returns the innermost scope that was open.
 #[cold]
 #[inline(never)]
-fn update_enclosing(mut next: ScopeId, inner: Option<ScopeId>, f: &impl Fn(&Slot, bool)) -> Option<ScopeId> {
+fn update_enclosing(mut next: ScopeId, inner: Option<ScopeId>, op: Op) -> Option<ScopeId> {
     let mut first = None;
     // Ancestors are older than their descendants: a link that does not go back in time is a stale read, and ends
     // the walk.
@@ -185,7 +232,7 @@ fn update_enclosing(mut next: ScopeId, inner: Option<ScopeId>, f: &impl Fn(&Slot
     while generation(next) < limit {
         let mut parent = None;
         let open = with_open(next, |slot, home| {
-            f(slot, home);
+            op.apply(slot, home);
             parent = slot.parent.load(Ordering::Relaxed);
         });
         if open {
@@ -199,9 +246,22 @@ fn update_enclosing(mut next: ScopeId, inner: Option<ScopeId>, f: &impl Fn(&Slot
     first
 }
 
+/// After an update of nested scope `id` (which found it `open`, or closed): `op` applied to the scopes enclosing
+/// it or, when it has closed, to those it handed its blocks to. Returns the innermost open scope `op` reached
+/// beyond `id`.
+#[cold]
+#[inline(never)]
+fn update_beyond(id: ScopeId, open: bool, op: Op) -> Option<ScopeId> {
+    let mut parent = None;
+    if !open || !with_open(id, |slot, _| parent = slot.parent.load(Ordering::Relaxed)) {
+        parent = forwarded(id);
+    }
+    update_enclosing(parent?, Some(id), op)
+}
+
 /// The generation of scope `id`: scopes opened later have higher ones.
 fn generation(id: ScopeId) -> u64 {
-    id.bits() >> SLOT_BITS
+    id.bits() >> (SLOT_BITS + 1)
 }
 
 /// The scope closed nested scope `id` handed its blocks to, while its slot remembers it.
@@ -217,24 +277,24 @@ fn forwarded(id: ScopeId) -> Option<ScopeId> {
     if id == slot.closed.load(Ordering::Relaxed) { parent } else { None }
 }
 
-/// `f` applied for a thread whose scope `id` has closed (a handle entered after its scope closed, or a guard that
+/// `op` applied for a thread whose scope `id` has closed (a handle entered after its scope closed, or a guard that
 /// outlived it): to the open scopes enclosing `id`; when none is, to the scope the thread entered it from and those
 /// enclosing it, if open; when none is, to the process scope if one is open and counts this thread. Returns the
-/// innermost scope reached, which owns what `f` adds.
+/// innermost scope reached, which owns what `op` adds.
 #[cold]
 #[inline(never)]
-fn update_closed(thread: &ThreadState, id: ScopeId, f: &impl Fn(&Slot, bool)) -> Option<ScopeId> {
-    let mut first = forwarded(id).and_then(|parent| update_enclosing(parent, Some(id), f));
+fn update_closed(thread: &ThreadState, id: ScopeId, op: Op) -> Option<ScopeId> {
+    let mut first = forwarded(id).and_then(|parent| update_enclosing(parent, Some(id), op));
     if first.is_none()
         && let Some(from) = thread.entered_from().filter(|&from| from != id)
     {
-        first = update_enclosing(from, None, f);
+        first = update_enclosing(from, None, op);
     }
     // The process scope, when none of those is open: it counts every thread. (When some is, the process scope
     // encloses it if it was open when that scope opened.)
     if first.is_none()
         && let Some(scope) = process_scope_for(thread)
-        && with_open(scope, f)
+        && with_open(scope, |slot, home| op.apply(slot, home))
     {
         first = Some(scope);
     }
@@ -254,42 +314,43 @@ fn process_scope_for(thread: &ThreadState) -> Option<ScopeId> {
 /// allocation. The enclosing scopes count the allocation and the block too.
 #[inline]
 pub(crate) fn on_alloc(thread: &ThreadState, id: ScopeId, size: usize) -> Option<bool> {
-    let capture = core::cell::Cell::new(false);
-    update(id == thread.home_scope(), id, |slot, home| {
-        slot.counters(home).0.count_alloc(size, home);
-        slot.add_live(home, size, 1);
-        capture.set(capture.get() || slot.capture.load(Ordering::Relaxed));
-    })
-    .then_some(capture.get())
+    let mut capture = false;
+    let home = id == thread.home_scope();
+    let open = with_open_as(home, id, |slot, home| {
+        Op::Alloc(size).apply(slot, home);
+        capture = slot.capture.load(Ordering::Relaxed);
+    });
+    if !home && open && nested(id) {
+        update_beyond(id, true, Op::Alloc(size));
+    }
+    open.then_some(capture)
 }
 
 /// [`on_alloc`] for a thread whose scope `id` has closed: counted in the scopes the thread is still in (see
 /// [`Scope::enter`]). Returns the innermost of them, which owns the block, and whether it records every stack.
 #[cold]
 pub(crate) fn on_alloc_closed(thread: &ThreadState, id: ScopeId, size: usize) -> Option<(ScopeId, bool)> {
-    let capture = core::cell::Cell::new(false);
-    let owner = update_closed(thread, id, &|slot: &Slot, home| {
-        slot.counters(home).0.count_alloc(size, home);
-        slot.add_live(home, size, 1);
-        capture.set(capture.get() || slot.capture.load(Ordering::Relaxed));
-    })?;
-    Some((owner, capture.get()))
+    let owner = update_closed(thread, id, Op::Alloc(size))?;
+    Some((owner, slot_of(owner).capture.load(Ordering::Relaxed)))
 }
 
 /// A free of `size` bytes made in scope `id` by the calling thread (`thread`), of a block of any age or owner.
 pub(crate) fn on_free(thread: &ThreadState, id: ScopeId, size: usize) {
-    let count = |slot: &Slot, home: bool| slot.counters(home).0.count_free(size, home);
-    if !update(id == thread.home_scope(), id, count) {
-        update_closed(thread, id, &count);
-    }
+    attributed_update(thread, id, Op::Free(size));
 }
 
 /// A realloc made in scope `id` by the calling thread (`thread`) from `old` to `new` bytes: growth counts as
 /// allocated, shrinkage as freed.
 pub(crate) fn on_resize(thread: &ThreadState, id: ScopeId, old: usize, new: usize) {
-    let count = |slot: &Slot, home: bool| slot.counters(home).0.count_resize(old, new, home);
-    if !update(id == thread.home_scope(), id, count) {
-        update_closed(thread, id, &count);
+    attributed_update(thread, id, Op::Resize(old, new));
+}
+
+/// `op` made by the calling thread (`thread`) in its scope `id`: applied to the scope and those enclosing it or,
+/// when `id` has closed, to the scopes the thread is still in.
+#[inline(always)]
+fn attributed_update(thread: &ThreadState, id: ScopeId, op: Op) {
+    if !update(id == thread.home_scope(), id, op) {
+        update_closed(thread, id, op);
     }
 }
 
@@ -297,28 +358,17 @@ pub(crate) fn on_resize(thread: &ThreadState, id: ScopeId, old: usize, new: usiz
 /// and handed its blocks to no open scope; else the scope that owns them now (`id`, or the one it handed its blocks
 /// to) and whether it records every stack.
 pub(crate) fn own(id: ScopeId, bytes: usize, block: bool) -> Option<(ScopeId, bool)> {
-    let capture = core::cell::Cell::new(false);
-    let add = |slot: &Slot, home: bool| {
-        slot.add_live(home, bytes, i64::from(block));
-        capture.set(capture.get() || slot.capture.load(Ordering::Relaxed));
-    };
-    let owner = if update(THREAD.try_with(|thread| id == thread.home_scope()) == Ok(true), id, add) {
-        id
-    } else {
-        update_enclosing(forwarded(id)?, Some(id), &add)?
-    };
-    Some((owner, capture.get()))
+    let home = THREAD.try_with(|thread| id == thread.home_scope()) == Ok(true);
+    let op = Op::Own(bytes, block);
+    let owner = if update(home, id, op) { id } else { nested(id).then(|| update_beyond(id, false, op)).flatten()? };
+    Some((owner, slot_of(owner).capture.load(Ordering::Relaxed)))
 }
 
 /// A free of `size` bytes made in scope `id` (on the calling thread, `thread`) of a block it owns `owned` bytes of:
 /// [`on_free`] and [`disown`] at once.
 #[inline]
 pub(crate) fn free_owned(thread: &ThreadState, id: ScopeId, size: usize, owned: usize, block: bool) {
-    let count = |slot: &Slot, home: bool| {
-        slot.counters(home).0.count_free(size, home);
-        slot.sub_live(home, owned, i64::from(block));
-    };
-    if !update(id == thread.home_scope(), id, count) {
+    if !update(id == thread.home_scope(), id, Op::FreeOwned(size, owned, block)) {
         free_owned_closed(thread, id, size, owned, block);
     }
 }
@@ -327,17 +377,15 @@ pub(crate) fn free_owned(thread: &ThreadState, id: ScopeId, size: usize, owned: 
 /// was handed to.
 #[cold]
 fn free_owned_closed(thread: &ThreadState, id: ScopeId, size: usize, owned: usize, block: bool) {
-    update_closed(thread, id, &|slot: &Slot, home| slot.counters(home).0.count_free(size, home));
+    update_closed(thread, id, Op::Free(size));
     disown(id, owned, block);
 }
 
 /// Scope `id` no longer owns `bytes` bytes (and, with `block`, one block) it owned; nor do the scopes enclosing it.
 pub(crate) fn disown(id: ScopeId, bytes: usize, block: bool) {
-    let sub = |slot: &Slot, home: bool| slot.sub_live(home, bytes, i64::from(block));
-    if !update(THREAD.try_with(|thread| id == thread.home_scope()) == Ok(true), id, sub)
-        && let Some(parent) = forwarded(id)
-    {
-        update_enclosing(parent, Some(id), &sub);
+    let home = THREAD.try_with(|thread| id == thread.home_scope()) == Ok(true);
+    if !update(home, id, Op::Disown(bytes, block)) && nested(id) {
+        update_beyond(id, false, Op::Disown(bytes, block));
     }
 }
 
@@ -369,8 +417,6 @@ impl OpenScope {
         slot.live_bytes.store(0, Ordering::Relaxed);
         slot.peak_bytes.store(0, Ordering::Relaxed);
         slot.has_children.store(false, Ordering::Relaxed);
-        let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = ScopeId::from_bits((generation << SLOT_BITS) | index as u64).expect("generations count from 1");
         // The scope encloses what its thread does; it is enclosed by the innermost open scope its thread is in (a
         // process-attributed scope counts every thread, and is enclosed by none). It records every stack when that
         // scope does, so that the blocks it hands over on closing are named like the others.
@@ -384,6 +430,10 @@ impl OpenScope {
             parent.has_children.store(true, Ordering::Relaxed);
             capture |= parent.capture.load(Ordering::Relaxed);
         }
+        let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+        let nested = if parent.is_some() { NESTED } else { 0 };
+        let id = ScopeId::from_bits((generation << (SLOT_BITS + 1)) | nested | index as u64)
+            .expect("generations count from 1");
         slot.parent.store(parent, Ordering::Relaxed);
         slot.capture.store(capture, Ordering::Relaxed);
         crate::hot::live::on_scope_open(id);
@@ -397,8 +447,12 @@ impl OpenScope {
             crate::hot::live::set_process_scope_open(true);
         }
         slot.id.store(Some(id), Ordering::SeqCst);
-        // Before any allocation is attributed to the scope: this thread's updates go to the home counters.
-        let previous_home = THREAD.try_with(|t| t.replace_home_scope(Some(id))).unwrap_or(None);
+        // Before any allocation is attributed to the scope: this thread's updates go to the home counters. A nested
+        // scope has no home thread: its updates take the shared path, which carries them outwards, so that the home
+        // path of every other scope has nothing to test for nesting.
+        let previous_home = THREAD
+            .try_with(|t| if parent.is_none() { t.replace_home_scope(Some(id)) } else { t.home_scope() })
+            .unwrap_or(None);
         let previous_thread_scope = match attribution {
             Attribution::Process => None,
             _ => THREAD.try_with(|t| t.replace_scope(Some(id))).unwrap_or(None),

@@ -47,11 +47,11 @@ pub(crate) fn on_scope_open(id: ScopeId) {
 }
 
 /// At the close of scope `closing`, one of the calling thread's: the blocks it owns now belong to `heir` (the
-/// nearest open scope enclosing it, if any), wherever their entries are. The entries its thread's nursery kept stay
-/// there when the thread's scope from now on (`home`) is the nursery's; otherwise they move to the live table,
-/// where they stay recognisable after the scope, and with no `home` the nursery goes back to the pool.
+/// nearest open scope enclosing it, if any). The entries its thread's nursery kept stay there when the thread's
+/// scope from now on (`home`) is the nursery's; otherwise they move to the live table, where they stay recognisable
+/// after the scope, and with no `home` the nursery goes back to the pool.
 pub(crate) fn on_scope_close(closing: ScopeId, heir: Option<ScopeId>, home: Option<ScopeId>) {
-    nursery::on_scope_close(closing, heir, home, move_to_table);
+    nursery::on_scope_close(home, move_to_table);
     if let Some(heir) = heir {
         table::hand_over(closing, heir);
     }

@@ -21,10 +21,10 @@
 //! scope is open, which the free's fast path would otherwise read next) and, while a nursery is held, looks in the
 //! held nurseries before the live table.
 //!
-//! When the home thread closes a nested scope whose heir (the enclosing scope its blocks go to) is the thread's own
-//! enclosing scope, the entries stay and the nursery serves the heir ([`on_scope_close`]). Otherwise, when the home
-//! thread closes a scope (or starts allocating for another), it moves its entries to the live table through the
-//! function its caller passes (the nursery knows nothing of the table): each is inserted under its shard's lock,
+//! A nested scope (see `scope`) is no thread's home scope and keeps no entries here: while it is open, the nursery
+//! keeps those of the enclosing scope its thread opened, and closing it leaves them in place ([`on_scope_close`]).
+//! When the home thread closes a scope of its own (or starts allocating for another), it moves its entries to the
+//! live table through the function its caller passes (the nursery knows nothing of the table): each is inserted under its shard's lock,
 //! and its word cleared ([`MovingSlot::clear`], release) before the lock is released. A thread that finds the word
 //! cleared then finds the entry, and the filter bit, in the live table; a thread that cleared the word first has
 //! freed the block, and the copy is taken back out. A nursery goes back to the pool, empty, when its thread closes
@@ -361,16 +361,13 @@ impl MovingSlot<'_> {
     }
 }
 
-/// At the close of one of the calling thread's scopes, `closing` (on that thread): its nursery's entries of that
-/// scope now belong to `heir` (the nearest open scope enclosing it, if any). When the nursery's scope is then the
-/// thread's scope from now on (`home`), the entries stay; otherwise they are handed to `moved`, which must keep them
-/// recognisable after the scope (in the live table) and [clear](MovingSlot::clear) their slots, and with no `home`
-/// (no scope of the thread is open any more) the nursery goes back to the pool.
-pub(crate) fn on_scope_close(closing: ScopeId, heir: Option<ScopeId>, home: Option<ScopeId>, moved: MoveOut) {
+/// At the close of one of the calling thread's scopes (on that thread): when the nursery keeps the entries of the
+/// thread's scope from now on (`home`: a nested scope closed, which kept none here), they stay; otherwise they are
+/// handed to `moved`, which must keep them recognisable after the scope (in the live table) and
+/// [clear](MovingSlot::clear) their slots, and with no `home` (no scope of the thread is open any more) the nursery
+/// goes back to the pool.
+pub(crate) fn on_scope_close(home: Option<ScopeId>, moved: MoveOut) {
     let Some(nursery) = of_calling_thread() else { return };
-    if closing == nursery.scope.load(Ordering::Relaxed) && heir.is_some() {
-        nursery.scope.store(heir, Ordering::Relaxed);
-    }
     if home.is_some() && home == nursery.scope.load(Ordering::Relaxed) {
         return;
     }
