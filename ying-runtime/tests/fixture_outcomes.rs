@@ -157,6 +157,25 @@ impl Profile {
     }
 }
 
+/// The model of `tests/nested.rs`: leak tests whose bodies call `ying::measure`.
+const NESTED: &[(&str, Expect)] = &[
+    (
+        "nested_measure_leak",
+        Fail(&[
+            "ying: leak test `nested_measure_leak` exceeded its budget",
+            "  max_retained = 0 B: retained 4.0 KiB (4096 bytes) in 1 block, 4.0 KiB (4096 bytes) over",
+            "      nested::nested_measure_leak",
+        ]),
+    ),
+    ("nested_measure_clean", Pass),
+];
+
+/// The process-attributed tests of `tests/nested.rs` (ignored; run one at a time): each leaks 4 KiB.
+const NESTED_PROCESS: &[(&str, &str)] = &[
+    ("nested_measure_leak_process", "      nested::nested_measure_leak_process"),
+    ("stale_handle_leak_process", "      nested::stale_handle_leak_process"),
+];
+
 const HELPER_THREAD_LEAK: &[&str] =
     &["  max_retained = 0 B: retained 512 B in 1 block, 512 B over", "      leaks::helper_thread_leak"];
 
@@ -320,6 +339,33 @@ fn a_release_build_gives_the_same_outcomes() {
 #[test]
 fn a_release_build_with_line_tables_gives_the_same_outcomes() {
     check_the_model(Profile::ReleaseLineTables);
+}
+
+#[test]
+fn a_leak_in_a_nested_measure_fails_its_leak_test() {
+    let run = cargo_test("nested", &[], &[]);
+    let mut listed: Vec<&str> = run.outcomes.keys().map(String::as_str).collect();
+    let mut modelled: Vec<&str> = NESTED.iter().map(|(name, _)| *name).collect();
+    modelled.extend(NESTED_PROCESS.iter().map(|(name, _)| *name));
+    listed.sort_unstable();
+    modelled.sort_unstable();
+    assert_eq!(listed, modelled, "every fixture test is modelled, and nothing else ran\n{}", run.stdout);
+    for (name, expect) in NESTED {
+        let outcome = &run.outcomes[*name];
+        match expect {
+            Pass => assert_eq!(outcome, "ok", "`{name}` should pass:\n{}", run.failures.get(*name).map_or("", |s| s)),
+            Fail(lines) => {
+                assert_eq!(outcome, "FAILED", "`{name}` should fail");
+                check_failure(name, &run.failures[*name], lines);
+            }
+        }
+    }
+    for (name, site) in NESTED_PROCESS {
+        let run = cargo_test("nested", &["--ignored", "--exact", name], &[]);
+        assert_eq!(run.outcomes[*name], "FAILED", "`{name}` should fail:\n{}", run.stdout);
+        let retained = "  max_retained = 0 B: retained 4.0 KiB (4096 bytes) in 1 block, 4.0 KiB (4096 bytes) over";
+        check_failure(name, &run.failures[*name], &[retained, site]);
+    }
 }
 
 #[test]
