@@ -83,6 +83,15 @@ fn a_leak_test_whose_process_exits_before_it_reports_fails() {
     assert!(stderr.contains("ying: the process exited while leak test `exits_after_leaking` was running"), "{stderr}");
 }
 
+/// Saves a baseline of the steady fixture's tests; returns where it is and what it holds.
+fn save_steady_baseline(fixture: &Fixture) -> (std::path::PathBuf, Vec<u8>) {
+    let baseline = fixture.path().join("ying-baseline.json");
+    let saved = fixture.cargo_ying(&["--test", "steady", "--save-baseline"], &[]);
+    assert_eq!(saved.status.code(), Some(0), "{}", stderr(&saved));
+    let recorded = std::fs::read(&baseline).unwrap();
+    (baseline, recorded)
+}
+
 /// The verdict of test `name` of the steady fixture in the last run's summary.
 fn steady_verdict(name: &str) -> serde_json::Value {
     entry(&summary(&target_dir()), "steady", name)["gate"].clone()
@@ -92,10 +101,7 @@ fn steady_verdict(name: &str) -> serde_json::Value {
 fn a_one_time_resize_never_regresses_and_a_leak_in_every_run_always_does() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
-    let baseline = fixture.path().join("ying-baseline.json");
-    let saved = fixture.cargo_ying(&["--test", "steady", "--save-baseline"], &[]);
-    assert_eq!(saved.status.code(), Some(0), "{}", stderr(&saved));
-    let recorded = std::fs::read(&baseline).unwrap();
+    let (baseline, recorded) = save_steady_baseline(&fixture);
     let entry = &serde_json::from_slice::<serde_json::Value>(&recorded).unwrap()["tests"]["leak-fixtures::steady random_resize"];
     assert_eq!(entry["steady_state"], true, "{entry}");
     assert_eq!(entry["retained_bytes"], 0, "the smallest growth of one measured run: {entry}");
@@ -131,10 +137,7 @@ fn a_one_time_resize_never_regresses_and_a_leak_in_every_run_always_does() {
 fn a_regression_that_does_not_reproduce_is_unstable_and_does_not_fail_the_run() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
-    let baseline = fixture.path().join("ying-baseline.json");
-    let saved = fixture.cargo_ying(&["--test", "steady", "--save-baseline"], &[]);
-    assert_eq!(saved.status.code(), Some(0), "{}", stderr(&saved));
-    let recorded = std::fs::read(&baseline).unwrap();
+    let (baseline, recorded) = save_steady_baseline(&fixture);
 
     let marker = fixture.path().join("leaked-once");
     let marker = marker.to_str().unwrap();
