@@ -112,6 +112,9 @@ pub struct TestRecord {
     pub files: Files,
     /// What went wrong around the test without failing it (a report refused, say).
     pub warnings: Vec<String>,
+    /// The directory of the test's package, which its report's source paths are relative to (known for the tests
+    /// of a run, not for those read back from a summary).
+    pub package_dir: Option<PathBuf>,
 }
 
 impl TestRecord {
@@ -127,6 +130,7 @@ impl TestRecord {
             baseline: None,
             files: Files::default(),
             warnings: Vec::new(),
+            package_dir: None,
         }
     }
 
@@ -171,6 +175,64 @@ impl TestRecord {
     pub fn baseline_entry(&self) -> Option<BaselineEntry> {
         let leak = self.leak.as_ref()?;
         Some(BaselineEntry::of(&leak.report))
+    }
+}
+
+/// A run's totals: tests by outcome, and leak tests by the gate's verdicts that matter to a reader.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Tests that passed.
+    pub passed: usize,
+    /// Tests that failed.
+    pub failed: usize,
+    /// Tests that crashed.
+    pub crashed: usize,
+    /// Tests that timed out.
+    pub timed_out: usize,
+    /// Tests ignored.
+    pub ignored: usize,
+    /// Tests not run (fail-fast).
+    pub not_run: usize,
+    /// Leak tests whose memory regressed.
+    pub regressed: usize,
+    /// Leak tests that crossed the tolerance only in some runs.
+    pub unstable: usize,
+}
+
+impl Totals {
+    /// Tests that ran.
+    pub fn ran(&self) -> usize {
+        self.passed + self.failed + self.crashed + self.timed_out
+    }
+}
+
+/// `12 tests run: 10 passed, 1 failed, 1 crashed, 2 ignored; memory: 1 regressed, 1 unstable`, the parts that are 0
+/// left out (but `passed`).
+impl std::fmt::Display for Totals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ran = self.ran();
+        write!(f, "{ran} test{} run: {} passed", if ran == 1 { "" } else { "s" }, self.passed)?;
+        let parts = [
+            (self.failed, "failed"),
+            (self.crashed, "crashed"),
+            (self.timed_out, "timed out"),
+            (self.ignored, "ignored"),
+            (self.not_run, "not run"),
+        ];
+        for (number, what) in parts {
+            if number > 0 {
+                write!(f, ", {number} {what}")?;
+            }
+        }
+        let memory: Vec<String> = [(self.regressed, "regressed"), (self.unstable, "unstable")]
+            .into_iter()
+            .filter(|(number, _)| *number > 0)
+            .map(|(number, what)| format!("{number} {what}"))
+            .collect();
+        if !memory.is_empty() {
+            write!(f, "; memory: {}", memory.join(", "))?;
+        }
+        Ok(())
     }
 }
 
@@ -244,6 +306,36 @@ impl Run {
     /// The number of tests with an outcome of `kind`.
     pub fn count(&self, kind: TestOutcome) -> usize {
         self.tests.iter().filter(|test| test.outcome.kind() == kind).count()
+    }
+
+    /// The number of leak tests the gate gave `verdict`.
+    pub fn count_verdict(&self, verdict: GateVerdict) -> usize {
+        self.tests.iter().filter(|test| test.verdict() == Some(verdict)).count()
+    }
+
+    /// The run's totals, as every output states them.
+    pub fn totals(&self) -> Totals {
+        let count = |kind| self.count(kind);
+        Totals {
+            passed: count(TestOutcome::Passed),
+            failed: count(TestOutcome::Failed),
+            crashed: count(TestOutcome::Crashed),
+            timed_out: count(TestOutcome::TimedOut),
+            ignored: count(TestOutcome::Ignored),
+            not_run: count(TestOutcome::NotRun),
+            regressed: self.count_verdict(GateVerdict::Regressed),
+            unstable: self.count_verdict(GateVerdict::Unstable),
+        }
+    }
+
+    /// The tests that fail the run, failed tests first (in the run's order), then regressed ones.
+    pub fn failures(&self) -> impl Iterator<Item = &TestRecord> {
+        let failed = self.tests.iter().filter(|test| test.outcome.is_failure());
+        let regressed = self
+            .tests
+            .iter()
+            .filter(|test| !test.outcome.is_failure() && test.verdict() == Some(GateVerdict::Regressed));
+        failed.chain(regressed)
     }
 
     /// The leak tests' baseline entries, as this run measured them.
@@ -342,6 +434,9 @@ mod tests {
         let regressed: Vec<_> = gate.comparison.regressions().map(|(id, _)| id.name.as_str()).collect();
         assert_eq!(regressed, ["leaky"], "an unstable test's rows are no regression");
         assert!(run.regressed(), "the reproduced regression still fails the run");
+        assert_eq!(run.totals().to_string(), "4 tests run: 4 passed; memory: 1 regressed, 1 unstable");
+        let failing: Vec<_> = run.failures().map(|test| test.id.name.as_str()).collect();
+        assert_eq!(failing, ["leaky"], "listed again after the Summary");
         // Saving writes the tests that moved (and new ones); the unstable and unchanged keep their entries.
         let saved: Vec<_> = run.entries_to_save().into_keys().map(|id| id.name).collect();
         assert_eq!(saved, ["fresh", "leaky"]);

@@ -134,6 +134,7 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
         (outcome, _) => outcome,
     };
     let mut record = finish(outcome, output.unwrap_or_default());
+    record.package_dir = Some(test.binary.package_dir.clone());
     record.leak = collected.leak;
     record.warnings = collected.warnings;
     let _ = std::fs::remove_dir_all(&scratch);
@@ -142,7 +143,9 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
 
 /// A test that did not run.
 fn skipped(test: &TestCase, outcome: Outcome) -> TestRecord {
-    TestRecord::new(test.id(), outcome, Duration::ZERO, String::new())
+    let mut record = TestRecord::new(test.id(), outcome, Duration::ZERO, String::new());
+    record.package_dir = Some(test.binary.package_dir.clone());
+    record
 }
 
 /// Runs the `tests` that run (the others are ignored), `options.jobs` at once; `on_result` sees each record as it

@@ -86,7 +86,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
     reporter.finish(&run);
     reporter.artifacts(&out_dir.join("index.html"));
     reporter.gate(&run, &baseline.path, args.save_baseline);
-    write_ci_outputs(&run, args.junit.as_deref())?;
+    write_ci_outputs(&run, args.junit.as_deref(), workspace.root())?;
     let mut regressed = run.regressed();
     if args.save_baseline {
         let entries = run.entries_to_save();
@@ -116,9 +116,10 @@ fn complete_reports(run: &mut Run, planned: &[(TestCase, bool)], out_dir: &Path)
 }
 
 /// GitHub Actions annotations and job summary (when `GITHUB_ACTIONS=true`), and JUnit XML (when asked).
-fn write_ci_outputs(run: &Run, junit: Option<&Path>) -> Result<()> {
+/// `workspace_root`: the cargo workspace's root, inside the repository.
+fn write_ci_outputs(run: &Run, junit: Option<&Path>, workspace_root: &Path) -> Result<()> {
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|value| value == "true") {
-        for line in github::annotations(run) {
+        for line in github::annotations(run, &github::repository_root(workspace_root)) {
             println!("{line}");
         }
         if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {

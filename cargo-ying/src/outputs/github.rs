@@ -2,7 +2,7 @@
 
 use crate::gate::Row;
 use crate::model::{Run, TestRecord};
-use ying_report::TestOutcome;
+use std::path::{Path, PathBuf};
 
 /// Escapes the message of a GitHub workflow command.
 fn escape_data(text: &str) -> String {
@@ -30,34 +30,76 @@ fn growth(row: &Row) -> String {
     }
 }
 
-/// One `::error` annotation per failed test (at its source line where known) and per regressed figure.
-pub fn annotations(run: &Run) -> Vec<String> {
-    let mut lines = Vec::new();
-    for test in run.tests.iter().filter(|test| test.outcome.is_failure()) {
-        let title = format!("{} {}", test.outcome.kind().name(), test.id);
-        lines.push(annotation(test.source(), &title, &test.failure_message()));
+/// GitHub shows at most this many error annotations of a step; the rest are dropped without a word.
+pub const MAX_ERRORS: usize = 10;
+
+/// Where a test's source line is, relative to the repository root `root` (GitHub attaches annotations by paths
+/// from the repository root, which in a nested workspace is not the package's directory).
+fn location(test: &TestRecord, root: &Path) -> Option<(String, u32)> {
+    let (file, line) = test.source()?;
+    let Some(package_dir) = &test.package_dir else { return Some((file, line)) };
+    let path = package_dir.join(&file);
+    let relative = path.strip_prefix(root).ok().map(Path::to_owned).or_else(|| {
+        let (path, root) = (path.canonicalize().ok()?, root.canonicalize().ok()?);
+        path.strip_prefix(root).ok().map(Path::to_owned)
+    });
+    Some((relative.map_or(file, |relative| relative.display().to_string().replace('\\', "/")), line))
+}
+
+/// The repository root annotations' paths are relative to: `GITHUB_WORKSPACE` (where the checkout is), else git's
+/// top level of `workspace_root`, else `workspace_root`.
+pub fn repository_root(workspace_root: &Path) -> PathBuf {
+    if let Some(workspace) = std::env::var_os("GITHUB_WORKSPACE").filter(|value| !value.is_empty()) {
+        return PathBuf::from(workspace);
     }
+    let top_level = std::process::Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .current_dir(workspace_root)
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()));
+    top_level.unwrap_or_else(|| workspace_root.to_owned())
+}
+
+/// The `::error` annotations, at each test's source line where known: one per regressed leak test first (the
+/// figures that grew), then one per failed test; at most [`MAX_ERRORS`], and then a `::notice` that says how many
+/// more there are and where they are all listed. Paths are relative to `root`, the repository root.
+pub fn annotations(run: &Run, root: &Path) -> Vec<String> {
+    let mut errors = Vec::new();
     for test in &run.tests {
-        for row in test.gate.iter().flat_map(|gate| gate.regressions()) {
-            let message = format!("{} grew from {} to {} ({})", row.figure.name(), row.baseline, row.now, growth(row));
-            lines.push(annotation(test.source(), &format!("memory regression {}", test.id), &message));
+        let rows: Vec<String> = test
+            .gate
+            .iter()
+            .flat_map(|gate| gate.regressions())
+            .map(|row| format!("{} grew from {} to {} ({})", row.figure.name(), row.baseline, row.now, growth(row)))
+            .collect();
+        if !rows.is_empty() {
+            errors.push(annotation(location(test, root), &format!("memory regression {}", test.id), &rows.join("\n")));
         }
     }
-    lines
+    for test in run.tests.iter().filter(|test| test.outcome.is_failure()) {
+        let title = format!("{} {}", test.outcome.kind().name(), test.id);
+        errors.push(annotation(location(test, root), &title, &test.failure_message()));
+    }
+    let more = errors.len().saturating_sub(MAX_ERRORS);
+    errors.truncate(MAX_ERRORS);
+    if more > 0 {
+        errors.push(format!(
+            "::notice title={}::{more} more failed or regressed tests are not annotated (GitHub shows {MAX_ERRORS} \
+             error annotations per step): the job summary and target/ying/summary.json list every one",
+            escape_property(&format!("{more} more not annotated"))
+        ));
+    }
+    errors
 }
 
 /// The job summary in Markdown: totals, regressions against the baseline, failed tests.
 pub fn step_summary(run: &Run) -> String {
     let mut out = String::from("## cargo ying test\n\n");
     let failed: Vec<&TestRecord> = run.tests.iter().filter(|test| test.outcome.is_failure()).collect();
-    out.push_str(&format!(
-        "{} passed, {} failed ({} crashed, {} timed out), {} ignored\n\n",
-        run.count(TestOutcome::Passed),
-        failed.len(),
-        run.count(TestOutcome::Crashed),
-        run.count(TestOutcome::TimedOut),
-        run.count(TestOutcome::Ignored),
-    ));
+    // The terminal's Summary line, word for word.
+    out.push_str(&format!("{}\n\n", run.totals()));
     if let Some(gate) = &run.gate {
         let regressions: Vec<_> = gate.comparison.regressions().collect();
         if regressions.is_empty() {
@@ -93,7 +135,56 @@ pub fn step_summary(run: &Run) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{annotation, escape_data};
+    use super::{MAX_ERRORS, annotation, annotations, escape_data};
+    use crate::gate::{Gating, Tolerance};
+    use crate::model::{Leak, Outcome, Run, TestRecord};
+    use std::collections::BTreeMap;
+    use std::path::Path;
+    use std::time::Duration;
+    use ying_report::report::{Attribution, Budgets, TestIdentity};
+    use ying_report::{BaselineEntry, Figures, LeakReport, TargetKind, TestId};
+
+    fn leak_test(name: &str, retained: u64, outcome: Outcome) -> TestRecord {
+        let id = TestId::new("p", TargetKind::Test, "leaks", name);
+        let mut record = TestRecord::new(id, outcome, Duration::from_millis(5), String::new());
+        let identity = TestIdentity::new("p", None, "leaks", name, "tests/leaks.rs", 3);
+        let mut report = LeakReport::new(identity, Attribution::Process, Budgets::default());
+        report.figures.retained_bytes = retained;
+        record.leak = Some(Leak { report, path: format!("reports/p/test/leaks/{name}.json") });
+        record.package_dir = Some("/repo/crates/p".into());
+        record
+    }
+
+    #[test]
+    fn regressions_come_first_and_no_more_than_github_shows_are_written() {
+        let mut tests: Vec<TestRecord> =
+            (0..12).map(|index| leak_test(&format!("fails_{index:02}"), 0, Outcome::Failed)).collect();
+        tests.push(leak_test("grew", 5000, Outcome::Passed));
+        let mut run = Run { tests, elapsed: Duration::ZERO, fail_fast: false, gate: None };
+        let grew = run.tests[12].id.clone();
+        let entry = BaselineEntry::new(Figures { retained_bytes: 10, ..Figures::default() }, Vec::new());
+        let baseline: BTreeMap<TestId, BaselineEntry> = [(grew, entry)].into();
+        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), false, false);
+
+        let lines = annotations(&run, Path::new("/repo"));
+        assert_eq!(lines.len(), MAX_ERRORS + 1, "{lines:#?}");
+        assert!(
+            lines[0].starts_with("::error file=crates/p/tests/leaks.rs,line=3,title=memory regression"),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[0].ends_with("::retained bytes grew from 10 to 5000 (+4990, +49900.0%25)"), "{}", lines[0]);
+        assert!(lines[1].contains("title=failed p%3A%3Aleaks fails_00"), "{}", lines[1]);
+        assert!(lines[..MAX_ERRORS].iter().all(|line| line.starts_with("::error ")));
+        assert!(lines[MAX_ERRORS].starts_with("::notice "), "{}", lines[MAX_ERRORS]);
+        assert!(
+            lines[MAX_ERRORS].contains("::3 more failed or regressed tests are not annotated"),
+            "{}",
+            lines[MAX_ERRORS]
+        );
+        // Outside the repository, the path stays relative to the package.
+        assert!(annotations(&run, Path::new("/elsewhere"))[0].starts_with("::error file=tests/leaks.rs,line=3,"));
+    }
 
     #[test]
     fn workflow_commands_are_escaped() {

@@ -6,7 +6,7 @@ use crate::gate::Reruns;
 use crate::model::{Outcome, Run, TestRecord, seconds};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
-use ying_report::{GateVerdict, TestId, TestOutcome};
+use ying_report::{GateVerdict, TestId};
 
 /// Whether to color, from `--color`, `CARGO_TERM_COLOR` and `NO_COLOR`.
 pub fn use_color(choice: Option<ColorChoice>) -> bool {
@@ -78,17 +78,23 @@ impl Reporter {
         }
     }
 
-    /// One test's result line, and its warnings.
-    pub fn result(&self, result: &TestRecord) {
+    /// `FAIL [ 0.550s] my-crate::cache evicts (reason)`: how a test ended; `None` for a test that did not run.
+    fn result_line(&self, result: &TestRecord) -> Option<String> {
         let (label, style) = match &result.outcome {
             Outcome::Passed => ("PASS", GREEN),
             Outcome::Failed | Outcome::Unreported(_) => ("FAIL", RED),
             Outcome::Crashed(_) => ("CRASH", RED),
             Outcome::TimedOut(_) => ("TIMEOUT", RED),
-            Outcome::Ignored | Outcome::NotRun => return,
+            Outcome::Ignored | Outcome::NotRun => return None,
         };
         let reason = result.outcome.reason().map_or_else(String::new, |reason| format!(" ({reason})"));
-        self.line(&format!("{} [{:>8}] {}{reason}", self.label(style, label), seconds(result.duration), result.id));
+        Some(format!("{} [{:>8}] {}{reason}", self.label(style, label), seconds(result.duration), result.id))
+    }
+
+    /// One test's result line, and its warnings.
+    pub fn result(&self, result: &TestRecord) {
+        let Some(line) = self.result_line(result) else { return };
+        self.line(&line);
         for warning in &result.warnings {
             self.line(&format!("{}: {}: {warning}", self.paint(YELLOW, "warning"), result.id));
         }
@@ -119,28 +125,34 @@ impl Reporter {
                 eprintln!();
             }
         }
-        let passed = run.count(TestOutcome::Passed);
-        let failed = run.count(TestOutcome::Failed);
-        let crashed = run.count(TestOutcome::Crashed);
-        let timed_out = run.count(TestOutcome::TimedOut);
-        let ignored = run.count(TestOutcome::Ignored);
-        let not_run = run.count(TestOutcome::NotRun);
-        let ran = passed + failed + crashed + timed_out;
-        let mut totals = format!("{ran} test{} run: {passed} passed", if ran == 1 { "" } else { "s" });
-        for (number, what) in [(failed, "failed"), (crashed, "crashed"), (timed_out, "timed out")] {
-            if number > 0 {
-                totals.push_str(&format!(", {number} {what}"));
+        let totals = run.totals();
+        let style = if run.failed() || run.regressed() {
+            RED
+        } else if totals.unstable > 0 {
+            YELLOW
+        } else {
+            GREEN
+        };
+        eprintln!("\n{} [{:>8}] {totals}", self.label(style, "Summary"), seconds(run.elapsed));
+        // What failed the run, again, where the eye lands after the run: as nextest lists failed tests.
+        for test in run.failures() {
+            match (&test.outcome, test.gate.as_ref()) {
+                (outcome, _) if outcome.is_failure() => {
+                    if let Some(line) = self.result_line(test) {
+                        eprintln!("{line}");
+                    }
+                }
+                (_, Some(gate)) => {
+                    let rows: Vec<String> = gate
+                        .regressions()
+                        .map(|row| format!("{} {} -> {}", row.figure.name(), row.baseline, row.now))
+                        .collect();
+                    eprintln!("{} {}: {}", self.label(RED, "REGRESSED"), test.id, rows.join(", "));
+                }
+                _ => {}
             }
         }
-        if ignored > 0 {
-            totals.push_str(&format!(", {ignored} ignored"));
-        }
-        if not_run > 0 {
-            totals.push_str(&format!(", {not_run} not run"));
-        }
-        let style = if run.failed() { RED } else { GREEN };
-        eprintln!("\n{} [{:>8}] {totals}", self.label(style, "Summary"), seconds(run.elapsed));
-        if not_run > 0 && run.fail_fast {
+        if totals.not_run > 0 && run.fail_fast {
             eprintln!("{} stopped after the first failure; --no-fail-fast runs every test", self.label(YELLOW, "note"));
         }
         self.leak_table(run);

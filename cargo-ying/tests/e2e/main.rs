@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+mod ci;
 mod profiles;
 mod trust;
 
@@ -56,7 +57,8 @@ impl Fixture {
         for (key, _) in std::env::vars_os() {
             let key = key.to_string_lossy().into_owned();
             let keep = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"].contains(&key.as_str());
-            if (key.starts_with("CARGO") && !keep) || key.starts_with("YING_") || key.starts_with("RUST_TEST_") {
+            let ours = key.starts_with("YING_") || key.starts_with("RUST_TEST_") || key.starts_with("GITHUB_");
+            if (key.starts_with("CARGO") && !keep) || ours {
                 command.env_remove(&key);
             }
         }
@@ -77,8 +79,11 @@ fn stderr(output: &Output) -> String {
 /// The per-test result lines (`PASS [ 0.123s] package::binary test`), durations redacted, sorted: tests run in
 /// parallel, so they finish in any order.
 fn result_lines(stderr: &str) -> String {
+    // Up to the Summary line: the failures listed again after it are not more results.
+    let mut reached_summary = false;
     let mut lines: Vec<String> = stderr
         .lines()
+        .take_while(|line| !std::mem::replace(&mut reached_summary, line.trim_start().starts_with("Summary [")))
         .filter(|line| {
             let first = line.split_whitespace().next().unwrap_or_default();
             ["PASS", "FAIL", "CRASH", "TIMEOUT", "Starting", "Summary"].contains(&first)

@@ -1,0 +1,67 @@
+//! What a CI reader opens says what the run decided: the terminal lists again what failed the run after its
+//! Summary, GitHub annotations put regressions first and attach to files from the repository root, and the job
+//! summary's totals are the terminal's.
+
+use super::{Fixture, SHARED_TARGET, stderr};
+
+#[test]
+fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and_listed_after_the_summary() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let fixture = Fixture::new();
+    let saved = fixture.cargo_ying(&["--no-fail-fast", "--save-baseline"], &[]);
+    assert_eq!(saved.status.code(), Some(1), "{}", stderr(&saved));
+    let leaks = fixture.path().join("tests/leaks.rs");
+    let original = std::fs::read_to_string(&leaks).unwrap();
+    let grown = original.replacen(
+        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 1000])));",
+        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 3000])));",
+        1,
+    );
+    assert_ne!(grown, original);
+    std::fs::write(&leaks, grown).unwrap();
+
+    // The workspace is a directory of the repository, as in a monorepo: GitHub's paths start at the checkout.
+    let checkout = fixture.path().parent().unwrap();
+    let workspace_dir = fixture.path().file_name().unwrap().to_str().unwrap();
+    let summary_file = tempfile::NamedTempFile::new().unwrap();
+    let output = fixture.cargo_ying(
+        &["--no-fail-fast"],
+        &[
+            ("GITHUB_ACTIONS", "true"),
+            ("GITHUB_WORKSPACE", checkout.to_str().unwrap()),
+            ("GITHUB_STEP_SUMMARY", summary_file.path().to_str().unwrap()),
+        ],
+    );
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let commands: Vec<&str> = stdout.lines().filter(|line| line.starts_with("::")).collect();
+
+    let regression = format!("::error file={workspace_dir}/tests/leaks.rs,line=");
+    assert!(commands[0].starts_with(&regression), "{commands:#?}");
+    assert!(commands[0].contains("title=memory regression leak-fixtures%3A%3Aleaks budget_passes::"), "{commands:#?}");
+    assert!(commands[0].ends_with("retained bytes grew from 1000 to 3000 (+2000, +200.0%25)"), "{commands:#?}");
+    // The fixture fails 17 tests (2 of them crash): 10 errors in all, then a notice of the 8 left out.
+    assert_eq!(commands.iter().filter(|line| line.starts_with("::error ")).count(), 10, "{commands:#?}");
+    assert!(commands[1..10].iter().all(|line| line.contains("title=failed ") || line.contains("title=crashed ")));
+    assert!(commands[10].starts_with("::notice "), "{commands:#?}");
+    assert!(commands[10].contains("::8 more failed or regressed tests are not annotated"), "{commands:#?}");
+    assert_eq!(commands.len(), 11);
+
+    // After the Summary: what failed the run, failures then the regression.
+    let summary_at = stderr.find("     Summary [").expect("a Summary line");
+    let summary_line = stderr[summary_at..].lines().next().unwrap();
+    let totals = &summary_line[summary_line.find("] ").unwrap() + 2..];
+    assert!(totals.ends_with("; memory: 1 regressed"), "{totals}");
+    let after: Vec<&str> = stderr[summary_at..].lines().skip(1).take_while(|line| !line.is_empty()).collect();
+    assert!(after.iter().any(|line| line.trim_start().starts_with("FAIL [") && line.ends_with("leaks box_leak")));
+    assert!(after.iter().any(|line| line.trim_start().starts_with("CRASH [")), "{after:#?}");
+    let last = after.last().unwrap();
+    assert!(last.trim_start().starts_with("REGRESSED"), "{after:#?}");
+    assert!(last.ends_with("leak-fixtures::leaks budget_passes: retained bytes 1000 -> 3000"), "{last}");
+    assert_eq!(after.len(), 18, "17 failed tests and 1 regressed: {after:#?}");
+
+    // The job summary states the terminal's totals.
+    let step_summary = std::fs::read_to_string(summary_file.path()).unwrap();
+    assert!(step_summary.contains(&format!("\n{totals}\n")), "{totals}\n{step_summary}");
+}
