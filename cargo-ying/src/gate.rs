@@ -123,6 +123,21 @@ impl Row {
     pub fn percent(&self) -> Option<String> {
         (self.baseline != 0).then(|| format!("{:+.1}%", self.delta() as f64 * 100.0 / self.baseline as f64))
     }
+
+    /// The change in bytes and relative to the baseline: `+2000, +200.0%` (`+2000` from a baseline of 0).
+    pub fn growth(&self) -> String {
+        let delta = format!("{:+}", self.delta());
+        match self.percent() {
+            Some(percent) => format!("{delta}, {percent}"),
+            None => delta,
+        }
+    }
+
+    /// The row in words, as every output shows it: `retained bytes grew from 1000 to 3000 (+2000, +200.0%)`.
+    pub fn describe(&self) -> String {
+        let moved = if self.now >= self.baseline { "grew" } else { "shrank" };
+        format!("{} {moved} from {} to {} ({})", self.figure.name(), self.baseline, self.now, self.growth())
+    }
 }
 
 /// The gate's judgement of one leak test.

@@ -22,14 +22,6 @@ fn annotation(location: Option<(String, u32)>, title: &str, message: &str) -> St
     format!("::error {place}title={}::{}", escape_property(title), escape_data(message))
 }
 
-fn growth(row: &Row) -> String {
-    let delta = format!("{:+}", row.delta());
-    match row.percent() {
-        Some(percent) => format!("{delta}, {percent}"),
-        None => delta,
-    }
-}
-
 /// GitHub shows at most this many error annotations of a step; the rest are dropped without a word.
 pub const MAX_ERRORS: usize = 10;
 
@@ -68,12 +60,7 @@ pub fn repository_root(workspace_root: &Path) -> PathBuf {
 pub fn annotations(run: &Run, root: &Path) -> Vec<String> {
     let mut errors = Vec::new();
     for test in &run.tests {
-        let rows: Vec<String> = test
-            .gate
-            .iter()
-            .flat_map(|gate| gate.regressions())
-            .map(|row| format!("{} grew from {} to {} ({})", row.figure.name(), row.baseline, row.now, growth(row)))
-            .collect();
+        let rows: Vec<String> = test.gate.iter().flat_map(|gate| gate.regressions()).map(Row::describe).collect();
         if !rows.is_empty() {
             errors.push(annotation(location(test, root), &format!("memory regression {}", test.id), &rows.join("\n")));
         }
@@ -117,7 +104,7 @@ pub fn step_summary(run: &Run) -> String {
                     row.figure.name(),
                     row.baseline,
                     row.now,
-                    growth(row)
+                    row.growth()
                 ));
             }
             out.push('\n');
