@@ -1,18 +1,112 @@
-//! JUnit XML for test reporters, from the run model: a test suite per binary, a test case per test.
+//! JUnit XML for test reporters, from the run model, written with `quick-junit` (as cargo-nextest writes it) in
+//! the shape of Jenkins' junit-10 schema: a test suite per binary, a test case per test, each with its time, and
+//! totals on every suite and on the run.
+//!
+//! A test case shows the run's verdict on the test: a failed, crashed or timed-out test is a `<failure>`, and so is
+//! a passing leak test whose memory regressed against the baseline, with its figures and its diff flamegraph (the
+//! run fails for it). Crashes and timeouts are failures of the test, not errors, as cargo-nextest has them: JUnit's
+//! `<error>` is for a test the harness could not run at all, which `cargo ying test` records as no test's outcome.
+//! An unstable test is not a failure; it says so in `<system-err>`, with the test's warnings. Ignored tests and
+//! tests fail-fast did not start are `<skipped/>`. The test's output is its `<system-out>`, ANSI codes and characters
+//! XML cannot hold removed.
 
 use crate::model::{Outcome, Run, TestRecord};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite, XmlString};
+use std::time::Duration;
+use ying_report::GateVerdict;
 
-fn xml(text: &str) -> String {
-    text.chars()
-        .filter(|&c| c == '\n' || c == '\t' || !c.is_control())
-        .collect::<String>()
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// Text as XML can hold it: `XmlString` removes ANSI escapes and control characters; the two non-characters XML
+/// refuses go too.
+fn text(text: &str) -> XmlString {
+    XmlString::new(text.replace(['\u{fffe}', '\u{ffff}'], ""))
 }
 
-/// The run as JUnit XML; failures carry their message and output.
+/// The run's memory regression of `test`, in words: each figure that grew, how the reruns bore it out, and where
+/// the diff flamegraph is. `None` unless the gate's verdict is `regressed`.
+fn regression(test: &TestRecord) -> Option<(String, String)> {
+    let gate = test.gate.as_ref().filter(|gate| gate.verdict == GateVerdict::Regressed)?;
+    let rows: Vec<String> = gate.regressions().map(|row| row.describe()).collect();
+    let mut message = rows.join("; ");
+    if let Some(diff) = &test.files.retained_diff_flamegraph {
+        message.push_str(&format!("; retained diff flamegraph: {diff}"));
+    }
+    let mut description = format!("memory regression against the baseline: {message}\n");
+    if gate.steady_state {
+        description.push_str("figures of the steady state: the smallest of one measured run\n");
+    }
+    if let Some(reruns) = gate.reruns {
+        description
+            .push_str(&format!("every rerun crossed the tolerance too ({} of {})\n", reruns.crossed, reruns.runs));
+    }
+    if test.files.retained_diff_flamegraph.is_some() {
+        description.push_str("the flamegraph's path is relative to the output directory, <target-dir>/ying/\n");
+    }
+    Some((message, description))
+}
+
+/// What goes to the test's `<system-err>`: an unstable verdict and the warnings.
+fn notes(test: &TestRecord) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(gate) = test.gate.as_ref().filter(|gate| gate.verdict == GateVerdict::Unstable) {
+        let rows: Vec<String> = gate.rows.iter().map(|row| row.describe()).collect();
+        let reruns =
+            gate.reruns.map_or_else(String::new, |reruns| format!(" in {} of {} reruns", reruns.crossed, reruns.runs));
+        notes.push(format!(
+            "ying: memory unstable, not a failure: {} crossed the tolerance, but not{reruns} (did not reproduce)",
+            rows.join("; ")
+        ));
+    }
+    notes.extend(test.warnings.iter().map(|warning| format!("warning: {warning}")));
+    notes
+}
+
+fn test_case(test: &TestRecord, suite: &str) -> TestCase {
+    let status = match &test.outcome {
+        Outcome::Ignored => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message("ignored");
+            status
+        }
+        Outcome::NotRun => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message("not run: an earlier test failed and the run stopped (fail-fast)");
+            status
+        }
+        outcome if outcome.is_failure() => {
+            let reason = test.failure_message();
+            let mut description = reason.clone();
+            if let Some((_, regression)) = regression(test) {
+                description.push_str(&format!("\n\n{regression}"));
+            }
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status
+                .set_type(outcome.kind().name())
+                .set_message(text(reason.lines().next().unwrap_or("the test failed")))
+                .set_description(text(&description));
+            status
+        }
+        _ => match regression(test) {
+            Some((message, description)) => {
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                status.set_type("memory regression").set_message(text(&message)).set_description(text(&description));
+                status
+            }
+            None => TestCaseStatus::success(),
+        },
+    };
+    let mut case = TestCase::new(text(&test.id.name), status);
+    case.set_classname(text(suite)).set_time(test.duration);
+    if !test.output.is_empty() {
+        case.set_system_out(text(&test.output));
+    }
+    let notes = notes(test);
+    if !notes.is_empty() {
+        case.set_system_err(text(&(notes.join("\n") + "\n")));
+    }
+    case
+}
+
+/// The run as JUnit XML.
 pub fn junit(run: &Run) -> String {
     let mut suites: Vec<(String, Vec<&TestRecord>)> = Vec::new();
     for test in &run.tests {
@@ -22,49 +116,120 @@ pub fn junit(run: &Run) -> String {
             None => suites.push((suite, vec![test])),
         }
     }
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"cargo ying test\">\n");
-    for (suite, members) in suites {
-        let failures = members.iter().filter(|test| test.outcome.is_failure()).count();
-        let skipped = members.iter().filter(|test| matches!(test.outcome, Outcome::Ignored | Outcome::NotRun)).count();
-        out.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">\n",
-            xml(&suite),
-            members.len()
-        ));
-        for test in members {
-            out.push_str(&format!(
-                "    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3}\"",
-                xml(&test.id.name),
-                xml(&suite),
-                test.duration.as_secs_f64()
-            ));
-            match &test.outcome {
-                Outcome::Ignored | Outcome::NotRun => out.push_str("><skipped/></testcase>\n"),
-                outcome if outcome.is_failure() => {
-                    let message = test.failure_message();
-                    let first_line = message.lines().next().unwrap_or(outcome.kind().name());
-                    out.push_str(&format!(
-                        ">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n",
-                        outcome.kind().name(),
-                        xml(first_line),
-                        xml(&test.output)
-                    ));
-                }
-                _ => out.push_str("/>\n"),
-            }
-        }
-        out.push_str("  </testsuite>\n");
+    let mut report = Report::new("cargo ying test");
+    report.set_time(run.elapsed);
+    for (name, members) in suites {
+        let mut suite = TestSuite::new(text(&name));
+        suite.add_test_cases(members.iter().map(|test| test_case(test, &name)));
+        suite.set_time(members.iter().map(|test| test.duration).sum::<Duration>());
+        // quick-junit counts skipped tests as `disabled`; junit-10 has `skipped` too, which reporters read.
+        let skipped = suite.disabled;
+        suite.extra.insert("skipped".into(), skipped.to_string().into());
+        report.add_test_suite(suite);
     }
-    out.push_str("</testsuites>\n");
-    out
+    let mut xml = Vec::new();
+    report.serialize(&mut xml).expect("XML written to memory has no I/O to fail");
+    String::from_utf8(xml).expect("quick-junit writes UTF-8")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::xml;
+    use super::junit;
+    use crate::gate::{Reruns, Row, TestGate};
+    use crate::model::{Outcome, Run, TestRecord};
+    use std::time::Duration;
+    use ying_report::{Figure, GateVerdict, TargetKind, TestId};
+
+    fn record(name: &str, outcome: Outcome, output: &str) -> TestRecord {
+        let id = TestId::new("p", TargetKind::Test, "leaks", name);
+        TestRecord::new(id, outcome, Duration::from_millis(250), output.to_owned())
+    }
+
+    fn gate(verdict: GateVerdict, reruns: Option<Reruns>) -> TestGate {
+        let mut gate = TestGate::new(
+            GateVerdict::Regressed,
+            vec![Row { figure: Figure::Retained, baseline: 1000, now: 3000 }],
+            false,
+        );
+        if let Some(reruns) = reruns {
+            gate.settle(reruns);
+        }
+        assert_eq!(gate.verdict, verdict);
+        gate
+    }
+
+    fn run(tests: Vec<TestRecord>) -> String {
+        junit(&Run { tests, elapsed: Duration::from_secs(2), fail_fast: false, gate: None })
+    }
+
+    fn parse(xml: &str) -> roxmltree::Document<'_> {
+        roxmltree::Document::parse(xml).unwrap_or_else(|error| panic!("{error}: {xml}"))
+    }
+
+    fn case<'a>(document: &'a roxmltree::Document<'a>, name: &str) -> roxmltree::Node<'a, 'a> {
+        document
+            .descendants()
+            .find(|node| node.has_tag_name("testcase") && node.attribute("name") == Some(name))
+            .unwrap_or_else(|| panic!("a test case {name}"))
+    }
 
     #[test]
-    fn xml_is_escaped_and_control_characters_dropped() {
-        assert_eq!(xml("a<b & \"c\"\u{1b}[0m"), "a&lt;b &amp; &quot;c&quot;[0m");
+    fn output_keeps_no_ansi_codes_or_characters_xml_cannot_hold() {
+        let output = "\u{1b}[31mred\u{1b}[0m <&> \u{0}\u{7}bell\u{b}\u{fffe}\u{ffff} end\n";
+        let xml = run(vec![record("noisy", Outcome::Failed, output)]);
+        let document = parse(&xml);
+        assert!(!xml.contains('\u{1b}') && !xml.contains('\u{fffe}'), "{xml}");
+        let out = case(&document, "noisy").children().find(|node| node.has_tag_name("system-out")).unwrap();
+        assert_eq!(out.text(), Some("red <&> bell end\n"));
+    }
+
+    #[test]
+    fn a_regressed_passing_test_fails_and_an_unstable_one_does_not() {
+        let mut regressed = record("grew", Outcome::Passed, "");
+        regressed.gate = Some(gate(GateVerdict::Regressed, Some(Reruns { crossed: 2, runs: 2 })));
+        regressed.files.retained_diff_flamegraph = Some("flamegraphs/p/test/leaks/grew.retained-diff.svg".into());
+        let mut unstable = record("flaky", Outcome::Passed, "");
+        unstable.gate = Some(gate(GateVerdict::Unstable, Some(Reruns { crossed: 1, runs: 2 })));
+        let xml = run(vec![regressed, unstable, record("slept", Outcome::Ignored, "")]);
+        let document = parse(&xml);
+        let suite = document.descendants().find(|node| node.has_tag_name("testsuite")).unwrap();
+        let counts = ["tests", "failures", "errors", "skipped"].map(|name| suite.attribute(name).unwrap());
+        assert_eq!(counts, ["3", "1", "0", "1"]);
+        assert_eq!(suite.attribute("time"), Some("0.750"));
+
+        let failure = case(&document, "grew").children().find(|node| node.has_tag_name("failure")).unwrap();
+        assert_eq!(failure.attribute("type"), Some("memory regression"));
+        assert_eq!(
+            failure.attribute("message"),
+            Some(
+                "retained bytes grew from 1000 to 3000 (+2000, +200.0%); retained diff flamegraph: \
+                 flamegraphs/p/test/leaks/grew.retained-diff.svg"
+            )
+        );
+        assert!(failure.text().unwrap().contains("every rerun crossed the tolerance too (2 of 2)"));
+
+        let flaky = case(&document, "flaky");
+        assert!(!flaky.children().any(|node| node.has_tag_name("failure")));
+        let err = flaky.children().find(|node| node.has_tag_name("system-err")).unwrap().text().unwrap();
+        assert!(err.contains("memory unstable, not a failure") && err.contains("in 1 of 2 reruns"), "{err}");
+        assert!(case(&document, "slept").children().any(|node| node.has_tag_name("skipped")));
+    }
+
+    #[test]
+    fn crashes_and_timeouts_are_failures_with_their_reason() {
+        let tests = vec![
+            record("aborts", Outcome::Crashed("SIGABRT".into()), "partial output\n"),
+            record("hangs", Outcome::TimedOut(Duration::from_secs(4)), ""),
+        ];
+        let xml = run(tests);
+        let document = parse(&xml);
+        for (name, kind, reason) in
+            [("aborts", "crashed", "killed by SIGABRT"), ("hangs", "timed-out", "timed out after 4.000s")]
+        {
+            let failure = case(&document, name).children().find(|node| node.has_tag_name("failure")).unwrap();
+            assert_eq!((failure.attribute("type"), failure.attribute("message")), (Some(kind), Some(reason)));
+        }
+        let root = document.root_element();
+        assert_eq!((root.attribute("failures"), root.attribute("errors")), (Some("2"), Some("0")));
     }
 }
