@@ -49,10 +49,11 @@ fn notes(test: &TestRecord) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(gate) = test.gate.as_ref().filter(|gate| gate.verdict == GateVerdict::Unstable) {
         let rows: Vec<String> = gate.rows.iter().map(|row| row.describe()).collect();
-        let reruns =
-            gate.reruns.map_or_else(String::new, |reruns| format!(" in {} of {} reruns", reruns.crossed, reruns.runs));
+        let reruns = gate.reruns.map_or_else(String::new, |reruns| {
+            format!(", then again in only {} of {} reruns", reruns.crossed, reruns.runs)
+        });
         notes.push(format!(
-            "ying: memory unstable, not a failure: {} crossed the tolerance, but not{reruns} (did not reproduce)",
+            "ying: memory unstable, not a failure: {} crossed the tolerance{reruns}: it did not reproduce",
             rows.join("; ")
         ));
     }
@@ -211,7 +212,10 @@ mod tests {
         let flaky = case(&document, "flaky");
         assert!(!flaky.children().any(|node| node.has_tag_name("failure")));
         let err = flaky.children().find(|node| node.has_tag_name("system-err")).unwrap().text().unwrap();
-        assert!(err.contains("memory unstable, not a failure") && err.contains("in 1 of 2 reruns"), "{err}");
+        assert!(
+            err.contains("memory unstable, not a failure") && err.contains("then again in only 1 of 2 reruns"),
+            "{err}"
+        );
         assert!(case(&document, "slept").children().any(|node| node.has_tag_name("skipped")));
     }
 
