@@ -104,12 +104,22 @@ impl From<u64> for ByteSize {
     }
 }
 
-/// In binary units, with the exact count in parentheses once a unit larger than bytes is used:
-/// `1000 B`, `4.0 KiB (4096 bytes)`.
-impl fmt::Display for ByteSize {
+impl ByteSize {
+    /// The size in binary units without the exact count, for where the count is shown beside it (a page's hover
+    /// text): `1000 B`, `4.0 KiB`.
+    pub const fn rounded(self) -> Rounded {
+        Rounded(self)
+    }
+}
+
+/// A [`ByteSize`] in binary units, one decimal, without the exact count: `1000 B`, `4.0 KiB`, `1.5 MiB`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rounded(ByteSize);
+
+impl fmt::Display for Rounded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const LARGER: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-        let bytes = self.0;
+        let bytes = self.0.0;
         if bytes < 1024 {
             return write!(f, "{bytes} B");
         }
@@ -119,7 +129,18 @@ impl fmt::Display for ByteSize {
             value /= 1024.0;
             unit += 1;
         }
-        write!(f, "{value:.1} {} ({bytes} bytes)", LARGER[unit])
+        write!(f, "{value:.1} {}", LARGER[unit])
+    }
+}
+
+/// In binary units, with the exact count in parentheses once a unit larger than bytes is used:
+/// `1000 B`, `4.0 KiB (4096 bytes)`.
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 < 1024 {
+            return write!(f, "{}", self.rounded());
+        }
+        write!(f, "{} ({} bytes)", self.rounded(), self.0)
     }
 }
 
@@ -289,6 +310,14 @@ mod tests {
         assert_eq!(ByteSize::new(3 << 30).to_string(), "3.0 GiB (3221225472 bytes)");
         assert_eq!(SignedByteSize(-2048).to_string(), "-2.0 KiB (2048 bytes)");
         assert_eq!(SignedByteSize(16).to_string(), "16 B");
+    }
+
+    #[test]
+    fn a_rounded_size_leaves_out_the_exact_count() {
+        assert_eq!(ByteSize::new(1000).rounded().to_string(), "1000 B");
+        assert_eq!(ByteSize::new(2048).rounded().to_string(), "2.0 KiB");
+        assert_eq!(ByteSize::new(3000).rounded().to_string(), "2.9 KiB");
+        assert_eq!(ByteSize::new(1536 * 1024).rounded().to_string(), "1.5 MiB");
     }
 
     #[test]
