@@ -4,8 +4,9 @@
 
 use crate::error::{Error, Result};
 use crate::model::Run;
+use std::collections::BTreeMap;
 use std::path::Path;
-use ying_report::{GateVerdict, Summary};
+use ying_report::{GateVerdict, LeakReport, Summary, TestId};
 
 /// Clears what an earlier run left under `out_dir` (reports, flamegraphs, refused reports, scratch), so every
 /// file there is this run's.
@@ -49,10 +50,20 @@ pub fn flamegraphs(run: &mut Run, out_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes summary.json and index.html of `summary` to `out_dir`.
+/// Writes summary.json and index.html of `summary` to `out_dir`; index.html gives each failed leak test without
+/// another reason the message of its report.
 pub fn summary(summary: &Summary, out_dir: &Path) -> Result<()> {
     let path = out_dir.join("summary.json");
     summary.write(&path).map_err(Error::io("write", &path))?;
+    let messages: BTreeMap<TestId, String> = summary
+        .tests
+        .iter()
+        .filter(|test| test.outcome.is_failure() && test.reason.is_none())
+        .filter_map(|test| {
+            let report = LeakReport::read(&out_dir.join(test.report.as_ref()?), &test.id).ok()?;
+            Some((test.id.clone(), report.message?))
+        })
+        .collect();
     let index = out_dir.join("index.html");
-    std::fs::write(&index, super::html::index_html(summary)).map_err(Error::io("write", &index))
+    std::fs::write(&index, super::html::index_html(summary, &messages)).map_err(Error::io("write", &index))
 }

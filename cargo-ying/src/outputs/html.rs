@@ -1,74 +1,266 @@
-//! The self-contained `index.html` that lists every test of a summary with its outcome, gate verdict, figures and
-//! files.
+//! The self-contained `index.html` of a summary: the run's verdict and totals (the terminal's Summary line and the
+//! gate's counts), then every test with its outcome, gate verdict, reason, figures and files. Tests that regressed,
+//! then those that failed, come first, marked in words as well as colour, then unstable ones, then the rest; within each group
+//! tests are in the order of their ids, so two runs of one suite list their tests alike. Sizes are shown rounded,
+//! with the exact bytes on hover. The page is well-formed XML as well as HTML.
 
-use ying_report::{Summary, SummaryTest};
+use std::collections::BTreeMap;
+use ying_report::{ByteSize, GateVerdict, Summary, SummaryTest, TestId, TestOutcome};
 
 /// Escapes text for HTML and SVG.
 pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
-fn figure(value: Option<u64>) -> String {
-    value.map_or_else(String::new, |value| value.to_string())
+/// The terminal's Summary line for these tests: `N tests run: P passed, F failed, ...`.
+pub fn totals_line(tests: &[SummaryTest]) -> String {
+    let count = |kind: TestOutcome| tests.iter().filter(|test| test.outcome == kind).count();
+    let passed = count(TestOutcome::Passed);
+    let failed = count(TestOutcome::Failed);
+    let crashed = count(TestOutcome::Crashed);
+    let timed_out = count(TestOutcome::TimedOut);
+    let ignored = count(TestOutcome::Ignored);
+    let not_run = count(TestOutcome::NotRun);
+    let ran = passed + failed + crashed + timed_out;
+    let mut totals = format!("{ran} test{} run: {passed} passed", if ran == 1 { "" } else { "s" });
+    for (number, what) in [(failed, "failed"), (crashed, "crashed"), (timed_out, "timed out")] {
+        if number > 0 {
+            totals.push_str(&format!(", {number} {what}"));
+        }
+    }
+    if ignored > 0 {
+        totals.push_str(&format!(", {ignored} ignored"));
+    }
+    if not_run > 0 {
+        totals.push_str(&format!(", {not_run} not run"));
+    }
+    totals
+}
+
+/// The run's verdict: `failed` when a test failed, crashed or timed out, else `regressed` when the gate found a
+/// regression, else `passed`.
+pub fn run_verdict(tests: &[SummaryTest]) -> &'static str {
+    if tests.iter().any(|test| test.outcome.is_failure()) {
+        "failed"
+    } else if tests.iter().any(|test| test.gate == Some(GateVerdict::Regressed)) {
+        "regressed"
+    } else {
+        "passed"
+    }
+}
+
+/// Where a test's row goes: regressed first, then failed (crashed, timed out), then unstable, then the rest.
+fn group(test: &SummaryTest) -> u8 {
+    match (test.gate, test.outcome.is_failure()) {
+        (Some(GateVerdict::Regressed), _) => 0,
+        (_, true) => 1,
+        (Some(GateVerdict::Unstable), _) => 2,
+        _ => 3,
+    }
+}
+
+/// The tests in the page's order: by [`group`], then by id.
+pub fn ordered(tests: &[SummaryTest]) -> Vec<&SummaryTest> {
+    let mut ordered: Vec<&SummaryTest> = tests.iter().collect();
+    ordered.sort_by(|a, b| (group(a), &a.id).cmp(&(group(b), &b.id)));
+    ordered
+}
+
+/// A size rounded, the exact bytes on hover.
+fn size(bytes: Option<u64>, class: &str) -> String {
+    match bytes {
+        Some(bytes) => {
+            format!("<td class=\"n {class}\" title=\"{bytes} bytes\">{}</td>", ByteSize::new(bytes).rounded())
+        }
+        None => format!("<td class=\"n {class}\"></td>"),
+    }
+}
+
+/// The change from the baseline, rounded with its sign and in percent, the exact bytes on hover.
+fn change(before: Option<u64>, now: Option<u64>) -> String {
+    let (Some(before), Some(now)) = (before, now) else { return "<td class=\"n change\"></td>".to_owned() };
+    if now == before {
+        return "<td class=\"n change\" title=\"0 bytes\">0 B</td>".to_owned();
+    }
+    let delta = i128::from(now) - i128::from(before);
+    let sign = if delta > 0 { "+" } else { "-" };
+    let shown = ByteSize::new(u64::try_from(delta.unsigned_abs()).unwrap_or(u64::MAX)).rounded();
+    let percent = if before > 0 { format!(" ({:+.1}%)", delta as f64 * 100.0 / before as f64) } else { String::new() };
+    let class = if delta > 0 { "n change grew" } else { "n change shrank" };
+    format!("<td class=\"{class}\" title=\"{delta:+} bytes\">{sign}{shown}{percent}</td>")
 }
 
 fn link(path: &Option<String>, label: &str) -> String {
     path.as_ref().map_or_else(String::new, |path| format!("<a href=\"{}\">{label}</a>", escape(path)))
 }
 
-fn row(test: &SummaryTest) -> String {
+/// The words that mark a row: its failure and its regression or instability.
+fn labels(test: &SummaryTest) -> String {
+    let mut labels = Vec::new();
+    if test.outcome.is_failure() {
+        let word = match test.outcome {
+            TestOutcome::Crashed => "CRASHED",
+            TestOutcome::TimedOut => "TIMED OUT",
+            _ => "FAILED",
+        };
+        labels.push(format!("<span class=\"label {}\">{word}</span>", test.outcome.name()));
+    }
+    match test.gate {
+        Some(GateVerdict::Regressed) => labels.push("<span class=\"label regressed\">REGRESSED</span>".to_owned()),
+        Some(GateVerdict::Unstable) => labels.push("<span class=\"label unstable\">UNSTABLE</span>".to_owned()),
+        _ => {}
+    }
+    labels.join(" ")
+}
+
+/// Why a failed test failed: the summary's reason, else the leak test's message (its lines up to the first blank
+/// one: what it exceeded), else that it failed.
+fn reason(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
+    if !test.outcome.is_failure() {
+        return String::new();
+    }
+    if let Some(reason) = &test.reason {
+        return escape(reason);
+    }
+    match messages.get(&test.id) {
+        Some(message) => message
+            .lines()
+            .map(str::trim)
+            .take_while(|line| !line.is_empty())
+            .take(4)
+            .map(escape)
+            .collect::<Vec<_>>()
+            .join("<br/>"),
+        None => "the test failed; its output is in the terminal".to_owned(),
+    }
+}
+
+fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
     let figures = test.figures;
+    let mut classes = vec!["test", test.outcome.name()];
+    if let Some(gate) = test.gate {
+        classes.push(gate.name());
+    }
+    if group(test) <= 1 {
+        classes.push("attention");
+    }
     format!(
-        "<tr class=\"{outcome}\"><td>{binary}</td><td>{name}</td><td>{outcome}{reason}</td><td>{gate}</td>\
-         <td class=\"n\">{retained}</td><td class=\"n\">{peak}</td><td class=\"n\">{allocated}</td>\
-         <td class=\"n\">{allocations}</td><td class=\"n\">{baseline}</td><td class=\"n\">{delta}</td>\
-         <td>{report} {retained_svg} {allocated_svg} {diff_svg}{warnings}</td></tr>\n",
+        "<tr class=\"{classes}\"><td class=\"mark\">{labels}</td><td class=\"binary\">{binary}</td>\
+         <td class=\"name\">{name}</td><td class=\"outcome\">{outcome}</td><td class=\"gate\">{gate}</td>\
+         <td class=\"reason\">{reason}</td>{retained}{baseline}{change}{peak}{allocated}\
+         <td class=\"n allocations\">{allocations}</td>\
+         <td class=\"files\">{report} {retained_svg} {allocated_svg} {diff_svg}{warnings}</td></tr>\n",
+        classes = classes.join(" "),
+        labels = labels(test),
         binary = escape(&test.id.binary_id()),
         name = escape(&test.id.name),
         outcome = test.outcome.name(),
-        reason = test.reason.as_ref().map_or_else(String::new, |reason| format!(" ({})", escape(reason))),
         gate = test.gate.map_or("", |gate| gate.name()),
-        retained = figure(figures.map(|f| f.retained_bytes)),
-        peak = figure(figures.map(|f| f.peak_bytes)),
-        allocated = figure(figures.map(|f| f.allocated_bytes)),
-        allocations = figure(figures.map(|f| f.allocations)),
+        reason = reason(test, messages),
+        retained = size(figures.map(|f| f.retained_bytes), "retained"),
+        baseline = size(test.baseline_retained_bytes, "baseline"),
+        change = change(test.baseline_retained_bytes, figures.map(|f| f.retained_bytes)),
+        peak = size(figures.map(|f| f.peak_bytes), "peak"),
+        allocated = size(figures.map(|f| f.allocated_bytes), "allocated"),
+        allocations = figures.map_or_else(String::new, |f| f.allocations.to_string()),
         report = link(&test.report, "report"),
         retained_svg = link(&test.retained_flamegraph, "retained"),
         allocated_svg = link(&test.allocated_flamegraph, "allocated"),
-        baseline = figure(test.baseline_retained_bytes),
-        delta = match (test.baseline_retained_bytes, figures) {
-            (Some(before), Some(now)) => format!("{:+}", i128::from(now.retained_bytes) - i128::from(before)),
-            _ => String::new(),
-        },
         diff_svg = link(&test.retained_diff_flamegraph, "retained diff"),
-        warnings =
-            test.warnings.iter().map(|warning| format!("<br><small>{}</small>", escape(warning))).collect::<String>(),
+        warnings = test
+            .warnings
+            .iter()
+            .map(|warning| format!("<br/><small class=\"warning\">{}</small>", escape(warning)))
+            .collect::<String>(),
     )
 }
 
-/// The self-contained HTML page listing every test with its figures and links.
-pub fn index_html(summary: &Summary) -> String {
-    let rows: String = summary.tests.iter().map(row).collect();
+/// The run's verdict, the terminal's totals and the gate's counts.
+fn headline(tests: &[SummaryTest]) -> String {
+    let verdict = run_verdict(tests);
+    let gated = tests.iter().filter_map(|test| test.gate).collect::<Vec<_>>();
+    let gate = if gated.is_empty() {
+        "<p class=\"gate-totals\">no baseline: the gate compared nothing</p>".to_owned()
+    } else {
+        let counts: Vec<String> = [
+            GateVerdict::Regressed,
+            GateVerdict::Unstable,
+            GateVerdict::Improved,
+            GateVerdict::New,
+            GateVerdict::Unchanged,
+        ]
+        .into_iter()
+        .map(|verdict| {
+            let number = gated.iter().filter(|gate| **gate == verdict).count();
+            format!(
+                "<span class=\"count {name}\" data-count=\"{number}\">{number} {name}</span>",
+                name = verdict.name()
+            )
+        })
+        .collect();
+        format!("<p class=\"gate-totals\">gate: {}</p>", counts.join(", "))
+    };
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>ying: memory of the test suite</title>\n\
-         <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
-         td,th{{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}}td.n{{text-align:right;\
-         font-variant-numeric:tabular-nums}}tr.failed td,tr.crashed td,tr.timed-out td{{background:#fde8e8}}\
-         tr.ignored td,tr.not-run td{{color:#888}}</style>\n</head>\n<body>\n<h1>Memory of the test suite</h1>\n\
-         <p>Figures in bytes, exact, for leak tests; retained memory leaves out what the test excused.</p>\n\
-         <table>\n<tr><th>binary</th><th>test</th><th>outcome</th><th>gate</th><th>retained</th><th>peak</th>\
-         <th>allocated</th><th>allocations</th><th>baseline retained</th><th>change</th><th>files</th></tr>\n{rows}</table>\n</body>\n</html>\n"
+        "<div id=\"headline\" class=\"{verdict}\">\n<p class=\"verdict\">run <strong>{}</strong></p>\n\
+         <p id=\"totals\">{}</p>\n{gate}\n</div>\n",
+        verdict.to_uppercase(),
+        escape(&totals_line(tests)),
+    )
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}\
+h1{font-size:1.4em;margin:0 0 .6em}\
+#headline{border-left:.5em solid #2a7a2a;background:#eef7ee;padding:.6em 1em;margin-bottom:1em}\
+#headline.failed,#headline.regressed{border-color:#b00020;background:#fdecee}\
+#headline p{margin:.2em 0}.verdict{font-size:1.2em}#totals{font-weight:600}\
+.count.regressed{color:#b00020;font-weight:600}.count.unstable{color:#8a5a00}\
+table{border-collapse:collapse;font-size:.9em}\
+td,th{padding:.3em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
+th{background:#f4f4f4;position:sticky;top:0}\
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
+td[title]{cursor:help}\
+tr.attention td{background:#fdecee}tr.unstable td{background:#fff6e0}\
+tr.attention td.mark{border-left:.3em solid #b00020}tr.unstable td.mark{border-left:.3em solid #c98a00}\
+tr.ignored td,tr.not-run td{color:#888}\
+.label{display:inline-block;font-size:.8em;font-weight:700;padding:.1em .4em;border-radius:.2em;color:#fff;\
+background:#b00020;white-space:nowrap}.label.unstable{background:#8a5a00}\
+td.reason{max-width:32em;font-size:.9em}td.change.grew{color:#b00020}td.change.shrank{color:#2a7a2a}\
+td.files{white-space:nowrap}small.warning{color:#8a5a00;white-space:normal}";
+
+/// The self-contained HTML page of `summary`. `messages` holds the leak tests' failure messages, by test, for
+/// failed tests whose summary entry has no reason.
+pub fn index_html(summary: &Summary, messages: &BTreeMap<TestId, String>) -> String {
+    let rows: String = ordered(&summary.tests).into_iter().map(|test| row(test, messages)).collect();
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\
+         <title>ying: memory of the test suite</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
+         <h1>Memory of the test suite</h1>\n{headline}\
+         <p>Regressed tests first, then failed ones, then unstable ones, then the rest, each group by test. Figures are \
+         exact, for leak tests, shown rounded: hover over one for its bytes. Retained memory leaves out what the \
+         test excused.</p>\n<table>\n<thead><tr><th></th><th>binary</th><th>test</th><th>outcome</th>\
+         <th>gate</th><th>reason</th><th class=\"n\">retained</th><th class=\"n\">baseline retained</th>\
+         <th class=\"n\">change</th><th class=\"n\">peak</th><th class=\"n\">allocated</th>\
+         <th class=\"n\">allocations</th><th>files</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n\
+         </body>\n</html>\n",
+        headline = headline(&summary.tests),
     )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{escape, index_html};
-    use ying_report::{Summary, SummaryTest, TargetKind, TestId, TestOutcome};
+    use super::{escape, index_html, ordered, run_verdict, totals_line};
+    use std::collections::BTreeMap;
+    use ying_report::{Figures, GateVerdict, Summary, SummaryTest, TargetKind, TestId, TestOutcome};
+
+    fn test(name: &str, outcome: TestOutcome, gate: Option<GateVerdict>) -> SummaryTest {
+        let mut test = SummaryTest::new(TestId::new("p", TargetKind::Test, "t", name), outcome);
+        test.gate = gate;
+        test
+    }
 
     #[test]
     fn html_is_escaped() {
-        assert_eq!(escape("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
+        assert_eq!(escape("<a & \"b\" 'c'>"), "&lt;a &amp; &quot;b&quot; &#39;c&#39;&gt;");
     }
 
     #[test]
@@ -79,10 +271,53 @@ mod tests {
             test.report = Some(id.report_path());
             test
         };
-        let html = index_html(&Summary::new(vec![test(TargetKind::Lib, "m::t"), test(TargetKind::Bin, "m__t")]));
-        assert!(html.contains("<td>p</td><td>m::t</td>") && html.contains("<a href=\"reports/p/lib/p/m.t.json\">"));
+        let summary = Summary::new(vec![test(TargetKind::Lib, "m::t"), test(TargetKind::Bin, "m__t")]);
+        let html = index_html(&summary, &BTreeMap::new());
         assert!(
-            html.contains("<td>p::bin/p</td><td>m__t</td>") && html.contains("<a href=\"reports/p/bin/p/m__t.json\">")
+            html.contains("<td class=\"name\">m::t</td>") && html.contains("<a href=\"reports/p/lib/p/m.t.json\">")
         );
+        assert!(html.contains("<td class=\"binary\">p::bin/p</td><td class=\"name\">m__t</td>"));
+        assert!(html.contains("<a href=\"reports/p/bin/p/m__t.json\">"));
+    }
+
+    #[test]
+    fn regressed_then_failed_tests_come_first_then_unstable_then_the_rest_each_by_id() {
+        let tests = vec![
+            test("e", TestOutcome::Passed, Some(GateVerdict::Unchanged)),
+            test("d", TestOutcome::Passed, Some(GateVerdict::Unstable)),
+            test("c", TestOutcome::Crashed, None),
+            test("b", TestOutcome::Passed, Some(GateVerdict::Regressed)),
+            test("a", TestOutcome::Ignored, None),
+        ];
+        let names: Vec<&str> = ordered(&tests).iter().map(|test| test.id.name.as_str()).collect();
+        assert_eq!(names, ["b", "c", "d", "a", "e"]);
+        assert_eq!(run_verdict(&tests), "failed");
+        assert_eq!(run_verdict(&tests[3..]), "regressed");
+        assert_eq!(run_verdict(&tests[4..]), "passed");
+        assert_eq!(totals_line(&tests), "4 tests run: 3 passed, 1 crashed, 1 ignored");
+    }
+
+    #[test]
+    fn sizes_are_rounded_with_their_bytes_on_hover_and_failures_give_their_reason() {
+        let mut grown = test("grown", TestOutcome::Failed, Some(GateVerdict::Regressed));
+        grown.figures = Some(Figures { retained_bytes: 3000, peak_bytes: 3000, allocated_bytes: 2048, allocations: 1 });
+        grown.baseline_retained_bytes = Some(1000);
+        let messages = BTreeMap::from([(
+            grown.id.clone(),
+            "ying: leak test `grown` exceeded its budget\n  max_retained = 0 B: retained 3000 B\n\nsites".to_owned(),
+        )]);
+        let html = index_html(&Summary::new(vec![grown]), &messages);
+        assert!(html.contains("<td class=\"n retained\" title=\"3000 bytes\">2.9 KiB</td>"), "{html}");
+        assert!(html.contains("<td class=\"n baseline\" title=\"1000 bytes\">1000 B</td>"), "{html}");
+        assert!(html.contains("title=\"+2000 bytes\">+2.0 KiB (+200.0%)</td>"), "{html}");
+        assert!(html.contains("<td class=\"n allocated\" title=\"2048 bytes\">2.0 KiB</td>"), "{html}");
+        assert!(
+            html.contains(
+                "<td class=\"reason\">ying: leak test `grown` exceeded its budget<br/>max_retained = 0 B: retained \
+                 3000 B</td>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("<span class=\"label failed\">FAILED</span> <span class=\"label regressed\">"));
     }
 }
