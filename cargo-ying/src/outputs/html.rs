@@ -1,8 +1,9 @@
 //! The self-contained `index.html` of a summary: the run's verdict and totals (the terminal's Summary line and the
 //! gate's counts), then every test with its outcome, gate verdict, reason, figures and files. Tests that regressed,
-//! then those that failed, come first, marked in words as well as colour, then unstable ones, then the rest; within each group
-//! tests are in the order of their ids, so two runs of one suite list their tests alike. Sizes are shown rounded,
-//! with the exact bytes on hover. The page is well-formed XML as well as HTML.
+//! then those that failed, come first, marked in words as well as colour, then unstable ones, then the rest; within
+//! each group tests are in the order of their ids, so two runs of one suite list their tests alike. Sizes are shown
+//! rounded, with the exact bytes on hover; for a steady state, the baseline and the change are per measured run.
+//! The page is well-formed XML as well as HTML.
 
 use std::collections::BTreeMap;
 use ying_report::{ByteSize, GateVerdict, Summary, SummaryTest, TestId, TestOutcome};
@@ -76,18 +77,43 @@ fn size(bytes: Option<u64>, class: &str) -> String {
     }
 }
 
-/// The change from the baseline, rounded with its sign and in percent, the exact bytes on hover.
-fn change(before: Option<u64>, now: Option<u64>) -> String {
-    let (Some(before), Some(now)) = (before, now) else { return "<td class=\"n change\"></td>".to_owned() };
+/// The baseline's figure: retained bytes, or for a steady state the growth of one measured run.
+fn baseline(test: &SummaryTest) -> String {
+    match (test.baseline_retained_bytes, test.steady_state) {
+        (Some(bytes), Some(_)) => format!(
+            "<td class=\"n baseline\" title=\"{bytes} bytes per measured run\">{}<br/><small>per run</small></td>",
+            ByteSize::new(bytes).rounded()
+        ),
+        (bytes, _) => size(bytes, "baseline"),
+    }
+}
+
+/// The change of the figure the gate compares (retained bytes, or for a steady state the growth of one measured
+/// run) from the baseline, rounded with its sign and in percent, the exact bytes on hover; marked as grown only when
+/// the gate says so.
+fn change(test: &SummaryTest) -> String {
+    let now = test.steady_state.or(test.figures).map(|figures| figures.retained_bytes);
+    let (Some(before), Some(now)) = (test.baseline_retained_bytes, now) else {
+        return "<td class=\"n change\"></td>".to_owned();
+    };
+    let per_run = if test.steady_state.is_some() { " per measured run" } else { "" };
     if now == before {
-        return "<td class=\"n change\" title=\"0 bytes\">0 B</td>".to_owned();
+        return format!("<td class=\"n change\" title=\"0 bytes{per_run}\">0 B</td>");
     }
     let delta = i128::from(now) - i128::from(before);
     let sign = if delta > 0 { "+" } else { "-" };
     let shown = ByteSize::new(u64::try_from(delta.unsigned_abs()).unwrap_or(u64::MAX)).rounded();
-    let percent = if before > 0 { format!(" ({:+.1}%)", delta as f64 * 100.0 / before as f64) } else { String::new() };
-    let class = if delta > 0 { "n change grew" } else { "n change shrank" };
-    format!("<td class=\"{class}\" title=\"{delta:+} bytes\">{sign}{shown}{percent}</td>")
+    let percent = if before > 0 {
+        format!("<br/><small>({:+.1}%)</small>", delta as f64 * 100.0 / before as f64)
+    } else {
+        String::new()
+    };
+    let class = match test.gate {
+        Some(GateVerdict::Regressed | GateVerdict::Unstable) => "n change grew",
+        Some(GateVerdict::Improved) => "n change shrank",
+        _ => "n change",
+    };
+    format!("<td class=\"{class}\" title=\"{delta:+} bytes{per_run}\">{sign}{shown}{percent}</td>")
 }
 
 fn link(path: &Option<String>, label: &str) -> String {
@@ -145,8 +171,8 @@ fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
         classes.push("attention");
     }
     format!(
-        "<tr class=\"{classes}\"><td class=\"mark\">{labels}</td><td class=\"binary\">{binary}</td>\
-         <td class=\"name\">{name}</td><td class=\"outcome\">{outcome}</td><td class=\"gate\">{gate}</td>\
+        "<tr class=\"{classes}\"><td class=\"mark\">{labels}</td><td class=\"id\">\
+         <span class=\"binary\">{binary}</span><br/><span class=\"name\">{name}</span></td><td class=\"outcome\">{outcome}</td><td class=\"gate\">{gate}</td>\
          <td class=\"reason\">{reason}</td>{retained}{baseline}{change}{peak}{allocated}\
          <td class=\"n allocations\">{allocations}</td>\
          <td class=\"files\">{report} {retained_svg} {allocated_svg} {diff_svg}{warnings}</td></tr>\n",
@@ -158,8 +184,8 @@ fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
         gate = test.gate.map_or("", |gate| gate.name()),
         reason = reason(test, messages),
         retained = size(figures.map(|f| f.retained_bytes), "retained"),
-        baseline = size(test.baseline_retained_bytes, "baseline"),
-        change = change(test.baseline_retained_bytes, figures.map(|f| f.retained_bytes)),
+        baseline = baseline(test),
+        change = change(test),
         peak = size(figures.map(|f| f.peak_bytes), "peak"),
         allocated = size(figures.map(|f| f.allocated_bytes), "allocated"),
         allocations = figures.map_or_else(String::new, |f| f.allocations.to_string()),
@@ -208,24 +234,25 @@ fn headline(tests: &[SummaryTest]) -> String {
     )
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}\
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1em;color:#222}\
 h1{font-size:1.4em;margin:0 0 .6em}\
 #headline{border-left:.5em solid #2a7a2a;background:#eef7ee;padding:.6em 1em;margin-bottom:1em}\
 #headline.failed,#headline.regressed{border-color:#b00020;background:#fdecee}\
 #headline p{margin:.2em 0}.verdict{font-size:1.2em}#totals{font-weight:600}\
-.count.regressed{color:#b00020;font-weight:600}.count.unstable{color:#8a5a00}\
-table{border-collapse:collapse;font-size:.9em}\
-td,th{padding:.3em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
-th{background:#f4f4f4;position:sticky;top:0}\
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
+.count.regressed{color:#b00020;font-weight:600}.count.unstable{color:#8a5a00}.count[data-count=\"0\"]{color:inherit;font-weight:400}\
+table{border-collapse:collapse;font-size:.85em}\
+td,th{padding:.25em .5em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
+th{background:#f4f4f4;position:sticky;top:0;vertical-align:bottom}\
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.n{white-space:nowrap}\
+.binary{color:#555;font-size:.9em}.name{font-weight:600}\
 td[title]{cursor:help}\
 tr.attention td{background:#fdecee}tr.unstable td{background:#fff6e0}\
 tr.attention td.mark{border-left:.3em solid #b00020}tr.unstable td.mark{border-left:.3em solid #c98a00}\
 tr.ignored td,tr.not-run td{color:#888}\
 .label{display:inline-block;font-size:.8em;font-weight:700;padding:.1em .4em;border-radius:.2em;color:#fff;\
 background:#b00020;white-space:nowrap}.label.unstable{background:#8a5a00}\
-td.reason{max-width:32em;font-size:.9em}td.change.grew{color:#b00020}td.change.shrank{color:#2a7a2a}\
-td.files{white-space:nowrap}small.warning{color:#8a5a00;white-space:normal}";
+td.reason{min-width:16em;max-width:21em;font-size:.9em}td.change.grew{color:#b00020;font-weight:600}td.change.shrank{color:#2a7a2a}\
+td.files{max-width:9em}td.files a{white-space:nowrap}small.warning{color:#8a5a00;white-space:normal}";
 
 /// The self-contained HTML page of `summary`. `messages` holds the leak tests' failure messages, by test, for
 /// failed tests whose summary entry has no reason.
@@ -237,7 +264,7 @@ pub fn index_html(summary: &Summary, messages: &BTreeMap<TestId, String>) -> Str
          <h1>Memory of the test suite</h1>\n{headline}\
          <p>Regressed tests first, then failed ones, then unstable ones, then the rest, each group by test. Figures are \
          exact, for leak tests, shown rounded: hover over one for its bytes. Retained memory leaves out what the \
-         test excused.</p>\n<table>\n<thead><tr><th></th><th>binary</th><th>test</th><th>outcome</th>\
+         test excused.</p>\n<table>\n<thead><tr><th></th><th>test</th><th>outcome</th>\
          <th>gate</th><th>reason</th><th class=\"n\">retained</th><th class=\"n\">baseline retained</th>\
          <th class=\"n\">change</th><th class=\"n\">peak</th><th class=\"n\">allocated</th>\
          <th class=\"n\">allocations</th><th>files</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n\
@@ -274,9 +301,9 @@ mod tests {
         let summary = Summary::new(vec![test(TargetKind::Lib, "m::t"), test(TargetKind::Bin, "m__t")]);
         let html = index_html(&summary, &BTreeMap::new());
         assert!(
-            html.contains("<td class=\"name\">m::t</td>") && html.contains("<a href=\"reports/p/lib/p/m.t.json\">")
+            html.contains("<span class=\"name\">m::t</span>") && html.contains("<a href=\"reports/p/lib/p/m.t.json\">")
         );
-        assert!(html.contains("<td class=\"binary\">p::bin/p</td><td class=\"name\">m__t</td>"));
+        assert!(html.contains("<span class=\"binary\">p::bin/p</span><br/><span class=\"name\">m__t</span>"));
         assert!(html.contains("<a href=\"reports/p/bin/p/m__t.json\">"));
     }
 
@@ -309,7 +336,7 @@ mod tests {
         let html = index_html(&Summary::new(vec![grown]), &messages);
         assert!(html.contains("<td class=\"n retained\" title=\"3000 bytes\">2.9 KiB</td>"), "{html}");
         assert!(html.contains("<td class=\"n baseline\" title=\"1000 bytes\">1000 B</td>"), "{html}");
-        assert!(html.contains("title=\"+2000 bytes\">+2.0 KiB (+200.0%)</td>"), "{html}");
+        assert!(html.contains("title=\"+2000 bytes\">+2.0 KiB<br/><small>(+200.0%)</small></td>"), "{html}");
         assert!(html.contains("<td class=\"n allocated\" title=\"2048 bytes\">2.0 KiB</td>"), "{html}");
         assert!(
             html.contains(
@@ -319,5 +346,18 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("<span class=\"label failed\">FAILED</span> <span class=\"label regressed\">"));
+    }
+
+    #[test]
+    fn a_steady_state_is_compared_with_the_baseline_per_measured_run() {
+        let mut steady = test("steady", TestOutcome::Passed, Some(GateVerdict::Unchanged));
+        steady.figures = Some(Figures { retained_bytes: 176, peak_bytes: 176, allocated_bytes: 176, allocations: 5 });
+        steady.steady_state =
+            Some(Figures { retained_bytes: 16, peak_bytes: 176, allocated_bytes: 16, allocations: 1 });
+        steady.baseline_retained_bytes = Some(16);
+        let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new());
+        assert!(html.contains("<td class=\"n change\" title=\"0 bytes per measured run\">0 B</td>"), "{html}");
+        assert!(html.contains("title=\"16 bytes per measured run\">16 B<br/><small>per run</small>"), "{html}");
+        assert!(html.contains("<td class=\"n retained\" title=\"176 bytes\">176 B</td>"), "{html}");
     }
 }

@@ -22,7 +22,8 @@ fn classes(node: Node<'_, '_>) -> Vec<String> {
 }
 
 fn text(node: Node<'_, '_>) -> String {
-    node.descendants().filter(Node::is_text).filter_map(|n| n.text()).collect::<String>().trim().to_owned()
+    let texts: Vec<&str> = node.descendants().filter(Node::is_text).filter_map(|n| n.text()).map(str::trim).collect();
+    texts.into_iter().filter(|text| !text.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
 /// The element under `node` with `class` among its classes.
