@@ -200,6 +200,27 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// The totals of tests given by outcome and gate verdict (a run's, or a saved summary's).
+    pub fn of(tests: impl IntoIterator<Item = (TestOutcome, Option<GateVerdict>)>) -> Self {
+        let mut totals = Self::default();
+        for (outcome, verdict) in tests {
+            *match outcome {
+                TestOutcome::Passed => &mut totals.passed,
+                TestOutcome::Failed => &mut totals.failed,
+                TestOutcome::Crashed => &mut totals.crashed,
+                TestOutcome::TimedOut => &mut totals.timed_out,
+                TestOutcome::Ignored => &mut totals.ignored,
+                TestOutcome::NotRun => &mut totals.not_run,
+            } += 1;
+            match verdict {
+                Some(GateVerdict::Regressed) => totals.regressed += 1,
+                Some(GateVerdict::Unstable) => totals.unstable += 1,
+                _ => {}
+            }
+        }
+        totals
+    }
+
     /// Tests that ran.
     pub fn ran(&self) -> usize {
         self.passed + self.failed + self.crashed + self.timed_out
@@ -315,17 +336,7 @@ impl Run {
 
     /// The run's totals, as every output states them.
     pub fn totals(&self) -> Totals {
-        let count = |kind| self.count(kind);
-        Totals {
-            passed: count(TestOutcome::Passed),
-            failed: count(TestOutcome::Failed),
-            crashed: count(TestOutcome::Crashed),
-            timed_out: count(TestOutcome::TimedOut),
-            ignored: count(TestOutcome::Ignored),
-            not_run: count(TestOutcome::NotRun),
-            regressed: self.count_verdict(GateVerdict::Regressed),
-            unstable: self.count_verdict(GateVerdict::Unstable),
-        }
+        Totals::of(self.tests.iter().map(|test| (test.outcome.kind(), test.verdict())))
     }
 
     /// The tests that fail the run, failed tests first (in the run's order), then regressed ones.

@@ -5,6 +5,7 @@
 //! rounded, with the exact bytes on hover; for a steady state, the baseline and the change are per measured run.
 //! The page is well-formed XML as well as HTML.
 
+use crate::model::Totals;
 use std::collections::BTreeMap;
 use ying_report::{ByteSize, GateVerdict, Summary, SummaryTest, TestId, TestOutcome};
 
@@ -13,29 +14,9 @@ pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
-/// The terminal's Summary line for these tests: `N tests run: P passed, F failed, ...`.
+/// The terminal's Summary line for these tests: `N tests run: P passed, F failed, ...; memory: R regressed`.
 pub fn totals_line(tests: &[SummaryTest]) -> String {
-    let count = |kind: TestOutcome| tests.iter().filter(|test| test.outcome == kind).count();
-    let passed = count(TestOutcome::Passed);
-    let failed = count(TestOutcome::Failed);
-    let crashed = count(TestOutcome::Crashed);
-    let timed_out = count(TestOutcome::TimedOut);
-    let ignored = count(TestOutcome::Ignored);
-    let not_run = count(TestOutcome::NotRun);
-    let ran = passed + failed + crashed + timed_out;
-    let mut totals = format!("{ran} test{} run: {passed} passed", if ran == 1 { "" } else { "s" });
-    for (number, what) in [(failed, "failed"), (crashed, "crashed"), (timed_out, "timed out")] {
-        if number > 0 {
-            totals.push_str(&format!(", {number} {what}"));
-        }
-    }
-    if ignored > 0 {
-        totals.push_str(&format!(", {ignored} ignored"));
-    }
-    if not_run > 0 {
-        totals.push_str(&format!(", {not_run} not run"));
-    }
-    totals
+    Totals::of(tests.iter().map(|test| (test.outcome, test.gate))).to_string()
 }
 
 /// The run's verdict: `failed` when a test failed, crashed or timed out, else `regressed` when the gate found a
@@ -321,7 +302,7 @@ mod tests {
         assert_eq!(run_verdict(&tests), "failed");
         assert_eq!(run_verdict(&tests[3..]), "regressed");
         assert_eq!(run_verdict(&tests[4..]), "passed");
-        assert_eq!(totals_line(&tests), "4 tests run: 3 passed, 1 crashed, 1 ignored");
+        assert_eq!(totals_line(&tests), "4 tests run: 3 passed, 1 crashed, 1 ignored; memory: 1 regressed, 1 unstable");
     }
 
     #[test]
