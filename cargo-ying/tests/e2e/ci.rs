@@ -10,15 +10,7 @@ fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and
     let fixture = Fixture::new();
     let saved = fixture.cargo_ying(&["--no-fail-fast", "--save-baseline"], &[]);
     assert_eq!(saved.status.code(), Some(1), "{}", stderr(&saved));
-    let leaks = fixture.path().join("tests/leaks.rs");
-    let original = std::fs::read_to_string(&leaks).unwrap();
-    let grown = original.replacen(
-        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 1000])));",
-        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 3000])));",
-        1,
-    );
-    assert_ne!(grown, original);
-    std::fs::write(&leaks, grown).unwrap();
+    fixture.grow_budget_passes();
 
     // The workspace is a directory of the repository, as in a monorepo: GitHub's paths start at the checkout.
     let checkout = fixture.path().parent().unwrap();

@@ -69,15 +69,7 @@ fn index_html_puts_the_regression_first_with_totals_reasons_and_exact_bytes() {
     let subset = ["--no-fail-fast", "budget_passes", "clean", "box_leak", "aborts", "--", "--exact"];
     let saved = fixture.cargo_ying(&[&["--save-baseline"][..], &subset[..]].concat(), &[]);
     assert_eq!(saved.status.code(), Some(1), "box_leak and aborts fail: {}", stderr(&saved));
-    let leaks = fixture.path().join("tests/leaks.rs");
-    let original = std::fs::read_to_string(&leaks).unwrap();
-    let grown = original.replacen(
-        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 1000])));",
-        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 3000])));",
-        1,
-    );
-    assert_ne!(grown, original);
-    std::fs::write(&leaks, grown).unwrap();
+    fixture.grow_budget_passes();
 
     let mut orders = Vec::new();
     for _ in 0..2 {

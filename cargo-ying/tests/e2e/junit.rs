@@ -126,15 +126,7 @@ fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_fit
     let saved = fixture.cargo_ying(&[&["--save-baseline"], &subset[..]].concat(), &[]);
     assert_eq!(saved.status.code(), Some(1), "box_leak and aborts fail: {}", stderr(&saved));
     // budget_passes retains 3000 bytes instead of 1000, still within its own budget: it passes, and regresses.
-    let leaks = fixture.path().join("tests/leaks.rs");
-    let original = std::fs::read_to_string(&leaks).unwrap();
-    let grown = original.replacen(
-        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 1000])));",
-        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 3000])));",
-        1,
-    );
-    assert_ne!(grown, original);
-    std::fs::write(&leaks, grown).unwrap();
+    fixture.grow_budget_passes();
 
     let outputs = tempfile::tempdir().unwrap();
     let junit = outputs.path().join("junit.xml");

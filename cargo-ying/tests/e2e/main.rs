@@ -47,6 +47,21 @@ impl Fixture {
         self.dir.path()
     }
 
+    /// Makes `leaks::budget_passes` retain 3000 bytes instead of 1000, still within its own budget of 4 KiB: it
+    /// passes, and regresses against a baseline saved before. Returns `tests/leaks.rs` as it was.
+    fn grow_budget_passes(&self) -> String {
+        let leaks = self.path().join("tests/leaks.rs");
+        let original = std::fs::read_to_string(&leaks).unwrap();
+        let grown = original.replacen(
+            "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 1000])));",
+            "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 3000])));",
+            1,
+        );
+        assert_ne!(grown, original);
+        std::fs::write(&leaks, grown).unwrap();
+        original
+    }
+
     /// Runs `cargo-ying ying test --manifest-path <copy> <args>` with a cleaned environment.
     fn cargo_ying(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
         self.command(args, envs).output().unwrap()
@@ -336,14 +351,7 @@ fn the_baseline_gates_retained_growth() {
 
     // A leak grows (still within the test's own 4 KiB budget): the gate fails, naming the test.
     let leaks = fixture.path().join("tests/leaks.rs");
-    let original = std::fs::read_to_string(&leaks).unwrap();
-    let grown = original.replacen(
-        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 1000])));",
-        "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 3000])));",
-        1,
-    );
-    assert_ne!(grown, original);
-    std::fs::write(&leaks, &grown).unwrap();
+    let original = fixture.grow_budget_passes();
     let output = run(&[]);
     let stderr_grown = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{stderr_grown}");
@@ -372,7 +380,7 @@ fn the_baseline_gates_retained_growth() {
     assert_eq!(run(&[]).status.code(), Some(0));
 
     // Accepting the grown run's results without re-running makes it the new baseline.
-    std::fs::write(&leaks, &grown).unwrap();
+    fixture.grow_budget_passes();
     assert_eq!(run(&[]).status.code(), Some(1));
     let accept = Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
         .args(["ying", "accept", "--manifest-path"])
@@ -424,17 +432,7 @@ fn github_actions_get_annotations_and_a_job_summary_and_junit_is_written() {
     let subset = ["--test", "leaks", "--no-fail-fast", "budget_passes", "clean", "box_leak"];
     let saved = fixture.cargo_ying(&[&subset[..], &["--save-baseline"]].concat(), &[]);
     assert_eq!(saved.status.code(), Some(1), "box_leak fails its own budget: {}", stderr(&saved));
-    let leaks = fixture.path().join("tests/leaks.rs");
-    let original = std::fs::read_to_string(&leaks).unwrap();
-    std::fs::write(
-        &leaks,
-        original.replacen(
-            "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 1000])));",
-            "fn budget_passes() {\n    Box::leak(black_box(Box::new([0u8; 3000])));",
-            1,
-        ),
-    )
-    .unwrap();
+    fixture.grow_budget_passes();
 
     let outputs = tempfile::tempdir().unwrap();
     let step_summary = outputs.path().join("step-summary.md");
