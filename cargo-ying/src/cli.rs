@@ -22,7 +22,7 @@ pub struct Cargo {
 #[derive(Debug, Subcommand)]
 pub enum CargoCommand {
     /// Memory-leak regression testing with ying
-    #[command(version, after_help = EXIT_CODES)]
+    #[command(version, display_name = "cargo-ying", after_help = EXIT_CODES)]
     Ying(Ying),
 }
 
@@ -317,6 +317,15 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cargo::command().debug_assert();
+    }
+
+    #[test]
+    fn the_version_names_the_program() {
+        for args in [&["cargo", "ying", "--version"][..], &["cargo", "--version"]] {
+            let error = Cargo::try_parse_from(args).unwrap_err();
+            assert_eq!(error.kind(), clap::error::ErrorKind::DisplayVersion);
+            assert_eq!(error.to_string(), concat!("cargo-ying ", env!("CARGO_PKG_VERSION"), "\n"), "{args:?}");
+        }
     }
 
     #[test]
