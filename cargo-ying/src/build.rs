@@ -43,16 +43,17 @@ pub fn metadata(options: &CargoOptions) -> Result<Metadata> {
     if let Some(path) = &options.manifest_path {
         command.manifest_path(path);
     }
-    if options.offline {
-        command.other_options(vec!["--offline".to_owned()]);
-    }
+    let flags = [(options.offline, "--offline"), (options.frozen, "--frozen"), (options.locked, "--locked")];
+    command.other_options(flags.iter().filter(|(on, _)| *on).map(|(_, flag)| (*flag).to_owned()).collect::<Vec<_>>());
     command.exec().map_err(Error::Metadata)
 }
 
-/// Builds the test binaries and returns them, in cargo's order.
-pub fn build(options: &CargoOptions, metadata: &Metadata) -> Result<Vec<TestBinary>> {
+/// Builds the test binaries and returns them, in cargo's order. `verbosity`: cargo's `--quiet` or `--verbose`,
+/// if any.
+pub fn build(options: &CargoOptions, metadata: &Metadata, verbosity: Option<&str>) -> Result<Vec<TestBinary>> {
     let mut child = cargo()
         .args(["test", "--no-run", "--message-format=json-render-diagnostics"])
+        .args(verbosity)
         .args(options.cargo_args())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

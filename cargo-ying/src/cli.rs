@@ -7,7 +7,8 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  every test passed
   1  a test failed, crashed or timed out, or a leak test's memory regressed
-  2  usage, configuration or build error";
+  2  usage, configuration or build error
+  4  no tests to run (with --no-tests=fail, the default)";
 
 /// `cargo` runs `cargo-ying ying ...`: the outer level is cargo's.
 #[derive(Debug, Parser)]
@@ -44,6 +45,9 @@ pub enum Command {
     /// process and writes a report. Reports, flamegraphs, summary.json and index.html go to <target-dir>/ying/.
     #[command(after_help = EXIT_CODES)]
     Test(Box<TestArgs>),
+    /// Build the tests and list those `cargo ying test` would run with the same options; runs none
+    #[command(after_help = EXIT_CODES)]
+    List(Box<ListArgs>),
     /// Write the baseline from the last run's results, without running the tests again
     #[command(after_help = EXIT_CODES)]
     Accept(AcceptArgs),
@@ -101,15 +105,50 @@ pub struct AcceptArgs {
     pub baseline: Option<PathBuf>,
 }
 
-/// Options of `cargo ying test`.
-#[derive(Debug, Args)]
-pub struct TestArgs {
+/// Which tests: the options `cargo ying test` and `cargo ying list` share.
+#[derive(Debug, Default, Args)]
+pub struct TestFilter {
     /// Options for building the tests.
     #[command(flatten)]
     pub cargo: CargoOptions,
 
+    /// Run only the tests in this filterset (nextest's syntax: test(), package(), binary(), binary_id(), kind(),
+    /// all(), none(); and, or, not, -); a test in any of several runs
+    #[arg(short = 'E', long = "filterset", value_name = "EXPR", value_parser = parse_filterset, help_heading = "Filter options")]
+    pub filtersets: Vec<crate::filterset::Filterset>,
+
+    /// Run only this shard of the tests: count:M/N (the i-th test to shard i mod N) or hash:M/N (by the test's id)
+    #[arg(long, value_name = "SCHEME:M/N", value_parser = crate::partition::Partition::parse, help_heading = "Filter options")]
+    pub partition: Option<crate::partition::Partition>,
+
+    /// Run only the tests whose names contain one of these
+    #[arg(value_name = "TESTNAME")]
+    pub filters: Vec<String>,
+
+    /// Arguments for the test harness, as with cargo test: --exact, --skip NAME, --ignored, --include-ignored, and
+    /// more filters; --list lists, --nocapture and --test-threads N are honoured by cargo ying; anything else is
+    /// passed to every test process
+    #[arg(last = true, value_name = "TEST ARGS")]
+    pub test_args: Vec<String>,
+}
+
+/// Options of `cargo ying list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Which tests.
+    #[command(flatten)]
+    pub filter: TestFilter,
+}
+
+/// Options of `cargo ying test`.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Which tests.
+    #[command(flatten)]
+    pub filter: TestFilter,
+
     /// Run at most N tests at once [default: the number of available cores]
-    #[arg(short = 'j', long, value_name = "N", help_heading = "Running")]
+    #[arg(short = 'j', long, visible_alias = "test-threads", value_name = "N", help_heading = "Running")]
     pub jobs: Option<usize>,
 
     /// Stop a test that runs longer than this and count it as failed (e.g. 90s, 5m, 500ms) [default: 5m]
@@ -120,9 +159,29 @@ pub struct TestArgs {
     #[arg(long, help_heading = "Running")]
     pub no_fail_fast: bool,
 
+    /// Run a failing test again, up to N more times: one that then passes is reported flaky [default: 0]
+    #[arg(long, value_name = "N", help_heading = "Running")]
+    pub retries: Option<u32>,
+
+    /// Let tests print straight to the terminal, one test at a time
+    #[arg(long, visible_alias = "nocapture", help_heading = "Running")]
+    pub no_capture: bool,
+
+    /// What to do when no test is selected to run: fail (exit code 4), warn or pass [default: fail]
+    #[arg(long, value_enum, value_name = "ACTION", help_heading = "Running")]
+    pub no_tests: Option<NoTests>,
+
     /// When to color the output
     #[arg(long, value_enum, value_name = "WHEN", help_heading = "Output")]
     pub color: Option<ColorChoice>,
+
+    /// Say more: cargo's build commands and each test's command line
+    #[arg(short = 'v', long, conflicts_with = "quiet", help_heading = "Output")]
+    pub verbose: bool,
+
+    /// Say less: no build progress, and no line for a test that passed
+    #[arg(short = 'q', long, help_heading = "Output")]
+    pub quiet: bool,
 
     /// The baseline to compare with and save to [default: ying-baseline.json at the workspace root]
     #[arg(long, value_name = "PATH", help_heading = "Baseline")]
@@ -136,22 +195,20 @@ pub struct TestArgs {
     #[command(flatten)]
     pub gating: GateOptions,
 
-    /// Run only this shard of the tests: count:M/N (the i-th test to shard i mod N) or hash:M/N (by the test's id)
-    #[arg(long, value_name = "SCHEME:M/N", value_parser = crate::partition::Partition::parse, help_heading = "Running")]
-    pub partition: Option<crate::partition::Partition>,
-
     /// Write the results as JUnit XML to this file
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub junit: Option<PathBuf>,
+}
 
-    /// Run only the tests whose names contain one of these
-    #[arg(value_name = "TESTNAME")]
-    pub filters: Vec<String>,
-
-    /// Arguments for the test harness, as with cargo test: --exact, --skip NAME, --ignored, --include-ignored, and
-    /// more filters; anything else is passed to every test process
-    #[arg(last = true, value_name = "TEST ARGS")]
-    pub test_args: Vec<String>,
+/// `--no-tests`: what a run with no test to run does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NoTests {
+    /// Stop with exit code 4
+    Fail,
+    /// Say so, and exit 0
+    Warn,
+    /// Exit 0
+    Pass,
 }
 
 /// How the gate judges a run against the baseline; shared by `test`, `diff` and `merge`.
@@ -203,6 +260,21 @@ pub struct CargoOptions {
     /// Test only the named test target
     #[arg(long = "test", value_name = "NAME", help_heading = "Target selection")]
     pub test_targets: Vec<String>,
+    /// Test all binaries
+    #[arg(long, help_heading = "Target selection")]
+    pub bins: bool,
+    /// Test only the named binary
+    #[arg(long = "bin", value_name = "NAME", help_heading = "Target selection")]
+    pub bin_targets: Vec<String>,
+    /// Test all examples
+    #[arg(long, help_heading = "Target selection")]
+    pub examples: bool,
+    /// Test only the named example
+    #[arg(long = "example", value_name = "NAME", help_heading = "Target selection")]
+    pub example_targets: Vec<String>,
+    /// Test all targets (benches built in test mode included)
+    #[arg(long, help_heading = "Target selection")]
+    pub all_targets: bool,
     /// Space or comma separated list of features to activate
     #[arg(short = 'F', long, value_name = "FEATURES", help_heading = "Feature selection")]
     pub features: Vec<String>,
@@ -212,6 +284,9 @@ pub struct CargoOptions {
     /// Do not activate the `default` feature
     #[arg(long, help_heading = "Feature selection")]
     pub no_default_features: bool,
+    /// Build for the target triple (its tests must run on this machine)
+    #[arg(long, value_name = "TRIPLE", help_heading = "Compilation options")]
+    pub target: Option<String>,
     /// Build in release mode, with optimizations
     #[arg(short = 'r', long, help_heading = "Compilation options")]
     pub release: bool,
@@ -227,9 +302,23 @@ pub struct CargoOptions {
     /// Run without accessing the network
     #[arg(long, help_heading = "Manifest options")]
     pub offline: bool,
+    /// Equivalent to specifying both --locked and --offline
+    #[arg(long, help_heading = "Manifest options")]
+    pub frozen: bool,
 }
 
 impl CargoOptions {
+    /// Whether cargo builds its default targets (lib, bins, tests), the packages it would by default: only then
+    /// can a run select every test.
+    pub fn builds_default_targets(&self) -> bool {
+        let targets = [self.lib, self.tests, self.bins, self.examples, self.all_targets];
+        !targets.into_iter().any(|flag| flag)
+            && self.test_targets.is_empty()
+            && self.bin_targets.is_empty()
+            && self.example_targets.is_empty()
+            && self.packages.is_empty()
+    }
+
     /// The arguments for `cargo test --no-run` (and `cargo metadata`, for the manifest path).
     pub fn cargo_args(&self) -> Vec<String> {
         let mut args = Vec::new();
@@ -241,11 +330,15 @@ impl CargoOptions {
         flag(self.workspace, "--workspace");
         flag(self.lib, "--lib");
         flag(self.tests, "--tests");
+        flag(self.bins, "--bins");
+        flag(self.examples, "--examples");
+        flag(self.all_targets, "--all-targets");
         flag(self.all_features, "--all-features");
         flag(self.no_default_features, "--no-default-features");
         flag(self.release, "--release");
         flag(self.locked, "--locked");
         flag(self.offline, "--offline");
+        flag(self.frozen, "--frozen");
         let mut valued = |name: &str, values: &[String]| {
             for value in values {
                 args.push(name.to_owned());
@@ -255,9 +348,14 @@ impl CargoOptions {
         valued("--package", &self.packages);
         valued("--exclude", &self.exclude);
         valued("--test", &self.test_targets);
+        valued("--bin", &self.bin_targets);
+        valued("--example", &self.example_targets);
         valued("--features", &self.features);
         if let Some(profile) = &self.cargo_profile {
             args.extend(["--profile".to_owned(), profile.clone()]);
+        }
+        if let Some(target) = &self.target {
+            args.extend(["--target".to_owned(), target.clone()]);
         }
         if let Some(path) = &self.manifest_path {
             args.extend(["--manifest-path".to_owned(), path.display().to_string()]);
@@ -287,6 +385,11 @@ fn figure_parser() -> impl clap::builder::TypedValueParser<Value = ying_report::
     clap::builder::PossibleValuesParser::new(keys).map(|key| {
         ying_report::Figure::ALL.into_iter().find(|figure| figure.key() == key).expect("one of the possible values")
     })
+}
+
+/// Parses an `-E` filterset; the error shows where it went wrong.
+fn parse_filterset(text: &str) -> Result<crate::filterset::Filterset, String> {
+    crate::filterset::Filterset::parse(text).map_err(|error| format!("\n{error}"))
 }
 
 /// Parses `90s`, `5m`, `500ms`, `1h` or a plain number of seconds.
@@ -340,32 +443,51 @@ mod tests {
         assert!(parse_duration("99999999999999999999h").unwrap_err().contains("too long"));
     }
 
-    #[test]
-    fn cargo_options_pass_through() {
-        let cli = Cargo::parse_from([
-            "cargo",
-            "ying",
-            "test",
-            "-p",
-            "a",
-            "--features",
-            "x",
-            "--release",
-            "--test",
-            "leaks",
-            "box",
-            "--",
-            "--exact",
-        ]);
+    /// `cargo ying test <args>`, parsed.
+    fn test_args(args: &[&str]) -> super::TestArgs {
+        let cli = Cargo::parse_from(["cargo", "ying", "test"].iter().chain(args));
         let CargoCommand::Ying(ying) = cli.command;
         let Command::Test(args) = ying.command else { panic!("parsed as test") };
-        let args = *args;
+        *args
+    }
+
+    #[test]
+    fn cargo_options_pass_through() {
+        let args = test_args(&["-p", "a", "--features", "x", "--release", "--test", "leaks", "box", "--", "--exact"]);
         assert_eq!(
-            args.cargo.cargo_args(),
+            args.filter.cargo.cargo_args(),
             ["--release", "--package", "a", "--test", "leaks", "--features", "x"].map(String::from)
         );
-        assert_eq!(args.filters, ["box"]);
-        assert_eq!(args.test_args, ["--exact"]);
+        assert_eq!(args.filter.filters, ["box"]);
+        assert_eq!(args.filter.test_args, ["--exact"]);
+        assert!(!args.filter.cargo.builds_default_targets(), "one package");
+        let targets = test_args(&["--bins", "--examples", "--bin", "tool", "--target", "x86_64-unknown-linux-gnu"]);
+        assert_eq!(
+            targets.filter.cargo.cargo_args(),
+            ["--bins", "--examples", "--bin", "tool", "--target", "x86_64-unknown-linux-gnu"].map(String::from)
+        );
+        assert!(!targets.filter.cargo.builds_default_targets());
+        let all = test_args(&["--all-targets", "--frozen", "--workspace"]);
+        assert_eq!(all.filter.cargo.cargo_args(), ["--workspace", "--all-targets", "--frozen"].map(String::from));
+        assert!(test_args(&["--workspace", "--release"]).filter.cargo.builds_default_targets());
+    }
+
+    #[test]
+    fn nextest_names_for_running_options() {
+        let args = test_args(&["--test-threads", "3", "--nocapture", "--retries", "2", "--no-tests", "warn", "-q"]);
+        assert_eq!(args.jobs, Some(3));
+        assert!(args.no_capture && args.quiet);
+        assert_eq!(args.retries, Some(2));
+        assert_eq!(args.no_tests, Some(super::NoTests::Warn));
+        let sets = test_args(&["-E", "test(a)", "--filterset", "package(b) - kind(lib)"]);
+        assert_eq!(
+            sets.filter.filtersets.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["test(a)", "package(b) - kind(lib)"]
+        );
+        let error =
+            Cargo::try_parse_from(["cargo", "ying", "test", "-E", "test(a) & tset(b)"]).unwrap_err().to_string();
+        assert!(error.contains("unknown predicate `tset`") && error.contains("column 11"), "{error}");
+        assert!(Cargo::try_parse_from(["cargo", "ying", "test", "-v", "-q"]).is_err(), "verbose and quiet conflict");
     }
 
     /// The gate options of `cargo ying test <args>`, or clap's error.

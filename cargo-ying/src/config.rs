@@ -27,6 +27,10 @@ pub struct Config {
     pub gate: Option<Vec<Figure>>,
     /// Reruns of a leak test that crossed the tolerance (`reruns = 2`).
     pub reruns: Option<u32>,
+    /// Retries of a failing test (`retries = 2`).
+    pub retries: Option<u32>,
+    /// What a run with no test to run does (`no-tests = "warn"`).
+    pub no_tests: Option<crate::cli::NoTests>,
 }
 
 /// Why the configuration is not valid.
@@ -50,7 +54,8 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The keys, as written in the table.
-const KEYS: &[&str] = &["jobs", "timeout", "fail-fast", "baseline", "max-growth", "min-growth", "gate", "reruns"];
+const KEYS: &[&str] =
+    &["jobs", "timeout", "fail-fast", "retries", "no-tests", "baseline", "max-growth", "min-growth", "gate", "reruns"];
 
 impl Config {
     /// Reads the `ying` table of the workspace metadata (none: the defaults).
@@ -84,7 +89,9 @@ impl Config {
                     config.min_growth = Some(size.map_err(error)?);
                 }
                 "gate" => config.gate = Some(gate(value).map_err(error)?),
-                "reruns" => config.reruns = Some(reruns(value).map_err(error)?),
+                "reruns" => config.reruns = Some(count(value, "reruns").map_err(error)?),
+                "retries" => config.retries = Some(count(value, "retries").map_err(error)?),
+                "no-tests" => config.no_tests = Some(no_tests(value).map_err(error)?),
                 unknown => {
                     return Err(ConfigError { key: None, message: unknown_key(unknown) });
                 }
@@ -130,11 +137,19 @@ fn jobs(value: &serde_json::Value) -> Result<NonZeroUsize, String> {
         .ok_or_else(|| expected("a whole number of tests to run at once, 1 or more", value))
 }
 
-fn reruns(value: &serde_json::Value) -> Result<u32, String> {
+/// A whole number of `what` (reruns, retries), 0 or more.
+fn count(value: &serde_json::Value, what: &str) -> Result<u32, String> {
     value
         .as_u64()
-        .and_then(|reruns| u32::try_from(reruns).ok())
-        .ok_or_else(|| expected("a whole number of reruns, 0 or more", value))
+        .and_then(|count| u32::try_from(count).ok())
+        .ok_or_else(|| expected(&format!("a whole number of {what}, 0 or more"), value))
+}
+
+fn no_tests(value: &serde_json::Value) -> Result<crate::cli::NoTests, String> {
+    use clap::ValueEnum as _;
+    let fail = || expected("\"fail\", \"warn\" or \"pass\"", value);
+    let text = value.as_str().ok_or_else(fail)?;
+    crate::cli::NoTests::from_str(text, false).map_err(|_| fail())
 }
 
 fn timeout(value: &serde_json::Value) -> Result<Duration, String> {
@@ -191,6 +206,13 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(read.reruns, Some(4));
+        assert_eq!(config(json!({"retries": 3, "no-tests": "warn"})).unwrap().retries, Some(3));
+        assert_eq!(config(json!({"no-tests": "warn"})).unwrap().no_tests, Some(crate::cli::NoTests::Warn));
+        assert_eq!(
+            config(json!({"no-tests": "never"})).unwrap_err().to_string(),
+            "`no-tests`: expected \"fail\", \"warn\" or \"pass\", found the string \"never\""
+        );
+        assert!(config(json!({"retries": "two"})).unwrap_err().to_string().contains("a whole number of retries"));
         assert_eq!(read.gating(&crate::cli::GateOptions::default()).reruns, 4);
         assert_eq!(Config::default().gating(&crate::cli::GateOptions::default()).reruns, 2);
         assert_eq!(read.jobs.map(usize::from), Some(3));

@@ -3,6 +3,7 @@
 
 use crate::build::TestBinary;
 use crate::error::{Error, ListError, Result, SelectionError};
+use crate::filterset::Filterset;
 use std::process::Command;
 use std::sync::Arc;
 use ying_report::TestId;
@@ -25,8 +26,10 @@ impl TestCase {
     }
 }
 
-/// How libtest arguments select tests: filters, `--exact`, `--skip`, `--ignored`, `--include-ignored`. Other
-/// arguments are passed to every test process.
+/// Which tests run, from the positional filters, `-E` filtersets and libtest's arguments after `--`: filters,
+/// `--exact`, `--skip`, `--ignored`, `--include-ignored`. `--list`, `--nocapture` and `--test-threads` are cargo
+/// ying's to honour (listing, not capturing, running that many at once), never passed on; other arguments go to
+/// every test process.
 #[derive(Debug, Default)]
 pub struct Selection {
     /// Names (or parts of names) to run; all tests when empty.
@@ -35,32 +38,73 @@ pub struct Selection {
     pub exact: bool,
     /// Names (or parts of names) not to run.
     pub skip: Vec<String>,
+    /// `-E` filtersets: a test runs when it is in one of them (and passes the name filters).
+    pub filtersets: Vec<Filterset>,
     /// Run only ignored tests.
     pub ignored_only: bool,
     /// Run ignored tests too.
     pub include_ignored: bool,
+    /// `--list`: list the tests, run none.
+    pub list: bool,
+    /// `--nocapture` (or `--no-capture`): tests print straight to the terminal.
+    pub no_capture: bool,
+    /// `--test-threads N`: how many tests run at once.
+    pub test_threads: Option<usize>,
     /// Other arguments, for every test process.
     pub passthrough: Vec<String>,
 }
 
+/// libtest's options that take a value, passed on with it.
+const PASSED_WITH_VALUE: [&str; 5] = ["--color", "--format", "--logfile", "--shuffle-seed", "-Z"];
+
 impl Selection {
-    /// Reads the positional filters and the arguments after `--`.
-    pub fn new(filters: &[String], test_args: &[String]) -> Result<Self> {
-        Self::parse(filters, test_args).map_err(Error::TestArgs)
+    /// Reads the positional filters, the `-E` filtersets and the arguments after `--`.
+    pub fn new(filters: &[String], filtersets: &[Filterset], test_args: &[String]) -> Result<Self> {
+        let mut selection = Self::parse(filters, test_args).map_err(Error::TestArgs)?;
+        selection.filtersets = filtersets.to_vec();
+        Ok(selection)
     }
 
     fn parse(filters: &[String], test_args: &[String]) -> std::result::Result<Self, SelectionError> {
         let mut selection = Self { filters: filters.to_vec(), ..Self::default() };
         let mut args = test_args.iter();
+        let value = |args: &mut std::slice::Iter<'_, String>, name: &str| {
+            args.next().cloned().ok_or_else(|| SelectionError::MissingValue(name.to_owned()))
+        };
         while let Some(arg) = args.next() {
-            match arg.as_str() {
+            let (name, inline) = match arg.split_once('=') {
+                Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
+                _ => (arg.as_str(), None),
+            };
+            match name {
                 "--exact" => selection.exact = true,
                 "--ignored" => selection.ignored_only = true,
                 "--include-ignored" => selection.include_ignored = true,
-                "--skip" => selection.skip.push(args.next().ok_or(SelectionError::SkipWithoutValue)?.clone()),
-                other if other.starts_with("--skip=") => selection.skip.push(other["--skip=".len()..].to_owned()),
-                other if !other.starts_with('-') => selection.filters.push(other.to_owned()),
-                other => selection.passthrough.push(other.to_owned()),
+                "--list" => selection.list = true,
+                "--nocapture" | "--no-capture" => selection.no_capture = true,
+                "--skip" => {
+                    let skip = match inline {
+                        Some(skip) => skip,
+                        None => value(&mut args, name)?,
+                    };
+                    selection.skip.push(skip);
+                }
+                "--test-threads" => {
+                    let threads = match inline {
+                        Some(threads) => threads,
+                        None => value(&mut args, name)?,
+                    };
+                    let parsed = threads.parse().ok().filter(|threads| *threads > 0);
+                    selection.test_threads = Some(parsed.ok_or(SelectionError::TestThreads(threads))?);
+                }
+                name if PASSED_WITH_VALUE.contains(&name) => {
+                    selection.passthrough.push(arg.clone());
+                    if inline.is_none() {
+                        selection.passthrough.push(value(&mut args, name)?);
+                    }
+                }
+                other if !other.starts_with('-') => selection.filters.push(arg.clone()),
+                _ => selection.passthrough.push(arg.clone()),
             }
         }
         Ok(selection)
@@ -70,10 +114,19 @@ impl Selection {
         if self.exact { name == pattern } else { name.contains(pattern) }
     }
 
-    /// Whether `name` passes the filters and skips.
-    pub fn selects(&self, name: &str) -> bool {
+    /// Whether the test `id` passes the name filters, the skips and the filtersets (as in nextest: the union of
+    /// the filtersets intersected with the union of the name filters).
+    pub fn selects(&self, id: &TestId) -> bool {
+        let name = id.name.as_str();
         (self.filters.is_empty() || self.filters.iter().any(|filter| self.matches(filter, name)))
             && !self.skip.iter().any(|skip| self.matches(skip, name))
+            && (self.filtersets.is_empty() || self.filtersets.iter().any(|set| set.matches(id)))
+    }
+
+    /// Whether every test of the built binaries is selected (ignored ones as ignored): only then is a test of the
+    /// baseline that did not run missing, rather than filtered out.
+    pub fn selects_everything(&self) -> bool {
+        self.filters.is_empty() && self.skip.is_empty() && self.filtersets.is_empty() && !self.ignored_only
     }
 
     /// Whether a test with this ignored flag runs (rather than being reported as ignored).
@@ -107,7 +160,7 @@ pub fn discover(binaries: &[Arc<TestBinary>], selection: &Selection) -> Result<V
     for binary in binaries {
         let ignored = list(binary, true)?;
         for name in list(binary, false)? {
-            if selection.selects(&name) {
+            if selection.selects(&binary.test_id(&name)) {
                 let ignored = ignored.contains(&name);
                 tests.push(TestCase { binary: Arc::clone(binary), name, ignored });
             }
@@ -119,23 +172,59 @@ pub fn discover(binaries: &[Arc<TestBinary>], selection: &Selection) -> Result<V
 #[cfg(test)]
 mod tests {
     use super::Selection;
+    use crate::filterset::Filterset;
+    use ying_report::{TargetKind, TestId};
+
+    fn owned(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
 
     fn selection(filters: &[&str], args: &[&str]) -> Selection {
-        let owned = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        Selection::new(&owned(filters), &owned(args)).unwrap()
+        Selection::new(&owned(filters), &[], &owned(args)).unwrap()
+    }
+
+    fn id(name: &str) -> TestId {
+        TestId::new("pkg", TargetKind::Test, "leaks", name)
     }
 
     #[test]
     fn filters_skips_and_exact_behave_like_libtest() {
         let all = selection(&[], &[]);
-        assert!(all.selects("cache::evicts"));
+        assert!(all.selects(&id("cache::evicts")));
         let some = selection(&["cache"], &["--skip", "slow"]);
-        assert!(some.selects("cache::evicts") && !some.selects("cache::slow_fill") && !some.selects("index::build"));
+        assert!(some.selects(&id("cache::evicts")) && !some.selects(&id("cache::slow_fill")));
+        assert!(!some.selects(&id("index::build")));
         let exact = selection(&["cache::evicts"], &["--exact"]);
-        assert!(exact.selects("cache::evicts") && !exact.selects("cache::evicts_twice"));
-        let after_dashes = selection(&[], &["index", "--test-threads=1"]);
-        assert!(after_dashes.selects("index::build") && !after_dashes.selects("cache::evicts"));
-        assert_eq!(after_dashes.passthrough, ["--test-threads=1"]);
+        assert!(exact.selects(&id("cache::evicts")) && !exact.selects(&id("cache::evicts_twice")));
+        let after_dashes = selection(&[], &["index", "--skip=build_fast", "--show-output"]);
+        assert!(after_dashes.selects(&id("index::build")) && !after_dashes.selects(&id("cache::evicts")));
+        assert!(!after_dashes.selects(&id("index::build_fast")));
+        assert_eq!(after_dashes.passthrough, ["--show-output"]);
+    }
+
+    #[test]
+    fn options_cargo_ying_honours_are_not_passed_on() {
+        let args = selection(&[], &["--nocapture", "--test-threads", "3", "--list", "--format", "terse"]);
+        assert!(args.no_capture && args.list);
+        assert_eq!(args.test_threads, Some(3));
+        assert!(args.filters.is_empty(), "the thread count is not a filter: {:?}", args.filters);
+        assert_eq!(args.passthrough, ["--format", "terse"], "a value is passed on with its option");
+        assert_eq!(selection(&[], &["--test-threads=2"]).test_threads, Some(2));
+        assert!(selection(&[], &["--no-capture"]).no_capture);
+        let error = |args: &[&str]| Selection::new(&[], &[], &owned(args)).unwrap_err().chain().to_string();
+        assert!(error(&["--test-threads", "many"]).contains("`--test-threads many` is not a number"));
+        assert!(error(&["--test-threads=0"]).contains("at least 1"));
+        assert!(error(&["--test-threads"]).contains("`--test-threads` needs a value"));
+        assert!(error(&["--skip"]).contains("`--skip` needs a value"));
+    }
+
+    #[test]
+    fn filtersets_are_intersected_with_the_name_filters() {
+        let sets = [Filterset::parse("test(cache)").unwrap(), Filterset::parse("test(index)").unwrap()];
+        let both = Selection::new(&owned(&["evicts", "build"]), &sets, &[]).unwrap();
+        assert!(both.selects(&id("cache::evicts")) && both.selects(&id("index::build")));
+        assert!(!both.selects(&id("cache::fills")) && !both.selects(&id("other::evicts")));
+        assert!(!both.selects_everything() && selection(&[], &[]).selects_everything());
     }
 
     #[test]
@@ -143,6 +232,5 @@ mod tests {
         assert!(selection(&[], &[]).runs(false) && !selection(&[], &[]).runs(true));
         assert!(selection(&[], &["--ignored"]).runs(true) && !selection(&[], &["--ignored"]).runs(false));
         assert!(selection(&[], &["--include-ignored"]).runs(true));
-        assert!(Selection::new(&[], &["--skip".to_owned()]).is_err());
     }
 }

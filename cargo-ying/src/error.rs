@@ -13,6 +13,8 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_TEST_FAILED: u8 = 1;
 /// Exit code: usage, configuration or build error.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code: no test was selected to run (with `--no-tests=fail`, the default), as cargo-nextest's.
+pub const EXIT_NO_TESTS: u8 = 4;
 
 /// What stopped `cargo ying`.
 #[derive(Debug, thiserror::Error)]
@@ -165,9 +167,12 @@ pub enum BuildError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SelectionError {
-    /// `--skip` was the last argument.
-    #[error("`--skip` needs a value")]
-    SkipWithoutValue,
+    /// An option that takes a value (`--skip`, `--test-threads`, ...) was the last argument.
+    #[error("`{0}` needs a value")]
+    MissingValue(String),
+    /// `--test-threads` was not a number of threads.
+    #[error("`--test-threads {0}` is not a number of threads; give a whole number of at least 1")]
+    TestThreads(String),
 }
 
 /// Why a test binary did not list its tests.

@@ -5,13 +5,14 @@
 //! - the command line and the workspace: [`cli`] parses the command line, [`config`] reads
 //!   `[workspace.metadata.ying]` into typed values, [`workspace`] finds the workspace's files, [`error`] names
 //!   what stops a command and its exit code;
-//! - a run: [`build`] builds the test binaries through cargo, [`discover`] lists and selects their tests,
-//!   [`partition`] splits them across machines, [`runner`] runs each in its own process, [`collect`] takes its
-//!   report, [`symbols`] symbolises the stacks it deferred;
+//! - a run: [`build`] builds the test binaries through cargo, [`discover`] lists and selects their tests (with
+//!   [`filterset`]s), [`partition`] splits them across machines, [`plan`] is the three together; [`runner`] runs
+//!   each in its own process, [`collect`] takes its report, [`symbols`] symbolises the stacks it deferred;
 //! - the verdict: [`model`] is the run model, where each test's result (outcome, figures, gate verdict, files) is
 //!   decided once, judged by [`gate`] against the [`baseline`];
 //! - [`outputs`]: the terminal, the run's files, GitHub Actions and JUnit, each reading the run model;
-//! - [`commands`]: `test`, `accept`, `diff` and `merge`, the last three from a finished run read back by [`saved`].
+//! - [`commands`]: `test`, `list`, `accept`, `diff` and `merge`, the last three from a finished run read back by
+//!   [`saved`].
 //!
 //! What crosses from the runtime (reports) and what is kept (summaries, baselines) is defined once, in the
 //! `ying-report` crate.
@@ -24,10 +25,12 @@ pub mod commands;
 pub mod config;
 pub mod discover;
 pub mod error;
+pub mod filterset;
 pub mod gate;
 pub mod model;
 pub mod outputs;
 pub mod partition;
+pub mod plan;
 pub mod rerun;
 pub mod runner;
 pub mod saved;
@@ -37,7 +40,7 @@ pub mod workspace;
 use clap::Parser;
 use std::process::ExitCode;
 
-pub use error::{EXIT_OK, EXIT_TEST_FAILED, EXIT_USAGE};
+pub use error::{EXIT_NO_TESTS, EXIT_OK, EXIT_TEST_FAILED, EXIT_USAGE};
 
 /// Runs `cargo ying` with the process's arguments and returns its exit code.
 pub fn main_impl() -> ExitCode {
@@ -56,6 +59,7 @@ pub fn main_impl() -> ExitCode {
     let cli::CargoCommand::Ying(ying) = cli.command;
     let result = match ying.command {
         cli::Command::Test(args) => commands::test::run(*args),
+        cli::Command::List(args) => commands::list::run(*args),
         cli::Command::Accept(args) => commands::accept::run(args),
         cli::Command::Diff(args) => commands::diff::run(args),
         cli::Command::Merge(args) => commands::merge::run(args),

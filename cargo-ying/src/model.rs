@@ -91,6 +91,24 @@ pub struct Files {
     pub retained_diff_flamegraph: Option<String>,
 }
 
+/// A failed attempt of a test that was run again (`--retries`).
+#[derive(Clone, Debug)]
+pub struct Attempt {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// How long it ran.
+    pub duration: Duration,
+    /// What it printed.
+    pub output: String,
+}
+
+impl Attempt {
+    /// The attempt `record` was.
+    pub fn of(record: TestRecord) -> Self {
+        Self { outcome: record.outcome, duration: record.duration, output: record.output }
+    }
+}
+
 /// One test of the run, decided once.
 #[derive(Clone, Debug)]
 pub struct TestRecord {
@@ -115,6 +133,8 @@ pub struct TestRecord {
     /// The directory of the test's package, which its report's source paths are relative to (known for the tests
     /// of a run, not for those read back from a summary).
     pub package_dir: Option<PathBuf>,
+    /// The attempts that failed before this one, when the test was retried (`--retries`).
+    pub failed_attempts: Vec<Attempt>,
 }
 
 impl TestRecord {
@@ -131,7 +151,18 @@ impl TestRecord {
             files: Files::default(),
             warnings: Vec::new(),
             package_dir: None,
+            failed_attempts: Vec::new(),
         }
+    }
+
+    /// How many times the test ran in the run (its retries and the last attempt).
+    pub fn attempts(&self) -> u32 {
+        u32::try_from(self.failed_attempts.len()).unwrap_or(u32::MAX).saturating_add(1)
+    }
+
+    /// Passed after failing: flaky, as cargo-nextest calls it.
+    pub fn is_flaky(&self) -> bool {
+        self.outcome == Outcome::Passed && !self.failed_attempts.is_empty()
     }
 
     /// The gate's verdict, when it judged the test.
@@ -168,6 +199,7 @@ impl TestRecord {
         test.allocated_flamegraph = self.files.allocated_flamegraph.clone();
         test.retained_diff_flamegraph = self.files.retained_diff_flamegraph.clone();
         test.warnings = self.warnings.clone();
+        test.attempts = (self.attempts() > 1).then(|| self.attempts());
         test
     }
 
@@ -183,6 +215,8 @@ impl TestRecord {
 pub struct Totals {
     /// Tests that passed.
     pub passed: usize,
+    /// Tests that passed after failing (counted in `passed` too).
+    pub flaky: usize,
     /// Tests that failed.
     pub failed: usize,
     /// Tests that crashed.
@@ -200,10 +234,13 @@ pub struct Totals {
 }
 
 impl Totals {
-    /// The totals of tests given by outcome and gate verdict (a run's, or a saved summary's).
-    pub fn of(tests: impl IntoIterator<Item = (TestOutcome, Option<GateVerdict>)>) -> Self {
+    /// The totals of tests given by outcome, gate verdict and attempts (a run's, or a saved summary's).
+    pub fn of(tests: impl IntoIterator<Item = (TestOutcome, Option<GateVerdict>, u32)>) -> Self {
         let mut totals = Self::default();
-        for (outcome, verdict) in tests {
+        for (outcome, verdict, attempts) in tests {
+            if outcome == TestOutcome::Passed && attempts > 1 {
+                totals.flaky += 1;
+            }
             *match outcome {
                 TestOutcome::Passed => &mut totals.passed,
                 TestOutcome::Failed => &mut totals.failed,
@@ -233,6 +270,9 @@ impl std::fmt::Display for Totals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ran = self.ran();
         write!(f, "{ran} test{} run: {} passed", if ran == 1 { "" } else { "s" }, self.passed)?;
+        if self.flaky > 0 {
+            write!(f, " ({} flaky)", self.flaky)?;
+        }
         let parts = [
             (self.failed, "failed"),
             (self.crashed, "crashed"),
@@ -336,7 +376,7 @@ impl Run {
 
     /// The run's totals, as every output states them.
     pub fn totals(&self) -> Totals {
-        Totals::of(self.tests.iter().map(|test| (test.outcome.kind(), test.verdict())))
+        Totals::of(self.tests.iter().map(|test| (test.outcome.kind(), test.verdict(), test.attempts())))
     }
 
     /// The tests that fail the run, failed tests first (in the run's order), then regressed ones.

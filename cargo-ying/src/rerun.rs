@@ -33,13 +33,7 @@ pub fn confirm(
     }
     let again: Vec<(TestCase, bool)> =
         suspects.iter().flat_map(|&index| std::iter::repeat_n((planned[index].0.clone(), true), reruns)).collect();
-    let rerun_options = RunOptions {
-        jobs: options.jobs,
-        timeout: options.timeout,
-        fail_fast: false,
-        out_dir: options.out_dir.join("reruns"),
-        passthrough: options.passthrough.clone(),
-    };
+    let rerun_options = options.again(options.out_dir.join("reruns"));
     let records = runner::run(&again, &rerun_options, |_| {});
     let _ = std::fs::remove_dir_all(&rerun_options.out_dir);
     for (&index, records) in suspects.iter().zip(records.chunks(reruns)) {

@@ -1,9 +1,10 @@
 //! Running the tests: each in a process of its own (`<bin> --exact NAME --nocapture`), several at once, with
-//! process attribution and a report directory; crashes and timeouts are test results, not errors of the run.
+//! process attribution and a report directory; crashes and timeouts are test results, not errors of the run. A
+//! failing test runs again up to `--retries` times; the last attempt is its result.
 
 use crate::collect::take_report;
 use crate::discover::TestCase;
-use crate::model::{Outcome, TestRecord};
+use crate::model::{Attempt, Outcome, TestRecord};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::PathBuf;
@@ -25,6 +26,26 @@ pub struct RunOptions {
     pub out_dir: PathBuf,
     /// Extra arguments for every test process.
     pub passthrough: Vec<String>,
+    /// Runs of a failing test after its first (`--retries`).
+    pub retries: u32,
+    /// Tests print straight to the terminal (`--no-capture`): their output is not kept.
+    pub no_capture: bool,
+}
+
+impl RunOptions {
+    /// The options for running tests again outside the run (the gate's reruns): into `out_dir`, never stopping
+    /// early, never retrying, output captured.
+    pub fn again(&self, out_dir: PathBuf) -> Self {
+        Self {
+            jobs: self.jobs,
+            timeout: self.timeout,
+            fail_fast: false,
+            out_dir,
+            passthrough: self.passthrough.clone(),
+            retries: 0,
+            no_capture: false,
+        }
+    }
 }
 
 /// The name of a signal that killed a process.
@@ -80,6 +101,11 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
     let output_path = scratch.join("output");
     let token = run_token(index);
     let spawned = File::create(&output_path).and_then(|file| {
+        let (stdout, stderr) = if options.no_capture {
+            (Stdio::inherit(), Stdio::inherit())
+        } else {
+            (file.try_clone()?.into(), file.into())
+        };
         let mut command = Command::new(&test.binary.path);
         command
             .args(["--exact", &test.name, "--nocapture", "--test-threads=1"])
@@ -91,8 +117,8 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
             .env(DEFER_SYMBOLS_ENV, "1")
             .env(RUN_TOKEN_ENV, &token)
             .stdin(Stdio::null())
-            .stdout(file.try_clone()?)
-            .stderr(file);
+            .stdout(stdout)
+            .stderr(stderr);
         command.spawn()
     });
     let mut child = match spawned {
@@ -177,7 +203,13 @@ pub fn run(
                         break;
                     }
                     let Some((index, test)) = queue.lock().unwrap().pop_front() else { break };
-                    let result = run_one(test, index, options);
+                    let mut result = run_one(test, index, options);
+                    let mut failed_attempts = Vec::new();
+                    while result.outcome.is_failure() && failed_attempts.len() < options.retries as usize {
+                        failed_attempts.push(Attempt::of(result));
+                        result = run_one(test, index, options);
+                    }
+                    result.failed_attempts = failed_attempts;
                     if options.fail_fast && result.outcome.is_failure() {
                         stop.store(true, Ordering::Relaxed);
                     }

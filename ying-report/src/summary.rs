@@ -88,6 +88,10 @@ pub struct SummaryTest {
     /// What went wrong around the test without failing it (a report that could not be used, say).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// How many times the test ran, when it failed and was retried (`--retries`); absent for one attempt. A test
+    /// that passed in a later attempt is flaky.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
 }
 
 impl SummaryTest {
@@ -106,6 +110,7 @@ impl SummaryTest {
             allocated_flamegraph: None,
             retained_diff_flamegraph: None,
             warnings: Vec::new(),
+            attempts: None,
         }
     }
 }

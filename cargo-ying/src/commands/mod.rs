@@ -2,5 +2,6 @@
 
 pub mod accept;
 pub mod diff;
+pub mod list;
 pub mod merge;
 pub mod test;

@@ -1,84 +1,92 @@
 //! `cargo ying test`: build, discover, run, decide each test's result once (the run model), then show and write it.
 
 use crate::baseline::BaselineFile;
-use crate::build::{self, TestBinary};
-use crate::cli::TestArgs;
-use crate::discover::{self, Selection, TestCase};
-use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
+use crate::cli::{NoTests, TestArgs};
+use crate::discover::{Selection, TestCase};
+use crate::error::{EXIT_NO_TESTS, EXIT_OK, EXIT_TEST_FAILED, Error, Result};
 use crate::model::Run;
-use crate::outputs::{artifacts, github, junit, terminal};
+use crate::outputs::{artifacts, github, junit, listing, terminal};
+use crate::plan::Plan;
 use crate::rerun;
 use crate::runner::{self, RunOptions};
 use crate::symbols::Symbolizer;
 use crate::workspace::Workspace;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
+use ying_report::TestId;
+use ying_report::report::{ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV};
 
 /// The timeout when neither `--timeout` nor the configuration sets one: generous, for slow debug builds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Runs `cargo ying test`; returns the exit code.
 pub fn run(args: TestArgs) -> Result<u8> {
-    let workspace = Workspace::open(&args.cargo)?;
+    let filter = &args.filter;
+    let workspace = Workspace::open(&filter.cargo)?;
     let config = &workspace.config;
-    let selection = Selection::new(&args.filters, &args.test_args)?;
+    let selection = Selection::new(&filter.filters, &filter.filtersets, &filter.test_args)?;
     // Read (and check) the baseline before anything runs: a corrupt one stops the run and stays as it was.
     let baseline = BaselineFile::open(workspace.baseline_path(args.baseline.as_deref()))?;
     let gating = config.gating(&args.gating);
-    let out_dir = workspace.out_dir(args.cargo.target_dir.as_deref());
+    let out_dir = workspace.out_dir(filter.cargo.target_dir.as_deref());
 
-    let binaries: Vec<Arc<TestBinary>> =
-        build::build(&args.cargo, &workspace.metadata)?.into_iter().map(Arc::new).collect();
-    let tests = discover::discover(&binaries, &selection)?;
+    let verbosity = if args.quiet {
+        Some("--quiet")
+    } else if args.verbose {
+        Some("--verbose")
+    } else {
+        None
+    };
+    let plan = Plan::make(filter, &selection, &workspace.metadata, verbosity)?;
+    if selection.list {
+        listing::print(&plan);
+        return Ok(EXIT_OK);
+    }
+    if plan.selected == 0 {
+        return Ok(no_tests(args.no_tests.or(config.no_tests).unwrap_or(NoTests::Fail)));
+    }
+    let no_capture = args.no_capture || selection.no_capture;
     let options = RunOptions {
-        jobs: args
-            .jobs
-            .or(config.jobs.map(usize::from))
+        // Output straight to the terminal is readable one test at a time, as under cargo-nextest.
+        jobs: if no_capture { Some(1) } else { args.jobs.or(selection.test_threads).or(config.jobs.map(usize::from)) }
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1),
         timeout: args.timeout.or(config.timeout).unwrap_or(DEFAULT_TIMEOUT),
         fail_fast: !args.no_fail_fast && config.fail_fast.unwrap_or(true),
         out_dir: out_dir.clone(),
         passthrough: selection.passthrough.clone(),
+        retries: args.retries.or(config.retries).unwrap_or(0),
+        no_capture,
     };
-    artifacts::prepare(&out_dir)?;
-
-    let planned: Vec<(TestCase, bool)> = tests
-        .into_iter()
-        .map(|test| {
-            let runs = selection.runs(test.ignored);
-            (test, runs)
-        })
-        .enumerate()
-        .filter(|(index, (test, _))| {
-            args.partition.is_none_or(|partition| partition.contains(*index, &test.id().to_string()))
-        })
-        .map(|(_, planned)| planned)
-        .collect();
-    let running = planned.iter().filter(|(_, runs)| *runs).count();
-    let with_tests =
-        binaries.iter().filter(|binary| planned.iter().any(|(test, _)| Arc::ptr_eq(&test.binary, binary))).count();
-    let mut reporter = terminal::Reporter::new(terminal::use_color(args.color));
-    reporter.start(running, with_tests, planned.len() - running);
+    let planned = &plan.tests;
+    let running = plan.running().count();
+    // A filtered run replaces the files of its tests only: the other tests' reports stay.
+    let replaced = (!plan.complete).then(|| plan.running().map(TestCase::id).collect::<Vec<TestId>>());
+    artifacts::prepare(&out_dir, replaced.as_deref())?;
+    let mut reporter = terminal::Reporter::new(terminal::use_color(args.color), args.quiet, no_capture);
+    if running == 0 {
+        reporter.note(&format!(
+            "this shard has none of the {} selected tests: nothing to run here (other shards run them)",
+            plan.selected
+        ));
+    }
+    reporter.start(running, plan.binaries_with_tests(), planned.len() - running, &options);
+    if args.verbose {
+        reporter.note(&format!(
+            "each test runs alone: <binary> --exact <name> --nocapture --test-threads=1{} in its package's directory, \
+             with {ATTRIBUTION_ENV}=process {DEFER_SYMBOLS_ENV}=1 and {REPORT_DIR_ENV}, {RUN_TOKEN_ENV} set",
+            selection.passthrough.iter().map(|arg| format!(" {arg}")).collect::<String>()
+        ));
+    }
     let started = Instant::now();
-    let records = runner::run(&planned, &options, |record| reporter.result(record));
+    let records = runner::run(planned, &options, |record| reporter.result(record));
     let mut run = Run { tests: records, elapsed: started.elapsed(), fail_fast: options.fail_fast, gate: None };
-    complete_reports(&mut run, &planned, &out_dir)?;
+    complete_reports(&mut run, planned, &out_dir)?;
 
-    // Only a run of every test can tell a test missing from one filtered out.
-    let cargo = &args.cargo;
-    let complete = args.partition.is_none()
-        && selection.filters.is_empty()
-        && selection.skip.is_empty()
-        && !selection.ignored_only
-        && cargo.test_targets.is_empty()
-        && cargo.packages.is_empty()
-        && !cargo.lib
-        && !cargo.tests;
     if baseline.baseline.is_some() {
-        run.judge(baseline.path.clone(), baseline.entries(), gating, complete, args.gating.check);
-        rerun::confirm(&mut run, &planned, &options, |id, reruns| reporter.rerun(id, reruns));
+        // Only a run of every test can tell a test missing from one filtered out.
+        run.judge(baseline.path.clone(), baseline.entries(), gating, plan.complete, args.gating.check);
+        rerun::confirm(&mut run, planned, &options, |id, reruns| reporter.rerun(id, reruns));
     }
     artifacts::flamegraphs(&mut run, &out_dir)?;
     artifacts::summary(&run.summary(), &out_dir)?;
@@ -102,6 +110,23 @@ pub fn run(args: TestArgs) -> Result<u8> {
         regressed = false;
     }
     Ok(if run.failed() || regressed { EXIT_TEST_FAILED } else { EXIT_OK })
+}
+
+/// What a run with no test to run does, as cargo-nextest's `--no-tests`: the exit code.
+fn no_tests(action: NoTests) -> u8 {
+    match action {
+        NoTests::Fail => {
+            eprintln!(
+                "error: no tests to run\n(hint: check the filters, or use `--no-tests=warn` or `--no-tests=pass`)"
+            );
+            EXIT_NO_TESTS
+        }
+        NoTests::Warn => {
+            eprintln!("warning: no tests to run");
+            EXIT_OK
+        }
+        NoTests::Pass => EXIT_OK,
+    }
 }
 
 /// Symbolises the stacks the tests deferred, once per executable, and stores the completed reports.

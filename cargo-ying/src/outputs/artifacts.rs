@@ -8,13 +8,42 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use ying_report::{GateVerdict, LeakReport, Summary, TestId};
 
-/// Clears what an earlier run left under `out_dir` (reports, flamegraphs, refused reports, scratch), so every
-/// file there is this run's.
-pub fn prepare(out_dir: &Path) -> Result<()> {
-    for dir in ["reports", "flamegraphs", "refused", "tmp"] {
+/// The flamegraphs a test can have, by the name in their file names.
+const FLAMEGRAPHS: [&str; 3] = ["retained", "allocated", "retained-diff"];
+
+/// Clears what an earlier run left under `out_dir` that this run replaces: for a run of every test (`only` is
+/// `None`), all reports and flamegraphs, so every file there is this run's; for a filtered run, only the files of
+/// the tests in `only`, so the other tests' reports stay. Refused reports and scratch space always go.
+pub fn prepare(out_dir: &Path, only: Option<&[TestId]>) -> Result<()> {
+    let remove_dir = |dir: &str| {
         let path = out_dir.join(dir);
         if path.exists() {
             std::fs::remove_dir_all(&path).map_err(Error::io("clear", &path))?;
+        }
+        Ok::<_, Error>(())
+    };
+    for dir in ["refused", "tmp"] {
+        remove_dir(dir)?;
+    }
+    match only {
+        None => {
+            for dir in ["reports", "flamegraphs"] {
+                remove_dir(dir)?;
+            }
+        }
+        Some(tests) => {
+            for id in tests {
+                let files = FLAMEGRAPHS.map(|what| id.flamegraph_path(what));
+                for file in files.iter().chain([&id.report_path()]) {
+                    let path = out_dir.join(file);
+                    match std::fs::remove_file(&path) {
+                        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(Error::io("remove", &path)(error));
+                        }
+                        _ => {}
+                    }
+                }
+            }
         }
     }
     std::fs::create_dir_all(out_dir).map_err(Error::io("create", out_dir))
@@ -26,9 +55,10 @@ pub fn flamegraphs(run: &mut Run, out_dir: &Path) -> Result<()> {
     for test in &mut run.tests {
         let Some(leak) = &test.leak else { continue };
         let retained = leak.report.retained_stacks();
+        let [retained_name, allocated_name, diff_name] = FLAMEGRAPHS;
         let paths = [
-            (test.id.flamegraph_path("retained"), "retained bytes", retained.clone()),
-            (test.id.flamegraph_path("allocated"), "allocated bytes", leak.report.allocated_stacks()),
+            (test.id.flamegraph_path(retained_name), "retained bytes", retained.clone()),
+            (test.id.flamegraph_path(allocated_name), "allocated bytes", leak.report.allocated_stacks()),
         ];
         for (path, what, stacks) in &paths {
             let file = out_dir.join(path);
@@ -39,7 +69,7 @@ pub fn flamegraphs(run: &mut Run, out_dir: &Path) -> Result<()> {
         test.files.retained_flamegraph = Some(retained_path);
         test.files.allocated_flamegraph = Some(allocated_path);
         if let (Some(before), Some(GateVerdict::Regressed | GateVerdict::Unstable)) = (&test.baseline, test.verdict()) {
-            let path = test.id.flamegraph_path("retained-diff");
+            let path = test.id.flamegraph_path(diff_name);
             let file = out_dir.join(&path);
             let title = format!("retained bytes, baseline to now: {}", test.id);
             super::flamegraph::write_differential(&before.retained_stacks, &retained, &title, &file)

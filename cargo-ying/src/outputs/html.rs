@@ -16,7 +16,7 @@ pub fn escape(text: &str) -> String {
 
 /// The terminal's Summary line for these tests: `N tests run: P passed, F failed, ...; memory: R regressed`.
 pub fn totals_line(tests: &[SummaryTest]) -> String {
-    Totals::of(tests.iter().map(|test| (test.outcome, test.gate))).to_string()
+    Totals::of(tests.iter().map(|test| (test.outcome, test.gate, test.attempts.unwrap_or(1)))).to_string()
 }
 
 /// The run's verdict: `failed` when a test failed, crashed or timed out, else `regressed` when the gate found a

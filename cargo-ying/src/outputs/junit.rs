@@ -57,6 +57,19 @@ fn notes(test: &TestRecord) -> Vec<String> {
             rows.join("; ")
         ));
     }
+    if test.is_flaky() {
+        let failed = test.failed_attempts.len();
+        let reasons: Vec<String> = test
+            .failed_attempts
+            .iter()
+            .map(|attempt| attempt.outcome.reason().unwrap_or_else(|| attempt.outcome.kind().name().to_owned()))
+            .collect();
+        notes.push(format!(
+            "flaky: failed {failed} time{} before passing ({})",
+            if failed == 1 { "" } else { "s" },
+            reasons.join(", ")
+        ));
+    }
     notes.extend(test.warnings.iter().map(|warning| format!("warning: {warning}")));
     notes
 }

@@ -4,6 +4,7 @@
 use crate::cli::ColorChoice;
 use crate::gate::Reruns;
 use crate::model::{Outcome, Run, TestRecord, seconds};
+use crate::runner::RunOptions;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use ying_report::{GateVerdict, TestId};
@@ -27,7 +28,36 @@ pub fn use_color(choice: Option<ColorChoice>) -> bool {
 /// Writes the run's output to standard error.
 pub struct Reporter {
     color: bool,
+    /// `--quiet`: no line for a test that passed.
+    quiet: bool,
+    /// `--no-capture`: the tests' output went straight to the terminal.
+    no_capture: bool,
     progress: Option<ProgressBar>,
+    /// Tests that run, tests at once, tests finished, tests failed: for the progress bar.
+    counts: Counts,
+}
+
+/// What the progress bar counts.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    total: usize,
+    jobs: usize,
+    /// Most attempts a test gets (`--retries` + 1).
+    attempts: u32,
+    done: usize,
+    failed: usize,
+}
+
+impl Counts {
+    /// `2 running, 1 failed`: what is under way beside the bar's `(done/total)`.
+    fn message(&self) -> String {
+        let running = self.jobs.min(self.total - self.done);
+        let mut message = format!("{running} running");
+        if self.failed > 0 {
+            message.push_str(&format!(", {} failed", self.failed));
+        }
+        message
+    }
 }
 
 const GREEN: &str = "\x1b[1;32m";
@@ -35,11 +65,29 @@ const RED: &str = "\x1b[1;31m";
 const YELLOW: &str = "\x1b[1;33m";
 const RESET: &str = "\x1b[0m";
 
+/// The word and color of how a test ended, as cargo-nextest writes them; `None` for a test that did not run.
+fn outcome_label(outcome: &Outcome) -> Option<(&'static str, &'static str)> {
+    match outcome {
+        Outcome::Passed => Some(("PASS", GREEN)),
+        Outcome::Failed | Outcome::Unreported(_) => Some(("FAIL", RED)),
+        Outcome::Crashed(_) => Some(("CRASH", RED)),
+        Outcome::TimedOut(_) => Some(("TIMEOUT", RED)),
+        Outcome::Ignored | Outcome::NotRun => None,
+    }
+}
+
 impl Reporter {
-    /// A reporter; the progress bar only on a terminal outside CI.
-    pub fn new(color: bool) -> Self {
-        let interactive = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
-        Self { color, progress: interactive.then(ProgressBar::hidden) }
+    /// A reporter; the progress bar only on a terminal outside CI, and not when the tests print to it
+    /// (`no_capture`). `quiet`: no line for a test that passed.
+    pub fn new(color: bool, quiet: bool, no_capture: bool) -> Self {
+        let interactive = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none() && !no_capture;
+        let progress = interactive.then(ProgressBar::hidden);
+        Self { color, quiet, no_capture, progress, counts: Counts::default() }
+    }
+
+    /// A note on the run, before it starts.
+    pub fn note(&self, note: &str) {
+        eprintln!("{} {note}", self.label(YELLOW, "note"));
     }
 
     fn paint(&self, style: &str, text: &str) -> String {
@@ -58,8 +106,10 @@ impl Reporter {
         }
     }
 
-    /// Announces the run.
-    pub fn start(&mut self, running: usize, binaries: usize, ignored: usize) {
+    /// Announces the run: `running` tests, run as `options` say.
+    pub fn start(&mut self, running: usize, binaries: usize, ignored: usize, options: &RunOptions) {
+        let attempts = options.retries.saturating_add(1);
+        self.counts = Counts { total: running, jobs: options.jobs, attempts, done: 0, failed: 0 };
         let ignored = if ignored > 0 { format!(" ({ignored} ignored)") } else { String::new() };
         // Before the progress bar exists: a bar that is not drawn yet would swallow the line.
         eprintln!(
@@ -70,37 +120,51 @@ impl Reporter {
         );
         if let Some(progress) = &mut self.progress {
             let bar = ProgressBar::new(running as u64).with_style(
-                ProgressStyle::with_template("{prefix:>12.cyan.bold} [{elapsed_precise}] {bar:25} {pos}/{len}: {msg}")
+                ProgressStyle::with_template("{prefix:>12.cyan.bold} [{elapsed_precise}] {bar:25} ({pos}/{len}) {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar.set_prefix("Running");
+            bar.set_message(self.counts.message());
             *progress = bar;
         }
     }
 
     /// `FAIL [ 0.550s] my-crate::cache evicts (reason)`: how a test ended; `None` for a test that did not run.
     fn result_line(&self, result: &TestRecord) -> Option<String> {
-        let (label, style) = match &result.outcome {
-            Outcome::Passed => ("PASS", GREEN),
-            Outcome::Failed | Outcome::Unreported(_) => ("FAIL", RED),
-            Outcome::Crashed(_) => ("CRASH", RED),
-            Outcome::TimedOut(_) => ("TIMEOUT", RED),
-            Outcome::Ignored | Outcome::NotRun => return None,
-        };
+        let attempts = result.attempts();
+        if result.is_flaky() {
+            let label = format!("FLAKY {attempts}/{}", self.counts.attempts);
+            return Some(format!("{} [{:>8}] {}", self.label(YELLOW, &label), seconds(result.duration), result.id));
+        }
+        let (label, style) = outcome_label(&result.outcome)?;
+        let label = if attempts > 1 { format!("TRY {attempts} {label}") } else { label.to_owned() };
         let reason = result.outcome.reason().map_or_else(String::new, |reason| format!(" ({reason})"));
-        Some(format!("{} [{:>8}] {}{reason}", self.label(style, label), seconds(result.duration), result.id))
+        Some(format!("{} [{:>8}] {}{reason}", self.label(style, &label), seconds(result.duration), result.id))
     }
 
-    /// One test's result line, and its warnings.
-    pub fn result(&self, result: &TestRecord) {
+    /// One test's result line (after a line for each failed attempt before it), and its warnings.
+    pub fn result(&mut self, result: &TestRecord) {
         let Some(line) = self.result_line(result) else { return };
-        self.line(&line);
+        self.counts.done += 1;
+        if result.outcome.is_failure() {
+            self.counts.failed += 1;
+        }
+        for (number, attempt) in result.failed_attempts.iter().enumerate() {
+            let reason = attempt.outcome.reason().map_or_else(String::new, |reason| format!(" ({reason})"));
+            let Some((label, _)) = outcome_label(&attempt.outcome) else { continue };
+            let label = format!("TRY {} {label}", number + 1);
+            let duration = seconds(attempt.duration);
+            self.line(&format!("{} [{duration:>8}] {}{reason}", self.label(RED, &label), result.id));
+        }
+        if !(self.quiet && result.outcome == Outcome::Passed && result.warnings.is_empty()) || result.is_flaky() {
+            self.line(&line);
+        }
         for warning in &result.warnings {
             self.line(&format!("{}: {}: {warning}", self.paint(YELLOW, "warning"), result.id));
         }
         if let Some(progress) = &self.progress {
             progress.inc(1);
-            progress.set_message(result.id.name.clone());
+            progress.set_message(self.counts.message());
         }
     }
 
@@ -120,6 +184,9 @@ impl Reporter {
         }
         for test in run.tests.iter().filter(|test| test.outcome.is_failure()) {
             eprintln!("\n{}", self.paint(RED, &format!("--- {}: output ---", test.id)));
+            if test.output.is_empty() && self.no_capture {
+                eprintln!("(not captured: --no-capture printed it above)");
+            }
             eprint!("{}", test.output);
             if !test.output.ends_with('\n') && !test.output.is_empty() {
                 eprintln!();
@@ -203,5 +270,18 @@ impl Reporter {
     /// Where the reports went.
     pub fn artifacts(&self, index: &std::path::Path) {
         eprintln!("\n{} {}", self.label(GREEN, "Reports"), index.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Counts;
+
+    #[test]
+    fn the_progress_bar_counts_running_and_failed_tests() {
+        let counts = |done, failed| Counts { total: 10, jobs: 4, attempts: 1, done, failed }.message();
+        assert_eq!(counts(0, 0), "4 running");
+        assert_eq!(counts(7, 2), "3 running, 2 failed");
+        assert_eq!(counts(10, 1), "0 running, 1 failed");
     }
 }

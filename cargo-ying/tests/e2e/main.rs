@@ -11,6 +11,7 @@ use std::sync::Mutex;
 mod ci;
 mod html;
 mod junit;
+mod nextest;
 mod profiles;
 mod trust;
 
@@ -69,8 +70,13 @@ impl Fixture {
 
     /// The command [`cargo_ying`](Self::cargo_ying) runs, to change further before running it.
     fn command(&self, args: &[&str], envs: &[(&str, &str)]) -> Command {
+        self.subcommand("test", args, envs)
+    }
+
+    /// `cargo-ying ying <subcommand> --manifest-path <copy> <args>` with a cleaned environment.
+    fn subcommand(&self, subcommand: &str, args: &[&str], envs: &[(&str, &str)]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-ying"));
-        command.arg("ying").arg("test").arg("--manifest-path").arg(self.path().join("Cargo.toml")).args(args);
+        command.arg("ying").arg(subcommand).arg("--manifest-path").arg(self.path().join("Cargo.toml")).args(args);
         for (key, _) in std::env::vars_os() {
             let key = key.to_string_lossy().into_owned();
             let keep = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"].contains(&key.as_str());

@@ -1,0 +1,36 @@
+//! The listing of `cargo ying list` and `cargo ying test -- --list`: each binary's id, then its tests that would
+//! run, indented, as cargo-nextest lists them, on standard output; the count on standard error.
+
+use crate::plan::Plan;
+use std::fmt::Write as _;
+
+/// Prints the tests of `plan` that run to standard output, and their count to standard error.
+pub fn print(plan: &Plan) {
+    print!("{}", listing(plan));
+    let running = plan.running().count();
+    let ignored = plan.tests.len() - running;
+    let ignored = if ignored > 0 { format!(" ({ignored} ignored, not listed)") } else { String::new() };
+    eprintln!(
+        "{:>12} {running} test{} across {} binar{}{ignored}",
+        "Listed",
+        if running == 1 { "" } else { "s" },
+        plan.binaries_with_tests(),
+        if plan.binaries_with_tests() == 1 { "y" } else { "ies" }
+    );
+}
+
+/// Each binary's id, then its tests that run, indented.
+fn listing(plan: &Plan) -> String {
+    let mut text = String::new();
+    let mut binary = None;
+    for test in plan.running() {
+        let id = test.id();
+        let binary_id = id.binary_id();
+        if binary.as_ref() != Some(&binary_id) {
+            let _ = writeln!(text, "{binary_id}:");
+            binary = Some(binary_id);
+        }
+        let _ = writeln!(text, "    {}", id.name);
+    }
+    text
+}

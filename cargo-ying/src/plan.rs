@@ -1,0 +1,68 @@
+//! The tests of a run, before any runs: the binaries built, their tests listed, selected and partitioned. What
+//! `cargo ying test` runs and `cargo ying list` lists.
+
+use crate::build::{self, TestBinary};
+use crate::cli::TestFilter;
+use crate::discover::{self, Selection, TestCase};
+use crate::error::Result;
+use cargo_metadata::Metadata;
+use std::sync::Arc;
+
+/// The tests of a run.
+pub struct Plan {
+    /// Every test binary built.
+    pub binaries: Vec<Arc<TestBinary>>,
+    /// The selected tests of this shard, in the binaries' order, each with whether it runs (or is ignored).
+    pub tests: Vec<(TestCase, bool)>,
+    /// How many selected tests run, in every shard: 0 only when the selection matched no test to run.
+    pub selected: usize,
+    /// Whether every test of the default targets is selected: only then is a test of the baseline that did not run
+    /// missing, rather than filtered out.
+    pub complete: bool,
+}
+
+impl Plan {
+    /// Builds the test binaries of `filter` and selects their tests. `verbosity`: cargo's `--quiet` or `--verbose`.
+    pub fn make(
+        filter: &TestFilter,
+        selection: &Selection,
+        metadata: &Metadata,
+        verbosity: Option<&str>,
+    ) -> Result<Self> {
+        let binaries: Vec<Arc<TestBinary>> =
+            build::build(&filter.cargo, metadata, verbosity)?.into_iter().map(Arc::new).collect();
+        // Under `--ignored` the tests that are not ignored are filtered out, not ignored: they are not the run's.
+        let listed: Vec<TestCase> = discover::discover(&binaries, selection)?
+            .into_iter()
+            .filter(|test| test.ignored || selection.runs(test.ignored))
+            .collect();
+        let selected = listed.iter().filter(|test| selection.runs(test.ignored)).count();
+        let tests = listed
+            .into_iter()
+            .enumerate()
+            .filter(|(index, test)| {
+                filter.partition.is_none_or(|partition| partition.contains(*index, &test.id().to_string()))
+            })
+            .map(|(_, test)| {
+                let runs = selection.runs(test.ignored);
+                (test, runs)
+            })
+            .collect();
+        let complete =
+            filter.partition.is_none() && selection.selects_everything() && filter.cargo.builds_default_targets();
+        Ok(Self { binaries, tests, selected, complete })
+    }
+
+    /// The tests of this shard that run.
+    pub fn running(&self) -> impl Iterator<Item = &TestCase> {
+        self.tests.iter().filter(|(_, runs)| *runs).map(|(test, _)| test)
+    }
+
+    /// How many binaries have a selected test in this shard.
+    pub fn binaries_with_tests(&self) -> usize {
+        self.binaries
+            .iter()
+            .filter(|binary| self.tests.iter().any(|(test, _)| Arc::ptr_eq(&test.binary, binary)))
+            .count()
+    }
+}

@@ -1,0 +1,181 @@
+//! cargo ying speaks nextest: listing runs nothing, no test to run is exit code 4, libtest's `--nocapture`,
+//! `--test-threads` and `--list` are understood (never passed on twice), `-E` filtersets, `--retries` and flaky
+//! tests, target selection, `-q`/`-v`, and a filtered run keeps the other tests' reports.
+
+use crate::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
+use std::path::PathBuf;
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What `<target>/ying/` holds now: summary.json's text and the report files, to tell whether a command wrote there.
+fn out_dir_state() -> (Option<String>, Vec<PathBuf>) {
+    let out = target_dir().join("ying");
+    let summary = std::fs::read_to_string(out.join("summary.json")).ok();
+    let mut reports = Vec::new();
+    let mut dirs = vec![out.join("reports")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() { dirs.push(path) } else { reports.push(path) }
+        }
+    }
+    reports.sort();
+    (summary, reports)
+}
+
+#[test]
+fn listing_runs_no_test_and_claims_no_pass() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    // A run first, so that there is a summary and reports a listing must leave alone.
+    let first = fixture.cargo_ying(&["clean"], &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let before = out_dir_state();
+    assert!(before.0.is_some() && !before.1.is_empty());
+
+    let list = fixture.subcommand("list", &["-E", "binary(leaks)", "clean"], &[]).output().unwrap();
+    let listed = stdout(&list);
+    assert_eq!(list.status.code(), Some(0), "{}", stderr(&list));
+    assert_eq!(listed, "leak-fixtures::leaks:\n    clean\n");
+    assert!(stderr(&list).contains("Listed 1 test across 1 binary"), "{}", stderr(&list));
+
+    for args in [&["--", "--list"][..], &["--", "--list", "--format", "terse"]] {
+        let output = fixture.cargo_ying(args, &[]);
+        let (out, err) = (stdout(&output), stderr(&output));
+        assert_eq!(output.status.code(), Some(0), "{err}");
+        assert!(out.contains("leak-fixtures::crashes:\n    aborts\n") && out.contains("    box_leak\n"), "{out}");
+        assert!(!err.contains("PASS") && !err.contains("Summary") && !err.contains("passed"), "{args:?}: {err}");
+    }
+    let full = fixture.subcommand("list", &[], &[]).output().unwrap();
+    let count = stdout(&full).lines().filter(|line| line.starts_with("    ")).count();
+    assert!(stderr(&full).contains(&format!("Listed {count} tests across")), "{}", stderr(&full));
+    assert!(stderr(&full).contains("(3 ignored, not listed)"), "{}", stderr(&full));
+    assert_eq!(out_dir_state(), before, "listing wrote nothing under <target>/ying");
+}
+
+#[test]
+fn no_test_to_run_is_exit_code_4_unless_told_otherwise() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let none = fixture.cargo_ying(&["no_test_has_this_name"], &[]);
+    assert_eq!(none.status.code(), Some(4), "{}", stderr(&none));
+    assert!(stderr(&none).contains("error: no tests to run"), "{}", stderr(&none));
+    let empty_set = fixture.cargo_ying(&["-E", "none()"], &[]);
+    assert_eq!(empty_set.status.code(), Some(4), "{}", stderr(&empty_set));
+    let warn = fixture.cargo_ying(&["no_test_has_this_name", "--no-tests=warn"], &[]);
+    assert_eq!(warn.status.code(), Some(0));
+    assert!(stderr(&warn).contains("warning: no tests to run"), "{}", stderr(&warn));
+    let pass = fixture.cargo_ying(&["no_test_has_this_name", "--no-tests", "pass"], &[]);
+    assert_eq!(pass.status.code(), Some(0));
+    assert!(!stderr(&pass).contains("no tests to run"));
+    // A shard that the partition left empty is not a selection that matched nothing.
+    let shard = fixture.cargo_ying(&["--partition", "count:2/2", "--", "--exact", "clean"], &[]);
+    assert_eq!(shard.status.code(), Some(0), "{}", stderr(&shard));
+    assert!(stderr(&shard).contains("this shard has none of the 1 selected tests"), "{}", stderr(&shard));
+}
+
+#[test]
+fn a_filtered_run_keeps_the_other_tests_reports() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let first = fixture.cargo_ying(&["-E", "test(=box_leak)"], &[]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    let box_leak = entry(&summary(&target_dir()), "leaks", "box_leak").clone();
+    let out = target_dir().join("ying");
+    let files: Vec<PathBuf> = ["report", "retained_flamegraph", "allocated_flamegraph"]
+        .map(|key| out.join(box_leak[key].as_str().unwrap()))
+        .to_vec();
+
+    let second = fixture.cargo_ying(&["-E", "test(=clean)"], &[]);
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    for file in &files {
+        assert!(file.exists(), "{} is kept by a run of other tests", file.display());
+    }
+    let summary = summary(&target_dir());
+    assert_eq!(summary["tests"].as_array().unwrap().len(), 1, "summary.json is this run's");
+    assert!(out.join(entry(&summary, "leaks", "clean")["report"].as_str().unwrap()).exists());
+}
+
+#[test]
+fn libtest_arguments_cargo_ying_honours_are_never_passed_on_twice() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    for args in [
+        &["--", "--nocapture", "--exact", "clean"][..],
+        &["--no-capture", "--", "--exact", "clean"],
+        &["--", "--test-threads", "2", "--exact", "clean"],
+        &["--", "--test-threads=2", "--exact", "clean", "--nocapture"],
+    ] {
+        let output = fixture.cargo_ying(args, &[]);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.contains("Starting 1 test across 1 binary"), "{args:?}: {err}");
+        assert!(!err.contains("given more than once"), "{args:?}: {err}");
+    }
+    // Not captured: the test's own output goes to the terminal as it runs.
+    let output = fixture.cargo_ying(&["--no-capture", "--", "--exact", "clean"], &[]);
+    assert!(stdout(&output).contains("test clean ... ok"), "{}", stdout(&output));
+}
+
+#[test]
+fn filtersets_select_by_binary_package_kind_and_name() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let output = fixture.cargo_ying(&["-E", "kind(bin) | binary(steady) - test(random)"], &[]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let ran: Vec<&str> = err.lines().filter(|line| line.trim_start().starts_with("PASS")).collect();
+    assert_eq!(ran.len(), 2, "{err}");
+    assert!(err.contains("leak-fixtures::bin/leak-fixtures tests::same_unit"), "{err}");
+    assert!(err.contains("leak-fixtures::steady leaks_once"), "{err}");
+
+    let bad = fixture.cargo_ying(&["-E", "test(clean) & deps(x)"], &[]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("`deps()` needs the package graph"), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("at column 15"), "{}", stderr(&bad));
+}
+
+#[test]
+fn a_test_that_passes_when_retried_is_flaky() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let marks = tempfile::tempdir().unwrap();
+    let dir = marks.path().to_str().unwrap();
+    let junit = fixture.path().join("junit.xml");
+    let args = ["-E", "binary(flaky)", "--junit", junit.to_str().unwrap()];
+
+    let once = fixture.cargo_ying(&args, &[("FIXTURE_FLAKY_DIR", dir)]);
+    assert_eq!(once.status.code(), Some(1), "without retries the first attempt is the result");
+    std::fs::remove_file(marks.path().join("attempted")).unwrap();
+
+    let retried = fixture.cargo_ying(&[&args[..], &["--retries", "2"]].concat(), &[("FIXTURE_FLAKY_DIR", dir)]);
+    let err = stderr(&retried);
+    assert_eq!(retried.status.code(), Some(0), "{err}");
+    assert!(err.contains("TRY 1 FAIL [") && err.contains("FLAKY 2/3 ["), "{err}");
+    assert!(err.contains("1 test run: 1 passed (1 flaky)"), "{err}");
+    let summary = summary(&target_dir());
+    let test = entry(&summary, "flaky", "fails_on_first_attempt_when_asked");
+    assert_eq!((test["outcome"].as_str(), test["attempts"].as_u64()), (Some("passed"), Some(2)));
+    assert_eq!(test["retained_bytes"], 0, "the passing attempt's report is the test's");
+    let junit = std::fs::read_to_string(&junit).unwrap();
+    assert!(junit.contains("flaky: failed 1 time before passing"), "{junit}");
+}
+
+#[test]
+fn target_selection_and_verbosity_follow_cargo_and_nextest() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let bins = fixture.cargo_ying(&["--bins", "-v"], &[]);
+    let err = stderr(&bins);
+    assert_eq!(bins.status.code(), Some(0), "{err}");
+    assert!(err.contains("Starting 1 test across 1 binary") && err.contains("bin/leak-fixtures tests::same_unit"));
+    assert!(err.contains("each test runs alone: <binary> --exact <name>"), "-v says how tests run: {err}");
+
+    let quiet = fixture.cargo_ying(&["-q", "--", "--exact", "clean"], &[]);
+    let err = stderr(&quiet);
+    assert_eq!(quiet.status.code(), Some(0), "{err}");
+    assert!(!err.contains("PASS") && !err.contains("Compiling") && !err.contains("Finished"), "{err}");
+    assert!(err.contains("1 test run: 1 passed"), "{err}");
+}
