@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use ying_report::Frame;
 use ying_report::LeakReport;
+use ying_report::names::{DebugFrame, frames_at_address};
 
 /// Debug information of the test executables, each loaded on first use.
 #[derive(Default)]
@@ -22,35 +23,22 @@ fn demangle(name: &str) -> String {
 }
 
 impl Symbolizer {
-    /// Frames (inlined ones expanded, innermost first) of the instruction at `address` of `executable`.
+    /// Frames (inlined ones expanded, innermost first) of the instruction at `address` of `executable`, named by
+    /// the runtime's rule ([`frames_at_address`]).
     fn frames(loader: &Loader, address: u64) -> Vec<Frame> {
-        let mut frames = Vec::new();
+        let mut debug = Vec::new();
         // A return address points after the call: look up the call instruction itself.
         let call = address.saturating_sub(1);
-        let mut outermost_name = None;
         if let Ok(mut found) = loader.find_frames(call) {
             while let Ok(Some(frame)) = found.next() {
-                outermost_name =
+                let function =
                     frame.function.as_ref().and_then(|name| name.raw_name().ok()).map(|name| demangle(&name));
-                let function = outermost_name.clone().unwrap_or_else(|| format!("{address:#x}"));
                 let file = frame.location.as_ref().and_then(|location| location.file).map(str::to_owned);
                 let line = frame.location.as_ref().and_then(|location| location.line);
-                frames.push(Frame::new(function, file, line).inlined(true));
+                debug.push(DebugFrame::new(function, file, line));
             }
         }
-        // The outermost function at an address is the one really there; the others were inlined into it. Where
-        // debug information names it bare, the symbol table gives its path.
-        let symbol = loader.find_symbol(call).map(demangle);
-        let function = ying_report::names::function_at_address(outermost_name.as_deref(), symbol.as_deref())
-            .unwrap_or_else(|| format!("{address:#x}"));
-        match frames.last_mut() {
-            Some(outermost) => {
-                outermost.function = function;
-                outermost.inlined = false;
-            }
-            None => frames.push(Frame::new(function, None, None)),
-        }
-        frames
+        frames_at_address(address, debug, || loader.find_symbol(call).map(demangle))
     }
 
     /// Fills the frames of `report`'s deferred stacks from `executable`'s debug information, trimmed as the

@@ -6,7 +6,9 @@
 //! `get_or_init_slow<T, (), F>`); with `debug = 0` there is none, and symbolisers fall back on the symbol table,
 //! which names the functions that really exist in the machine code (not the inlined ones) by their full path. So
 //! does [`function_at_address`] where debug information has only a bare name, as `addr2line -f` and valgrind do:
-//! the runtime and `cargo ying` name frames by this one rule.
+//! the runtime and `cargo ying` name frames by this one rule ([`frames_at_address`]).
+
+use crate::frame::Frame;
 
 /// The name of the function really at an address (the outermost of its frames, the others being inlined into
 /// it), from the debug information's name and the symbol table's (both demangled, without hash): the debug
@@ -27,6 +29,68 @@ pub fn function_at_address(debug_name: Option<&str>, symbol_name: Option<&str>) 
         }
         (Some(debug), _) => Some(debug.to_owned()),
         (None, symbol) => symbol.map(str::to_owned),
+    }
+}
+
+/// The frames of the instruction at `address`, innermost (inlined) first, from what debug information gives there
+/// (`debug`, each with its demangled name if it has one, innermost first) and the symbol table's demangled name of
+/// the function at the address (`symbol`, asked only when needed): the rule both symbolisers (the runtime's and
+/// `cargo ying`'s) apply, so a frame is named alike wherever its stack was symbolised.
+///
+/// - the outermost frame is the function really at the address: named by [`function_at_address`], marked not
+///   inlined; with no debug information at the address, the symbol table's name stands alone;
+/// - an inlined frame without a name is left out: only the function it was inlined into has a symbol;
+/// - the address itself (`0x2a7047`) names a frame only where neither debug information nor the symbol table does.
+///
+/// ```
+/// use ying_report::Frame;
+/// use ying_report::names::{DebugFrame, frames_at_address};
+///
+/// let debug = vec![
+///     DebugFrame::new(Some("alloc::boxed::Box<T>::new".into()), Some("boxed.rs".into()), Some(7)),
+///     DebugFrame::new(None, Some("src/lib.rs".into()), Some(3)),
+///     DebugFrame::new(Some("open_session".into()), Some("src/lib.rs".into()), Some(9)),
+/// ];
+/// let frames = frames_at_address(0x2a7047, debug, || Some("app::open_session".into()));
+/// let names: Vec<&str> = frames.iter().map(|frame| frame.function.as_str()).collect();
+/// assert_eq!(names, ["alloc::boxed::Box<T>::new", "app::open_session"]);
+/// assert_eq!((frames[1].line, frames[1].inlined), (Some(9), false));
+/// assert_eq!(frames_at_address(0x2a7047, Vec::new(), || Some("app::main".into()))[0].function, "app::main");
+/// assert_eq!(frames_at_address(0x2a7047, Vec::new(), || None)[0].function, "0x2a7047");
+/// ```
+pub fn frames_at_address(address: u64, debug: Vec<DebugFrame>, symbol: impl FnOnce() -> Option<String>) -> Vec<Frame> {
+    let mut debug = debug;
+    let outermost = debug.pop().unwrap_or_default();
+    let symbol = match outermost.function.as_deref() {
+        Some(name) if !is_bare(name) => None,
+        _ => symbol(),
+    };
+    let function = function_at_address(outermost.function.as_deref(), symbol.as_deref())
+        .unwrap_or_else(|| format!("{address:#x}"));
+    let mut frames: Vec<Frame> = debug
+        .into_iter()
+        .filter_map(|frame| Some(Frame::new(frame.function?, frame.file, frame.line).inlined(true)))
+        .collect();
+    frames.push(Frame::new(function, outermost.file, outermost.line));
+    frames
+}
+
+/// What debug information gives for one frame at an address: the function's demangled name (none where it has
+/// no name for it) and the source location.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DebugFrame {
+    /// The demangled name, without hash.
+    pub function: Option<String>,
+    /// The source file.
+    pub file: Option<String>,
+    /// The line in `file`.
+    pub line: Option<u32>,
+}
+
+impl DebugFrame {
+    /// A frame of `function` (if named) at `file`:`line`.
+    pub fn new(function: Option<String>, file: Option<String>, line: Option<u32>) -> Self {
+        Self { function, file, line }
     }
 }
 

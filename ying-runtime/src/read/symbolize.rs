@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use ying_report::Frame;
 use ying_report::Trim;
+use ying_report::names::{DebugFrame, frames_at_address};
 
 /// Resolved frames per instruction pointer, innermost (inlined) first. Resolution is slow, stacks share most of
 /// their pointers, and the profiler resolves the same stacks at every report.
@@ -19,32 +20,17 @@ fn resolve_ip(ip: usize) -> Arc<[Frame]> {
     if let Some(frames) = cache.get(&ip) {
         return Arc::clone(frames);
     }
-    let mut frames = Vec::new();
+    let mut debug = Vec::new();
     // The return address points after the call; step back into the call instruction so the line is the call's.
-    backtrace::resolve(ip.saturating_sub(1) as *mut core::ffi::c_void, |symbol| {
-        let function = match symbol.name() {
-            Some(name) => format!("{name:#}"),
-            None => format!("{ip:#x}"),
-        };
+    let call = ip.saturating_sub(1);
+    backtrace::resolve(call as *mut core::ffi::c_void, |symbol| {
+        let function = symbol.name().map(|name| format!("{name:#}"));
         let file = symbol.filename().map(|path| path.display().to_string());
-        frames.push(Frame::new(function, file, symbol.lineno()).inlined(true));
+        debug.push(DebugFrame::new(function, file, symbol.lineno()));
     });
-    match frames.last_mut() {
-        // The outermost function at an instruction is the one really there; the others were inlined into it.
-        // Where debug information names it bare, the symbol table gives its path.
-        Some(outermost) => {
-            outermost.inlined = false;
-            if ying_report::names::is_bare(&outermost.function) {
-                let symbol = super::symbol_table::function_at(ip.saturating_sub(1));
-                if let Some(name) =
-                    ying_report::names::function_at_address(Some(&outermost.function), symbol.as_deref())
-                {
-                    outermost.function = name;
-                }
-            }
-        }
-        None => frames.push(Frame::new(format!("{ip:#x}"), None, None)),
-    }
+    // The outermost function at an instruction is the one really there; the others were inlined into it. Where
+    // debug information names it bare, or not at all, the symbol table gives its path.
+    let frames = frames_at_address(ip as u64, debug, || super::symbol_table::function_at(call));
     let frames: Arc<[Frame]> = frames.into();
     cache.insert(ip, Arc::clone(&frames));
     frames
