@@ -36,5 +36,5 @@ pub use summary::{GateVerdict, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, Tes
 pub use test_id::{TargetKind, TestId, TestIdError, as_display, file_name_component, stable_hash};
 pub use trim::{
     LEAK_TEST_RUNNER, Trim, is_allocation_plumbing, is_allocator_entry, is_in_leak_test_runner, is_leak_test_runner,
-    is_poll_frame, is_thread_entry, relative_paths,
+    is_package_code, is_poll_frame, is_thread_entry, leak_site, relative_paths,
 };

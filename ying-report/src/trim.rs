@@ -217,6 +217,35 @@ pub fn is_in_leak_test_runner(frame: &Frame) -> bool {
         && frame.function[LEAK_TEST_RUNNER.len()..].chars().next().is_none_or(|next| next == ':')
 }
 
+/// Whether `frame` is code of the package under test: its source path was made relative to the package
+/// ([`relative_paths`]), where the standard library's and dependencies' stay absolute and the C library's are
+/// relative to its own build (`./nptl/pthread_create.c`); the allocator entry shims (`__rust_alloc`) are not.
+pub fn is_package_code(frame: &Frame) -> bool {
+    frame.file.as_deref().is_some_and(|file| !std::path::Path::new(file).is_absolute() && !file.starts_with('.'))
+        && !frame.function.starts_with("__rust")
+}
+
+/// The leak site of a stack as reports keep it (innermost first, paths made relative to the package): its innermost
+/// frame of the package's own code ([`is_package_code`]) inside the leak-test runner. Reports, the terminal and
+/// flamegraphs show it with its line (`leaks::box_leak at tests/leaks.rs:22`), so two sites in one function are
+/// two places. `None` when the package's code allocated nothing of the stack (a dependency or the standard
+/// library allocated on its own).
+///
+/// ```
+/// use ying_report::{Frame, LEAK_TEST_RUNNER, leak_site};
+///
+/// let frames = [
+///     Frame::new("alloc::boxed::Box<T>::new", Some("/rustc/library/alloc/src/boxed.rs".into()), Some(260)),
+///     Frame::new("leaks::box_leak", Some("tests/leaks.rs".into()), Some(22)),
+///     Frame::new(LEAK_TEST_RUNNER, Some("/src/ying-runtime/src/runner.rs".into()), Some(9)),
+/// ];
+/// assert_eq!(leak_site(&frames), Some(1));
+/// assert_eq!(leak_site(&frames[..1]), None);
+/// ```
+pub fn leak_site(frames: &[Frame]) -> Option<usize> {
+    frames.iter().take_while(|frame| !is_in_leak_test_runner(frame)).position(is_package_code)
+}
+
 /// `<F as core::future::Future>::poll` and similar: plumbing between the async functions that matter.
 pub fn is_poll_frame(function: &str) -> bool {
     function.starts_with('<') && function.ends_with(">::poll")

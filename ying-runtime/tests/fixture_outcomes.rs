@@ -99,6 +99,14 @@ const LEAKS: &[(&str, Expect)] = &[
             "      leaks::leak_in_thread_local_access at tests/leaks.rs:169",
         ]),
     ),
+    (
+        "two_sites_in_one_function",
+        Fail(&[
+            "  max_retained = 0 B: retained 300 B in 2 blocks, 300 B over",
+            "      leaks::two_sites_in_one_function at tests/leaks.rs:175",
+            "      leaks::two_sites_in_one_function at tests/leaks.rs:176",
+        ]),
+    ),
 ];
 
 /// A profile the fixture is built with.

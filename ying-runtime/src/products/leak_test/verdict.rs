@@ -3,7 +3,7 @@
 
 use crate::read::symbolize::{is_own_frame, name_test_body};
 use ying_report::report::{Budgets, IterationFigures, RetainedSite, ScopeStats};
-use ying_report::{ByteSize, Frame, SignedByteSize};
+use ying_report::{ByteSize, Frame, SignedByteSize, is_package_code};
 
 /// Stacks shown per failure message, and frames per stack.
 const SITES_SHOWN: usize = 5;
@@ -186,14 +186,10 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
 fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
     // The body (`module::test::{{closure}}`, possibly an async block in it) reads as the test itself.
     let frames = &name_test_body(frames.to_vec(), test_function);
-    let is_own_code = |frame: &Frame| {
-        // System libraries record paths relative to their own build (`./nptl/pthread_create.c`).
-        frame.file.as_deref().is_some_and(|file| !std::path::Path::new(file).is_absolute() && !file.starts_with('.'))
-            && !frame.function.starts_with("__rust")
-    };
     let outside_the_runner =
         || frames.iter().take_while(|frame| !is_own_frame(frame) && !frame.function.starts_with("test::"));
-    let user: Vec<&Frame> = outside_the_runner().filter(|frame| is_own_code(frame)).take(FRAMES_SHOWN).collect();
+    // The first is the leak site (`ying_report::leak_site`), as flamegraphs name it.
+    let user: Vec<&Frame> = outside_the_runner().filter(|frame| is_package_code(frame)).take(FRAMES_SHOWN).collect();
     let shown = if user.is_empty() { outside_the_runner().take(FRAMES_SHOWN).collect() } else { user };
     let mut lines = shown.into_iter().map(Frame::to_string).collect::<Vec<_>>();
     // An async body and the test function that polls it can land on the same line.
