@@ -154,14 +154,15 @@ fn list(binary: &TestBinary, ignored: bool) -> Result<Vec<String>> {
         .collect())
 }
 
-/// Lists every test of every binary that passes `selection`'s filters (ignored ones included, marked).
+/// Lists every test of every binary that passes `selection`'s filters (ignored ones included, marked). Under
+/// `--ignored` the tests that are not ignored are filtered out, as libtest counts them: they are not ignored tests.
 pub fn discover(binaries: &[Arc<TestBinary>], selection: &Selection) -> Result<Vec<TestCase>> {
     let mut tests = Vec::new();
     for binary in binaries {
         let ignored = list(binary, true)?;
         for name in list(binary, false)? {
-            if selection.selects(&binary.test_id(&name)) {
-                let ignored = ignored.contains(&name);
+            let ignored = ignored.contains(&name);
+            if selection.selects(&binary.test_id(&name)) && (ignored || !selection.ignored_only) {
                 tests.push(TestCase { binary: Arc::clone(binary), name, ignored });
             }
         }
@@ -232,5 +233,41 @@ mod tests {
         assert!(selection(&[], &[]).runs(false) && !selection(&[], &[]).runs(true));
         assert!(selection(&[], &["--ignored"]).runs(true) && !selection(&[], &["--ignored"]).runs(false));
         assert!(selection(&[], &["--include-ignored"]).runs(true));
+    }
+
+    /// A test binary that lists `a` and `b`, of which only `b` is ignored, as libtest does.
+    #[cfg(unix)]
+    fn listing_binary(dir: &std::path::Path) -> std::sync::Arc<crate::build::TestBinary> {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("lists");
+        let script =
+            "#!/bin/sh\ncase \"$*\" in *--ignored*) echo 'b: test' ;; *) printf 'a: test\\nb: test\\n' ;; esac\n";
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::sync::Arc::new(crate::build::TestBinary {
+            package: "p".to_owned(),
+            name: "t".to_owned(),
+            kind: ying_report::TargetKind::Test,
+            path,
+            package_dir: dir.to_owned(),
+        })
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn under_ignored_the_tests_not_ignored_are_filtered_out_not_counted_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let binaries = [listing_binary(dir.path())];
+        let found = |args: &[&str]| -> Vec<(String, bool)> {
+            super::discover(&binaries, &selection(&[], args))
+                .unwrap()
+                .into_iter()
+                .map(|test| (test.name, test.ignored))
+                .collect()
+        };
+        assert_eq!(found(&[]), [("a".to_owned(), false), ("b".to_owned(), true)]);
+        // `a` does not run and is not ignored: it is not part of the run, so nothing reports it as ignored.
+        assert_eq!(found(&["--ignored"]), [("b".to_owned(), true)]);
+        assert_eq!(found(&["--include-ignored"]), [("a".to_owned(), false), ("b".to_owned(), true)]);
     }
 }
