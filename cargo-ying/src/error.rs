@@ -94,6 +94,15 @@ pub enum Error {
         #[source]
         source: ListError,
     },
+    /// A package's Cargo.toml could not be read for its targets' `harness` settings.
+    #[error("failed to read the targets of {}", path.display())]
+    Manifest {
+        /// The package's Cargo.toml.
+        path: PathBuf,
+        /// Why: the file's error, or the TOML error with its line and column.
+        #[source]
+        source: ManifestError,
+    },
     /// Reading or writing one of the run's files failed.
     #[error("failed to {action} {}", path.display())]
     Io {
@@ -127,6 +136,7 @@ impl Error {
             | Self::ReadComparison { .. }
             | Self::Build(_)
             | Self::List { .. }
+            | Self::Manifest { .. }
             | Self::Io { .. } => EXIT_USAGE,
         }
     }
@@ -190,6 +200,18 @@ pub enum ListError {
         /// What it wrote to standard error.
         stderr: String,
     },
+}
+
+/// Why a package's Cargo.toml could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManifestError {
+    /// The file could not be read.
+    #[error(transparent)]
+    Io(std::io::Error),
+    /// It is not TOML (the error names the line and column).
+    #[error("{}", .0.to_string().trim_end())]
+    Toml(toml::de::Error),
 }
 
 /// Results of `cargo ying`'s own steps.

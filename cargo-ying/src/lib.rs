@@ -5,9 +5,10 @@
 //! - the command line and the workspace: [`cli`] parses the command line, [`config`] reads
 //!   `[workspace.metadata.ying]` into typed values, [`workspace`] finds the workspace's files, [`error`] names
 //!   what stops a command and its exit code;
-//! - a run: [`build`] builds the test binaries through cargo, [`discover`] lists and selects their tests (with
-//!   [`filterset`]s), [`partition`] splits them across machines, [`plan`] is the three together; [`runner`] runs
-//!   each in its own process, [`collect`] takes its report, [`symbols`] symbolises the stacks it deferred;
+//! - a run: [`build`] builds the test binaries through cargo, [`not_run`] sets aside and names what cargo ying does
+//!   not run (doctests, `harness = false` targets), [`discover`] lists and selects their tests (with
+//!   [`filterset`]s), [`partition`] splits them across machines, [`plan`] is these together; [`runner`] runs each
+//!   in its own process, [`collect`] takes its report, [`symbols`] symbolises the stacks it deferred;
 //! - the verdict: [`model`] is the run model, where each test's result (outcome, figures, gate verdict, files) is
 //!   decided once, judged by [`gate`] against the [`baseline`];
 //! - [`outputs`]: the terminal, the run's files, GitHub Actions and JUnit, each reading the run model;
@@ -28,6 +29,7 @@ pub mod error;
 pub mod filterset;
 pub mod gate;
 pub mod model;
+pub mod not_run;
 pub mod outputs;
 pub mod partition;
 pub mod plan;

@@ -5,13 +5,17 @@ use crate::build::{self, TestBinary};
 use crate::cli::TestFilter;
 use crate::discover::{self, Selection, TestCase};
 use crate::error::Result;
+use crate::not_run;
 use cargo_metadata::Metadata;
 use std::sync::Arc;
+use ying_report::NotRunTarget;
 
 /// The tests of a run.
 pub struct Plan {
-    /// Every test binary built.
+    /// Every test binary built whose tests are listed (libtest's harness).
     pub binaries: Vec<Arc<TestBinary>>,
+    /// What cargo ying does not run (doctests, `harness = false` targets), with the command that does.
+    pub not_run: Vec<NotRunTarget>,
     /// The selected tests of this shard, in the binaries' order, each with whether it runs (or is ignored).
     pub tests: Vec<(TestCase, bool)>,
     /// How many selected tests run, in every shard: 0 only when the selection matched no test to run.
@@ -29,13 +33,11 @@ impl Plan {
         metadata: &Metadata,
         verbosity: Option<&str>,
     ) -> Result<Self> {
-        let binaries: Vec<Arc<TestBinary>> =
-            build::build(&filter.cargo, metadata, verbosity)?.into_iter().map(Arc::new).collect();
-        // Under `--ignored` the tests that are not ignored are filtered out, not ignored: they are not the run's.
-        let listed: Vec<TestCase> = discover::discover(&binaries, selection)?
-            .into_iter()
-            .filter(|test| test.ignored || selection.runs(test.ignored))
-            .collect();
+        let built = build::build(&filter.cargo, metadata, verbosity)?;
+        // Doctests and `harness = false` targets: named, with the command that runs them, and never listed.
+        let not_run::Split { binaries, not_run } = not_run::split(built, metadata, &filter.cargo)?;
+        let binaries: Vec<Arc<TestBinary>> = binaries.into_iter().map(Arc::new).collect();
+        let listed: Vec<TestCase> = discover::discover(&binaries, selection)?;
         let selected = listed.iter().filter(|test| selection.runs(test.ignored)).count();
         let tests = listed
             .into_iter()
@@ -50,7 +52,7 @@ impl Plan {
             .collect();
         let complete =
             filter.partition.is_none() && selection.selects_everything() && filter.cargo.builds_default_targets();
-        Ok(Self { binaries, tests, selected, complete })
+        Ok(Self { binaries, not_run, tests, selected, complete })
     }
 
     /// The tests of this shard that run.

@@ -32,7 +32,7 @@ pub use json::{ReadError, write_atomic};
 pub use keys::closest_key;
 pub use report::LeakReport;
 pub use size::{ByteSize, SignedByteSize, SizeError};
-pub use summary::{GateVerdict, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, TestOutcome};
+pub use summary::{GateVerdict, NotRunTarget, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, TestOutcome};
 pub use test_id::{TargetKind, TestId, TestIdError, as_display, file_name_component, stable_hash};
 pub use trim::{
     LEAK_TEST_RUNNER, Trim, is_allocation_plumbing, is_allocator_entry, is_in_leak_test_runner, is_leak_test_runner,

@@ -23,12 +23,16 @@ pub struct Summary {
     pub schema_version: u32,
     /// Every test, in the order of the binaries and their listing.
     pub tests: Vec<SummaryTest>,
+    /// What `cargo test` would have run and this run did not: doctests, targets with their own harness. Absent
+    /// when there are none (and in summaries written before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<NotRunTarget>,
 }
 
 impl Summary {
     /// A summary of `tests`.
     pub fn new(tests: Vec<SummaryTest>) -> Self {
-        Self { schema_version: SUMMARY_SCHEMA_VERSION, tests }
+        Self { schema_version: SUMMARY_SCHEMA_VERSION, tests, not_run: Vec::new() }
     }
 
     /// Reads the summary at `path`, of this version.
@@ -115,6 +119,22 @@ impl SummaryTest {
     }
 }
 
+/// Tests that `cargo test` runs and `cargo ying test` does not, with why and the command that runs them.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct NotRunTarget {
+    /// The package.
+    pub package: String,
+    /// `doctest` for the library's documentation tests, else the target's kind (`test`, `lib`, `bin`, `bench`,
+    /// `example`).
+    pub kind: String,
+    /// The target's name (the library's, for its doctests).
+    pub target: String,
+    /// Why it was not run.
+    pub reason: String,
+    /// The command that runs it: `cargo test --doc -p my-crate`, `cargo test -p my-crate --test NAME`.
+    pub command: String,
+}
+
 /// How a test ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -191,7 +211,7 @@ impl GateVerdict {
 
 #[cfg(test)]
 mod tests {
-    use super::{GateVerdict, Summary, SummaryTest, TestOutcome};
+    use super::{GateVerdict, NotRunTarget, Summary, SummaryTest, TestOutcome};
     use crate::figures::Figures;
     use crate::test_id::{TargetKind, TestId};
 
@@ -211,5 +231,24 @@ mod tests {
         assert_eq!(json["tests"][0]["retained_bytes"], 1000);
         assert_eq!(json["tests"][0]["gate"], "new");
         assert!(json["tests"][1]["retained_bytes"].is_null());
+        assert!(json.get("not_run").is_none(), "nothing not run, nothing written: {json}");
+    }
+
+    #[test]
+    fn targets_not_run_round_trip_and_summaries_without_them_still_read() {
+        let mut summary = Summary::new(Vec::new());
+        summary.not_run.push(NotRunTarget {
+            package: "p".to_owned(),
+            kind: "doctest".to_owned(),
+            target: "p".to_owned(),
+            reason: "doctests".to_owned(),
+            command: "cargo test --doc -p p".to_owned(),
+        });
+        let text = serde_json::to_string(&summary).unwrap();
+        assert!(text.contains(r#""not_run":[{"package":"p","kind":"doctest""#), "{text}");
+        assert_eq!(Summary::parse(&text).unwrap(), summary);
+        let without =
+            Summary::parse(&format!(r#"{{"schema_version": {}, "tests": []}}"#, super::SUMMARY_SCHEMA_VERSION));
+        assert_eq!(without.unwrap(), Summary::new(Vec::new()));
     }
 }

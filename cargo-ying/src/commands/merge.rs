@@ -7,7 +7,7 @@ use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
 use crate::gate;
 use crate::saved;
 use crate::workspace::Workspace;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use ying_report::{GateVerdict, Summary};
 
 /// Runs `cargo ying merge`; returns the exit code.
@@ -17,12 +17,15 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     let gating = workspace.config.gating(&args.gating);
 
     let mut tests = Vec::new();
+    let mut not_run = BTreeSet::new();
     let mut entries = BTreeMap::new();
     for path in &args.summaries {
         let summary = saved::read_summary(path, "")?;
         let dir = path.parent().unwrap_or(std::path::Path::new("."));
         entries.extend(saved::entries(&summary, dir)?);
         tests.extend(summary.tests);
+        // Every shard names the same doctests and custom-harness targets: once each.
+        not_run.extend(summary.not_run);
     }
     tests.sort_by(|a, b| a.id.cmp(&b.id));
     let mut comparison = gate::compare(baseline.entries(), &entries, &gating, true);
@@ -41,7 +44,8 @@ pub fn run(args: MergeArgs) -> Result<u8> {
         test.baseline_retained_bytes = baseline.entries().get(&test.id).map(|entry| entry.retained_bytes);
     }
     let failed = tests.iter().filter(|test| test.outcome.is_failure()).count();
-    let merged = Summary::new(tests);
+    let mut merged = Summary::new(tests);
+    merged.not_run = not_run.into_iter().collect();
     let output = args.output.unwrap_or_else(|| workspace.out_dir(None).join("summary.json"));
     if let Some(dir) = output.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;

@@ -71,6 +71,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
         ));
     }
     reporter.start(running, plan.binaries_with_tests(), planned.len() - running, &options);
+    reporter.not_run(&plan.not_run, false);
     if args.verbose {
         reporter.note(&format!(
             "each test runs alone: <binary> --exact <name> --nocapture --test-threads=1{} in its package's directory, \
@@ -89,9 +90,12 @@ pub fn run(args: TestArgs) -> Result<u8> {
         rerun::confirm(&mut run, planned, &options, |id, reruns| reporter.rerun(id, reruns));
     }
     artifacts::flamegraphs(&mut run, &out_dir)?;
-    artifacts::summary(&run.summary(), &out_dir)?;
+    let mut summary = run.summary();
+    summary.not_run.clone_from(&plan.not_run);
+    artifacts::summary(&summary, &out_dir)?;
 
     reporter.finish(&run);
+    reporter.not_run(&plan.not_run, true);
     reporter.artifacts(&out_dir.join("index.html"));
     reporter.gate(&run, &baseline.path, args.save_baseline);
     write_ci_outputs(&run, args.junit.as_deref(), workspace.root())?;

@@ -4,7 +4,8 @@
 use crate::plan::Plan;
 use std::fmt::Write as _;
 
-/// Prints the tests of `plan` that run to standard output, and their count to standard error.
+/// Prints the tests of `plan` that run to standard output; their count, and what cargo ying does not run, to
+/// standard error.
 pub fn print(plan: &Plan) {
     print!("{}", listing(plan));
     let running = plan.running().count();
@@ -17,6 +18,9 @@ pub fn print(plan: &Plan) {
         plan.binaries_with_tests(),
         if plan.binaries_with_tests() == 1 { "y" } else { "ies" }
     );
+    for target in &plan.not_run {
+        eprintln!("{:>12} {}", "NOT RUN", crate::not_run::describe(target));
+    }
 }
 
 /// Each binary's id, then its tests that run, indented.

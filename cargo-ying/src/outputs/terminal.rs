@@ -101,8 +101,8 @@ impl Reporter {
 
     fn line(&self, line: &str) {
         match &self.progress {
-            Some(progress) => progress.println(line),
-            None => eprintln!("{line}"),
+            Some(progress) if !progress.is_finished() => progress.println(line),
+            _ => eprintln!("{line}"),
         }
     }
 
@@ -264,6 +264,17 @@ impl Reporter {
                 baseline.display()
             ),
             None => {}
+        }
+    }
+
+    /// What `cargo test` would run and this run does not, each with the command that runs it: under the Starting
+    /// line, and again after the Summary and the table (`after_summary`: then after a blank line).
+    pub fn not_run(&self, targets: &[ying_report::NotRunTarget], after_summary: bool) {
+        if after_summary && !targets.is_empty() {
+            eprintln!();
+        }
+        for target in targets {
+            self.line(&format!("{} {}", self.label(YELLOW, "NOT RUN"), crate::not_run::describe(target)));
         }
     }
 

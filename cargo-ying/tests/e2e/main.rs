@@ -13,6 +13,7 @@ mod frames;
 mod html;
 mod junit;
 mod nextest;
+mod not_run;
 mod profiles;
 mod trust;
 
