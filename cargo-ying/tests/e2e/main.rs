@@ -15,6 +15,7 @@ mod junit;
 mod nextest;
 mod not_run;
 mod profiles;
+mod readme;
 mod trust;
 
 /// The tests share one target directory, and so one `<target>/ying/`: one at a time.
