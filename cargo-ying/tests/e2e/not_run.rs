@@ -10,15 +10,20 @@ use std::time::{Duration, Instant};
 fn run_without_listing_the_custom_harness(fixture: &Fixture, args: &[&str]) -> (Option<i32>, String) {
     // To a file: a pipe nobody reads while waiting could fill and stall the run.
     let log = fixture.path().join("stderr.log");
-    let mut child = fixture
-        .command(args, &[])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut command = fixture.command(args, &[]);
+    command.stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&log).unwrap());
+    // A group of its own, so that a stuck run is killed with the custom harness it started.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command.spawn().unwrap();
     let started = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if started.elapsed() > Duration::from_secs(600) {
+            #[cfg(unix)]
+            // SAFETY: kill(2) with the negated id of the group the child leads; it touches no memory.
+            unsafe {
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
+            }
             child.kill().unwrap();
             panic!("cargo ying test did not finish: it started the custom harness with --list");
         }
