@@ -4,8 +4,10 @@
 use crate::build::TestBinary;
 use crate::error::{Error, ListError, Result, SelectionError};
 use crate::filterset::Filterset;
-use std::process::Command;
+use crate::process::{self, Waited};
+use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use ying_report::TestId;
 
 /// One test of one binary.
@@ -135,6 +137,37 @@ impl Selection {
     }
 }
 
+/// The longest a test binary may take to list its tests.
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs `command` (a binary's `--list`) to the end, in its own process group, for at most [`LIST_TIMEOUT`].
+fn list_output(mut command: Command) -> std::result::Result<Output, ListError> {
+    use std::io::Read as _;
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    process::isolate(&mut command);
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(ListError::Spawn)?;
+    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = read(child.stdout.take().map(|pipe| Box::new(pipe) as Box<dyn std::io::Read + Send>));
+    let stderr = read(child.stderr.take().map(|pipe| Box::new(pipe) as Box<dyn std::io::Read + Send>));
+    let status = match process::wait(&mut child, started, LIST_TIMEOUT) {
+        Waited::Exited(status) => status,
+        Waited::TimedOut => return Err(ListError::TimedOut(LIST_TIMEOUT)),
+        Waited::Interrupted(signal) => return Err(ListError::Interrupted(process::signal_name(signal))),
+        Waited::Failed(error) => return Err(ListError::Spawn(error)),
+    };
+    let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    Ok(Output { status, stdout, stderr })
+}
+
 fn list(binary: &TestBinary, ignored: bool) -> Result<Vec<String>> {
     let mut command = Command::new(&binary.path);
     command.args(["--list", "--format", "terse"]).current_dir(&binary.package_dir);
@@ -142,7 +175,7 @@ fn list(binary: &TestBinary, ignored: bool) -> Result<Vec<String>> {
         command.arg("--ignored");
     }
     let error = |source| Error::List { binary: binary.path.clone(), source };
-    let output = command.output().map_err(|why| error(ListError::Spawn(why)))?;
+    let output = list_output(command).map_err(error)?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
         return Err(error(ListError::Failed { status: output.status, stderr }));

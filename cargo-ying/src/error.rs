@@ -200,6 +200,12 @@ pub enum ListError {
         /// What it wrote to standard error.
         stderr: String,
     },
+    /// It did not list its tests in time (a `harness = false` target that runs instead, say): it was killed.
+    #[error("it did not list its tests within {}s and was stopped; is it a custom test harness?", .0.as_secs())]
+    TimedOut(std::time::Duration),
+    /// cargo ying was asked to stop while it listed.
+    #[error("cargo ying was stopped by {0}")]
+    Interrupted(String),
 }
 
 /// Why a package's Cargo.toml could not be read.

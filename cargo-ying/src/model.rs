@@ -31,6 +31,8 @@ pub enum Outcome {
     Ignored,
     /// Not started: an earlier test failed and fail-fast stopped the run.
     NotRun,
+    /// Stopped, or never started, because cargo ying was asked to stop (by this signal).
+    Interrupted(i32),
 }
 
 impl Outcome {
@@ -42,7 +44,7 @@ impl Outcome {
             Self::Crashed(_) => TestOutcome::Crashed,
             Self::TimedOut(_) => TestOutcome::TimedOut,
             Self::Ignored => TestOutcome::Ignored,
-            Self::NotRun => TestOutcome::NotRun,
+            Self::NotRun | Self::Interrupted(_) => TestOutcome::NotRun,
         }
     }
 
@@ -58,6 +60,9 @@ impl Outcome {
             Self::TimedOut(after) => Some(format!("timed out after {}", seconds(*after))),
             Self::Unreported(code) => {
                 Some(format!("exited with code {code} before the leak test reported what it retained"))
+            }
+            Self::Interrupted(signal) => {
+                Some(format!("the run was stopped by {}", crate::process::signal_name(*signal)))
             }
             _ => None,
         }
@@ -89,6 +94,8 @@ pub struct Files {
     pub allocated_flamegraph: Option<String>,
     /// Differential flamegraph of retained memory, baseline against now.
     pub retained_diff_flamegraph: Option<String>,
+    /// The whole output of a failed test.
+    pub output: Option<String>,
 }
 
 /// A failed attempt of a test that was run again (`--retries`).
@@ -200,6 +207,7 @@ impl TestRecord {
         test.retained_diff_flamegraph = self.files.retained_diff_flamegraph.clone();
         test.warnings = self.warnings.clone();
         test.attempts = (self.attempts() > 1).then(|| self.attempts());
+        test.output = self.files.output.clone();
         test
     }
 
@@ -321,6 +329,8 @@ pub struct Run {
     pub fail_fast: bool,
     /// The gate, when there is a baseline.
     pub gate: Option<RunGate>,
+    /// The signal that stopped the run before every test ran (SIGINT, SIGTERM): the run is incomplete.
+    pub interrupted: Option<i32>,
 }
 
 impl Run {
@@ -406,7 +416,9 @@ impl Run {
 
     /// summary.json.
     pub fn summary(&self) -> Summary {
-        Summary::new(self.tests.iter().map(TestRecord::summary).collect())
+        let mut summary = Summary::new(self.tests.iter().map(TestRecord::summary).collect());
+        summary.interrupted = self.interrupted.map(crate::process::signal_name);
+        summary
     }
 }
 
@@ -439,6 +451,7 @@ mod tests {
             elapsed: Duration::ZERO,
             fail_fast: false,
             gate: None,
+            interrupted: None,
         };
         let entry = |retained_bytes| BaselineEntry::new(Figures { retained_bytes, ..Figures::default() }, Vec::new());
         let baseline: BTreeMap<TestId, BaselineEntry> =
@@ -464,6 +477,7 @@ mod tests {
             elapsed: Duration::ZERO,
             fail_fast: false,
             gate: None,
+            interrupted: None,
         };
         let entry = |retained_bytes| BaselineEntry::new(Figures { retained_bytes, ..Figures::default() }, Vec::new());
         let baseline: BTreeMap<TestId, BaselineEntry> = ["flaky", "leaky", "same"]

@@ -5,9 +5,10 @@
 use crate::collect::take_report;
 use crate::discover::TestCase;
 use crate::model::{Attempt, Outcome, TestRecord};
+use crate::process::{self, Waited};
 use std::collections::VecDeque;
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, mpsc};
@@ -48,28 +49,6 @@ impl RunOptions {
     }
 }
 
-/// The name of a signal that killed a process.
-#[cfg(unix)]
-fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGILL => "SIGILL",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGTRAP => "SIGTRAP",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_owned()
-}
-
-#[cfg(not(unix))]
-fn signal_name(signal: i32) -> String {
-    format!("signal {signal}")
-}
-
 #[cfg(unix)]
 fn killed_by(status: &ExitStatus) -> Option<i32> {
     std::os::unix::process::ExitStatusExt::signal(status)
@@ -78,6 +57,25 @@ fn killed_by(status: &ExitStatus) -> Option<i32> {
 #[cfg(not(unix))]
 fn killed_by(_: &ExitStatus) -> Option<i32> {
     None
+}
+
+/// The most of a test's output kept in memory: its end. The whole of it stays in a file for a failed test.
+const OUTPUT_TAIL: u64 = 1 << 20;
+
+/// The end of the output in `path` (at most [`OUTPUT_TAIL`] bytes, from a line's start), and whether some was
+/// cut.
+fn output_tail(path: &Path) -> std::io::Result<(String, bool)> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut file = File::open(path)?;
+    let length = file.metadata()?.len();
+    let cut = length > OUTPUT_TAIL;
+    if cut {
+        file.seek(SeekFrom::Start(length - OUTPUT_TAIL))?;
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(length.min(OUTPUT_TAIL)).unwrap_or(0));
+    file.take(OUTPUT_TAIL).read_to_end(&mut bytes)?;
+    let start = if cut { bytes.iter().position(|&byte| byte == b'\n').map_or(0, |at| at + 1) } else { 0 };
+    Ok((String::from_utf8_lossy(&bytes[start..]).into_owned(), cut))
 }
 
 /// A token no other run, and no other test of this run, has: what a test's report must carry to be taken.
@@ -89,7 +87,8 @@ fn run_token(index: usize) -> String {
     format!("{a:016x}{b:016x}")
 }
 
-/// Runs one test in its own process, and takes its report.
+/// Runs one test in its own process, and takes its report. Its output goes to a file, of which only the end is
+/// read; the file is kept (`output/<test>.log`) when the test failed.
 fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
     let scratch = options.out_dir.join("tmp").join(index.to_string());
     let started = Instant::now();
@@ -119,6 +118,7 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr);
+        process::isolate(&mut command);
         command.spawn()
     });
     let mut child = match spawned {
@@ -131,26 +131,19 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
         }
     };
     let mut exit_code = None;
-    let outcome = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                exit_code = status.code();
-                match killed_by(&status) {
-                    Some(signal) => break Outcome::Crashed(signal_name(signal)),
-                    None if status.success() => break Outcome::Passed,
-                    None => break Outcome::Failed,
-                }
+    let outcome = match process::wait(&mut child, started, options.timeout) {
+        Waited::Exited(status) => {
+            exit_code = status.code();
+            match killed_by(&status) {
+                Some(signal) => Outcome::Crashed(process::signal_name(signal)),
+                None if status.success() => Outcome::Passed,
+                None => Outcome::Failed,
             }
-            Ok(None) if started.elapsed() >= options.timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break Outcome::TimedOut(options.timeout);
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(_) => break Outcome::Failed,
         }
+        Waited::TimedOut => Outcome::TimedOut(options.timeout),
+        Waited::Interrupted(signal) => Outcome::Interrupted(signal),
+        Waited::Failed(_) => Outcome::Failed,
     };
-    let output = std::fs::read(&output_path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     let collected = take_report(&id, &scratch.join("report"), &options.out_dir, &token);
     let outcome = match (outcome, exit_code) {
         // The leak test started and its process exited, yet it never reported: its figures are unknown.
@@ -159,10 +152,33 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
         }
         (outcome, _) => outcome,
     };
-    let mut record = finish(outcome, output.unwrap_or_default());
+    let (mut output, cut) = output_tail(&output_path).unwrap_or_default();
+    let mut kept = None;
+    if outcome.is_failure() && !options.no_capture {
+        let log = options.out_dir.join(id.output_path());
+        let moved =
+            log.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::rename(&output_path, &log));
+        if moved.is_ok() {
+            kept = Some(id.output_path());
+        }
+        if cut {
+            let shown = match moved {
+                Ok(()) => format!("the whole of it is in {}", log.display()),
+                Err(error) => format!("it could not be kept: {error}"),
+            };
+            output.insert_str(
+                0,
+                &format!(
+                    "[cargo ying: the start of this output is cut, only its last {OUTPUT_TAIL} bytes shown; {shown}]\n"
+                ),
+            );
+        }
+    }
+    let mut record = finish(outcome, output);
     record.package_dir = Some(test.binary.package_dir.clone());
     record.leak = collected.leak;
     record.warnings = collected.warnings;
+    record.files.output = kept;
     let _ = std::fs::remove_dir_all(&scratch);
     record
 }
@@ -193,19 +209,24 @@ pub fn run(
     }
     let stop = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel::<(usize, TestRecord)>();
+    // No more workers than tests: `-j 1000000` starts as many threads as there are tests to run.
+    let workers = options.jobs.clamp(1, queue.lock().unwrap().len().max(1));
     std::thread::scope(|scope| {
-        for _ in 0..options.jobs.max(1) {
+        for _ in 0..workers {
             let sender = sender.clone();
             let (queue, stop) = (&queue, &stop);
             scope.spawn(move || {
                 loop {
-                    if stop.load(Ordering::Relaxed) {
+                    if stop.load(Ordering::Relaxed) || process::interrupted().is_some() {
                         break;
                     }
                     let Some((index, test)) = queue.lock().unwrap().pop_front() else { break };
                     let mut result = run_one(test, index, options);
                     let mut failed_attempts = Vec::new();
-                    while result.outcome.is_failure() && failed_attempts.len() < options.retries as usize {
+                    while result.outcome.is_failure()
+                        && failed_attempts.len() < options.retries as usize
+                        && process::interrupted().is_none()
+                    {
                         failed_attempts.push(Attempt::of(result));
                         result = run_one(test, index, options);
                     }
@@ -225,8 +246,12 @@ pub fn run(
             results[index] = Some(result);
         }
     });
+    let not_run = match process::interrupted() {
+        Some(signal) => Outcome::Interrupted(signal),
+        None => Outcome::NotRun,
+    };
     for (index, test) in queue.into_inner().unwrap() {
-        results[index] = Some(skipped(test, Outcome::NotRun));
+        results[index] = Some(skipped(test, not_run.clone()));
     }
     let _ = std::fs::remove_dir(options.out_dir.join("tmp"));
     results.into_iter().map(|result| result.expect("every test has a result")).collect()

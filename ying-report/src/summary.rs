@@ -27,12 +27,15 @@ pub struct Summary {
     /// when there are none (and in summaries written before it was recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<NotRunTarget>,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`) before every test ran: the summary is incomplete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 impl Summary {
     /// A summary of `tests`.
     pub fn new(tests: Vec<SummaryTest>) -> Self {
-        Self { schema_version: SUMMARY_SCHEMA_VERSION, tests, not_run: Vec::new() }
+        Self { schema_version: SUMMARY_SCHEMA_VERSION, tests, not_run: Vec::new(), interrupted: None }
     }
 
     /// Reads the summary at `path`, of this version.
@@ -96,6 +99,9 @@ pub struct SummaryTest {
     /// that passed in a later attempt is flaky.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
+    /// The whole output of a failed test (what is shown of it is its end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 impl SummaryTest {
@@ -115,6 +121,7 @@ impl SummaryTest {
             retained_diff_flamegraph: None,
             warnings: Vec::new(),
             attempts: None,
+            output: None,
         }
     }
 }

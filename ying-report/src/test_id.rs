@@ -128,6 +128,11 @@ impl TestId {
         format!("reports/{}.json", self.file_stem())
     }
 
+    /// The whole output of the test when it failed, relative to the output directory: `output/<file stem>.log`.
+    pub fn output_path(&self) -> String {
+        format!("output/{}.log", self.file_stem())
+    }
+
     /// A flamegraph of the test, relative to the output directory: `flamegraphs/<file stem>.<what>.svg`.
     pub fn flamegraph_path(&self, what: &str) -> String {
         format!("flamegraphs/{}.{what}.svg", self.file_stem())

@@ -7,7 +7,9 @@ use crate::error::{EXIT_NO_TESTS, EXIT_OK, EXIT_TEST_FAILED, Error, Result};
 use crate::model::Run;
 use crate::outputs::{artifacts, github, junit, listing, terminal};
 use crate::plan::Plan;
+use crate::process;
 use crate::rerun;
+use crate::run_lock::RunLock;
 use crate::runner::{self, RunOptions};
 use crate::symbols::Symbolizer;
 use crate::workspace::Workspace;
@@ -25,10 +27,12 @@ pub fn run(args: TestArgs) -> Result<u8> {
     let workspace = Workspace::open(&filter.cargo)?;
     let config = &workspace.config;
     let selection = Selection::new(&filter.filters, &filter.filtersets, &filter.test_args)?;
+    let out_dir = workspace.out_dir(filter.cargo.target_dir.as_deref());
+    // Another run on this target directory finishes first: its files, and the baseline it may save, are whole.
+    let _lock = if selection.list { None } else { Some(RunLock::acquire(&out_dir)?) };
     // Read (and check) the baseline before anything runs: a corrupt one stops the run and stays as it was.
     let baseline = BaselineFile::open(workspace.baseline_path(args.baseline.as_deref()))?;
     let gating = config.gating(&args.gating);
-    let out_dir = workspace.out_dir(filter.cargo.target_dir.as_deref());
 
     let verbosity = if args.quiet {
         Some("--quiet")
@@ -79,15 +83,28 @@ pub fn run(args: TestArgs) -> Result<u8> {
             selection.passthrough.iter().map(|arg| format!(" {arg}")).collect::<String>()
         ));
     }
+    // From here SIGINT and SIGTERM stop the tests (their process groups killed) and end the run with a summary
+    // marked incomplete, rather than leave the tests running.
+    process::catch_interrupts();
     let started = Instant::now();
     let records = runner::run(planned, &options, |record| reporter.result(record));
-    let mut run = Run { tests: records, elapsed: started.elapsed(), fail_fast: options.fail_fast, gate: None };
+    let interrupted = process::interrupted();
+    let mut run =
+        Run { tests: records, elapsed: started.elapsed(), fail_fast: options.fail_fast, gate: None, interrupted };
     complete_reports(&mut run, planned, &out_dir)?;
 
     if baseline.baseline.is_some() {
         // Only a run of every test can tell a test missing from one filtered out.
-        run.judge(baseline.path.clone(), baseline.entries(), gating, plan.complete, args.gating.check);
-        rerun::confirm(&mut run, planned, &options, |id, reruns| reporter.rerun(id, reruns));
+        run.judge(
+            baseline.path.clone(),
+            baseline.entries(),
+            gating,
+            plan.complete && interrupted.is_none(),
+            args.gating.check,
+        );
+        if interrupted.is_none() {
+            rerun::confirm(&mut run, planned, &options, |id, reruns| reporter.rerun(id, reruns));
+        }
     }
     artifacts::flamegraphs(&mut run, &out_dir)?;
     let mut summary = run.summary();
@@ -99,6 +116,9 @@ pub fn run(args: TestArgs) -> Result<u8> {
     reporter.artifacts(&out_dir.join("index.html"));
     reporter.gate(&run, &baseline.path, args.save_baseline);
     write_ci_outputs(&run, args.junit.as_deref(), workspace.root())?;
+    if let Some(signal) = interrupted {
+        return Ok(process::exit_code(signal));
+    }
     let mut regressed = run.regressed();
     if args.save_baseline {
         let entries = run.entries_to_save();

@@ -12,8 +12,8 @@ use ying_report::{GateVerdict, LeakReport, Summary, TestId};
 const FLAMEGRAPHS: [&str; 3] = ["retained", "allocated", "retained-diff"];
 
 /// Clears what an earlier run left under `out_dir` that this run replaces: for a run of every test (`only` is
-/// `None`), all reports and flamegraphs, so every file there is this run's; for a filtered run, only the files of
-/// the tests in `only`, so the other tests' reports stay. Refused reports and scratch space always go.
+/// `None`), all reports, flamegraphs and kept outputs, so every file there is this run's; for a filtered run, only
+/// the files of the tests in `only`, so the other tests' reports stay. Refused reports and scratch space always go.
 pub fn prepare(out_dir: &Path, only: Option<&[TestId]>) -> Result<()> {
     let remove_dir = |dir: &str| {
         let path = out_dir.join(dir);
@@ -27,14 +27,14 @@ pub fn prepare(out_dir: &Path, only: Option<&[TestId]>) -> Result<()> {
     }
     match only {
         None => {
-            for dir in ["reports", "flamegraphs"] {
+            for dir in ["reports", "flamegraphs", "output"] {
                 remove_dir(dir)?;
             }
         }
         Some(tests) => {
             for id in tests {
                 let files = FLAMEGRAPHS.map(|what| id.flamegraph_path(what));
-                for file in files.iter().chain([&id.report_path()]) {
+                for file in files.iter().chain([&id.report_path(), &id.output_path()]) {
                     let path = out_dir.join(file);
                     match std::fs::remove_file(&path) {
                         Err(error) if error.kind() != std::io::ErrorKind::NotFound => {

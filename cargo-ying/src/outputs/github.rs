@@ -147,7 +147,7 @@ mod tests {
         let mut tests: Vec<TestRecord> =
             (0..12).map(|index| leak_test(&format!("fails_{index:02}"), 0, Outcome::Failed)).collect();
         tests.push(leak_test("grew", 5000, Outcome::Passed));
-        let mut run = Run { tests, elapsed: Duration::ZERO, fail_fast: false, gate: None };
+        let mut run = Run { tests, elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
         let grew = run.tests[12].id.clone();
         let entry = BaselineEntry::new(Figures { retained_bytes: 10, ..Figures::default() }, Vec::new());
         let baseline: BTreeMap<TestId, BaselineEntry> = [(grew, entry)].into();

@@ -86,6 +86,11 @@ fn test_case(test: &TestRecord, suite: &str) -> TestCase {
             status.set_message("not run: an earlier test failed and the run stopped (fail-fast)");
             status
         }
+        Outcome::Interrupted(_) => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(format!("not run: {}", test.outcome.reason().unwrap_or_default()));
+            status
+        }
         outcome if outcome.is_failure() => {
             let reason = test.failure_message();
             let mut description = reason.clone();
@@ -173,7 +178,7 @@ mod tests {
     }
 
     fn run(tests: Vec<TestRecord>) -> String {
-        junit(&Run { tests, elapsed: Duration::from_secs(2), fail_fast: false, gate: None })
+        junit(&Run { tests, elapsed: Duration::from_secs(2), fail_fast: false, gate: None, interrupted: None })
     }
 
     fn parse(xml: &str) -> roxmltree::Document<'_> {

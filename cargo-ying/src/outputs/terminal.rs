@@ -72,7 +72,7 @@ fn outcome_label(outcome: &Outcome) -> Option<(&'static str, &'static str)> {
         Outcome::Failed | Outcome::Unreported(_) => Some(("FAIL", RED)),
         Outcome::Crashed(_) => Some(("CRASH", RED)),
         Outcome::TimedOut(_) => Some(("TIMEOUT", RED)),
-        Outcome::Ignored | Outcome::NotRun => None,
+        Outcome::Ignored | Outcome::NotRun | Outcome::Interrupted(_) => None,
     }
 }
 
@@ -219,7 +219,13 @@ impl Reporter {
                 _ => {}
             }
         }
-        if totals.not_run > 0 && run.fail_fast {
+        if let Some(signal) = run.interrupted {
+            eprintln!(
+                "{} the run was stopped by {}: the tests that had not finished did not run; no baseline was written",
+                self.label(RED, "interrupted"),
+                crate::process::signal_name(signal)
+            );
+        } else if totals.not_run > 0 && run.fail_fast {
             eprintln!("{} stopped after the first failure; --no-fail-fast runs every test", self.label(YELLOW, "note"));
         }
         self.leak_table(run);

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 mod ci;
 mod frames;
+mod hostile;
 mod html;
 mod junit;
 mod nextest;

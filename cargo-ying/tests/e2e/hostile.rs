@@ -1,0 +1,190 @@
+//! Nothing hangs, nothing is lost, nothing is left running: timeouts and SIGINT/SIGTERM kill each test's whole
+//! process group, an interrupted run writes a summary marked incomplete and no baseline, a test printing 100 MiB
+//! does not grow cargo ying, concurrent runs on one target directory both complete, and `-j` far beyond the tests
+//! does not hang.
+
+use crate::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
+use std::path::Path;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+/// Waits for `child` at most `limit`, then kills it and fails: a hang is a failure, not a stuck suite.
+fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("cargo ying did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `pid` still runs (a zombie does not).
+fn alive(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+}
+
+/// Waits until neither process runs any more, at most 30 s; says which is left.
+fn assert_gone(pids: &[i32], what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pids.iter().any(|&pid| alive(pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<i32> = pids.iter().copied().filter(|&pid| alive(pid)).collect();
+    assert!(left.is_empty(), "{what}: processes {left:?} are still running");
+}
+
+/// The pids `leaves_a_child_running` wrote: its child's and its own. `run` is the cargo ying that runs it: if it
+/// ends first, or the test never starts, the test fails with what it printed.
+fn wait_for_pids(path: &Path, run: &mut Child) -> [i32; 2] {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let pids: Vec<i32> = text.split_whitespace().map(|pid| pid.parse().unwrap()).collect();
+            return [pids[0], pids[1]];
+        }
+        let ended = run.try_wait().unwrap();
+        if ended.is_some() || Instant::now() > deadline {
+            let _ = run.kill();
+            let mut err = String::new();
+            if let Some(mut pipe) = run.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+            }
+            panic!("the test never started (cargo ying: {ended:?}):\n{err}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_timeout_kills_the_tests_whole_process_group() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let pid_file = fixture.path().join("pids");
+    let pid_env = pid_file.display().to_string();
+    let output = fixture.cargo_ying(
+        &["--timeout", "3s", "--", "--exact", "leaves_a_child_running"],
+        &[("FIXTURE_CHILD_PID", &pid_env), ("FIXTURE_CHILD_HANG", "1")],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("TIMEOUT ["), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&pid_file).unwrap();
+    let pids: Vec<i32> = text.split_whitespace().map(|pid| pid.parse().unwrap()).collect();
+    assert_gone(&pids, "after the timeout, the test and the child it started");
+}
+
+#[test]
+fn an_interrupt_kills_every_test_and_leaves_an_incomplete_summary_and_no_baseline() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    for (signal, name, code) in [(libc::SIGINT, "SIGINT", 130), (libc::SIGTERM, "SIGTERM", 143)] {
+        let pid_file = fixture.path().join(format!("pids-{name}"));
+        let pid_env = pid_file.display().to_string();
+        let mut child = fixture
+            .command(
+                &["--save-baseline", "-j", "1", "-E", "binary(hostile)", "--no-fail-fast"],
+                &[("FIXTURE_CHILD_PID", &pid_env), ("FIXTURE_CHILD_HANG", "1")],
+            )
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pids = wait_for_pids(&pid_file, &mut child);
+        // SAFETY: signals the cargo-ying process this test started.
+        unsafe { libc::kill(i32::try_from(child.id()).unwrap(), signal) };
+        let status = wait_at_most(&mut child, Duration::from_secs(120));
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(code), "{name}: {err}");
+        assert!(err.contains(&format!("the run was stopped by {name}")), "{err}");
+        assert_gone(&pids, &format!("after {name} to cargo ying, the test and its child"));
+        let summary = summary(&target_dir());
+        assert_eq!(summary["interrupted"], name, "the summary says it is incomplete");
+        let hung = entry(&summary, "hostile", "leaves_a_child_running");
+        assert_eq!(hung["outcome"], "not-run");
+        assert_eq!(hung["reason"], format!("the run was stopped by {name}"));
+        assert!(!fixture.path().join("ying-baseline.json").exists(), "an interrupted run writes no baseline");
+    }
+}
+
+#[test]
+fn a_test_printing_100_mib_does_not_grow_cargo_ying_and_a_failure_keeps_all_of_it() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let args = ["--", "--exact", "prints_a_lot"];
+    // Built first, so that the measured run compiles nothing (the compiler's memory would count).
+    assert_eq!(fixture.cargo_ying(&args, &[]).status.code(), Some(0));
+
+    #[expect(clippy::zombie_processes, reason = "reaped by wait4 below, for its resource usage")]
+    let child = fixture
+        .command(&args, &[("FIXTURE_PRINT_MB", "100")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // SAFETY: rusage is plain integers, for which all zeroes is a value.
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: waits for the child just started, with pointers to live locals. The usage covers cargo ying and
+    // what it waited for (cargo, the test): the most any of them held.
+    let waited = unsafe { libc::wait4(i32::try_from(child.id()).unwrap(), &mut status, 0, &mut usage) };
+    assert!(waited > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    let peak_kib = usage.ru_maxrss;
+    assert!(peak_kib < 100 * 1024, "peak resident memory {peak_kib} KiB with a test printing 100 MiB");
+
+    let failed = fixture.cargo_ying(&args, &[("FIXTURE_PRINT_MB", "3"), ("FIXTURE_PRINT_FAIL", "1")]);
+    let err = stderr(&failed);
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(err.contains("[cargo ying: the start of this output is cut"), "{}", &err[..err.len().min(2000)]);
+    let summary = summary(&target_dir());
+    let log = entry(&summary, "hostile", "prints_a_lot")["output"].as_str().unwrap().to_owned();
+    let kept = std::fs::metadata(target_dir().join("ying").join(log)).unwrap().len();
+    assert!(kept > 3 * 1024 * 1024, "the whole output is kept: {kept} bytes");
+}
+
+#[test]
+fn two_runs_on_one_target_directory_both_complete_and_both_save() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    // Built first, so that both runs race in running, not in cargo's own build lock.
+    assert_eq!(fixture.cargo_ying(&["--", "--exact", "clean"], &[]).status.code(), Some(0));
+    let start = |test: &str| {
+        fixture
+            .command(&["--save-baseline", "--", "--exact", test], &[])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut runs = [start("clean"), start("budget_passes")];
+    let mut outputs = Vec::new();
+    for run in &mut runs {
+        let status = wait_at_most(run, Duration::from_secs(300));
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(0), "{err}");
+        assert!(err.contains("1 test run: 1 passed"), "each run is whole: {err}");
+        outputs.push(err);
+    }
+    assert!(outputs[0].contains("PASS [") && outputs[0].contains("leaks clean"), "{}", outputs[0]);
+    assert!(outputs[1].contains("leaks budget_passes"), "{}", outputs[1]);
+    let baseline = std::fs::read_to_string(fixture.path().join("ying-baseline.json")).unwrap();
+    assert!(baseline.contains("leaks clean\"") && baseline.contains("leaks budget_passes\""), "both: {baseline}");
+}
+
+#[test]
+fn far_more_jobs_than_tests_do_not_hang() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let mut run = fixture
+        .command(&["-j", "1000000", "-E", "binary(steady)"], &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert_eq!(wait_at_most(&mut run, Duration::from_secs(300)).code(), Some(0));
+}
