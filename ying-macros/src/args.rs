@@ -35,9 +35,16 @@ pub(crate) fn parse(args: TokenStream) -> syn::Result<Vec<Arg>> {
     Ok(syn::parse::Parser::parse2(parser, args)?.into_iter().collect())
 }
 
-/// Attributes that already make the function a test: `#[test]`, `#[tokio::test]`, and the marker the built-in
-/// `#[test]` leaves when it expanded first.
+/// Attributes that already make the function a test: `#[test]`, `#[tokio::test]` and the like.
 pub(crate) fn is_test_attribute(attr: &syn::Attribute) -> bool {
-    let last = attr.path().segments.last().map(|segment| segment.ident.to_string());
-    matches!(last.as_deref(), Some("test" | "rustc_test_marker"))
+    matches!(attr.style, syn::AttrStyle::Outer) && last_segment_is(attr, "test")
+}
+
+/// `#[ying::leak_test]` (or `#[leak_test]`, imported).
+pub(crate) fn is_leak_test_attribute(attr: &syn::Attribute) -> bool {
+    matches!(attr.style, syn::AttrStyle::Outer) && last_segment_is(attr, "leak_test")
+}
+
+fn last_segment_is(attr: &syn::Attribute, name: &str) -> bool {
+    attr.path().segments.last().is_some_and(|segment| segment.ident == name)
 }

@@ -4,10 +4,13 @@
 //! The attribute goes through three steps, each in its own module: [`args`] parses the arguments keeping every
 //! value with its span, [`validate`] checks them (unknown, duplicate and mistyped keys, sizes and their units) into
 //! a [`validate::LeakTestArgs`], and [`expand`] writes the test. On an error the function is still emitted, with
-//! the error beside it, so that one mistake does not bury the rest of the crate under follow-on errors.
+//! the error beside it, so that one mistake does not bury the rest of the crate under follow-on errors. [`source`]
+//! reads the function back from its file for the one thing its input cannot tell: a `#[test]` written before the
+//! leak test, which has already registered the test.
 
 mod args;
 mod expand;
+mod source;
 mod validate;
 
 use proc_macro::TokenStream;
@@ -30,7 +33,11 @@ pub fn leak_test(args: TokenStream, item: TokenStream) -> TokenStream {
     let checked = args::parse(raw_args.clone()).and_then(|args| validate::validate(args, &function));
     match checked {
         Ok(_) if function.sig.asyncness.is_some() => expand::defer_to_async_attribute(raw_args, function).into(),
-        Ok(args) => expand::expand(&args, function).into(),
+        Ok(args) => {
+            let registered = function.attrs.iter().any(args::is_test_attribute)
+                || source::has_test_attribute(&function).unwrap_or(false);
+            expand::expand(&args, function, registered).into()
+        }
         Err(error) => {
             let mut output = error.into_compile_error();
             output.extend(item);

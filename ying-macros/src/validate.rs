@@ -70,6 +70,7 @@ pub(crate) fn validate(args: Vec<Arg>, function: &syn::ItemFn) -> syn::Result<Le
         None => errors = Some(error),
     };
     let mut seen: Vec<String> = Vec::new();
+    let mut growth_key = None;
     for arg in args {
         let key = arg.key.to_string();
         let Some(&(_, kind)) = KEYS.iter().find(|(name, _)| *name == key) else {
@@ -81,10 +82,31 @@ pub(crate) fn validate(args: Vec<Arg>, function: &syn::ItemFn) -> syn::Result<Le
             continue;
         }
         seen.push(key.clone());
+        if key == "max_growth_per_iteration" {
+            growth_key = Some(arg.key.span());
+        }
         match check_value(&key, kind, &arg.value) {
             Ok(value) => store(&mut checked, &key, value),
             Err(error) => push(error),
         }
+    }
+    if let Some(span) = growth_key.filter(|_| !seen.iter().any(|key| key == "iterations")) {
+        push(syn::Error::new(
+            span,
+            "`max_growth_per_iteration` is judged over measured runs, and without `iterations` there is one: add \
+             `iterations = N` (and `warmup = 1` for one-time initialisation), or budget the one run with \
+             `max_retained`",
+        ));
+    }
+    if let Some(second) = function.attrs.iter().find(|attr| crate::args::is_leak_test_attribute(attr)) {
+        push(syn::Error::new_spanned(
+            second,
+            format!(
+                "`#[ying::leak_test]` is written twice on `{}`: remove the second one and give all the arguments \
+                 to one attribute",
+                function.sig.ident
+            ),
+        ));
     }
     if function.sig.asyncness.is_some() && !function.attrs.iter().any(crate::args::is_test_attribute) {
         push(syn::Error::new(

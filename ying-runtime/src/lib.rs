@@ -156,11 +156,20 @@ pub use read::stack_stats::StackStats;
 /// | `max_peak` | bytes the measured runs may hold at once |
 /// | `max_allocated` | bytes each measured run may allocate |
 /// | `max_allocations` | allocations each measured run may make |
-/// | `max_growth_per_iteration` | net heap growth (allocated minus freed bytes, whatever their age) allowed per measured run; the test fails when every run grew by more; default `"0"` with `iterations` |
+/// | `max_growth_per_iteration` | net heap growth (allocated minus freed bytes, whatever their age) allowed per measured run; the test fails when every run grew by more; default `"0"` with `iterations`, which it needs |
 /// | `warmup` | unmeasured runs of the body first (one-time initialisation) |
 /// | `iterations` | measured runs of the body (at least 1) |
 /// | `attribution` | `"thread"`: allocations of the test's thread and of threads that [enter](Scope::enter) its scope; `"process"`: every allocation in the process |
 /// | `allow` | retained memory allocated under a function whose name contains one of these is excused |
+///
+/// # Forms
+///
+/// `#[test]`, or an async test attribute such as `#[tokio::test]`, may be written before the leak test, after it,
+/// or not at all: the test is registered once. Inner attributes (`#![allow(..)]`) apply to the body. A leak test
+/// returns what a test may: `()`, a `Result`, an `ExitCode` or `impl Termination`.
+///
+/// A leak test's function cannot be called from another leak test's body (the two would share one measured
+/// scope): the call panics at once, naming both tests. Move the shared body into a plain function and call that.
 ///
 /// # Attribution
 ///

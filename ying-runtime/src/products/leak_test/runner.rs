@@ -10,6 +10,7 @@ use crate::base::thread::{THREAD, as_profiler};
 use crate::hot::scope::{OpenScope, ScopeStats};
 use crate::hot::{live, stacks};
 use crate::read::symbolize::{name_test_body, symbolize};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use ying_report::report::{IterationFigures, Outcome, RetainedSite};
@@ -32,6 +33,45 @@ impl<T, E> TestResult for Result<T, E> {
     }
 }
 
+/// What a test returning `impl Termination` reports (the attribute reports its value, as the test harness would).
+impl TestResult for std::process::ExitCode {
+    fn is_success(&self) -> bool {
+        *self == Self::SUCCESS
+    }
+}
+
+thread_local! {
+    /// The leak test whose body this thread runs, if any.
+    static RUNNING_HERE: Cell<Option<&'static LeakTest>> = const { Cell::new(None) };
+}
+
+/// Marks the thread as running a leak test's body until dropped.
+struct OnThisThread(());
+
+impl OnThisThread {
+    /// Refuses a leak test called from another's body: the two would share one measured scope, and under process
+    /// attribution the inner test would wait forever for the lock the outer one holds.
+    #[track_caller]
+    fn enter(test: &'static LeakTest) -> Self {
+        if let Some(outer) = RUNNING_HERE.with(Cell::get) {
+            panic!(
+                "ying: leak test `{inner}` was called from the body of leak test `{outer}`, and a leak test cannot \
+                 run inside another; move the body of `{inner}` into a plain function and call that from both tests",
+                inner = test.name,
+                outer = outer.name,
+            );
+        }
+        RUNNING_HERE.with(|running| running.set(Some(test)));
+        Self(())
+    }
+}
+
+impl Drop for OnThisThread {
+    fn drop(&mut self) {
+        let _ = RUNNING_HERE.try_with(|running| running.set(None));
+    }
+}
+
 /// Runs a leak test. Called by the code `#[ying::leak_test]` generates; async tests reach it through the sync
 /// function their test attribute (`#[tokio::test]`) generates, so the scope spans the whole runtime.
 ///
@@ -39,6 +79,7 @@ impl<T, E> TestResult for Result<T, E> {
 #[doc(hidden)]
 #[track_caller]
 pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) -> R {
+    let _here = OnThisThread::enter(test);
     let plan = Plan::new(test, default_attribution());
     let _serial = plan.prepare();
     super::hook::install();
