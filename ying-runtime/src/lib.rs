@@ -68,7 +68,11 @@
 //!   figures of [`ScopeStats`] and [`HeapStats`].
 //! - The process peak ([`HeapStats::peak_bytes`]) is batched per thread and may be off by up to 64 KiB per
 //!   allocating thread (with one thread, below the true peak); scope peaks are exact.
-//! - Allocations larger than [`YingProfiler::giant_alloc_limit`] (64 GiB by default) are refused.
+//! - Allocations larger than [`YingProfiler::giant_alloc_limit`] (64 GiB by default) are refused; the refusal
+//!   writes the allocating stack as addresses (for `addr2line`), since it may not allocate to name them.
+//! - A process may fork while other threads allocate: the profiler's locks are taken around the fork
+//!   (`pthread_atfork`), so the child can allocate. In the child, the scopes that other threads opened stay open
+//!   (no thread is left to close them); the forking thread's scopes and figures carry on.
 //! - A thread's allocations during its own teardown, after its thread-local storage is gone, are counted in the
 //!   exact figures but not attributed to scopes or sampled; [`HeapStats::dropped_events`] counts them.
 //! - Overhead (BENCHMARKS.md in the repository): outside scopes, at the default interval, about 1.05x to 1.25x the

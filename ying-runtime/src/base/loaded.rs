@@ -1,6 +1,6 @@
 //! The objects the dynamic loader has loaded (Linux), walked with `dl_iterate_phdr` without allocating: the stack
 //! walker looks up call-frame information with it inside the allocator, symbolisation finds the executable's load
-//! bias, and pprof sessions list the mappings.
+//! bias, pprof sessions list the mappings, and a refused giant allocation names the object of each frame.
 
 use core::ffi::CStr;
 use core::ops::ControlFlow;
@@ -19,7 +19,6 @@ pub(crate) struct LoadedObject<'a> {
     /// Its program headers.
     pub(crate) headers: &'a [ProgramHeader],
     /// Its file name as the loader knows it; empty for the executable.
-    #[cfg_attr(not(any(feature = "pprof", test)), expect(dead_code, reason = "read by the pprof mappings only"))]
     pub(crate) name: &'a CStr,
     /// How many objects the loader has unloaded since the process started.
     pub(crate) unloads: u64,

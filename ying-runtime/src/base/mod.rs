@@ -1,7 +1,8 @@
 //! The base: building blocks that never allocate through the global allocator and use no other layer, so that
 //! the allocation path may use any of them: memory straight from the system (`raw`), a lock that never allocates
 //! (`sync`), the state each thread keeps (`thread`), the ids the tables hand out (`ids`), the objects the loader
-//! has loaded (`loaded`), and the `tracing` spans each thread is in (`span_stack`).
+//! has loaded (`loaded`), the `tracing` spans each thread is in (`span_stack`), and standard error written from a
+//! buffer on the stack (`stderr`).
 
 pub(crate) mod ids;
 #[cfg(target_os = "linux")]
@@ -9,5 +10,6 @@ pub(crate) mod loaded;
 pub(crate) mod raw;
 #[cfg(feature = "profile-spans")]
 pub(crate) mod span_stack;
+pub(crate) mod stderr;
 pub(crate) mod sync;
 pub(crate) mod thread;

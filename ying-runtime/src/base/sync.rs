@@ -43,6 +43,25 @@ impl<T> SpinLock<T> {
             }
         }
     }
+
+    /// Acquires the lock and keeps it past this call: for the fork handlers (`hot::fork`), which take every lock of
+    /// the allocation path before the process forks and release them, with [`unlock_after_fork`](Self::unlock_after_fork),
+    /// in the parent and in the child.
+    #[cfg(unix)]
+    pub(crate) fn lock_for_fork(&self) {
+        core::mem::forget(self.lock());
+    }
+
+    /// Releases the lock [`lock_for_fork`](Self::lock_for_fork) took.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread (or, in a child process, the thread that forked it) took the lock with `lock_for_fork`
+    /// and has not released it since.
+    #[cfg(unix)]
+    pub(crate) unsafe fn unlock_after_fork(&self) {
+        self.locked.store(false, Ordering::Release);
+    }
 }
 
 /// Releases the lock when dropped.

@@ -1,12 +1,12 @@
 //! [`YingProfiler`]: the `GlobalAlloc` wrapper that keeps exact figures, samples stacks and attributes to scopes.
 
 use crate::base::ids::ScopeId;
-use crate::base::thread::{THREAD, ThreadState, as_profiler};
+use crate::base::stderr::Stderr;
+use crate::base::thread::{THREAD, ThreadState};
 use crate::hot::counters::{self, HeapStats};
 use crate::hot::live::{self, Entry, Sample};
 use crate::hot::sampler::{self, DEFAULT_SAMPLE_INTERVAL, Weight};
 use crate::hot::{scope, stacks};
-use crate::read::symbolize;
 use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::alloc::System;
@@ -94,8 +94,10 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     }
 
     /// Refuses single allocations (and reallocations) larger than `bytes`: the allocator returns null, so the
-    /// program sees an allocation failure instead of exhausting memory, and the allocating stack is written to
-    /// standard error.
+    /// program sees an allocation failure instead of exhausting memory (`try_reserve` fails,
+    /// [`handle_alloc_error`](std::alloc::handle_alloc_error) aborts), and the allocating stack is written to standard
+    /// error as addresses (with the object each lies in, for `addr2line`): the refusal allocates nothing, so any
+    /// limit works, a few KiB included.
     #[must_use]
     pub const fn giant_alloc_limit(mut self, bytes: usize) -> Self {
         self.giant_alloc_limit = bytes;
@@ -123,21 +125,11 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         counters::snapshot().live_bytes
     }
 
+    /// Refuses an allocation of `size` bytes: reports it (see [`report_refusal`]) and returns null.
     #[cold]
+    #[inline(never)]
     fn refuse_giant(&self, size: usize) -> *mut u8 {
-        let limit = self.giant_alloc_limit;
-        as_profiler(|| {
-            let frames = symbolize::symbolize(&stacks::capture());
-            let mut message = format!(
-                "ying: refused an allocation of {size} bytes, above the giant_alloc_limit of {limit} bytes, at:\n"
-            );
-            for frame in &frames {
-                message.push_str("    ");
-                message.push_str(&frame.to_string());
-                message.push('\n');
-            }
-            eprint!("{message}");
-        });
+        report_refusal(size, self.giant_alloc_limit);
         core::ptr::null_mut()
     }
 
@@ -397,6 +389,56 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         entry.size = new;
         (entry.scope.is_some() || entry.sample.is_some()).then_some(entry)
     }
+}
+
+/// Writes the report of a refused allocation of `size` bytes to standard error: the limit, and the allocating stack
+/// as addresses, each with the object it lies in and its address in that object's file (what `addr2line -e` takes).
+///
+/// It allocates nothing and takes no lock an allocation may hold, so that it works under any limit (symbolising
+/// would allocate, past a small limit, and be refused in turn) and on any thread, the profiler's included.
+#[cold]
+#[inline(never)]
+fn report_refusal(size: usize, limit: usize) {
+    use core::fmt::Write as _;
+    let stack = stacks::capture();
+    let mut out = Stderr::new();
+    let _ =
+        writeln!(out, "ying: refused an allocation of {size} bytes, above the giant_alloc_limit of {limit} bytes, at:");
+    for &ip in stack.as_slice() {
+        let _ = write!(out, "    {ip:#x}");
+        #[cfg(target_os = "linux")]
+        write_object_of(&mut out, ip);
+        out.bytes(b"\n");
+    }
+    out.line(b"ying: (addresses of return sites; name them with `addr2line -Cfipe OBJECT ADDRESS_IN_OBJECT`)");
+}
+
+/// Writes ` in OBJECT at ADDRESS_IN_OBJECT` for the instruction pointer `ip`, when a loaded object holds it.
+#[cfg(target_os = "linux")]
+fn write_object_of(out: &mut Stderr, ip: usize) {
+    use core::fmt::Write as _;
+    use core::ops::ControlFlow;
+    crate::base::loaded::find_map(|object| {
+        if !object.holds(ip) {
+            return ControlFlow::Continue(());
+        }
+        out.bytes(b" in ");
+        if object.name.is_empty() {
+            // The executable, which the loader does not name.
+            let mut path = [0u8; 512];
+            // SAFETY: the path is a C string literal; `path` is valid for writes of its length, the most `readlink`
+            // writes.
+            let len = unsafe { libc::readlink(c"/proc/self/exe".as_ptr(), path.as_mut_ptr().cast(), path.len()) };
+            match usize::try_from(len) {
+                Ok(len) if len > 0 => out.bytes(&path[..len]),
+                _ => out.bytes(b"the executable"),
+            }
+        } else {
+            out.bytes(object.name.to_bytes());
+        }
+        let _ = write!(out, " at {:#x}", ip.wrapping_sub(object.bias));
+        ControlFlow::Break(())
+    });
 }
 
 /// An allocation the profiler made for itself (its thread is busy): remembered, so that its free is not counted.

@@ -92,6 +92,9 @@ fn shard(thread: Option<&ThreadState>) -> (&'static Shard, bool) {
 fn assign_shard(thread: &ThreadState) -> (&'static Shard, bool) {
     let index = NEXT_SHARD.fetch_add(1, Relaxed);
     OBSERVED.store(true, Relaxed);
+    // Before this thread takes any lock of the allocation path.
+    #[cfg(unix)]
+    crate::hot::fork::register();
     let (shard, exclusive) = match OWNED.get(index) {
         Some(owned) => (owned, true),
         None => (&SHARED[index % SHARED_SHARDS], false),

@@ -12,12 +12,14 @@
 //! - `stacks`, `unwind`: stack capture (with a caching walker) and the stack table with its per-stack estimates;
 //! - `histogram`: how long a stack's freed samples lived, which the free path adds to (the type is public, and read
 //!   above, but written here).
+//! - `fork`: the `pthread_atfork` handlers that keep a forked child from inheriting a lock another thread held.
 //!
-//! One call goes up a layer: a refused giant allocation is reported with its symbolised stack
-//! (`read::symbolize`), out of line and as the profiler.
+//! A refused giant allocation is reported from here too, without allocating: its stack as addresses (`allocator`).
 
 pub(crate) mod allocator;
 pub(crate) mod counters;
+#[cfg(unix)]
+pub(crate) mod fork;
 pub(crate) mod histogram;
 pub(crate) mod live;
 pub(crate) mod sampler;

@@ -518,6 +518,30 @@ impl OpenScope {
     }
 }
 
+/// In a child process, just after the fork: the updaters announced in `users` were other threads of the parent,
+/// which the child does not have (the forking thread itself was announced nowhere: it was in `fork`), so no close
+/// in the child waits for them. The scopes other threads opened stay open in the child, with no home thread: the
+/// child's updates of them take the shared path.
+#[cfg(unix)]
+pub(crate) fn forget_other_threads() {
+    for slot in &SLOT_TABLE {
+        slot.users.store(0, Ordering::SeqCst);
+    }
+}
+
+/// Announces an update of scope `id` by another thread than its home thread, as [`with_open`] does, until
+/// [`end_update`]: for tests that need an update in flight.
+#[cfg(all(test, unix))]
+pub(crate) fn begin_update(id: ScopeId) {
+    slot_of(id).users.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Ends the update [`begin_update`] announced.
+#[cfg(all(test, unix))]
+pub(crate) fn end_update(id: ScopeId) {
+    slot_of(id).users.fetch_sub(1, Ordering::Release);
+}
+
 /// Takes a free slot, in turn from the one after the slot taken last; `None` when all are taken.
 fn claim_slot() -> Option<usize> {
     let start = NEXT_SLOT.load(Ordering::Relaxed);

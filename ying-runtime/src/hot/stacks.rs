@@ -224,6 +224,23 @@ pub(crate) fn snapshot() -> RawVec<(Ips, f64, f64, LifetimeHistogram)> {
     out
 }
 
+/// Takes the stack table's lock before the process forks (see `hot::fork`).
+#[cfg(unix)]
+pub(crate) fn lock_for_fork() {
+    STACKS.lock_for_fork();
+}
+
+/// Releases the lock [`lock_for_fork`] took, in the parent and in the child.
+///
+/// # Safety
+///
+/// The calling thread took the lock with [`lock_for_fork`] (in a child: the thread that forked it did).
+#[cfg(unix)]
+pub(crate) unsafe fn unlock_after_fork() {
+    // SAFETY: the caller took the lock with `lock_for_fork`, as this function's contract says.
+    unsafe { STACKS.unlock_after_fork() };
+}
+
 /// The captured stack `id`, if the table has it.
 pub(crate) fn ips(id: StackId) -> Option<Ips> {
     STACKS.lock().as_ref()?.records.get(id.index()).map(|record| record.ips)

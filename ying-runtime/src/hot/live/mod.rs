@@ -12,3 +12,5 @@ pub(crate) use entries::{
     remove_anywhere, sampled, set_process_scope_open,
 };
 pub(crate) use entry::{Entry, Sample};
+#[cfg(unix)]
+pub(crate) use table::{lock_for_fork, unlock_after_fork};

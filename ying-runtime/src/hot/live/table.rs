@@ -205,6 +205,25 @@ fn set_bit(slot: usize, on: bool) {
 
 const _: () = assert!((SLOTS / SHARDS).is_multiple_of(64), "a filter word must belong to one shard");
 
+/// Takes every shard's lock, in order, before the process forks (see `hot::fork`): no path holds two at once.
+#[cfg(unix)]
+pub(crate) fn lock_for_fork() {
+    SHARD_MAPS.iter().for_each(SpinLock::lock_for_fork);
+}
+
+/// Releases the locks [`lock_for_fork`] took, in the parent and in the child.
+///
+/// # Safety
+///
+/// The calling thread took the locks with [`lock_for_fork`] (in a child: the thread that forked it did).
+#[cfg(unix)]
+pub(crate) unsafe fn unlock_after_fork() {
+    for shard in &SHARD_MAPS {
+        // SAFETY: the caller took every shard's lock with `lock_for_fork`, as this function's contract says.
+        unsafe { shard.unlock_after_fork() };
+    }
+}
+
 /// Calls `f` with every entry of the live table, shard by shard, each under its shard's lock: `f` must not
 /// allocate through the global allocator (raw-system memory is fine).
 pub(crate) fn for_each(mut f: impl FnMut(&Entry)) {

@@ -42,4 +42,18 @@ pub(crate) use elsewhere::{capture, capture_cached, remember};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(crate) use remembered::{capture_cached, remember};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub(crate) use rules::{lock_for_fork, unlock_after_fork};
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(crate) use walk::capture;
+
+/// The walker keeps no lock here.
+#[cfg(all(unix, not(all(target_arch = "x86_64", target_os = "linux"))))]
+pub(crate) fn lock_for_fork() {}
+
+/// The walker keeps no lock here.
+///
+/// # Safety
+///
+/// None needed; `unsafe` as on x86-64 Linux, where it releases the rules' lock.
+#[cfg(all(unix, not(all(target_arch = "x86_64", target_os = "linux"))))]
+pub(crate) unsafe fn unlock_after_fork() {}

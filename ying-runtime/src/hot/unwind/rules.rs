@@ -124,6 +124,21 @@ pub(super) fn rule_for(address: usize) -> Result<Rule, Miss> {
     found
 }
 
+/// Takes the writers' lock before the process forks (see `hot::fork`).
+pub(crate) fn lock_for_fork() {
+    WRITER.lock_for_fork();
+}
+
+/// Releases the lock [`lock_for_fork`] took, in the parent and in the child.
+///
+/// # Safety
+///
+/// The calling thread took the lock with [`lock_for_fork`] (in a child: the thread that forked it did).
+pub(crate) unsafe fn unlock_after_fork() {
+    // SAFETY: the caller took the lock with `lock_for_fork`, as this function's contract says.
+    unsafe { WRITER.unlock_after_fork() };
+}
+
 /// Where an object's call-frame information lies, as the loader reports it.
 #[derive(Default)]
 struct Object {
