@@ -8,7 +8,8 @@ Exit codes:
   0  every test passed
   1  a test failed, crashed or timed out, or a leak test's memory regressed
   2  usage, configuration or build error
-  4  no tests to run (with --no-tests=fail, the default)";
+  4  no tests to run (with --no-tests=fail, the default)
+  130, 143  stopped by SIGINT, SIGTERM (the summary is marked interrupted; no baseline is written)";
 
 /// `cargo` runs `cargo-ying ying ...`: the outer level is cargo's.
 #[derive(Debug, Parser)]

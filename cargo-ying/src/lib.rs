@@ -8,7 +8,8 @@
 //! - a run: [`build`] builds the test binaries through cargo, [`not_run`] sets aside and names what cargo ying does
 //!   not run (doctests, `harness = false` targets), [`discover`] lists and selects their tests (with
 //!   [`filterset`]s), [`partition`] splits them across machines, [`plan`] is these together; [`runner`] runs each
-//!   in its own process, [`collect`] takes its report, [`symbols`] symbolises the stacks it deferred;
+//!   in its own process (started, killed and waited for by [`process`]), one run per target directory
+//!   ([`run_lock`]), [`collect`] takes its report, [`symbols`] symbolises the stacks it deferred;
 //! - the verdict: [`model`] is the run model, where each test's result (outcome, figures, gate verdict, files) is
 //!   decided once, judged by [`gate`] against the [`baseline`];
 //! - [`outputs`]: the terminal, the run's files, GitHub Actions and JUnit, each reading the run model;

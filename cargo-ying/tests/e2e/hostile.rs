@@ -1,7 +1,8 @@
 //! Nothing hangs, nothing is lost, nothing is left running: timeouts and SIGINT/SIGTERM kill each test's whole
 //! process group, an interrupted run writes a summary marked incomplete and no baseline, a test printing 100 MiB
-//! does not grow cargo ying, concurrent runs on one target directory both complete, and `-j` far beyond the tests
-//! does not hang.
+//! does not grow cargo ying, concurrent runs on one target directory both complete, `-j` far beyond the tests
+//! does not hang, and a leak test that forks 200 times while another thread allocates (every allocation sampled)
+//! ends with every child exited.
 
 use crate::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
 use std::path::Path;
@@ -187,4 +188,22 @@ fn far_more_jobs_than_tests_do_not_hang() {
         .spawn()
         .unwrap();
     assert_eq!(wait_at_most(&mut run, Duration::from_secs(300)).code(), Some(0));
+}
+
+#[test]
+fn a_leak_test_forking_200_times_while_another_thread_allocates_ends_and_every_child_exits() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let mut run = fixture
+        .command(&["--", "--exact", "forks"], &[("FIXTURE_FORKS", "200")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_at_most(&mut run, Duration::from_secs(300));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    // The test waits for each child and asserts it exited 0: passing is every child exiting.
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.contains("PASS [") && err.contains("hostile forks"), "{err}");
 }
