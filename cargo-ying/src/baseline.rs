@@ -1,24 +1,57 @@
 //! The committed baseline as `cargo ying` keeps it: found, read before anything runs (a corrupt one stops the run
 //! and stays as it was), and updated with a run's entries, the other tests' entries kept.
+//!
+//! The baseline is only ever a regular file, replaced by a rename that keeps its mode; a symbolic link's target is
+//! written and the link kept. A directory, named pipe or device is refused before it is opened, and a baseline that
+//! is to be saved must be writable before anything runs. Saving takes a lock on the baseline's directory (no lock
+//! file is left in the user's repository), reads the baseline again and merges the run's entries into what is on
+//! disk then: two runs saving at once both keep their entries.
 
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use ying_report::{Baseline, BaselineEntry, TestId};
 
 /// The baseline file and what it holds (nothing yet when it does not exist).
 pub struct BaselineFile {
-    /// Where it is.
+    /// Where it is, as given.
     pub path: PathBuf,
     /// Its contents, when it exists.
     pub baseline: Option<Baseline>,
 }
 
+/// Why the baseline cannot be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BaselineFileError {
+    /// The file is read-only.
+    #[error("it is read-only (mode {mode:o}); make it writable to save the baseline (chmod u+w)")]
+    ReadOnly {
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// Its directory does not let a file be replaced in it.
+    #[error("its directory {} is not writable, and the baseline is replaced by a rename in it", .0.display())]
+    DirectoryReadOnly(PathBuf),
+    /// It could not be checked.
+    #[error("could not check whether it is writable")]
+    Check(#[source] std::io::Error),
+}
+
 impl BaselineFile {
-    /// Reads the baseline at `path`.
+    /// Reads the baseline at `path`, to compare with. A read-only file is fine; anything but a regular file (or a
+    /// link to one) is refused unopened.
     pub fn open(path: PathBuf) -> Result<Self> {
-        let baseline = Baseline::read(&path).map_err(|source| Error::ReadBaseline { path: path.clone(), source })?;
+        let baseline = read(&path)?;
         Ok(Self { path, baseline })
+    }
+
+    /// Reads the baseline at `path`, which is to be saved: as [`open`](Self::open), and it must be writable.
+    pub fn open_to_save(path: PathBuf) -> Result<Self> {
+        let file = Self::open(path)?;
+        file.check_writable()?;
+        Ok(file)
     }
 
     /// Its entries (none when it does not exist).
@@ -27,12 +60,205 @@ impl BaselineFile {
         self.baseline.as_ref().map_or(&NONE, |baseline| &baseline.tests)
     }
 
+    /// Fails when the baseline could not be replaced: it is read-only, or its directory is.
+    fn check_writable(&self) -> Result<()> {
+        let error = |source| Error::SaveBaseline { path: self.path.clone(), source };
+        let target = ying_report::resolve_symlinks(&self.path).map_err(|why| error(BaselineFileError::Check(why)))?;
+        match std::fs::metadata(&target) {
+            Ok(metadata) => {
+                // No write permission for anyone (as root too), or none for this user.
+                if metadata.permissions().readonly() || !writable(&target) {
+                    return Err(error(BaselineFileError::ReadOnly { mode: mode(&metadata) }));
+                }
+            }
+            Err(why) if why.kind() == std::io::ErrorKind::NotFound => {}
+            Err(why) => return Err(error(BaselineFileError::Check(why))),
+        }
+        let dir = directory(&target);
+        if !writable(dir) {
+            return Err(error(BaselineFileError::DirectoryReadOnly(dir.to_owned())));
+        }
+        Ok(())
+    }
+
     /// Writes `entries` into the baseline, over its existing entries of the same tests; the others stay as they
-    /// were.
+    /// are on disk now (another run may have saved since this one read it).
     pub fn save(&self, entries: BTreeMap<TestId, BaselineEntry>) -> Result<()> {
+        let write_error = |source| Error::WriteBaseline { path: self.path.clone(), source };
+        let target = ying_report::resolve_symlinks(&self.path).map_err(write_error)?;
+        let _lock = lock(directory(&target), &self.path)?;
         // A baseline read is of this version (others are refused), as is a new one.
-        let mut baseline = self.baseline.clone().unwrap_or_default();
+        let mut baseline = read(&target)?.unwrap_or_default();
         baseline.tests.extend(entries);
-        baseline.write(&self.path).map_err(|source| Error::WriteBaseline { path: self.path.clone(), source })
+        baseline.write(&target).map_err(write_error)
+    }
+}
+
+/// Reads the baseline at `path` (a link is followed); `None` when there is none.
+fn read(path: &Path) -> Result<Option<Baseline>> {
+    let error = |source| Error::ReadBaseline { path: path.to_owned(), source };
+    // A link to nothing is not a missing baseline: saving would replace the link.
+    ying_report::resolve_symlinks(path).map_err(|why| error(why.into()))?;
+    Baseline::read(path).map_err(error)
+}
+
+/// The directory `file` is in.
+fn directory(file: &Path) -> &Path {
+    file.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// The permission bits of a file.
+#[cfg(unix)]
+fn mode(metadata: &std::fs::Metadata) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    metadata.permissions().mode() & 0o7777
+}
+
+/// The permission bits of a file, as Unix would show them.
+#[cfg(not(unix))]
+fn mode(metadata: &std::fs::Metadata) -> u32 {
+    if metadata.permissions().readonly() { 0o444 } else { 0o644 }
+}
+
+/// Whether this process may write `path`: the permissions say no more than `readonly` here.
+#[cfg(not(unix))]
+fn writable(_path: &Path) -> bool {
+    true
+}
+
+/// Whether this process may write `path` (a file, or a directory to create and rename files in).
+#[cfg(unix)]
+fn writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: `path` is a NUL-terminated string that outlives the call; access(2) only reads it.
+    unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// An exclusive lock on a directory, held until dropped.
+struct DirectoryLock(#[expect(dead_code, reason = "held for its lock, released when closed")] Option<File>);
+
+/// Takes an exclusive lock on `dir` (flock(2) on the directory itself: nothing is created in it), waiting with a
+/// message naming `baseline` while another cargo ying holds it.
+#[cfg(unix)]
+fn lock(dir: &Path, baseline: &Path) -> Result<DirectoryLock> {
+    let file = File::open(dir).map_err(Error::io("lock", dir))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            eprintln!("{:>12} waiting for another cargo ying to finish writing {}", "Blocking", baseline.display());
+            file.lock().map_err(Error::io("lock", dir))?;
+        }
+        Err(std::fs::TryLockError::Error(why)) => return Err(Error::io("lock", dir)(why)),
+    }
+    Ok(DirectoryLock(Some(file)))
+}
+
+/// A directory cannot be opened to be locked here: saves are not serialised.
+#[cfg(not(unix))]
+fn lock(_dir: &Path, _baseline: &Path) -> Result<DirectoryLock> {
+    Ok(DirectoryLock(None))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::{BaselineFile, lock};
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt as _;
+    use ying_report::{Baseline, BaselineEntry, TargetKind, TestId};
+
+    fn id(name: &str) -> TestId {
+        TestId::new("pkg", TargetKind::Test, "leaks", name)
+    }
+
+    fn entries(name: &str, retained: u64) -> BTreeMap<TestId, BaselineEntry> {
+        BTreeMap::from([(id(name), BaselineEntry { retained_bytes: retained, ..BaselineEntry::default() })])
+    }
+
+    #[test]
+    fn a_save_merges_into_what_is_on_disk_at_save_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ying-baseline.json");
+        let first = BaselineFile::open_to_save(path.clone()).unwrap();
+        let second = BaselineFile::open_to_save(path.clone()).unwrap();
+        assert!(first.baseline.is_none() && second.baseline.is_none());
+        // Both read the baseline before either saved; the later save keeps the earlier one's entry.
+        second.save(entries("b", 2)).unwrap();
+        first.save(entries("a", 1)).unwrap();
+        let saved = Baseline::read(&path).unwrap().unwrap();
+        assert_eq!(saved.tests.keys().cloned().collect::<Vec<_>>(), [id("a"), id("b")]);
+        first.save(entries("b", 3)).unwrap();
+        assert_eq!(Baseline::read(&path).unwrap().unwrap().tests[&id("b")].retained_bytes, 3, "an entry replaced");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no lock or temporary file left");
+    }
+
+    #[test]
+    fn a_read_only_baseline_is_read_but_not_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ying-baseline.json");
+        Baseline::default().write(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        assert!(BaselineFile::open(path.clone()).unwrap().baseline.is_some(), "read for comparison");
+        let error = BaselineFile::open_to_save(path.clone()).err().unwrap();
+        assert_eq!(error.exit_code(), crate::error::EXIT_USAGE);
+        let chain = error.chain();
+        assert_eq!(
+            chain,
+            format!(
+                "failed to save the baseline {}: it is read-only (mode 444); make it writable to save the baseline \
+                 (chmod u+w)",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn anything_but_a_regular_file_is_refused_unopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.json");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let chain = BaselineFile::open(fifo.clone()).err().unwrap().chain();
+        assert_eq!(
+            chain,
+            format!("failed to read the baseline {}: it is a named pipe (FIFO), not a regular file", fifo.display())
+        );
+        let chain = BaselineFile::open(dir.path().to_owned()).err().unwrap().chain();
+        assert!(chain.ends_with("it is a directory, not a regular file"), "{chain}");
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink("nowhere.json", &dangling).unwrap();
+        let chain = BaselineFile::open(dangling).err().unwrap().chain();
+        assert!(chain.ends_with("it is a symbolic link to nowhere.json, which does not exist"), "{chain}");
+    }
+
+    #[test]
+    fn a_linked_baseline_writes_its_target_in_the_targets_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let target = elsewhere.join("real.json");
+        Baseline::default().write(&target).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("ying-baseline.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        BaselineFile::open_to_save(link.clone()).unwrap().save(entries("a", 1)).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(Baseline::read(&target).unwrap().unwrap().tests.contains_key(&id("a")));
+        assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o640);
+    }
+
+    #[test]
+    fn a_second_saver_waits_for_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = lock(dir.path(), &dir.path().join("ying-baseline.json")).unwrap();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let path = dir.path().join("ying-baseline.json");
+        let saver = std::thread::spawn(move || {
+            BaselineFile::open(path).unwrap().save(entries("a", 1)).unwrap();
+            sender.send(()).unwrap();
+        });
+        assert!(receiver.recv_timeout(std::time::Duration::from_millis(300)).is_err(), "it waits for the lock");
+        drop(held);
+        receiver.recv_timeout(std::time::Duration::from_secs(60)).unwrap();
+        saver.join().unwrap();
     }
 }

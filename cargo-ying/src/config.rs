@@ -142,7 +142,7 @@ fn count(value: &serde_json::Value, what: &str) -> Result<u32, String> {
     value
         .as_u64()
         .and_then(|count| u32::try_from(count).ok())
-        .ok_or_else(|| expected(&format!("a whole number of {what}, 0 or more"), value))
+        .ok_or_else(|| expected(&format!("a whole number of {what} from 0 to {}", u32::MAX), value))
 }
 
 fn no_tests(value: &serde_json::Value) -> Result<crate::cli::NoTests, String> {
@@ -155,7 +155,11 @@ fn no_tests(value: &serde_json::Value) -> Result<crate::cli::NoTests, String> {
 fn timeout(value: &serde_json::Value) -> Result<Duration, String> {
     match value {
         serde_json::Value::String(text) => crate::cli::parse_duration(text),
-        serde_json::Value::Number(seconds) => crate::cli::parse_duration(&seconds.to_string()),
+        // Written out in full (`1e30` would read as 1 with the unit `e30`).
+        serde_json::Value::Number(seconds) => match seconds.as_f64() {
+            Some(seconds) if seconds.is_finite() => crate::cli::parse_duration(&format!("{seconds}")),
+            _ => Err(expected("a duration like \"90s\" or \"5m\"", value)),
+        },
         other => Err(expected("a duration like \"90s\" or \"5m\"", other)),
     }
 }
@@ -235,7 +239,20 @@ mod tests {
         assert!(config(json!({"jobs": 0})).unwrap_err().starts_with("`jobs`: expected"));
         assert_eq!(
             config(json!({"reruns": -1})).unwrap_err(),
-            "`reruns`: expected a whole number of reruns, 0 or more, found -1"
+            "`reruns`: expected a whole number of reruns from 0 to 4294967295, found -1"
+        );
+        // Too large for its type: the key, the value and the limit.
+        assert_eq!(
+            config(json!({"retries": 5_000_000_000u64})).unwrap_err(),
+            "`retries`: expected a whole number of retries from 0 to 4294967295, found 5000000000"
+        );
+        assert_eq!(
+            config(json!({"timeout": "99999999999999999999h"})).unwrap_err(),
+            "`timeout`: `99999999999999999999h` is too long a duration"
+        );
+        assert_eq!(
+            config(json!({"timeout": 1e30})).unwrap_err(),
+            "`timeout`: `1000000000000000000000000000000` is too long a duration"
         );
         let unknown = config(json!({"jbos": 3})).unwrap_err();
         assert!(unknown.starts_with("unknown field `jbos`; did you mean `jobs`?"), "{unknown}");

@@ -53,6 +53,29 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The baseline is to be saved and could not be replaced: checked before anything runs.
+    #[error("failed to save the baseline {}", path.display())]
+    SaveBaseline {
+        /// The baseline file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: crate::baseline::BaselineFileError,
+    },
+    /// Two summaries given to `cargo ying merge` have a test in common: the same shard twice, or shards of
+    /// different runs.
+    #[error("failed to merge {} and {}: both have the test `{test}`", first.display(), second.display())]
+    MergeOverlap {
+        /// The summary that had the test first.
+        first: PathBuf,
+        /// The other.
+        second: PathBuf,
+        /// The test, in its display form.
+        test: String,
+        /// What to do.
+        #[source]
+        hint: MergeHint,
+    },
     /// A summary (of an earlier run, or of a shard) could not be read.
     #[error("failed to read {}{hint}", path.display())]
     ReadSummary {
@@ -131,6 +154,8 @@ impl Error {
             | Self::TestArgs(_)
             | Self::ReadBaseline { .. }
             | Self::WriteBaseline { .. }
+            | Self::SaveBaseline { .. }
+            | Self::MergeOverlap { .. }
             | Self::ReadSummary { .. }
             | Self::ReadReport { .. }
             | Self::ReadComparison { .. }
@@ -171,6 +196,18 @@ pub enum BuildError {
     /// It failed; it has printed why.
     #[error("cargo test --no-run exited with {0}")]
     Failed(ExitStatus),
+}
+
+/// What to do about summaries that overlap.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MergeHint {
+    /// The same file was given twice.
+    #[error("the same summary is given twice; give each shard's summary once")]
+    SameFile,
+    /// Two files have a test in common.
+    #[error("each test runs in exactly one shard of a run; give each shard's summary once, all from one run")]
+    Overlap,
 }
 
 /// Why the arguments after `--` are not a test harness's.

@@ -154,9 +154,11 @@ fn check_value(key: &str, kind: Kind, value: &Expr) -> syn::Result<Value> {
                 ));
             };
             let limit = if key == "max_allocations" { u64::MAX } else { u64::from(u32::MAX) };
-            let count = int.base10_parse::<u64>()?;
+            let too_large =
+                || syn::Error::new(int.span(), format!("`{key} = {int}` is too large; `{key}` is at most {limit}"));
+            let count = int.base10_parse::<u64>().map_err(|_| too_large())?;
             if count > limit {
-                return Err(syn::Error::new(int.span(), format!("`{key}` is at most {limit}")));
+                return Err(too_large());
             }
             if matches!(kind, Kind::NonZeroCount) && count == 0 {
                 return Err(syn::Error::new(
@@ -260,6 +262,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_oversized_count_names_the_key_and_its_limit() {
+        let check = |key: &str, tokens: &str| {
+            let expr: syn::Expr = syn::parse_str(tokens).unwrap();
+            check_value(key, Kind::Count, &expr).err().map(|error| error.to_string())
+        };
+        assert_eq!(
+            check("max_allocations", "99999999999999999999").as_deref(),
+            Some(
+                "`max_allocations = 99999999999999999999` is too large; `max_allocations` is at most 18446744073709551615"
+            )
+        );
+        assert_eq!(
+            check("warmup", "4294967296").as_deref(),
+            Some("`warmup = 4294967296` is too large; `warmup` is at most 4294967295")
+        );
+        assert_eq!(check("warmup", "4294967295"), None);
     }
 
     #[test]

@@ -14,6 +14,11 @@ pub enum ReadError {
     Io(std::io::Error),
     /// It is not JSON, or not JSON of the expected shape (the error names the line and column).
     Json(serde_json::Error),
+    /// It is not a regular file (a directory, a named pipe, a device): it is not read, so nothing waits on it.
+    NotAFile {
+        /// What it is: `a directory`, `a named pipe (FIFO)`.
+        what: &'static str,
+    },
     /// It has no `schema_version`: it is not a file of this kind.
     NotOfKind {
         /// What it should have been: `report`, `summary`, `baseline`.
@@ -34,6 +39,19 @@ pub enum ReadError {
         /// What to do about it.
         hint: &'static str,
     },
+    /// Its `schema_version` is not a whole number (`"1"`, `1.0`): written by hand, or not by ying.
+    VersionType {
+        /// What kind of file.
+        kind: &'static str,
+        /// What is written, described: `the string "1"`, `the number 1.0`.
+        found: String,
+        /// The version read here.
+        expected: u32,
+        /// Where the version is written (1-based line and column).
+        line: usize,
+        /// See `line`.
+        column: usize,
+    },
     /// A report of another test than the one asked for.
     OtherTest {
         /// The test asked for.
@@ -50,11 +68,17 @@ impl fmt::Display for ReadError {
         match self {
             Self::Io(error) => error.fmt(f),
             Self::Json(error) => error.fmt(f),
+            Self::NotAFile { what } => write!(f, "it is {what}, not a regular file"),
             Self::NotOfKind { kind } => write!(f, "it has no schema_version: it is not a ying {kind}"),
             Self::Version { kind, found, expected, line, column, hint } => write!(
                 f,
                 "schema_version {found} at line {line} column {column} is not {expected}, the version of the {kind} \
                  this ying reads: {hint}"
+            ),
+            Self::VersionType { kind, found, expected, line, column } => write!(
+                f,
+                "schema_version at line {line} column {column} is {found}; expected the number {expected}, the \
+                 version of the {kind} this ying reads"
             ),
             Self::OtherTest { expected, found } => write!(f, "it is the report of `{found}`, not of `{expected}`"),
             Self::OtherRun => {
@@ -98,6 +122,17 @@ fn position(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// A JSON value as a message names it: `the string "1"`, `the number 1.0`.
+fn describe(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => format!("the string {text:?}"),
+        serde_json::Value::Number(number) => format!("the number {number}"),
+        serde_json::Value::Array(_) => "a list".to_owned(),
+        serde_json::Value::Object(_) => "an object".to_owned(),
+        other => other.to_string(),
+    }
+}
+
 /// Reads `text` as a file of `kind`: JSON whose `schema_version` is `kind.version` (checked before the rest, so
 /// that a file of another version is named as such rather than as malformed). A leading byte-order mark is
 /// ignored.
@@ -111,6 +146,10 @@ pub(crate) fn parse<T: DeserializeOwned>(text: &str, kind: &Kind) -> Result<T, R
     if found.as_u64() != Some(u64::from(kind.version)) {
         let offset = text.find("\"schema_version\"").unwrap_or(0);
         let (line, column) = position(text, offset);
+        if found.as_u64().is_none() {
+            let found = describe(found);
+            return Err(ReadError::VersionType { kind: kind.name, found, expected: kind.version, line, column });
+        }
         let older = found.as_u64().is_some_and(|found| found < u64::from(kind.version));
         return Err(ReadError::Version {
             kind: kind.name,
@@ -127,24 +166,65 @@ pub(crate) fn parse<T: DeserializeOwned>(text: &str, kind: &Kind) -> Result<T, R
 
 /// Reads the file at `path` as a file of `kind`; `Ok(None)` when there is none.
 pub(crate) fn read_optional<T: DeserializeOwned>(path: &Path, kind: &Kind) -> Result<Option<T>, ReadError> {
-    match std::fs::read_to_string(path) {
+    match read_text(path) {
         Ok(text) => parse(&text, kind).map(Some),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(ReadError::Io(error)),
+        Err(ReadError::Io(error)) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
     }
 }
 
+/// The text of the regular file at `path` (a symbolic link is followed). Anything else is refused before it is
+/// opened: opening a named pipe would wait for a writer, and a device is not a file of the contract.
+pub fn read_text(path: &Path) -> Result<String, ReadError> {
+    let what = file_type(&std::fs::metadata(path)?.file_type());
+    if let Some(what) = what {
+        return Err(ReadError::NotAFile { what });
+    }
+    Ok(std::fs::read_to_string(path)?)
+}
+
+/// What a file of this type is, when it is not a regular file: `a directory`, `a named pipe (FIFO)`.
+fn file_type(file_type: &std::fs::FileType) -> Option<&'static str> {
+    if file_type.is_file() {
+        return None;
+    }
+    if file_type.is_dir() {
+        return Some("a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if file_type.is_fifo() {
+            return Some("a named pipe (FIFO)");
+        }
+        if file_type.is_socket() {
+            return Some("a socket");
+        }
+        if file_type.is_block_device() {
+            return Some("a block device");
+        }
+        if file_type.is_char_device() {
+            return Some("a character device");
+        }
+    }
+    Some("not a regular file")
+}
+
 /// Writes `value` as pretty JSON with a final newline to `path`, through a temporary file in the same directory
-/// and a rename: a reader never sees half a file, and an interrupted write leaves the old file as it was.
+/// and a rename: a reader never sees half a file, and an interrupted write leaves the old file as it was. The file
+/// keeps its permissions; a symbolic link is followed, its target replaced and the link kept.
 pub fn write_atomic(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
     let mut json = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
     json.push(b'\n');
+    let path = &resolve_symlinks(path)?;
+    let permissions = std::fs::metadata(path).ok().map(|metadata| metadata.permissions());
     let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map_or_else(|| "file".into(), |name| name.to_string_lossy().into_owned());
     // Not ending in `.json`: a reader listing a directory for files of the contract never takes it for one.
     let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let written = std::fs::File::create(&temporary)
         .and_then(|mut file| file.write_all(&json).and_then(|()| file.sync_all()))
+        .and_then(|()| permissions.map_or(Ok(()), |permissions| std::fs::set_permissions(&temporary, permissions)))
         .and_then(|()| std::fs::rename(&temporary, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
@@ -152,9 +232,29 @@ pub fn write_atomic(path: &Path, value: &impl serde::Serialize) -> std::io::Resu
     written
 }
 
+/// The file `path` names: itself, or the file its symbolic links lead to. A link to nothing is an error: replacing
+/// it would write a file where the link was.
+pub fn resolve_symlinks(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    match std::fs::canonicalize(path) {
+        Ok(target) => Ok(target),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => match std::fs::symlink_metadata(path) {
+            Ok(metadata) if metadata.file_type().is_symlink() => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "it is a symbolic link to {}, which does not exist",
+                    std::fs::read_link(path).unwrap_or_default().display()
+                ),
+            )),
+            _ => Ok(path.to_owned()),
+        },
+        Err(error) => Err(error),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Kind, ReadError, parse, position};
+    use std::path::Path;
 
     const KIND: Kind = Kind { name: "thing", version: 2, older: "write it again", newer: "update" };
 
@@ -175,12 +275,18 @@ mod tests {
             "schema_version 1 at line 3 column 3 is not 2, the version of the thing this ying reads: write it again"
         );
         let error = parse::<Thing>("{\"schema_version\": \"2\"}", &KIND).unwrap_err().to_string();
-        assert!(
-            error.contains("schema_version \"2\" at line 1 column 2 is not 2") && error.ends_with("update"),
-            "{error}"
+        assert_eq!(
+            error,
+            "schema_version at line 1 column 2 is the string \"2\"; expected the number 2, the version of the thing \
+             this ying reads"
         );
         let error = parse::<Thing>("{\"schema_version\": 2.0}", &KIND).unwrap_err().to_string();
-        assert!(error.contains("schema_version 2.0 at"), "{error}");
+        assert!(
+            error.contains("schema_version at line 1 column 2 is the number 2.0; expected the number 2"),
+            "{error}"
+        );
+        let error = parse::<Thing>("{\"schema_version\": null}", &KIND).unwrap_err().to_string();
+        assert!(error.contains("is null; expected the number 2"), "{error}");
         assert!(parse::<Thing>("[1, 2]", &KIND).unwrap_err().to_string().contains("not a ying thing"));
     }
 
@@ -190,6 +296,47 @@ mod tests {
         assert!(error.contains("line 2 column"), "{error}");
         assert!(parse::<Thing>("\u{feff}{\"schema_version\": 2, \"value\": 1}", &KIND).is_ok());
         assert_eq!(position("ab\ncé\nx", 7), (3, 1));
+    }
+
+    #[test]
+    fn only_regular_files_are_read_and_a_named_pipe_is_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = super::read_text(dir.path()).unwrap_err();
+        assert_eq!(error.to_string(), "it is a directory, not a regular file");
+        #[cfg(unix)]
+        {
+            let fifo = dir.path().join("fifo");
+            assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+            // Opening it for reading would wait for a writer: this returns at once.
+            let error = super::read_text(&fifo).unwrap_err();
+            assert_eq!(error.to_string(), "it is a named pipe (FIFO), not a regular file");
+            let error = super::read_optional::<Thing>(Path::new("/dev/null"), &KIND).unwrap_err();
+            assert_eq!(error.to_string(), "it is a character device, not a regular file");
+        }
+        assert!(super::read_optional::<Thing>(&dir.path().join("missing"), &KIND).unwrap().is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_write_keeps_the_mode_and_replaces_a_links_target_not_the_link() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real.json");
+        std::fs::write(&target, "old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink("real.json", &link).unwrap();
+        super::write_atomic(&link, &1).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "1\n", "its target is written");
+        assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary file left");
+
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink("nowhere.json", &dangling).unwrap();
+        let error = super::write_atomic(&dangling, &1).unwrap_err().to_string();
+        assert_eq!(error, "it is a symbolic link to nowhere.json, which does not exist");
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
     }
 
     #[test]

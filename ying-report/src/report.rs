@@ -135,7 +135,7 @@ impl LeakReport {
 
     /// Reads the report at `path`, which must be of this version and of test `expected`.
     pub fn read(path: &Path, expected: &TestId) -> Result<Self, ReadError> {
-        let text = std::fs::read_to_string(path)?;
+        let text = json::read_text(path)?;
         let report: Self = json::parse(&text, &KIND)?;
         if !report.test.is(expected) {
             return Err(ReadError::OtherTest { expected: expected.to_string(), found: report.test.to_string() });

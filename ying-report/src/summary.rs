@@ -40,7 +40,7 @@ impl Summary {
 
     /// Reads the summary at `path`, of this version.
     pub fn read(path: &Path) -> Result<Self, ReadError> {
-        Self::parse(&std::fs::read_to_string(path)?)
+        Self::parse(&json::read_text(path)?)
     }
 
     /// Reads a summary from its text.

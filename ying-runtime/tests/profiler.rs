@@ -162,6 +162,22 @@ fn a_flamegraph_on_demand() {
 }
 
 #[test]
+fn a_write_error_names_the_path() {
+    let _alone = alone();
+    calls_inlined_leak();
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the reports' directory should be.
+    let blocked = dir.path().join("reports");
+    std::fs::write(&blocked, "").unwrap();
+    let runner = ProfilerRunnerBuilder::default().reporting_path(&blocked).build().unwrap();
+    let error = runner.check(&YING_ALLOC, 0).unwrap_err().to_string();
+    assert!(error.starts_with(&format!("could not create the directory {}: ", blocked.display())), "{error}");
+    let svg = blocked.join("retained.svg");
+    let error = gen_flamegraph(&YING_ALLOC, ying::Measurement::RetainedBytes, &svg).unwrap_err().to_string();
+    assert!(error.starts_with(&format!("could not write {}: ", svg.display())), "{error}");
+}
+
+#[test]
 fn start_profiling_is_the_runner_with_the_seeds_settings() {
     let _alone = alone();
     let handle = YING_ALLOC.start_profiling();

@@ -12,7 +12,7 @@ use ying_report::{Baseline, BaselineEntry, Summary, TestId};
 /// Reads a baseline (`tests` is a table) or a summary.json (`tests` is a list) as baseline entries.
 fn read_entries(path: &Path) -> Result<BTreeMap<TestId, BaselineEntry>> {
     let error = |source| Error::ReadComparison { path: path.to_owned(), source };
-    let text = std::fs::read_to_string(path).map_err(|why| error(why.into()))?;
+    let text = ying_report::read_text(path).map_err(error)?;
     let is_summary = serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}'))
         .is_ok_and(|value| value.get("tests").is_some_and(serde_json::Value::is_array));
     if is_summary {

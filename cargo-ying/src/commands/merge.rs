@@ -3,12 +3,13 @@
 
 use crate::baseline::BaselineFile;
 use crate::cli::MergeArgs;
-use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
+use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, MergeHint, Result};
 use crate::gate;
 use crate::saved;
 use crate::workspace::Workspace;
 use std::collections::{BTreeMap, BTreeSet};
-use ying_report::{GateVerdict, Summary};
+use std::path::Path;
+use ying_report::{GateVerdict, Summary, TestId};
 
 /// Runs `cargo ying merge`; returns the exit code.
 pub fn run(args: MergeArgs) -> Result<u8> {
@@ -19,9 +20,22 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     let mut tests = Vec::new();
     let mut not_run = BTreeSet::new();
     let mut entries = BTreeMap::new();
+    // Which summary each test came from: a test in two of them (the same shard twice) would be counted twice.
+    let mut sources: BTreeMap<TestId, &Path> = BTreeMap::new();
     for path in &args.summaries {
         let summary = saved::read_summary(path, "")?;
-        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        for test in &summary.tests {
+            if let Some(first) = sources.insert(test.id.clone(), path) {
+                let same = first == path.as_path() || same_file(first, path);
+                return Err(Error::MergeOverlap {
+                    first: first.to_owned(),
+                    second: path.clone(),
+                    test: test.id.to_string(),
+                    hint: if same { MergeHint::SameFile } else { MergeHint::Overlap },
+                });
+            }
+        }
+        let dir = path.parent().unwrap_or(Path::new("."));
         entries.extend(saved::entries(&summary, dir)?);
         tests.extend(summary.tests);
         // Every shard names the same doctests and custom-harness targets: once each.
@@ -63,4 +77,9 @@ pub fn run(args: MergeArgs) -> Result<u8> {
         eprintln!("{line}");
     }
     Ok(if failed > 0 || comparison.fails(args.gating.check) { EXIT_TEST_FAILED } else { EXIT_OK })
+}
+
+/// Whether two paths name one file (through links or `..`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(a), Ok(b)) if a == b)
 }

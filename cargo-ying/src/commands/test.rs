@@ -30,8 +30,10 @@ pub fn run(args: TestArgs) -> Result<u8> {
     let out_dir = workspace.out_dir(filter.cargo.target_dir.as_deref());
     // Another run on this target directory finishes first: its files, and the baseline it may save, are whole.
     let _lock = if selection.list { None } else { Some(RunLock::acquire(&out_dir)?) };
-    // Read (and check) the baseline before anything runs: a corrupt one stops the run and stays as it was.
-    let baseline = BaselineFile::open(workspace.baseline_path(args.baseline.as_deref()))?;
+    // Read (and check) the baseline before anything runs: a corrupt one, or a read-only one to save, stops the run
+    // and stays as it was.
+    let open = if args.save_baseline { BaselineFile::open_to_save } else { BaselineFile::open };
+    let baseline = open(workspace.baseline_path(args.baseline.as_deref()))?;
     let gating = config.gating(&args.gating);
 
     let verbosity = if args.quiet {

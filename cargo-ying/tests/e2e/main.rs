@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 use std::sync::Mutex;
 
 mod ci;
+mod files;
 mod frames;
 mod hostile;
 mod html;

@@ -231,11 +231,12 @@ impl ProfilerRunner {
         if now == 0 || (last_reported != 0 && change < trigger) {
             return Ok(None);
         }
-        std::fs::create_dir_all(&self.reporting_path)?;
+        std::fs::create_dir_all(&self.reporting_path).map_err(naming("create the directory", &self.reporting_path))?;
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         let stem = format!("ying.{stamp}.{}MB", now / 1_000_000);
         let stacks = top_stacks(profiler, self.measurement(), REPORT_STACKS);
-        std::fs::write(self.reporting_path.join(format!("{stem}.report")), self.render(&stacks, now))?;
+        let report = self.reporting_path.join(format!("{stem}.report"));
+        std::fs::write(&report, self.render(&stacks, now)).map_err(naming("write", &report))?;
         if self.gen_flamegraphs {
             gen_flamegraph(profiler, self.measurement(), self.reporting_path.join(format!("{stem}.svg")))?;
         }
@@ -326,7 +327,13 @@ pub fn gen_flamegraph<A: GlobalAlloc>(
     }
     inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut svg)
         .map_err(io::Error::other)?;
-    std::fs::write(path, svg)
+    let path = path.as_ref();
+    std::fs::write(path, svg).map_err(naming("write", path))
+}
+
+/// An I/O error that names what was being done and to which file: `could not write ying-profiles/x.svg: ...`.
+fn naming<'a>(action: &'a str, path: &'a Path) -> impl FnOnce(io::Error) -> io::Error + 'a {
+    move |error| io::Error::new(error.kind(), format!("could not {action} {}: {error}", path.display()))
 }
 
 impl<A: GlobalAlloc + Sync> YingProfiler<A> {
