@@ -138,6 +138,7 @@ fn reason(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
             .map(escape)
             .collect::<Vec<_>>()
             .join("<br/>"),
+        None if test.output.is_some() => "the test failed; see its output".to_owned(),
         None => "the test failed; its output is in the terminal".to_owned(),
     }
 }
@@ -156,7 +157,7 @@ fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
          <span class=\"binary\">{binary}</span><br/><span class=\"name\">{name}</span></td><td class=\"outcome\">{outcome}</td><td class=\"gate\">{gate}</td>\
          <td class=\"reason\">{reason}</td>{retained}{baseline}{change}{peak}{allocated}\
          <td class=\"n allocations\">{allocations}</td>\
-         <td class=\"files\">{report} {retained_svg} {allocated_svg} {diff_svg}{warnings}</td></tr>\n",
+         <td class=\"files\">{output} {report} {retained_svg} {allocated_svg} {diff_svg}{warnings}</td></tr>\n",
         classes = classes.join(" "),
         labels = labels(test),
         binary = escape(&test.id.binary_id()),
@@ -170,6 +171,7 @@ fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
         peak = size(figures.map(|f| f.peak_bytes), "peak"),
         allocated = size(figures.map(|f| f.allocated_bytes), "allocated"),
         allocations = figures.map_or_else(String::new, |f| f.allocations.to_string()),
+        output = link(&test.output, "output"),
         report = link(&test.report, "report"),
         retained_svg = link(&test.retained_flamegraph, "retained"),
         allocated_svg = link(&test.allocated_flamegraph, "allocated"),
@@ -286,6 +288,15 @@ mod tests {
         );
         assert!(html.contains("<span class=\"binary\">p::bin/p</span><br/><span class=\"name\">m__t</span>"));
         assert!(html.contains("<a href=\"reports/p/bin/p/m__t.json\">"));
+    }
+
+    #[test]
+    fn a_failed_test_links_its_whole_output() {
+        let mut kept = test("kept", TestOutcome::Failed, None);
+        kept.output = Some(kept.id.output_path());
+        let html = index_html(&Summary::new(vec![kept, test("shown", TestOutcome::Failed, None)]), &BTreeMap::new());
+        assert!(html.contains("<a href=\"output/p/test/t/kept.log\">output</a>"), "{html}");
+        assert!(html.contains("the test failed; see its output") && html.contains("its output is in the terminal"));
     }
 
     #[test]
