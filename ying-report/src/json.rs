@@ -52,6 +52,17 @@ pub enum ReadError {
         /// See `line`.
         column: usize,
     },
+    /// A whole number too large for any count a file holds (`"retained_bytes": 99999999999999999999`).
+    TooLarge {
+        /// Where it is: the keys down to it, `tests.pkg::leaks box.retained_bytes`.
+        key: String,
+        /// The number, as read.
+        found: String,
+        /// Where the typed reading stopped on it (1-based line and column).
+        line: usize,
+        /// See `line`.
+        column: usize,
+    },
     /// A report of another test than the one asked for.
     OtherTest {
         /// The test asked for.
@@ -79,6 +90,12 @@ impl fmt::Display for ReadError {
                 f,
                 "schema_version at line {line} column {column} is {found}; expected the number {expected}, the \
                  version of the {kind} this ying reads"
+            ),
+            Self::TooLarge { key, found, line, column } => write!(
+                f,
+                "`{key}` at line {line} column {column} is {found}, larger than the largest whole number it can hold \
+                 ({})",
+                u64::MAX
             ),
             Self::OtherTest { expected, found } => write!(f, "it is the report of `{found}`, not of `{expected}`"),
             Self::OtherRun => {
@@ -161,7 +178,45 @@ pub(crate) fn parse<T: DeserializeOwned>(text: &str, kind: &Kind) -> Result<T, R
         });
     }
     // Parsed again from the text, not from the value: errors keep their line and column.
-    serde_json::from_str(text).map_err(ReadError::Json)
+    serde_json::from_str(text).map_err(|error| match too_large(&value, &mut Vec::new()) {
+        Some((key, rounded)) => {
+            let (line, column) = (error.line(), error.column());
+            // The number as written, where the reading stopped on it (JSON's float would round it).
+            let written = text.lines().nth(line.saturating_sub(1)).map(|text| {
+                let before: String = text.chars().take(column).collect();
+                let digits = before.chars().rev().take_while(char::is_ascii_digit).count();
+                before.chars().skip(before.chars().count() - digits).collect::<String>()
+            });
+            let found = written.filter(|digits| digits.len() > 19).unwrap_or(rounded);
+            ReadError::TooLarge { key, found, line, column }
+        }
+        None => ReadError::Json(error),
+    })
+}
+
+/// The first whole number in `value` too large for a `u64` (JSON reads it as a float), with the keys down to it.
+fn too_large(value: &serde_json::Value, path: &mut Vec<String>) -> Option<(String, String)> {
+    match value {
+        serde_json::Value::Number(number) if number.is_f64() => {
+            let float = number.as_f64()?;
+            // 2^64: no count a file holds reaches it.
+            (float.fract() == 0.0 && float.abs() >= 18_446_744_073_709_551_616.0)
+                .then(|| (path.join("."), format!("{float:.0}")))
+        }
+        serde_json::Value::Array(items) => items.iter().enumerate().find_map(|(index, item)| {
+            path.push(index.to_string());
+            let found = too_large(item, path);
+            path.pop();
+            found
+        }),
+        serde_json::Value::Object(fields) => fields.iter().find_map(|(key, item)| {
+            path.push(key.clone());
+            let found = too_large(item, path);
+            path.pop();
+            found
+        }),
+        _ => None,
+    }
 }
 
 /// Reads the file at `path` as a file of `kind`; `Ok(None)` when there is none.
@@ -263,6 +318,21 @@ mod tests {
     struct Thing {
         schema_version: u32,
         value: u64,
+    }
+
+    #[test]
+    fn a_number_too_large_names_its_key_position_and_the_limit() {
+        let text = "{\"schema_version\": 2,\n \"value\": 99999999999999999999}";
+        let error = parse::<Thing>(text, &KIND).unwrap_err();
+        assert!(matches!(error, ReadError::TooLarge { line: 2, .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "`value` at line 2 column 30 is 99999999999999999999, larger than the largest whole number it can hold \
+             (18446744073709551615)"
+        );
+        // A number that fits but is not of the shape stays serde's message.
+        let error = parse::<Thing>("{\"schema_version\": 2, \"value\": -1}", &KIND).unwrap_err();
+        assert!(matches!(error, ReadError::Json(_)), "{error:?}");
     }
 
     #[test]
