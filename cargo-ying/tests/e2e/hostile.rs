@@ -40,6 +40,25 @@ fn assert_gone(pids: &[i32], what: &str) {
     assert!(left.is_empty(), "{what}: processes {left:?} are still running");
 }
 
+/// The processes still running in process group `group` (a test's group is its pid: cargo ying starts each test
+/// in a group of its own).
+fn group_members(group: i32) -> Vec<i32> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // `pid (comm) state ppid pgrp ...`
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first().is_some_and(|state| !["Z", "X"].contains(state))
+            && fields.get(2) == Some(&&*group.to_string())
+        {
+            members.push(pid);
+        }
+    }
+    members
+}
+
 /// The pids `leaves_a_child_running` wrote: its child's and its own. `run` is the cargo ying that runs it: if it
 /// ends first, or the test never starts, the test fails with what it printed.
 fn wait_for_pids(path: &Path, run: &mut Child) -> [i32; 2] {
@@ -77,6 +96,7 @@ fn a_timeout_kills_the_tests_whole_process_group() {
     let text = std::fs::read_to_string(&pid_file).unwrap();
     let pids: Vec<i32> = text.split_whitespace().map(|pid| pid.parse().unwrap()).collect();
     assert_gone(&pids, "after the timeout, the test and the child it started");
+    assert_eq!(group_members(pids[1]), Vec::<i32>::new(), "the test's process group is empty");
 }
 
 #[test]
@@ -104,6 +124,7 @@ fn an_interrupt_kills_every_test_and_leaves_an_incomplete_summary_and_no_baselin
         assert_eq!(status.code(), Some(code), "{name}: {err}");
         assert!(err.contains(&format!("the run was stopped by {name}")), "{err}");
         assert_gone(&pids, &format!("after {name} to cargo ying, the test and its child"));
+        assert_eq!(group_members(pids[1]), Vec::<i32>::new(), "{name}: the test's process group is empty");
         let summary = summary(&target_dir());
         assert_eq!(summary["interrupted"], name, "the summary says it is incomplete");
         let hung = entry(&summary, "hostile", "leaves_a_child_running");
