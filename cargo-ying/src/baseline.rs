@@ -143,14 +143,9 @@ struct DirectoryLock(#[expect(dead_code, reason = "held for its lock, released w
 #[cfg(unix)]
 fn lock(dir: &Path, baseline: &Path) -> Result<DirectoryLock> {
     let file = File::open(dir).map_err(Error::io("lock", dir))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            eprintln!("{:>12} waiting for another cargo ying to finish writing {}", "Blocking", baseline.display());
-            file.lock().map_err(Error::io("lock", dir))?;
-        }
-        Err(std::fs::TryLockError::Error(why)) => return Err(Error::io("lock", dir)(why)),
-    }
+    crate::run_lock::take_or_wait(&file, dir, |_| {
+        format!("waiting for another cargo ying to finish writing {}", baseline.display())
+    })?;
     Ok(DirectoryLock(Some(file)))
 }
 

@@ -142,22 +142,11 @@ pub const LIST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs `command` (a binary's `--list`) to the end, in its own process group, for at most [`LIST_TIMEOUT`].
 fn list_output(mut command: Command) -> std::result::Result<Output, ListError> {
-    use std::io::Read as _;
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     process::isolate(&mut command);
     let started = Instant::now();
     let mut child = command.spawn().map_err(ListError::Spawn)?;
-    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let stdout = read(child.stdout.take().map(|pipe| Box::new(pipe) as Box<dyn std::io::Read + Send>));
-    let stderr = read(child.stderr.take().map(|pipe| Box::new(pipe) as Box<dyn std::io::Read + Send>));
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
     let status = match process::wait(&mut child, started, LIST_TIMEOUT) {
         Waited::Exited(status) => status,
         Waited::TimedOut => return Err(ListError::TimedOut(LIST_TIMEOUT)),
@@ -166,6 +155,17 @@ fn list_output(mut command: Command) -> std::result::Result<Output, ListError> {
     };
     let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
     Ok(Output { status, stdout, stderr })
+}
+
+/// Reads `pipe` to its end on a thread of its own, so that a child filling one pipe never blocks on it.
+fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
 }
 
 fn list(binary: &TestBinary, ignored: bool) -> Result<Vec<String>> {

@@ -1,5 +1,6 @@
-//! One run at a time per output directory: runs on one target directory share `<target-dir>/ying/` (scratch space,
-//! reports, summary.json), so a second run waits for the first, saying so, rather than delete its files.
+//! The locks cargo ying takes: one run at a time per output directory (runs on one target directory share
+//! `<target-dir>/ying/`: scratch space, reports, summary.json), so a second run waits for the first, saying so,
+//! rather than delete its files; and [`take_or_wait`], how every lock here is taken.
 
 use crate::error::{Error, Result};
 use std::fs::File;
@@ -25,34 +26,29 @@ impl RunLock {
             .truncate(false)
             .open(&path)
             .map_err(Error::io("open", &path))?;
-        if !flock(&file, libc::LOCK_EX | libc::LOCK_NB).map_err(Error::io("lock", &path))? {
+        take_or_wait(&file, &path, |file| {
             let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
+            let _ = (&*file).read_to_string(&mut holder);
             let holder = holder.trim();
             let holder = if holder.is_empty() { String::new() } else { format!(" (process {holder})") };
-            eprintln!("{:>12} waiting for another cargo ying run{holder} on {}", "Blocking", out_dir.display());
-            flock(&file, libc::LOCK_EX).map_err(Error::io("lock", &path))?;
-        }
+            format!("waiting for another cargo ying run{holder} on {}", out_dir.display())
+        })?;
         let wrote = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{}", std::process::id()));
         wrote.map_err(Error::io("write", &path))?;
         Ok(Self { _file: file })
     }
 }
 
-/// `flock(2)` on `file`: `Ok(false)` when `LOCK_NB` was given and another holds it.
-fn flock(file: &File, operation: libc::c_int) -> std::io::Result<bool> {
-    use std::os::fd::AsRawFd as _;
-    loop {
-        // SAFETY: the descriptor is open for the duration of the call.
-        if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
-            return Ok(true);
+/// Takes an exclusive lock on `file` (at `path`); while another process holds it, says so (`Blocking` and what
+/// `waiting` gives, as cargo says it waits for its own locks) and waits.
+pub fn take_or_wait(file: &File, path: &Path, waiting: impl FnOnce(&File) -> String) -> Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            eprintln!("{:>12} {}", "Blocking", waiting(file));
+            file.lock().map_err(Error::io("lock", path))
         }
-        let error = std::io::Error::last_os_error();
-        match error.raw_os_error() {
-            Some(libc::EINTR) => {}
-            Some(libc::EWOULDBLOCK) => return Ok(false),
-            _ => return Err(error),
-        }
+        Err(std::fs::TryLockError::Error(why)) => Err(Error::io("lock", path)(why)),
     }
 }
 

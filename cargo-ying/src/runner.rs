@@ -87,6 +87,19 @@ fn run_token(index: usize) -> String {
     format!("{a:016x}{b:016x}")
 }
 
+/// What every test process gets after `--exact NAME`: its output uncaptured (cargo ying captures it), one thread.
+const HARNESS_ARGS: [&str; 2] = ["--nocapture", "--test-threads=1"];
+
+/// How each test is run, in words (for `-v`).
+pub fn describe(options: &RunOptions) -> String {
+    let passthrough = options.passthrough.iter().map(String::as_str);
+    let args: String = HARNESS_ARGS.into_iter().chain(passthrough).map(|arg| format!(" {arg}")).collect();
+    format!(
+        "each test runs alone: <binary> --exact <name>{args} in its package's directory, with \
+         {ATTRIBUTION_ENV}=process {DEFER_SYMBOLS_ENV}=1 and {REPORT_DIR_ENV}, {RUN_TOKEN_ENV} set"
+    )
+}
+
 /// Runs one test in its own process, and takes its report. Its output goes to a file, of which only the end is
 /// read; the file is kept (`output/<test>.log`) when the test failed.
 fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
@@ -107,7 +120,8 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
         };
         let mut command = Command::new(&test.binary.path);
         command
-            .args(["--exact", &test.name, "--nocapture", "--test-threads=1"])
+            .args(["--exact", &test.name])
+            .args(HARNESS_ARGS)
             .args(test.ignored.then_some("--include-ignored"))
             .args(&options.passthrough)
             .current_dir(&test.binary.package_dir)

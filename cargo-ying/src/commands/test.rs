@@ -16,7 +16,6 @@ use crate::workspace::Workspace;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use ying_report::TestId;
-use ying_report::report::{ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV};
 
 /// The timeout when neither `--timeout` nor the configuration sets one: generous, for slow debug builds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -79,11 +78,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
     reporter.start(running, plan.binaries_with_tests(), planned.len() - running, &options);
     reporter.not_run(&plan.not_run, false);
     if args.verbose {
-        reporter.note(&format!(
-            "each test runs alone: <binary> --exact <name> --nocapture --test-threads=1{} in its package's directory, \
-             with {ATTRIBUTION_ENV}=process {DEFER_SYMBOLS_ENV}=1 and {REPORT_DIR_ENV}, {RUN_TOKEN_ENV} set",
-            selection.passthrough.iter().map(|arg| format!(" {arg}")).collect::<String>()
-        ));
+        reporter.note(&runner::describe(&options));
     }
     // From here SIGINT and SIGTERM stop the tests (their process groups killed) and end the run with a summary
     // marked incomplete, rather than leave the tests running.
