@@ -48,6 +48,12 @@ pub fn metadata(options: &CargoOptions) -> Result<Metadata> {
     command.exec().map_err(Error::Metadata)
 }
 
+/// The kind of a target as cargo metadata gives it; `None` for one that has no tests (a build script).
+pub fn target_kind(target: &cargo_metadata::Target) -> Option<TargetKind> {
+    let kinds: Vec<String> = target.kind.iter().map(ToString::to_string).collect();
+    TargetKind::from_cargo(&kinds.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 /// Builds the test binaries and returns them, in cargo's order. `verbosity`: cargo's `--quiet` or `--verbose`,
 /// if any.
 pub fn build(options: &CargoOptions, metadata: &Metadata, verbosity: Option<&str>) -> Result<Vec<TestBinary>> {
@@ -65,8 +71,7 @@ pub fn build(options: &CargoOptions, metadata: &Metadata, verbosity: Option<&str
         let message = message.map_err(|error| Error::Build(BuildError::Messages(error)))?;
         let Message::CompilerArtifact(artifact) = message else { continue };
         let (Some(executable), true) = (artifact.executable, artifact.profile.test) else { continue };
-        let kinds: Vec<String> = artifact.target.kind.iter().map(ToString::to_string).collect();
-        let Some(kind) = TargetKind::from_cargo(&kinds.iter().map(String::as_str).collect::<Vec<_>>()) else {
+        let Some(kind) = target_kind(&artifact.target) else {
             continue;
         };
         let package = metadata.packages.iter().find(|package| package.id == artifact.package_id);

@@ -309,15 +309,20 @@ pub struct CargoOptions {
 }
 
 impl CargoOptions {
+    /// Whether targets are selected (`--lib`, `--bins`, `--tests`, `--examples`, `--all-targets` or named
+    /// ones) rather than cargo's default targets; `cargo test` then runs no doctests either.
+    pub fn selects_targets(&self) -> bool {
+        let targets = [self.lib, self.tests, self.bins, self.examples, self.all_targets];
+        targets.into_iter().any(|flag| flag)
+            || !self.test_targets.is_empty()
+            || !self.bin_targets.is_empty()
+            || !self.example_targets.is_empty()
+    }
+
     /// Whether cargo builds its default targets (lib, bins, tests), the packages it would by default: only then
     /// can a run select every test.
     pub fn builds_default_targets(&self) -> bool {
-        let targets = [self.lib, self.tests, self.bins, self.examples, self.all_targets];
-        !targets.into_iter().any(|flag| flag)
-            && self.test_targets.is_empty()
-            && self.bin_targets.is_empty()
-            && self.example_targets.is_empty()
-            && self.packages.is_empty()
+        !self.selects_targets() && self.packages.is_empty()
     }
 
     /// The arguments for `cargo test --no-run` (and `cargo metadata`, for the manifest path).

@@ -32,11 +32,7 @@ pub struct Split {
 /// (only when no target is selected: `--lib`, `--bins`, `--tests`, `--examples`, `--all-targets` and the named
 /// targets leave doctests out under `cargo test` too). The packages considered are those with a test binary built.
 pub fn split(binaries: Vec<TestBinary>, metadata: &Metadata, options: &CargoOptions) -> Result<Split> {
-    let targets_selected =
-        [options.lib, options.tests, options.bins, options.examples, options.all_targets].into_iter().any(|flag| flag)
-            || !options.test_targets.is_empty()
-            || !options.bin_targets.is_empty()
-            || !options.example_targets.is_empty();
+    let targets_selected = options.selects_targets();
     let mut packages: Vec<String> = Vec::new();
     for binary in &binaries {
         if !packages.contains(&binary.package) {
@@ -54,11 +50,10 @@ pub fn split(binaries: Vec<TestBinary>, metadata: &Metadata, options: &CargoOpti
         for (kind, target) in custom_harness_targets(manifest)? {
             custom.insert((name.clone(), kind, target));
         }
-        let doctested = package.targets.iter().find(|target| {
-            let kinds: Vec<String> = target.kind.iter().map(ToString::to_string).collect();
-            let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
-            target.doctest && TargetKind::from_cargo(&kinds) == Some(TargetKind::Lib)
-        });
+        let doctested = package
+            .targets
+            .iter()
+            .find(|target| target.doctest && crate::build::target_kind(target) == Some(TargetKind::Lib));
         if let (false, Some(lib)) = (targets_selected, doctested) {
             not_run.push(NotRunTarget {
                 package: name.clone(),
