@@ -36,7 +36,7 @@ CONFIGS = [
 SLOW = {"dhat"}
 # The provider each ying configuration wraps, for its own overhead and its RSS above the provider's.
 PROVIDER = {"ying_idle": "system", "ying_leak_test": "system", "ying_r0": "system", "ying_mimalloc": "mimalloc"}
-WORKLOADS = ["w1", "w2", "w3", "w4"]
+WORKLOADS = ["w1", "w2", "w3", "w4", "w5"]
 
 
 def run(binary, workload, raw):

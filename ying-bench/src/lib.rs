@@ -11,6 +11,7 @@
 //! | `w2` | `w1` on each of 2 threads at once |
 //! | `w3` | build and drop a `HashMap<String, Vec<u64>>` of 200k entries, 20 times |
 //! | `w4` | 1M vectors grown by `push` to random lengths up to 256: realloc-heavy growth |
+//! | `w5` | a tokio multi-thread runtime (2 workers) running 10,000 tasks that each build and drop a `Vec<String>` and a `HashMap`: the shape of an async test |
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -97,8 +98,30 @@ pub fn growth(vectors: usize, seed: u64) -> u64 {
     checksum
 }
 
+/// `w5`: a tokio multi-thread runtime with 2 workers, built and shut down inside the workload, running `tasks`
+/// tasks that each build a `Vec<String>` of 16 words and a `HashMap` over them, then drop both.
+pub fn tasks(tasks: usize) -> u64 {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().expect("a tokio runtime");
+    runtime.block_on(async {
+        let handles: Vec<_> = (0..tasks)
+            .map(|task| {
+                tokio::spawn(async move {
+                    let words: Vec<String> = (0..16).map(|word| format!("task-{task}-word-{word}")).collect();
+                    let lengths: HashMap<&str, usize> = words.iter().map(|word| (word.as_str(), word.len())).collect();
+                    black_box(&lengths).values().sum::<usize>() as u64
+                })
+            })
+            .collect();
+        let mut checksum = 0u64;
+        for handle in handles {
+            checksum = checksum.wrapping_add(handle.await.expect("a task that does not panic"));
+        }
+        checksum
+    })
+}
+
 /// The workloads' names.
-pub const WORKLOADS: [&str; 4] = ["w1", "w2", "w3", "w4"];
+pub const WORKLOADS: [&str; 5] = ["w1", "w2", "w3", "w4", "w5"];
 
 /// Runs one workload by name; `None` for an unknown name.
 pub fn workload(name: &str) -> Option<u64> {
@@ -107,6 +130,7 @@ pub fn workload(name: &str) -> Option<u64> {
         "w2" => churn_threads(2, 10_000_000, 1000),
         "w3" => maps(20, 200_000),
         "w4" => growth(1_000_000, 4),
+        "w5" => tasks(10_000),
         _ => return None,
     })
 }
@@ -136,7 +160,7 @@ fn peak_rss_kib() -> u64 {
 pub fn main(config: &str, run: impl FnOnce(&dyn Fn() -> u64) -> u64) {
     let name = std::env::args().nth(1).unwrap_or_default();
     if !WORKLOADS.contains(&name.as_str()) {
-        eprintln!("ying-bench: unknown workload `{name}`; expected w1, w2, w3 or w4");
+        eprintln!("ying-bench: unknown workload `{name}`; expected w1, w2, w3, w4 or w5");
         std::process::exit(2);
     }
     let start = Instant::now();
