@@ -259,3 +259,89 @@ fn scope_stats_round_trip_through_json() {
     assert!(json.contains("\"retained_bytes\":42"), "{json}");
     assert_eq!(serde_json::from_str::<ying::ScopeStats>(&json).unwrap(), stats);
 }
+
+/// One step of [`the_peak_over_threads_is_exact`]: which of the three threads acts, and whether it allocates a block
+/// of this many bytes (`Some`) or frees its oldest block (`None`).
+type Step = (usize, Option<usize>);
+
+/// A deterministic script of allocations and frees over three threads, and the peak of their summed live bytes.
+fn script(steps: usize) -> (Vec<Step>, u64) {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut live = [Vec::new(), Vec::new(), Vec::new()];
+    let (mut total, mut peak) = (0u64, 0u64);
+    let mut out = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let actor = (next() % 3) as usize;
+        // Sizes from a few bytes to 200 KiB: rises within a thread's room, past it, and new peaks.
+        let size = 1 + (next() % if next() % 4 == 0 { 200 * 1024 } else { 4096 }) as usize;
+        let step = if live[actor].is_empty() || next() % 5 < 3 {
+            live[actor].push(size);
+            total += size as u64;
+            (actor, Some(size))
+        } else {
+            total -= live[actor].remove(0) as u64;
+            (actor, None)
+        };
+        peak = peak.max(total);
+        out.push(step);
+    }
+    (out, peak)
+}
+
+#[test]
+fn the_peak_over_threads_is_exact() {
+    // The scope's thread and two threads that entered it take turns (a barrier between steps), each writing figures
+    // of its own: the peak is the true maximum of their summed live bytes at every step.
+    const STEPS: usize = 400;
+    let (steps, expected_peak) = script(STEPS);
+    let barrier = std::sync::Barrier::new(3);
+    let scope = std::sync::Mutex::new(ying::Scope::current());
+    let run = |me: usize, blocks: &mut Vec<Box<[u8]>>| {
+        for &(actor, op) in &steps {
+            if actor == me {
+                match op {
+                    Some(size) => blocks.push(black_box(vec![me as u8; size].into_boxed_slice())),
+                    None => drop(blocks.remove(0)),
+                }
+            }
+            barrier.wait();
+        }
+    };
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (1..3)
+            .map(|me| {
+                let (barrier, scope, run) = (&barrier, &scope, &run);
+                s.spawn(move || {
+                    let mut blocks = Vec::with_capacity(STEPS);
+                    barrier.wait(); // warm
+                    barrier.wait(); // the scope is open
+                    let entered = scope.lock().unwrap().enter();
+                    barrier.wait();
+                    run(me, &mut blocks);
+                    drop(entered);
+                    barrier.wait(); // the scope closed
+                    blocks
+                })
+            })
+            .collect();
+        let mut blocks = Vec::with_capacity(STEPS);
+        barrier.wait();
+        let ((), stats) = ying::measure(|| {
+            *scope.lock().unwrap() = ying::Scope::current();
+            barrier.wait();
+            barrier.wait();
+            run(0, &mut blocks);
+        });
+        barrier.wait();
+        let kept: usize =
+            workers.into_iter().map(|worker| worker.join().unwrap()).chain([blocks]).flatten().map(|b| b.len()).sum();
+        assert_eq!(stats.peak_bytes, expected_peak, "{stats:?}");
+        assert_eq!(stats.retained_bytes, kept as u64, "{stats:?}");
+    });
+}

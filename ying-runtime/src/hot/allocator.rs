@@ -219,11 +219,13 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             (_, true) => self.sample(size, Weight::of_interval(interval), 1.0, true),
             _ => None,
         };
-        // A block of the thread's own scope that only a scope records (no lifetime, no process sample): kept in the
-        // thread's nursery when it has room.
+        // A block that only a scope records (no lifetime, no process sample), of the thread's own scope or of the
+        // process-attributed scope: kept in the thread's nursery when it has room.
         let stack = sample.map(|sample| sample.stack);
         let nursed = owner.is_some_and(|owner| {
-            !sampled && owner == thread.home_scope() && live::insert_nursed(thread, ptr, size, owner, stack)
+            !sampled
+                && (owner == thread.home_scope() || scope::is_process_scope(owner))
+                && live::insert_nursed(thread, ptr, size, owner, stack)
         });
         if !nursed && (owner.is_some() || sample.is_some()) {
             let owned = if owner.is_some() { size } else { 0 };

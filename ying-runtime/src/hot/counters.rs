@@ -25,8 +25,8 @@ const SHARED_SHARDS: usize = 16;
 pub(crate) const PEAK_BATCH: i64 = 64 * 1024;
 
 /// A block of event counters: allocations, frees and their bytes. The process keeps one per thread (and a few
-/// shared ones), a scope one for its home thread and one for the others (see `scope`). A block's only writer
-/// updates it with plain loads and stores (`exclusive`), several writers with atomic adds.
+/// shared ones). A block's only writer updates it with plain loads and stores (`exclusive`), several writers with
+/// atomic adds.
 #[repr(align(128))]
 pub(crate) struct Shard {
     allocated_bytes: AtomicU64,
@@ -42,13 +42,6 @@ impl Shard {
             allocations: AtomicU64::new(0),
             freed_bytes: AtomicU64::new(0),
             frees: AtomicU64::new(0),
-        }
-    }
-
-    /// Sets every counter to 0 (while nobody writes the block).
-    pub(crate) fn reset(&self) {
-        for counter in [&self.allocated_bytes, &self.allocations, &self.freed_bytes, &self.frees] {
-            counter.store(0, Relaxed);
         }
     }
 

@@ -6,11 +6,12 @@
 //! first thread first allocates through it (`counters` gives each thread its counter block then, out of line):
 //!
 //! - before the fork, the forking thread takes every lock the allocation path can hold: the call-frame rules'
-//!   writer lock (`unwind`), the stack table's (`stacks`) and the live table's shards (`live`), in that order. No
-//!   path holds two of them at once, so no order can deadlock with a thread that holds one;
+//!   writer lock (`unwind`), the stack table's (`stacks`), the live table's shards (`live`) and the scopes' peak
+//!   locks (`scope`), in that order. No path holds two of them at once, so no order can deadlock with a thread that
+//!   holds one;
 //! - after it, the parent and the child release them: the tables are as the last holder left them;
 //! - the child forgets the scope updates that other threads had in flight (`scope`): those threads are not in the
-//!   child, and a scope's close waits for its announced updaters. Their scopes stay open, with no home thread, and
+//!   child, and a scope's close waits for a part being written. Their scopes stay open, with no home thread, and
 //!   what the other threads kept (their nurseries, their counter blocks) stays as it was: the forking thread's
 //!   figures are exactly what they were.
 //!
@@ -54,6 +55,7 @@ extern "C" fn prepare() {
     unwind::lock_for_fork();
     stacks::lock_for_fork();
     live::lock_for_fork();
+    scope::lock_for_fork();
 }
 
 /// After the fork, in the parent: releases the locks.
@@ -66,12 +68,14 @@ extern "C" fn parent() {
 extern "C" fn child() {
     release();
     scope::forget_other_threads();
+    stacks::forget_other_threads();
 }
 
 fn release() {
     // SAFETY: `prepare` took these locks on the forking thread, which runs `parent` or `child` (in the child, the
     // only thread), and nothing released them since.
     unsafe {
+        scope::unlock_after_fork();
         live::unlock_after_fork();
         stacks::unlock_after_fork();
         unwind::unlock_after_fork();
@@ -110,7 +114,7 @@ mod tests {
         let id = open.id();
         // Another thread announced an update of the scope (as the free of a block the scope owns does) and was in
         // it when the process forked: it is not in the child, and will never end it there.
-        scope::begin_update(id);
+        let update = scope::begin_update(id);
         // SAFETY: the child only closes the scope, which allocates nothing, and ends with `_exit`.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
@@ -119,7 +123,7 @@ mod tests {
             unsafe { libc::_exit(0) };
         }
         assert!(pid > 0, "fork failed");
-        scope::end_update(id);
+        scope::end_update(update);
         open.close();
         assert_eq!(exit_code_within_a_minute(pid), Some(0), "the child's close waited for a thread it does not have");
     }

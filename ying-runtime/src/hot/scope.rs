@@ -4,12 +4,13 @@
 //! Its id combines a generation with the slot index (and a bit, see below): blocks remember the id of the scope
 //! that owns them, and a free that arrives after the scope closed (or after the slot was reused) finds a different
 //! id and changes nothing.
-//! Updaters announce themselves in `users` before they check the id, and closing waits for them, so a closed
-//! scope's figures are final and a reused slot never receives a late update meant for its previous scope.
-//!
-//! The thread that opened a scope (its home thread) closes it, and makes almost all of its updates: those skip the
-//! announcement and write counters of their own with plain loads and stores. Only the live-byte count, whose peak
-//! must be exact across threads, is one atomic counter for everyone. A nested scope (below) has no home thread.
+//! A scope's figures are kept in parts, one per thread that counts in it (`hot::parts`): the thread that opened
+//! the scope (its home thread), which also closes it, writes the slot's home part; any other thread writes a part
+//! of its own, registered with the scope once, which the closer reads and gives back. Every writer updates its part
+//! with plain loads and stores, and the peak stays exact across threads (see `hot::parts`). An update that finds the
+//! scope open just before it closes lands in a part nobody reads any more, so a closed scope's figures are final
+//! and a reused slot never receives a late update meant for its previous scope. A nested scope (below) has no home
+//! thread.
 //!
 //! Scopes nest. A scope opened where its thread is in another scope (a `measure` inside a leak test) records that
 //! scope as its parent, and every update of the inner scope is applied to each open scope enclosing it, outwards
@@ -23,8 +24,8 @@
 
 use crate::base::ids::{AtomicScopeId, ScopeId};
 use crate::base::thread::{THREAD, ThreadState};
-use crate::hot::counters::{self, Shard};
-use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use crate::hot::parts::{self, Figures, Part};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 pub use ying_report::report::{Attribution, ScopeStats};
 
 const SLOT_BITS: u32 = 8;
@@ -47,16 +48,8 @@ struct Slot {
     /// (`closed_parent`): a sequence lock on `closed` (see [`forwarded`]).
     closed: AtomicScopeId,
     closed_parent: AtomicScopeId,
-    users: AtomicU32,
-    /// Live bytes, one counter for all threads: its read-modify-writes order every change, so the peak is exact.
-    live_bytes: AtomicI64,
-    peak_bytes: AtomicI64,
-    /// Live blocks, the home thread's count and the others' (signed, as two's complement).
-    live_blocks: [AtomicU64; 2],
-    /// Event counters written by the home thread only (plain loads and stores, no locked instruction).
-    home: Shard,
-    /// Event counters of every other thread (atomic adds).
-    shared: Shard,
+    /// The figures, in parts (see `hot::parts`).
+    figures: Figures,
 }
 
 impl Slot {
@@ -69,33 +62,20 @@ impl Slot {
             has_children: AtomicBool::new(false),
             closed: AtomicScopeId::none(),
             closed_parent: AtomicScopeId::none(),
-            users: AtomicU32::new(0),
-            live_bytes: AtomicI64::new(0),
-            peak_bytes: AtomicI64::new(0),
-            live_blocks: [AtomicU64::new(0), AtomicU64::new(0)],
-            home: Shard::new(),
-            shared: Shard::new(),
+            figures: Figures::new(),
         }
     }
+}
 
-    /// The event counters and live-block count of the home thread (`home`) or of the others.
-    fn counters(&self, home: bool) -> (&Shard, &AtomicU64) {
-        if home { (&self.home, &self.live_blocks[0]) } else { (&self.shared, &self.live_blocks[1]) }
-    }
-
-    fn add_live(&self, home: bool, bytes: usize, blocks: i64) {
-        let live = self.live_bytes.fetch_add(bytes as i64, Ordering::Relaxed) + bytes as i64;
-        counters::add(self.counters(home).1, blocks as u64, home);
-        // Most allocations set no new peak: read before writing.
-        if live > self.peak_bytes.load(Ordering::Relaxed) {
-            self.peak_bytes.fetch_max(live, Ordering::Relaxed);
-        }
-    }
-
-    fn sub_live(&self, home: bool, bytes: usize, blocks: i64) {
-        self.live_bytes.fetch_sub(bytes as i64, Ordering::Relaxed);
-        counters::add(self.counters(home).1, blocks.wrapping_neg() as u64, home);
-    }
+/// Which part of a scope an update writes.
+#[derive(Clone, Copy)]
+enum Writer {
+    /// The home part: the scope's home thread.
+    Home,
+    /// A part of the calling thread's own.
+    Own(&'static Part),
+    /// The shared part (atomic adds): a thread without a part.
+    Shared,
 }
 
 static SLOT_TABLE: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
@@ -109,31 +89,54 @@ static PROCESS_SCOPE: AtomicScopeId = AtomicScopeId::none();
 /// scheduler (libtest's, waiting for the test's result): its bookkeeping is not the measured code's.
 static PROCESS_SKIPS_MAIN: AtomicBool = AtomicBool::new(false);
 
-/// Runs `f` on the slot of scope `id` if that scope is still open; reports whether it was.
+/// Runs `f` on the slot of scope `id` with the part the calling thread writes, if that scope is still open;
+/// reports whether it was.
 ///
-/// On the scope's home thread (the one that opened it and will close it) the scope is open, and no close can
-/// overlap the update: no check, no announcement, and `f` writes the home counters (its second argument: `true`).
-/// Other threads announce themselves in `users` (closing waits for them) and check the id.
+/// On the scope's home thread (the one that opened it and will close it) the scope is open: no check, and `f`
+/// writes the home part. Other threads check the id, and write a part of their own (see `hot::parts`).
 #[inline]
-fn with_open(id: ScopeId, f: impl FnOnce(&Slot, bool)) -> bool {
-    with_open_as(THREAD.try_with(|thread| id == thread.home_scope()) == Ok(true), id, f)
+fn with_open(id: ScopeId, f: impl FnOnce(&Slot, Writer)) -> bool {
+    let writer = THREAD.try_with(|thread| writer(Some(thread), id)).unwrap_or_else(|_| writer(None, id));
+    writer.map(|writer| f(slot_of(id), writer)).is_some()
 }
 
-/// [`with_open`] for a caller that knows whether it runs on the scope's home thread (`home`).
+/// The part the calling thread (`thread`, `None` when its local storage is gone) writes in scope `id`; `None` when
+/// the scope has closed.
 #[inline(always)]
-fn with_open_as(home: bool, id: ScopeId, f: impl FnOnce(&Slot, bool)) -> bool {
+fn writer(thread: Option<&ThreadState>, id: ScopeId) -> Option<Writer> {
+    match thread {
+        Some(thread) if id == thread.home_scope() => Some(Writer::Home),
+        _ => other_writer(thread, id),
+    }
+}
+
+/// [`writer`] on another thread than the scope's home thread.
+#[inline]
+fn other_writer(thread: Option<&ThreadState>, id: ScopeId) -> Option<Writer> {
     let slot = slot_of(id);
-    if home {
-        f(slot, true);
-        return true;
+    if id != slot.id.load(Ordering::SeqCst) {
+        return None;
     }
-    slot.users.fetch_add(1, Ordering::SeqCst);
-    let open = id == slot.id.load(Ordering::SeqCst);
-    if open {
-        f(slot, false);
+    let Some(thread) = thread else { return Some(Writer::Shared) };
+    // SAFETY: a thread's `part` is null or was set by `take_part` to a part of the static pool.
+    match unsafe { thread.part.get().cast::<Part>().as_ref() } {
+        Some(part) if id == thread.part_scope.get() && part.counts_for(id) => Some(Writer::Own(part)),
+        _ => take_part(thread, slot, id),
     }
-    slot.users.fetch_sub(1, Ordering::Release);
-    open
+}
+
+/// Takes (or finds) the calling thread's part for scope `id`, in slot `slot`; `None` when the scope closed.
+#[cold]
+#[inline(never)]
+fn take_part(thread: &ThreadState, slot: &Slot, id: ScopeId) -> Option<Writer> {
+    match parts::take(&thread.parts, id, &slot.figures, || id == slot.id.load(Ordering::SeqCst))? {
+        Some(part) => {
+            thread.part.set(core::ptr::from_ref(part).cast());
+            thread.part_scope.set(Some(id));
+            Some(Writer::Own(part))
+        }
+        None => Some(Writer::Shared),
+    }
 }
 
 /// The slot of scope `id` (which holds it while it is open).
@@ -146,6 +149,15 @@ fn slot_of(id: ScopeId) -> &'static Slot {
 #[inline(always)]
 pub(crate) fn process_scope_open() -> bool {
     PROCESS_SCOPE.load(Ordering::Relaxed).is_some()
+}
+
+/// Whether `id` is the open process-attributed scope. Its blocks may be kept in the nurseries of every thread: it
+/// encloses no other scope's blocks, and the process it measures ends soon after it closes (the nurseries of other
+/// threads than its home thread keep the entries of its blocks after it, until their threads allocate for another
+/// scope).
+#[inline(always)]
+pub(crate) fn is_process_scope(id: ScopeId) -> bool {
+    id == PROCESS_SCOPE.load(Ordering::Relaxed)
 }
 
 /// The scope the calling thread's heap activity is attributed to, if any.
@@ -181,35 +193,72 @@ enum Op {
 }
 
 impl Op {
+    /// Applies the update to scope `id`'s part in `slot` that `writer` names.
     #[inline(always)]
-    fn apply(self, slot: &Slot, home: bool) {
+    fn apply(self, slot: &Slot, id: ScopeId, writer: Writer) {
+        let figures = &slot.figures;
+        match writer {
+            Writer::Home => self.apply_to(&figures.home, true, figures, id),
+            Writer::Own(part) => {
+                // Read whole by the closer on another thread: written between two steps of its sequence number.
+                let seq = part.begin_write();
+                self.apply_to(part, true, figures, id);
+                part.end_write(seq);
+            }
+            Writer::Shared => self.apply_to(&figures.shared, false, figures, id),
+        }
+    }
+
+    /// Applies the update to `part` of scope `id` (whose figures are `figures`); `exclusive`: the caller is the
+    /// part's only writer.
+    #[inline(always)]
+    fn apply_to(self, part: &Part, exclusive: bool, figures: &Figures, id: ScopeId) {
         match self {
             Self::Alloc(size) => {
-                slot.counters(home).0.count_alloc(size, home);
-                slot.add_live(home, size, 1);
+                part.count_alloc(size, exclusive);
+                part.add_live(figures, id, size, 1, exclusive);
             }
-            Self::Free(size) => slot.counters(home).0.count_free(size, home),
-            Self::Resize(old, new) => slot.counters(home).0.count_resize(old, new, home),
-            Self::Own(bytes, block) => slot.add_live(home, bytes, i64::from(block)),
-            Self::Disown(bytes, block) => slot.sub_live(home, bytes, i64::from(block)),
+            Self::Free(size) => part.count_free(size, exclusive),
+            Self::Resize(old, new) => part.count_resize(old, new, exclusive),
+            Self::Own(bytes, block) => part.add_live(figures, id, bytes, i64::from(block), exclusive),
+            Self::Disown(bytes, block) => part.sub_live(bytes, i64::from(block), exclusive),
             Self::FreeOwned(size, owned, block) => {
-                slot.counters(home).0.count_free(size, home);
-                slot.sub_live(home, owned, i64::from(block));
+                part.count_free(size, exclusive);
+                part.sub_live(owned, i64::from(block), exclusive);
             }
         }
     }
 }
 
-/// Applies `op` to scope `id` if it is open (on its home thread when `home`), and to the open scopes enclosing
-/// it; returns whether `id` was open. A nested scope is no thread's home scope: the home path, the common one, has
-/// nothing to do for nesting.
+/// Applies `op`, made by the calling thread (`thread`, `None` when its local storage is gone), to scope `id` if it
+/// is open, and to the open scopes enclosing it; returns whether `id` was open. The home path, the common one (a
+/// scope's own thread), is inlined and has nothing else to do: a nested scope is no thread's home scope.
 #[inline(always)]
-fn update(home: bool, id: ScopeId, op: Op) -> bool {
-    let open = with_open_as(home, id, |slot, home| op.apply(slot, home));
-    if !home && open && nested(id) {
+fn update(thread: Option<&ThreadState>, id: ScopeId, op: Op) -> bool {
+    if let Some(thread) = thread
+        && id == thread.home_scope()
+    {
+        let slot = slot_of(id);
+        op.apply_to(&slot.figures.home, true, &slot.figures, id);
+        return true;
+    }
+    update_other(thread, id, op)
+}
+
+/// [`update`] on another thread than the scope's home thread.
+#[inline(never)]
+fn update_other(thread: Option<&ThreadState>, id: ScopeId, op: Op) -> bool {
+    let Some(writer) = other_writer(thread, id) else { return false };
+    op.apply(slot_of(id), id, writer);
+    if nested(id) {
         update_beyond(id, true, op);
     }
-    open
+    true
+}
+
+/// [`update`] on the calling thread.
+fn update_here(id: ScopeId, op: Op) -> bool {
+    THREAD.try_with(|thread| update(Some(thread), id, op)).unwrap_or_else(|_| update(None, id, op))
 }
 
 /// Whether scope `id` had a parent when it opened (and so has one until it closes: a parent that closes first
@@ -231,8 +280,8 @@ fn update_enclosing(mut next: ScopeId, inner: Option<ScopeId>, op: Op) -> Option
     let mut limit = inner.map_or(u64::MAX, generation);
     while generation(next) < limit {
         let mut parent = None;
-        let open = with_open(next, |slot, home| {
-            op.apply(slot, home);
+        let open = with_open(next, |slot, writer| {
+            op.apply(slot, next, writer);
             parent = slot.parent.load(Ordering::Relaxed);
         });
         if open {
@@ -294,7 +343,7 @@ fn update_closed(thread: &ThreadState, id: ScopeId, op: Op) -> Option<ScopeId> {
     // encloses it if it was open when that scope opened.)
     if first.is_none()
         && let Some(scope) = process_scope_for(thread)
-        && with_open(scope, |slot, home| op.apply(slot, home))
+        && with_open(scope, |slot, writer| op.apply(slot, scope, writer))
     {
         first = Some(scope);
     }
@@ -314,16 +363,7 @@ fn process_scope_for(thread: &ThreadState) -> Option<ScopeId> {
 /// allocation. The enclosing scopes count the allocation and the block too.
 #[inline]
 pub(crate) fn on_alloc(thread: &ThreadState, id: ScopeId, size: usize) -> Option<bool> {
-    let mut capture = false;
-    let home = id == thread.home_scope();
-    let open = with_open_as(home, id, |slot, home| {
-        Op::Alloc(size).apply(slot, home);
-        capture = slot.capture.load(Ordering::Relaxed);
-    });
-    if !home && open && nested(id) {
-        update_beyond(id, true, Op::Alloc(size));
-    }
-    open.then_some(capture)
+    update(Some(thread), id, Op::Alloc(size)).then(|| slot_of(id).capture.load(Ordering::Relaxed))
 }
 
 /// [`on_alloc`] for a thread whose scope `id` has closed: counted in the scopes the thread is still in (see
@@ -349,7 +389,7 @@ pub(crate) fn on_resize(thread: &ThreadState, id: ScopeId, old: usize, new: usiz
 /// when `id` has closed, to the scopes the thread is still in.
 #[inline(always)]
 fn attributed_update(thread: &ThreadState, id: ScopeId, op: Op) {
-    if !update(id == thread.home_scope(), id, op) {
+    if !update(Some(thread), id, op) {
         update_closed(thread, id, op);
     }
 }
@@ -358,9 +398,8 @@ fn attributed_update(thread: &ThreadState, id: ScopeId, op: Op) {
 /// and handed its blocks to no open scope; else the scope that owns them now (`id`, or the one it handed its blocks
 /// to) and whether it records every stack.
 pub(crate) fn own(id: ScopeId, bytes: usize, block: bool) -> Option<(ScopeId, bool)> {
-    let home = THREAD.try_with(|thread| id == thread.home_scope()) == Ok(true);
     let op = Op::Own(bytes, block);
-    let owner = if update(home, id, op) { id } else { nested(id).then(|| update_beyond(id, false, op)).flatten()? };
+    let owner = if update_here(id, op) { id } else { nested(id).then(|| update_beyond(id, false, op)).flatten()? };
     Some((owner, slot_of(owner).capture.load(Ordering::Relaxed)))
 }
 
@@ -368,7 +407,7 @@ pub(crate) fn own(id: ScopeId, bytes: usize, block: bool) -> Option<(ScopeId, bo
 /// [`on_free`] and [`disown`] at once.
 #[inline]
 pub(crate) fn free_owned(thread: &ThreadState, id: ScopeId, size: usize, owned: usize, block: bool) {
-    if !update(id == thread.home_scope(), id, Op::FreeOwned(size, owned, block)) {
+    if !update(Some(thread), id, Op::FreeOwned(size, owned, block)) {
         free_owned_closed(thread, id, size, owned, block);
     }
 }
@@ -383,8 +422,7 @@ fn free_owned_closed(thread: &ThreadState, id: ScopeId, size: usize, owned: usiz
 
 /// Scope `id` no longer owns `bytes` bytes (and, with `block`, one block) it owned; nor do the scopes enclosing it.
 pub(crate) fn disown(id: ScopeId, bytes: usize, block: bool) {
-    let home = THREAD.try_with(|thread| id == thread.home_scope()) == Ok(true);
-    if !update(home, id, Op::Disown(bytes, block)) && nested(id) {
+    if !update_here(id, Op::Disown(bytes, block)) && nested(id) {
         update_beyond(id, false, Op::Disown(bytes, block));
     }
 }
@@ -409,13 +447,7 @@ impl OpenScope {
         // The slot forgets the closed scope it held before it says anything of this one (see `forwarded`).
         slot.closed.store(None, Ordering::Relaxed);
         fence(Ordering::Release);
-        slot.home.reset();
-        slot.shared.reset();
-        for blocks in &slot.live_blocks {
-            blocks.store(0, Ordering::Relaxed);
-        }
-        slot.live_bytes.store(0, Ordering::Relaxed);
-        slot.peak_bytes.store(0, Ordering::Relaxed);
+        slot.figures.reset();
         slot.has_children.store(false, Ordering::Relaxed);
         // The scope encloses what its thread does; it is enclosed by the innermost open scope its thread is in (a
         // process-attributed scope counts every thread, and is enclosed by none). It records every stack when that
@@ -467,7 +499,7 @@ impl OpenScope {
 
     /// The scope's figures so far, while it is open (`retained_*`: owned and live now).
     pub(crate) fn figures(&self) -> ScopeStats {
-        read_figures(slot_of(self.id))
+        read_figures(slot_of(self.id), self.id)
     }
 
     /// Closes the scope and returns its final figures.
@@ -504,10 +536,8 @@ impl OpenScope {
         if !slot.id.compare_exchange(Some(self.id), None, Ordering::SeqCst, Ordering::Relaxed) {
             return ScopeStats::default(); // already closed
         }
-        while slot.users.load(Ordering::SeqCst) != 0 {
-            core::hint::spin_loop();
-        }
-        let stats = read_figures(slot);
+        let stats = read_figures(slot, self.id);
+        slot.figures.release(self.id);
         // The blocks the scope owns go to the nearest open scope enclosing it, which counted them all along; the
         // blocks this thread allocated in the scope stay recognisable after it: out of the nursery, unless the heir
         // is the thread's own scope, whose nursery it becomes again.
@@ -518,28 +548,44 @@ impl OpenScope {
     }
 }
 
-/// In a child process, just after the fork: the updaters announced in `users` were other threads of the parent,
-/// which the child does not have (the forking thread itself was announced nowhere: it was in `fork`), so no close
-/// in the child waits for them. The scopes other threads opened stay open in the child, with no home thread: the
-/// child's updates of them take the shared path.
+/// In a child process, just after the fork: the parts other threads of the parent were writing are whole again
+/// (the forking thread itself was writing none: it was in `fork`), so no close in the child waits for them. The
+/// scopes other threads opened stay open, with no home thread: the child's updates of them take its own parts.
 #[cfg(unix)]
 pub(crate) fn forget_other_threads() {
+    parts::forget_other_threads();
+}
+
+/// Takes every scope's peak lock before the process forks (see `hot::fork`).
+#[cfg(unix)]
+pub(crate) fn lock_for_fork() {
+    SLOT_TABLE.iter().for_each(|slot| slot.figures.lock_for_fork());
+}
+
+/// Releases the locks [`lock_for_fork`] took, in the parent and in the child.
+///
+/// # Safety
+///
+/// The calling thread took the locks with [`lock_for_fork`] (in a child: the thread that forked it did).
+#[cfg(unix)]
+pub(crate) unsafe fn unlock_after_fork() {
     for slot in &SLOT_TABLE {
-        slot.users.store(0, Ordering::SeqCst);
+        // SAFETY: the caller took every slot's lock with `lock_for_fork`, as this function's contract says.
+        unsafe { slot.figures.unlock_after_fork() };
     }
 }
 
-/// Announces an update of scope `id` by another thread than its home thread, as [`with_open`] does, until
-/// [`end_update`]: for tests that need an update in flight.
+/// Begins an update of scope `id` by a thread other than its home thread that does not end until [`end_update`]:
+/// for tests that need an update in flight.
 #[cfg(all(test, unix))]
-pub(crate) fn begin_update(id: ScopeId) {
-    slot_of(id).users.fetch_add(1, Ordering::SeqCst);
+pub(crate) fn begin_update(id: ScopeId) -> &'static Part {
+    parts::begin_stuck_write(id, &slot_of(id).figures)
 }
 
-/// Ends the update [`begin_update`] announced.
+/// Ends the update [`begin_update`] began.
 #[cfg(all(test, unix))]
-pub(crate) fn end_update(id: ScopeId) {
-    slot_of(id).users.fetch_sub(1, Ordering::Release);
+pub(crate) fn end_update(part: &Part) {
+    parts::end_stuck_write(part);
 }
 
 /// Takes a free slot, in turn from the one after the slot taken last; `None` when all are taken.
@@ -584,22 +630,18 @@ fn adopt_children(id: ScopeId, parent: ScopeId) {
     }
 }
 
-/// The slot's figures: each counter is the sum of its home and shared parts. Called on the home thread, which
-/// sees its own writes.
-fn read_figures(slot: &Slot) -> ScopeStats {
-    let [home, shared] = [slot.home.read(), slot.shared.read()];
-    let [allocated_bytes, allocations, freed_bytes, frees] =
-        core::array::from_fn(|counter| home[counter].wrapping_add(shared[counter]));
-    let [home_blocks, shared_blocks] = &slot.live_blocks;
-    let live_blocks = home_blocks.load(Ordering::Relaxed).wrapping_add(shared_blocks.load(Ordering::Relaxed)) as i64;
+/// The figures of scope `id` in `slot`: each the sum of its parts. Called on the home thread, which sees its own
+/// writes.
+fn read_figures(slot: &Slot, id: ScopeId) -> ScopeStats {
+    let sums = slot.figures.sums(id);
     let mut stats = ScopeStats::default();
-    stats.retained_bytes = slot.live_bytes.load(Ordering::Relaxed).max(0) as u64;
-    stats.retained_blocks = live_blocks.max(0) as u64;
-    stats.peak_bytes = slot.peak_bytes.load(Ordering::Relaxed).max(0) as u64;
-    stats.allocated_bytes = allocated_bytes;
-    stats.allocations = allocations;
-    stats.freed_bytes = freed_bytes;
-    stats.frees = frees;
+    stats.retained_bytes = sums.live_bytes.max(0) as u64;
+    stats.retained_blocks = sums.live_blocks.max(0) as u64;
+    stats.peak_bytes = slot.figures.peak().max(0) as u64;
+    stats.allocated_bytes = sums.allocated_bytes;
+    stats.allocations = sums.allocations;
+    stats.freed_bytes = sums.freed_bytes;
+    stats.frees = sums.frees;
     stats
 }
 

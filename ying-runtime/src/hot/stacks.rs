@@ -7,10 +7,11 @@
 use crate::base::ids::StackId;
 use crate::base::raw::{RawSystem, RawVec};
 use crate::base::sync::SpinLock;
-use crate::base::thread::THREAD;
+use crate::base::thread::{THREAD, ThreadState};
 use crate::hot::histogram::LifetimeHistogram;
 use crate::hot::unwind::Cached;
 use core::mem::MaybeUninit;
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 use std::time::Duration;
 
 /// Deepest stack kept, counted from the allocation site; deeper (outer) frames are cut.
@@ -97,7 +98,23 @@ pub(crate) fn record_sample(objects: f64, bytes: f64) -> Option<StackId> {
 
 /// [`record_alloc`] for the frames of stack `id`, captured again; `stack` holds only the spans the thread is in
 /// now, which may differ from the recorded stack's.
+///
+/// Without spans to compare, the figures go to the calling thread's pending record (see [`Pending`]): no lock, and
+/// no cache line another thread writes.
+#[inline]
 fn record_again(id: StackId, stack: &Ips, objects: f64, bytes: f64) -> Option<StackId> {
+    if MAX_SPANS == 0
+        && let Ok(Some(pending)) = THREAD.try_with(pending_of)
+    {
+        pending.add(id, objects, bytes);
+        return Some(id);
+    }
+    record_again_locked(id, stack, objects, bytes)
+}
+
+/// [`record_again`] under the stack table's lock.
+#[cold]
+fn record_again_locked(id: StackId, stack: &Ips, objects: f64, bytes: f64) -> Option<StackId> {
     let mut again = {
         let mut table = STACKS.lock();
         let record = &mut table.as_mut()?.records[id.index()];
@@ -111,6 +128,151 @@ fn record_again(id: StackId, stack: &Ips, objects: f64, bytes: f64) -> Option<St
     again.spans = stack.spans;
     again.spans_len = stack.spans_len;
     record_alloc(&again, objects, bytes)
+}
+
+/// The figures a thread added to one stack and has not yet added to the stack table. Only its thread writes it
+/// (plain loads and stores, between two steps of a sequence number); it moves them to the table when it adds to
+/// another stack or has [`PENDING_EVENTS`] events, under the table's lock, and readers of the table
+/// ([`snapshot`]) add every thread's pending figures, under the same lock, so that nothing is ever missing from
+/// what they read. A thread that allocates from one place again and again (a loop in a test) adds to the table
+/// once per [`PENDING_EVENTS`] allocations instead of once each, and threads that allocate from the same place at
+/// once no longer take turns at the table's lock.
+#[repr(align(64))]
+struct Pending {
+    /// Odd while its thread writes.
+    seq: AtomicU32,
+    /// The stack's index plus one (0: none).
+    stack: AtomicU32,
+    events: AtomicU32,
+    /// `f64` bits.
+    objects: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// Events a pending record holds before it moves them to the table.
+const PENDING_EVENTS: u32 = 256;
+/// Threads with a pending record; the threads after them add to the table directly.
+const PENDING_THREADS: usize = 4096;
+
+static PENDING: [Pending; PENDING_THREADS] = [const {
+    Pending {
+        seq: AtomicU32::new(0),
+        stack: AtomicU32::new(0),
+        events: AtomicU32::new(0),
+        objects: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+    }
+}; PENDING_THREADS];
+static NEXT_PENDING: AtomicUsize = AtomicUsize::new(0);
+
+/// The calling thread's pending record (`thread`'s), taken from [`PENDING`] at its first use; `None` once every
+/// record is taken.
+#[inline]
+fn pending_of(thread: &ThreadState) -> Option<&'static Pending> {
+    let index = thread.pending.get();
+    if index != 0 {
+        return PENDING.get(index as usize - 1);
+    }
+    take_pending(thread)
+}
+
+#[cold]
+fn take_pending(thread: &ThreadState) -> Option<&'static Pending> {
+    let index = NEXT_PENDING.fetch_add(1, Ordering::Relaxed);
+    let pending = PENDING.get(index)?;
+    thread.pending.set(index as u32 + 1);
+    Some(pending)
+}
+
+impl Pending {
+    /// Adds an event of stack `id` (on the record's thread).
+    #[inline]
+    fn add(&self, id: StackId, objects: f64, bytes: f64) {
+        let stack = id.get() + 1;
+        let events = self.events.load(Ordering::Relaxed);
+        if stack != self.stack.load(Ordering::Relaxed) || events >= PENDING_EVENTS {
+            return self.restart(stack, objects, bytes);
+        }
+        let seq = self.seq.load(Ordering::Relaxed);
+        self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.events.store(events + 1, Ordering::Relaxed);
+        let add = |field: &AtomicU64, value: f64| {
+            field.store((f64::from_bits(field.load(Ordering::Relaxed)) + value).to_bits(), Ordering::Relaxed);
+        };
+        add(&self.objects, objects);
+        add(&self.bytes, bytes);
+        self.seq.store(seq.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Moves the figures held to the table and starts again with an event of stack `stack` (index plus one), under
+    /// the table's lock.
+    #[cold]
+    #[inline(never)]
+    fn restart(&self, stack: u32, objects: f64, bytes: f64) {
+        let mut table = STACKS.lock();
+        let seq = self.seq.load(Ordering::Relaxed);
+        self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        if let Some(table) = table.as_mut() {
+            self.move_into(table);
+        }
+        self.stack.store(stack, Ordering::Relaxed);
+        self.events.store(1, Ordering::Relaxed);
+        self.objects.store(objects.to_bits(), Ordering::Relaxed);
+        self.bytes.store(bytes.to_bits(), Ordering::Relaxed);
+        self.seq.store(seq.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Adds the figures held to their stack's record (under the table's lock, on the record's thread).
+    fn move_into(&self, table: &mut StackTable) {
+        let (stack, objects, bytes) = self.read_own();
+        if let Some(record) = stack.checked_sub(1).and_then(|index| table.records.get_mut(index as usize)) {
+            record.allocated_objects += objects;
+            record.allocated_bytes += bytes;
+        }
+    }
+
+    /// The figures held, on the record's thread.
+    fn read_own(&self) -> (u32, f64, f64) {
+        (
+            self.stack.load(Ordering::Relaxed),
+            f64::from_bits(self.objects.load(Ordering::Relaxed)),
+            f64::from_bits(self.bytes.load(Ordering::Relaxed)),
+        )
+    }
+
+    /// The figures held, read whole from any thread (under the table's lock, so no move is under way).
+    fn read(&self) -> (u32, f64, f64) {
+        loop {
+            let seq = self.seq.load(Ordering::Acquire);
+            if seq.is_multiple_of(2) {
+                let figures = self.read_own();
+                fence(Ordering::Acquire);
+                if self.seq.load(Ordering::Relaxed) == seq {
+                    return figures;
+                }
+            }
+            core::hint::spin_loop();
+        }
+    }
+}
+
+/// The records in use.
+fn pending_records() -> &'static [Pending] {
+    &PENDING[..NEXT_PENDING.load(Ordering::Acquire).min(PENDING_THREADS)]
+}
+
+/// In a child process, just after the fork: the pending records other threads were writing are whole again (their
+/// writers are not in the child; the forking thread was writing none).
+#[cfg(unix)]
+pub(crate) fn forget_other_threads() {
+    for pending in pending_records() {
+        let seq = pending.seq.load(Ordering::Relaxed);
+        if !seq.is_multiple_of(2) {
+            pending.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+        }
+    }
 }
 
 /// Where captures on this thread stop (0: at the end of the stack). Past the leak-test runner's frame lie only the
@@ -215,11 +377,19 @@ pub(crate) fn record_free(id: StackId, objects: f64, lifetime: Duration) {
     }
 }
 
-/// A copy of every stack's aggregates, taken under the lock into raw-system memory.
+/// A copy of every stack's aggregates, with the figures threads hold pending, taken under the lock into raw-system
+/// memory.
 pub(crate) fn snapshot() -> RawVec<(Ips, f64, f64, LifetimeHistogram)> {
     let mut out = RawVec::new_in(RawSystem);
     if let Some(table) = STACKS.lock().as_ref() {
         out.extend(table.records.iter().map(|r| (r.ips, r.allocated_objects, r.allocated_bytes, r.lifetimes)));
+        for pending in pending_records() {
+            let (stack, objects, bytes) = pending.read();
+            if let Some(record) = stack.checked_sub(1).and_then(|index| out.get_mut(index as usize)) {
+                record.1 += objects;
+                record.2 += bytes;
+            }
+        }
     }
     out
 }

@@ -21,9 +21,9 @@ use crate::hot::sampler::Weight;
 pub(crate) use super::nursery::{frees_gated, set_process_scope_open};
 pub(crate) use super::table::{insert, may_hold};
 
-/// Records the entry of `ptr`, a block of `size` bytes the calling thread allocated in its home scope `scope`
-/// (which records `stack` for it, if any, and nothing else), in the thread's nursery. Returns false when the
-/// nursery cannot take it: the caller [`insert`]s it.
+/// Records the entry of `ptr`, a block of `size` bytes the calling thread allocated in `scope`, its home scope or
+/// the process-attributed scope (which records `stack` for it, if any, and nothing else), in the thread's nursery.
+/// Returns false when the nursery cannot take it: the caller [`insert`]s it.
 #[inline]
 pub(crate) fn insert_nursed(
     thread: &ThreadState,

@@ -1,20 +1,24 @@
-//! Nurseries: the entries of the blocks a thread allocates in a scope it opened, kept without a lock.
+//! Nurseries: the entries of the blocks a thread allocates in a scope it opened (or in the process-attributed
+//! scope), kept without a lock.
 //!
 //! In a leak test nearly every allocation is made on the test's thread and freed there soon after, and every one
 //! needs an entry (its owner and its stack). A live-table shard costs a lock and a hash-map update at both ends.
 //! So while a thread has a scope open (it is the scope's home thread, see `scope`), the entries of the blocks it
-//! allocates for that scope go into its nursery: 8192 slots in buckets of 4, a bucket one cache line, a slot the
-//! block's address and stack packed in one word beside its size (128 KiB in all), taken from a pool of [`POOL`] for
-//! as long as the thread has a scope open. A nursery serves one scope at a time (the thread's innermost); a full
+//! allocates for that scope go into its nursery, and so do those of the blocks any thread allocates for the open
+//! process-attributed scope (a test process's helper threads: tokio's workers, a thread pool); such a nursery keeps
+//! its entries after the scope closes, until its thread allocates for another scope. A nursery is 8192 slots in
+//! buckets of 4, a bucket one cache line, a slot the block's address and stack packed in one word beside its size
+//! (128 KiB in all), taken from a pool of [`POOL`] for as long as the thread has a scope open (a helper thread of a
+//! process-attributed scope keeps it). A nursery serves one scope at a time (the thread's innermost); a full
 //! bucket, a block that does not pack, or an empty pool sends the entry to the live table as before.
 //!
-//! Only the home thread inserts. An entry leaves with the free (or realloc) of its block, and only the thread
+//! Only the nursery's thread inserts. An entry leaves with the free (or realloc) of its block, and only the thread
 //! that frees a block does anything with its address:
 //!
-//! - insert (home thread): a slot whose word is 0 gets the size, then the word (release);
-//! - removal by the home thread: the word is found, the size read, the word cleared;
+//! - insert (the nursery's thread): a slot whose word is 0 gets the size, then the word (release);
+//! - removal by the nursery's thread: the word is found, the size read, the word cleared;
 //! - removal by another thread: the word is found (acquire), the size read, and the word cleared by
-//!   compare-exchange, which fails only when the home thread moved the entry to the live table meanwhile.
+//!   compare-exchange, which fails only when the nursery's thread moved the entry to the live table meanwhile.
 //!
 //! Frees find no filter bit for a nursery's blocks, so every free reads [`frees_gated`] first (one word: the pool's
 //! bitmap, which changes when a thread opens its first scope or closes its last, and whether a process-attributed
@@ -81,9 +85,9 @@ fn word(ptr: usize, stack: Option<StackId>) -> Option<u64> {
 struct Nursery {
     buckets: [Bucket; BUCKETS],
     /// The scope every entry belongs to: a nursery is emptied into the live table when its thread allocates for
-    /// another scope, and when a scope of its thread closes (written by the home thread only).
+    /// another scope, and when a scope of its thread closes (written by its thread only).
     scope: AtomicScopeId,
-    /// Entries inserted since the nursery was last emptied (written by the home thread only). Removals do not count
+    /// Entries inserted since the nursery was last emptied (written by its thread only). Removals do not count
     /// down, so 0 means certainly empty.
     inserted: AtomicUsize,
     /// The buckets of the first [`TOUCHED`] of those entries: a scope that allocated little is emptied without
@@ -180,8 +184,9 @@ fn get(index: usize) -> Option<&'static Nursery> {
     (!nursery.is_null()).then(|| unsafe { &*nursery })
 }
 
-/// Records the entry of `ptr`, a block of `size` bytes the calling thread allocated in its home scope `scope`
-/// (which records `stack` for it, if any, and nothing else: no lifetime, no process sample), in the thread's nursery.
+/// Records the entry of `ptr`, a block of `size` bytes the calling thread allocated in `scope`, its home scope or the
+/// process-attributed scope (which records `stack` for it, if any, and nothing else: no lifetime, no process
+/// sample), in the thread's nursery.
 /// Returns false when no nursery is free, the block's bucket is full or the block does not fit a slot: the live
 /// table must take the entry. A nursery that held the entries of another scope is emptied through `moved` first
 /// (see [`on_scope_close`]).
@@ -298,7 +303,7 @@ impl Nursery {
         })
     }
 
-    /// Removal by the home thread: no other thread inserts, or removes this block.
+    /// Removal by the nursery's thread: no other thread inserts, or removes this block.
     #[inline]
     fn take_own(&self, ptr: usize) -> Option<Entry> {
         let (slot, word) = self.find(ptr)?;
@@ -307,16 +312,16 @@ impl Nursery {
         Some(entry)
     }
 
-    /// Removal by another thread: the word is cleared only if the home thread has not moved the entry meanwhile.
+    /// Removal by another thread: the word is cleared only if the nursery's thread has not moved the entry meanwhile.
     fn take_other(&self, ptr: usize) -> Option<Entry> {
         let (slot, word) = self.find(ptr)?;
         let entry = self.entry(word, slot.size.load(Ordering::Relaxed));
-        // Release: the home thread writes this slot again only after seeing the word cleared. Acquire on failure:
+        // Release: the nursery's thread writes this slot again only after seeing the word cleared. Acquire on failure:
         // the entry moved, and the live table's filter bit is visible to the caller's next read.
         slot.word.compare_exchange(word, 0, Ordering::AcqRel, Ordering::Acquire).is_ok().then_some(entry)
     }
 
-    /// Hands every entry to `moved` (on the home thread): from the buckets of the entries inserted since it was
+    /// Hands every entry to `moved` (on its thread): from the buckets of the entries inserted since it was
     /// last emptied when it remembers them all, else from every bucket.
     fn empty_into(&self, moved: MoveOut) {
         let inserted = self.inserted.load(Ordering::Relaxed);
