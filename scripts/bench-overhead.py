@@ -31,11 +31,12 @@ CONFIGS = [
     "ying_mimalloc",
     "jemalloc",
     "jemalloc_prof",
+    "exact_floor",
 ]
 # Configurations whose runs take minutes (dhat-rs: 50-190x): one round is enough to see where they stand.
 SLOW = {"dhat"}
 # The provider each ying configuration wraps, for its own overhead and its RSS above the provider's.
-PROVIDER = {"ying_idle": "system", "ying_leak_test": "system", "ying_r0": "system", "ying_mimalloc": "mimalloc"}
+PROVIDER = {"exact_floor": "system", "ying_idle": "system", "ying_leak_test": "system", "ying_r0": "system", "ying_mimalloc": "mimalloc"}
 WORKLOADS = ["w1", "w2", "w3", "w4", "w5"]
 
 

@@ -12,19 +12,21 @@
 //! closed) lands in a part no scope reads any more, and changes nothing. A part's figures are read between two
 //! reads of a sequence number its thread makes odd while it writes.
 //!
-//! The peak needs the maximum over time of the sum of every part's live bytes. Each part has a ceiling, and the
-//! ceilings add up to at most the peak ([`Peak`]): while every part stays below its ceiling, the sum stays below the
-//! peak, so a rise within its part's ceiling needs nothing more. A rise past it takes the scope's peak lock and asks
-//! for more room ([`Part::grant`]); when the room is gone, the scope turns *tight*: the lock holder reads every
-//! part's live bytes (the true sum at that moment, and perhaps a new peak), lowers every ceiling to the live bytes it
-//! read, and from then on every rise takes the lock, until the sum is below the peak again. A rise writes its live
-//! bytes with a read-modify-write and then reads `tight`, and the lock holder writes `tight` and then reads the live
-//! bytes, so that one of them sees the other: no rise escapes the count. Frees only lower a part's live bytes.
+//! The peak needs the maximum over time of the sum of every part's live bytes. While the home part is the only
+//! one written (a leak test whose body stays on its thread), its live bytes are the scope's, and it raises the peak
+//! itself ([`SOLO`]). Once another part joins, each part has a ceiling, and the ceilings add up to at most the peak
+//! ([`CEILINGS`]): while every part stays below its ceiling, the sum stays below the peak, so a rise within its
+//! part's ceiling needs nothing more. A rise past it takes the scope's peak lock and is granted more room
+//! (`Figures::rise`); when the room is gone, the scope turns [`TIGHT`]: the lock holder reads every part's live
+//! bytes (the true sum at that moment, and perhaps a new peak), lowers every ceiling to the live bytes it read, and
+//! from then on every rise takes the lock, until the sum is below the peak again. A rise writes its live bytes with
+//! a read-modify-write and then reads the mode, and the lock holder writes the mode and then reads the live bytes,
+//! so that one of them sees the other: no rise escapes the count. Frees only lower a part's live bytes.
 
 use crate::base::ids::{AtomicScopeId, ScopeId};
 use crate::base::sync::SpinLock;
 use crate::hot::counters;
-use core::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Parts a scope registers; threads beyond write its shared part.
 pub(crate) const REGISTERED: usize = 30;
@@ -163,13 +165,27 @@ impl Part {
     }
 
     /// `bytes` more live bytes and `blocks` more live blocks: a rise, checked against the ceiling (see the module's
-    /// notes). The read-modify-write orders the new figure before the read of `tight`.
+    /// notes). The read-modify-write orders the new figure before the read of the mode.
     #[inline(always)]
     pub(crate) fn add_live(&self, figures: &Figures, id: ScopeId, bytes: usize, blocks: i64, exclusive: bool) {
         counters::add(&self.live_blocks, blocks as u64, exclusive);
         let live = self.live_bytes.fetch_add(bytes as i64, Ordering::SeqCst) + bytes as i64;
-        if !exclusive || figures.peak.tight.load(Ordering::SeqCst) || live > self.ceiling.load(Ordering::Relaxed) {
-            figures.rise(id, self, exclusive);
+        if !exclusive {
+            return figures.rise(id, self, false);
+        }
+        let peak = &figures.peak;
+        match peak.mode.load(Ordering::SeqCst) {
+            // The home part alone: its live bytes are the scope's.
+            SOLO => {
+                if live > peak.bytes.load(Ordering::Relaxed) {
+                    peak.bytes.fetch_max(live, Ordering::Relaxed);
+                }
+            }
+            mode => {
+                if mode == TIGHT || live > self.ceiling.load(Ordering::Relaxed) {
+                    figures.rise(id, self, true);
+                }
+            }
         }
     }
 
@@ -196,10 +212,17 @@ impl Sums {
     }
 }
 
+/// [`Peak::mode`]: only the home part has been written, and it keeps the peak itself.
+const SOLO: u8 = 0;
+/// [`Peak::mode`]: several parts, each rising without the lock up to its ceiling.
+const CEILINGS: u8 = 1;
+/// [`Peak::mode`]: several parts, and every rise takes the lock.
+const TIGHT: u8 = 2;
+
 /// A scope's peak and what keeps it exact (see the module's notes).
 struct Peak {
-    /// Every rise takes the lock.
-    tight: AtomicBool,
+    /// [`SOLO`], [`CEILINGS`] or [`TIGHT`]; read by every rise.
+    mode: AtomicU8,
     bytes: AtomicI64,
     /// The sum of the ceilings (and of the shared part's live bytes when last read), under the lock.
     reserved: SpinLock<i64>,
@@ -207,14 +230,14 @@ struct Peak {
 
 impl Peak {
     const fn new() -> Self {
-        Self { tight: AtomicBool::new(false), bytes: AtomicI64::new(0), reserved: SpinLock::new(0) }
+        Self { mode: AtomicU8::new(SOLO), bytes: AtomicI64::new(0), reserved: SpinLock::new(0) }
     }
 
     /// Back to no peak, for a scope opening (while no rise can reach it).
     fn reset(&self) {
         *self.reserved.lock() = 0;
         self.bytes.store(0, Ordering::Relaxed);
-        self.tight.store(false, Ordering::Relaxed);
+        self.mode.store(SOLO, Ordering::Relaxed);
     }
 }
 
@@ -269,13 +292,14 @@ impl Figures {
     }
 
     /// A rise of `part` (`exclusive`: written by the calling thread alone) went past its ceiling, or the scope is
-    /// tight: more room if there is some, else a count of every part of scope `id`.
+    /// tight, or a part joins: more room if there is some, else a count of every part of scope `id`.
     #[cold]
     #[inline(never)]
     fn rise(&self, id: ScopeId, part: &Part, exclusive: bool) {
         let peak = &self.peak;
         let mut reserved = peak.reserved.lock();
-        if exclusive && !peak.tight.load(Ordering::Relaxed) {
+        let mode = peak.mode.load(Ordering::Relaxed);
+        if exclusive && mode == CEILINGS {
             let live = part.live_bytes.load(Ordering::Relaxed);
             let others = *reserved - part.ceiling.load(Ordering::Relaxed);
             let top = peak.bytes.load(Ordering::Relaxed);
@@ -286,7 +310,9 @@ impl Figures {
                 *reserved = others + ceiling;
                 return;
             }
-            peak.tight.store(true, Ordering::SeqCst);
+        }
+        if mode != TIGHT {
+            peak.mode.store(TIGHT, Ordering::SeqCst);
         }
         // Any rise from here on takes the lock: the live bytes read below are every rise that did not.
         fence(Ordering::SeqCst);
@@ -296,14 +322,20 @@ impl Figures {
             part.ceiling.store(live, Ordering::Relaxed);
             sum += live;
         });
-        if sum > peak.bytes.load(Ordering::Relaxed) {
-            peak.bytes.store(sum, Ordering::Relaxed);
-        }
+        // A home part alone may have raised the peak without the lock just before the mode changed.
+        peak.bytes.fetch_max(sum, Ordering::Relaxed);
         *reserved = sum;
         if sum < peak.bytes.load(Ordering::Relaxed) {
             // Room again: each part asks for its share at its next rise. After the ceilings, which a rise reads
-            // after it reads `tight`.
-            peak.tight.store(false, Ordering::Release);
+            // after it reads the mode.
+            peak.mode.store(CEILINGS, Ordering::Release);
+        }
+    }
+
+    /// A thread part joined scope `id`: the home part no longer keeps the peak alone.
+    fn join(&self, id: ScopeId) {
+        if self.peak.mode.load(Ordering::SeqCst) == SOLO {
+            self.rise(id, &self.shared, false);
         }
     }
 
@@ -406,8 +438,10 @@ pub(crate) fn take(
     part.scope.store(Some(id), Ordering::Release);
     if !figures.registry.register(part) {
         part.scope.store(None, Ordering::Release);
+        figures.join(id);
         return Some(None);
     }
+    figures.join(id);
     // Registered before the scope closed, or the closer never reads it: then it is given back here.
     if !open() {
         part.scope.store(None, Ordering::Release);

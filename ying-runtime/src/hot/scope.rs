@@ -257,8 +257,12 @@ fn update_other(thread: Option<&ThreadState>, id: ScopeId, op: Op) -> bool {
 }
 
 /// [`update`] on the calling thread.
+#[inline]
 fn update_here(id: ScopeId, op: Op) -> bool {
-    THREAD.try_with(|thread| update(Some(thread), id, op)).unwrap_or_else(|_| update(None, id, op))
+    match THREAD.try_with(|thread| update(Some(thread), id, op)) {
+        Ok(open) => open,
+        Err(_) => update_other(None, id, op),
+    }
 }
 
 /// Whether scope `id` had a parent when it opened (and so has one until it closes: a parent that closes first

@@ -130,37 +130,39 @@ fn record_again_locked(id: StackId, stack: &Ips, objects: f64, bytes: f64) -> Op
     record_alloc(&again, objects, bytes)
 }
 
-/// The figures a thread added to one stack and has not yet added to the stack table. Only its thread writes it
-/// (plain loads and stores, between two steps of a sequence number); it moves them to the table when it adds to
-/// another stack or has [`PENDING_EVENTS`] events, under the table's lock, and readers of the table
+/// The figures a thread added to a few stacks and has not yet added to the stack table. Only its thread writes it
+/// (plain loads and stores, between two steps of a sequence number); it moves them to the table when it adds to a
+/// stack it has no room for or has [`PENDING_EVENTS`] events, under the table's lock, and readers of the table
 /// ([`snapshot`]) add every thread's pending figures, under the same lock, so that nothing is ever missing from
-/// what they read. A thread that allocates from one place again and again (a loop in a test) adds to the table
+/// what they read. A thread that allocates from a few places again and again (a loop in a test) adds to the table
 /// once per [`PENDING_EVENTS`] allocations instead of once each, and threads that allocate from the same place at
 /// once no longer take turns at the table's lock.
-#[repr(align(64))]
+#[repr(align(128))]
 struct Pending {
     /// Odd while its thread writes.
     seq: AtomicU32,
-    /// The stack's index plus one (0: none).
-    stack: AtomicU32,
     events: AtomicU32,
+    /// Each stack's index plus one (0: none).
+    stacks: [AtomicU32; PENDING_STACKS],
     /// `f64` bits.
-    objects: AtomicU64,
-    bytes: AtomicU64,
+    objects: [AtomicU64; PENDING_STACKS],
+    bytes: [AtomicU64; PENDING_STACKS],
 }
 
 /// Events a pending record holds before it moves them to the table.
 const PENDING_EVENTS: u32 = 256;
+/// Stacks a pending record holds figures of.
+const PENDING_STACKS: usize = 4;
 /// Threads with a pending record; the threads after them add to the table directly.
 const PENDING_THREADS: usize = 4096;
 
 static PENDING: [Pending; PENDING_THREADS] = [const {
     Pending {
         seq: AtomicU32::new(0),
-        stack: AtomicU32::new(0),
         events: AtomicU32::new(0),
-        objects: AtomicU64::new(0),
-        bytes: AtomicU64::new(0),
+        stacks: [const { AtomicU32::new(0) }; PENDING_STACKS],
+        objects: [const { AtomicU64::new(0) }; PENDING_STACKS],
+        bytes: [const { AtomicU64::new(0) }; PENDING_STACKS],
     }
 }; PENDING_THREADS];
 static NEXT_PENDING: AtomicUsize = AtomicUsize::new(0);
@@ -184,24 +186,33 @@ fn take_pending(thread: &ThreadState) -> Option<&'static Pending> {
     Some(pending)
 }
 
+/// Adds `value` to the `f64` whose bits `field` holds (its only writer).
+#[inline(always)]
+fn add_f64(field: &AtomicU64, value: f64) {
+    field.store((f64::from_bits(field.load(Ordering::Relaxed)) + value).to_bits(), Ordering::Relaxed);
+}
+
 impl Pending {
     /// Adds an event of stack `id` (on the record's thread).
     #[inline]
     fn add(&self, id: StackId, objects: f64, bytes: f64) {
         let stack = id.get() + 1;
         let events = self.events.load(Ordering::Relaxed);
-        if stack != self.stack.load(Ordering::Relaxed) || events >= PENDING_EVENTS {
+        // The stack's place, or a free one.
+        let place = self.stacks.iter().position(|held| {
+            let held = held.load(Ordering::Relaxed);
+            held == stack || held == 0
+        });
+        let Some(place) = place.filter(|_| events < PENDING_EVENTS) else {
             return self.restart(stack, objects, bytes);
-        }
+        };
         let seq = self.seq.load(Ordering::Relaxed);
         self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
         self.events.store(events + 1, Ordering::Relaxed);
-        let add = |field: &AtomicU64, value: f64| {
-            field.store((f64::from_bits(field.load(Ordering::Relaxed)) + value).to_bits(), Ordering::Relaxed);
-        };
-        add(&self.objects, objects);
-        add(&self.bytes, bytes);
+        self.stacks[place].store(stack, Ordering::Relaxed);
+        add_f64(&self.objects[place], objects);
+        add_f64(&self.bytes[place], bytes);
         self.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 
@@ -215,42 +226,51 @@ impl Pending {
         self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
         if let Some(table) = table.as_mut() {
-            self.move_into(table);
+            self.for_each_own(|index, objects, bytes| {
+                if let Some(record) = table.records.get_mut(index) {
+                    record.allocated_objects += objects;
+                    record.allocated_bytes += bytes;
+                }
+            });
         }
-        self.stack.store(stack, Ordering::Relaxed);
+        for place in 0..PENDING_STACKS {
+            self.stacks[place].store(if place == 0 { stack } else { 0 }, Ordering::Relaxed);
+            let (objects, bytes) = if place == 0 { (objects, bytes) } else { (0.0, 0.0) };
+            self.objects[place].store(objects.to_bits(), Ordering::Relaxed);
+            self.bytes[place].store(bytes.to_bits(), Ordering::Relaxed);
+        }
         self.events.store(1, Ordering::Relaxed);
-        self.objects.store(objects.to_bits(), Ordering::Relaxed);
-        self.bytes.store(bytes.to_bits(), Ordering::Relaxed);
         self.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 
-    /// Adds the figures held to their stack's record (under the table's lock, on the record's thread).
-    fn move_into(&self, table: &mut StackTable) {
-        let (stack, objects, bytes) = self.read_own();
-        if let Some(record) = stack.checked_sub(1).and_then(|index| table.records.get_mut(index as usize)) {
-            record.allocated_objects += objects;
-            record.allocated_bytes += bytes;
+    /// Calls `f` with each stack's index and the figures held for it, as written (on the record's thread, or
+    /// between two reads of the sequence number).
+    fn for_each_own(&self, mut f: impl FnMut(usize, f64, f64)) {
+        for place in 0..PENDING_STACKS {
+            if let Some(index) = self.stacks[place].load(Ordering::Relaxed).checked_sub(1) {
+                let objects = f64::from_bits(self.objects[place].load(Ordering::Relaxed));
+                let bytes = f64::from_bits(self.bytes[place].load(Ordering::Relaxed));
+                f(index as usize, objects, bytes);
+            }
         }
     }
 
-    /// The figures held, on the record's thread.
-    fn read_own(&self) -> (u32, f64, f64) {
-        (
-            self.stack.load(Ordering::Relaxed),
-            f64::from_bits(self.objects.load(Ordering::Relaxed)),
-            f64::from_bits(self.bytes.load(Ordering::Relaxed)),
-        )
-    }
-
-    /// The figures held, read whole from any thread (under the table's lock, so no move is under way).
-    fn read(&self) -> (u32, f64, f64) {
+    /// Calls `f` with the figures held, read whole from any thread (under the table's lock, so no move is under
+    /// way).
+    fn read(&self, mut f: impl FnMut(usize, f64, f64)) {
+        let mut figures = [(usize::MAX, 0.0, 0.0); PENDING_STACKS];
         loop {
             let seq = self.seq.load(Ordering::Acquire);
             if seq.is_multiple_of(2) {
-                let figures = self.read_own();
+                let mut count = 0;
+                self.for_each_own(|index, objects, bytes| {
+                    figures[count] = (index, objects, bytes);
+                    count += 1;
+                });
                 fence(Ordering::Acquire);
                 if self.seq.load(Ordering::Relaxed) == seq {
-                    return figures;
+                    figures[..count].iter().for_each(|&(index, objects, bytes)| f(index, objects, bytes));
+                    return;
                 }
             }
             core::hint::spin_loop();
@@ -384,11 +404,12 @@ pub(crate) fn snapshot() -> RawVec<(Ips, f64, f64, LifetimeHistogram)> {
     if let Some(table) = STACKS.lock().as_ref() {
         out.extend(table.records.iter().map(|r| (r.ips, r.allocated_objects, r.allocated_bytes, r.lifetimes)));
         for pending in pending_records() {
-            let (stack, objects, bytes) = pending.read();
-            if let Some(record) = stack.checked_sub(1).and_then(|index| out.get_mut(index as usize)) {
-                record.1 += objects;
-                record.2 += bytes;
-            }
+            pending.read(|index, objects, bytes| {
+                if let Some(record) = out.get_mut(index) {
+                    record.1 += objects;
+                    record.2 += bytes;
+                }
+            });
         }
     }
     out
