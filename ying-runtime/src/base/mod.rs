@@ -4,6 +4,7 @@
 //! has loaded (`loaded`), the `tracing` spans each thread is in (`span_stack`), and standard error written from a
 //! buffer on the stack (`stderr`).
 
+pub(crate) mod barrier;
 pub(crate) mod ids;
 #[cfg(target_os = "linux")]
 pub(crate) mod loaded;

@@ -67,6 +67,7 @@ extern "C" fn parent() {
 /// scope updates in flight.
 extern "C" fn child() {
     release();
+    crate::base::barrier::register_child();
     scope::forget_other_threads();
     stacks::forget_other_threads();
 }

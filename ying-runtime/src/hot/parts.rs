@@ -21,8 +21,11 @@
 //! bytes (the true sum at that moment, and perhaps a new peak), lowers every ceiling to the live bytes it read, and
 //! from then on every rise takes the lock, until the sum is below the peak again. A rise writes its live bytes with
 //! a read-modify-write and then reads the mode, and the lock holder writes the mode and then reads the live bytes,
-//! so that one of them sees the other: no rise escapes the count. Frees only lower a part's live bytes.
+//! so that one of them sees the other: no rise escapes the count. While the home part is alone, its side is a
+//! compiler fence and the joining part's a `membarrier` (`base::barrier`), where the system has them: no locked
+//! instruction per allocation of a leak test that stays on its thread. Frees only lower a part's live bytes.
 
+use crate::base::barrier;
 use crate::base::ids::{AtomicScopeId, ScopeId};
 use crate::base::sync::SpinLock;
 use crate::hot::counters;
@@ -165,27 +168,39 @@ impl Part {
     }
 
     /// `bytes` more live bytes and `blocks` more live blocks: a rise, checked against the ceiling (see the module's
-    /// notes). The read-modify-write orders the new figure before the read of the mode.
+    /// notes).
     #[inline(always)]
     pub(crate) fn add_live(&self, figures: &Figures, id: ScopeId, bytes: usize, blocks: i64, exclusive: bool) {
         counters::add(&self.live_blocks, blocks as u64, exclusive);
-        let live = self.live_bytes.fetch_add(bytes as i64, Ordering::SeqCst) + bytes as i64;
         if !exclusive {
+            self.live_bytes.fetch_add(bytes as i64, Ordering::SeqCst);
             return figures.rise(id, self, false);
         }
         let peak = &figures.peak;
-        match peak.mode.load(Ordering::SeqCst) {
-            // The home part alone: its live bytes are the scope's.
-            SOLO => {
+        let mut mode = peak.mode.load(Ordering::Relaxed);
+        let live = if mode == SOLO {
+            // The home part alone: a plain store, ordered before the second read of the mode by a compiler fence
+            // against the `membarrier` of a part joining (`Figures::join`).
+            let live = self.live_bytes.load(Ordering::Relaxed) + bytes as i64;
+            self.live_bytes.store(live, Ordering::Relaxed);
+            barrier::light();
+            mode = peak.mode.load(Ordering::Relaxed);
+            if mode == SOLO {
                 if live > peak.bytes.load(Ordering::Relaxed) {
                     peak.bytes.fetch_max(live, Ordering::Relaxed);
                 }
+                return;
             }
-            mode => {
-                if mode == TIGHT || live > self.ceiling.load(Ordering::Relaxed) {
-                    figures.rise(id, self, true);
-                }
-            }
+            live
+        } else {
+            // Several parts: the read-modify-write orders the new figure before the read of the mode, as the lock
+            // holder's fence orders its change of mode before its reads of the figures.
+            let live = self.live_bytes.fetch_add(bytes as i64, Ordering::SeqCst) + bytes as i64;
+            mode = peak.mode.load(Ordering::SeqCst);
+            live
+        };
+        if mode == TIGHT || live > self.ceiling.load(Ordering::Relaxed) {
+            figures.rise(id, self, true);
         }
     }
 
@@ -311,11 +326,16 @@ impl Figures {
                 return;
             }
         }
+        // Any rise from here on takes the lock: the live bytes read below are every rise that did not. A home part
+        // alone wrote its figure without a locked instruction: the other side of its fence is a `membarrier`.
         if mode != TIGHT {
             peak.mode.store(TIGHT, Ordering::SeqCst);
         }
-        // Any rise from here on takes the lock: the live bytes read below are every rise that did not.
-        fence(Ordering::SeqCst);
+        if mode == SOLO {
+            barrier::heavy()
+        } else {
+            fence(Ordering::SeqCst)
+        }
         let mut sum = 0i64;
         self.for_each_part(id, |part| {
             let live = part.live_bytes.load(Ordering::SeqCst);

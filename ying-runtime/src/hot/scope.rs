@@ -446,6 +446,7 @@ impl OpenScope {
     /// Opens a scope; with `capture`, every allocation attributed to it records its stack. Panics when every slot
     /// is in use or, for [`Attribution::Process`], when a process scope is already open.
     pub(crate) fn open(attribution: Attribution, capture: bool) -> Self {
+        crate::base::barrier::register_once();
         let index = claim_slot().unwrap_or_else(|| panic!("ying: more than {SLOTS} measured scopes are open at once"));
         let slot = &SLOT_TABLE[index];
         // The slot forgets the closed scope it held before it says anything of this one (see `forwarded`).
