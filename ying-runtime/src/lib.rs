@@ -80,11 +80,17 @@
 //!   allocation records its stack, so that every retained block can be named and excused: on x86-64 Linux, where
 //!   ying walks stacks with cached unwind rules and recognises a stack its thread met just before, 40 to 60 ns for
 //!   a stack met again and a few hundred for a new one (microseconds elsewhere). An allocation-bound body runs
-//!   about 2.7x to 3.3x slower on one thread (dhat-rs: 10x to 61x), more when several threads allocate in one scope.
-//!   Keep leak-test bodies to the work under test; `measure` scopes record no stacks.
-//! - A thread with a scope open keeps the entries of the blocks it allocates in a 128 KiB table of its own, mapped
-//!   outside the heap and reused by the next thread once its last scope closes (63 at once; further threads use the
-//!   shared table).
+//!   about 2.7x to 3.3x slower on one thread (dhat-rs: 10x to 61x), and about as much when several threads allocate
+//!   in one scope (two threads: 2.6x to 3.0x; a tokio multi-thread runtime's tasks: under 2x). Keep leak-test bodies
+//!   to the work under test; `measure` scopes record no stacks.
+//! - A thread with a scope open, and under process attribution any thread that allocates while the leak test runs,
+//!   keeps the entries of the blocks it allocates in a 128 KiB table of its own, mapped outside the heap (63 at
+//!   once; further threads use the shared table). A scope's own thread gives it back when its last scope closes; a
+//!   helper thread of a process-attributed test keeps it until the process ends or it allocates for another scope.
+//! - Each thread that counts in another thread's scope keeps its figures in parts of its own, taken from a pool of
+//!   1024 threads' parts for the life of the process; further threads share one set of counters per scope (slower,
+//!   still exact). On Linux the process registers for `membarrier` when it first allocates, so that a leak test on
+//!   one thread updates its live bytes without a locked instruction.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

@@ -88,6 +88,9 @@ fn assign_shard(thread: &ThreadState) -> (&'static Shard, bool) {
     // Before this thread takes any lock of the allocation path.
     #[cfg(unix)]
     crate::hot::fork::register();
+    // Before any scope opens, and while the process most likely has one thread: registering a process with several
+    // threads waits for an RCU grace period (about 14 ms here).
+    crate::base::barrier::register_once();
     let (shard, exclusive) = match OWNED.get(index) {
         Some(owned) => (owned, true),
         None => (&SHARED[index % SHARED_SHARDS], false),

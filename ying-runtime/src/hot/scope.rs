@@ -15,12 +15,13 @@
 //! Scopes nest. A scope opened where its thread is in another scope (a `measure` inside a leak test) records that
 //! scope as its parent, and every update of the inner scope is applied to each open scope enclosing it, outwards
 //! (out of line): a block allocated in the inner scope counts in all of them, and so do its free and its peak. The
-//! inner scope is no thread's home scope, so its updates take the shared path, where that is done, and the home
-//! path (the scope its thread opened, nearly every update of a leak test) has nothing to check. When the inner scope closes, the blocks it owns are handed to its nearest open
-//! ancestor (`live::on_scope_close`), which counted them all along; a scope whose parent closes
-//! first takes its grandparent as parent. Until a closed nested scope's slot is reused, the slot remembers which
-//! scope it was handed to, so that an update that raced with the close (or arrives through a stale handle) still
-//! reaches the enclosing scopes. Whether a scope has a parent is a bit of its id, which the shared path tests.
+//! inner scope is no thread's home scope, so its updates take the path of other threads (`update_other`), where
+//! that is done, and the home path (the scope its thread opened, nearly every update of a leak test) has nothing to
+//! check. When the inner scope closes, the blocks it owns are handed to its nearest open ancestor
+//! (`live::on_scope_close`), which counted them all along; a scope whose parent closes first takes its grandparent
+//! as parent. Until a closed nested scope's slot is reused, the slot remembers which scope it was handed to, so that
+//! an update that raced with the close (or arrives through a stale handle) still reaches the enclosing scopes.
+//! Whether a scope has a parent is a bit of its id, which the path of other threads tests.
 
 use crate::base::ids::{AtomicScopeId, ScopeId};
 use crate::base::thread::{THREAD, ThreadState};
@@ -446,7 +447,6 @@ impl OpenScope {
     /// Opens a scope; with `capture`, every allocation attributed to it records its stack. Panics when every slot
     /// is in use or, for [`Attribution::Process`], when a process scope is already open.
     pub(crate) fn open(attribution: Attribution, capture: bool) -> Self {
-        crate::base::barrier::register_once();
         let index = claim_slot().unwrap_or_else(|| panic!("ying: more than {SLOTS} measured scopes are open at once"));
         let slot = &SLOT_TABLE[index];
         // The slot forgets the closed scope it held before it says anything of this one (see `forwarded`).
