@@ -197,6 +197,10 @@ pub use read::stack_stats::StackStats;
 /// panic hook does when the body panics (std's message, and the backtrace `RUST_BACKTRACE` asks for) is not the
 /// test's either: the figures of a panicking test do not depend on the environment.
 ///
+/// Memory a dependency keeps for the life of the process, allocated the first time the test needs it (parking_lot's
+/// table of waiting threads, at the first contended lock), is retained as far as the test can tell. The
+/// failure message names the dependency that allocated such a site and the `allow` that excuses it.
+///
 /// A process that exits while a body runs (`std::process::exit` in the test) cannot report what the test retained:
 /// the runtime names the test on standard error and ends the process with exit code 101, a failure.
 ///

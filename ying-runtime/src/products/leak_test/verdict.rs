@@ -158,12 +158,24 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
         return message;
     }
     message.push_str("\n\nretained memory by allocation site:");
+    let mut dependencies = Vec::new();
     for site in shown.iter().take(SITES_SHOWN) {
         let bytes = ByteSize::new(site.bytes);
         if site.blocks == 0 {
             message.push_str(&format!("\n  {bytes} grown in blocks allocated before"));
         } else {
             message.push_str(&format!("\n  {bytes} in {} block{}", site.blocks, plural(site.blocks)));
+        }
+        if let Some(dependency) = dependency_frame(&site.frames) {
+            // The frames below show the package's call; the library that allocated is named here.
+            if site.frames.iter().any(is_package_code) {
+                message.push_str(&format!(", allocated by {}", dependency.function));
+            }
+            if let Some(name) = crate_of(&dependency.function)
+                && !dependencies.contains(&name)
+            {
+                dependencies.push(name);
+            }
         }
         let frames = user_frames(&site.frames, names.function);
         if frames.is_empty() {
@@ -176,7 +188,34 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
     if shown.len() > SITES_SHOWN {
         message.push_str(&format!("\n  ... and {} more sites", shown.len() - SITES_SHOWN));
     }
+    if !dependencies.is_empty() {
+        let patterns: Vec<String> = dependencies.iter().map(|name| format!("\"{name}::\"")).collect();
+        message.push_str(&format!(
+            "\n\nmemory a dependency keeps on purpose (a table for the whole process, say) is excused with \
+             `#[ying::leak_test(allow = [{}])]`",
+            patterns.join(", ")
+        ));
+    }
     message
+}
+
+/// The innermost frame of a dependency's code (a crate from a registry or a git checkout, by its source path)
+/// between the allocation and the package's own code: the library that allocated the block.
+fn dependency_frame(frames: &[Frame]) -> Option<&Frame> {
+    frames.iter().take_while(|frame| !is_package_code(frame) && !is_own_frame(frame)).find(|frame| {
+        frame.file.as_deref().is_some_and(|file| {
+            let file = file.replace('\\', "/");
+            file.contains("/registry/src/") || file.contains("/git/checkouts/")
+        })
+    })
+}
+
+/// The crate of a function: the first segment of its path, or of its self type's
+/// (`<hashbrown::raw::RawTable<T>>::insert`).
+fn crate_of(function: &str) -> Option<&str> {
+    let path = function.trim_start_matches('<');
+    let name = &path[..path.find("::")?];
+    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
 }
 
 /// The frames worth showing in a failure message: the test package's own code between the allocation and the
@@ -264,6 +303,52 @@ mod tests {
             "ying: leak test `box_leak` exceeded its budget\n  max_retained = 0 B: retained 1000 B in 1 block, 1000 B over\n  \
              (not counted: 48 B excused as captured test output, thread-local values or by `allow`)\n\n\
              retained memory by allocation site:\n  1000 B in 1 block\n      leaks::box_leak at tests/leaks.rs:22"
+        );
+    }
+
+    #[test]
+    fn memory_a_dependency_allocated_names_the_dependency_and_the_allow_that_excuses_it() {
+        let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
+        let registry =
+            "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/parking_lot_core-0.9.12/src/parking_lot.rs";
+        let sites = [
+            site(
+                1024,
+                false,
+                &[
+                    ("alloc::vec::Vec<T>::with_capacity", Some("/rustc/x/library/alloc/src/vec/mod.rs")),
+                    ("parking_lot_core::parking_lot::HashTable::new", Some(registry)),
+                    ("parking_lot_core::parking_lot::create_hashtable", Some(registry)),
+                    ("dashmap::lock::RawRwLock::unlock_exclusive_slow", Some("src/lock.rs")),
+                    (&format!("{LEAK_TEST_RUNNER}::<()>"), Some("/r/ying-runtime/src/products/leak_test/runner.rs")),
+                ],
+            ),
+            // A dependency that allocated on its own (from a git checkout): its frames are the ones shown.
+            site(
+                32,
+                false,
+                &[
+                    ("<hashbrown::raw::RawTable<T>>::reserve_rehash", Some("/c/.cargo/git/checkouts/h/ab/src/raw.rs")),
+                    ("std::rt::lang_start", None),
+                ],
+            ),
+        ];
+        let runs = [run(1056, 2, 1056)];
+        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings(stats(1056, 2, 1056), 0, &runs), &sites) else {
+            panic!("1056 retained bytes exceed max_retained = 0");
+        };
+        assert_eq!(
+            message,
+            "ying: leak test `box_leak` exceeded its budget\n  \
+             max_retained = 0 B: retained 1.0 KiB (1056 bytes) in 2 blocks, 1.0 KiB (1056 bytes) over\n\n\
+             retained memory by allocation site:\n  \
+             1.0 KiB (1024 bytes) in 1 block, allocated by parking_lot_core::parking_lot::HashTable::new\n      \
+             dashmap::lock::RawRwLock::unlock_exclusive_slow at src/lock.rs:22\n  \
+             32 B in 1 block\n      \
+             <hashbrown::raw::RawTable<T>>::reserve_rehash at /c/.cargo/git/checkouts/h/ab/src/raw.rs:22\n      \
+             std::rt::lang_start\n\n\
+             memory a dependency keeps on purpose (a table for the whole process, say) is excused with \
+             `#[ying::leak_test(allow = [\"parking_lot_core::\", \"hashbrown::\"])]`"
         );
     }
 
