@@ -1,4 +1,5 @@
-//! A spin lock that never allocates, for the tables the allocator updates.
+//! A spin lock that never allocates, for the tables the allocator updates, and a sequence count, for figures one
+//! thread writes and others read whole.
 //!
 //! `std::sync::Mutex` does not allocate on Linux today, but nothing promises that, and `parking_lot` keeps lazily
 //! allocated per-thread data. The profiler's critical sections are a few dozen instructions (one hash-table probe),
@@ -6,7 +7,7 @@
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
 
 /// Busy-wait iterations before the waiting thread yields its time slice.
 const SPINS_BEFORE_YIELD: u32 = 64;
@@ -61,6 +62,55 @@ impl<T> SpinLock<T> {
     #[cfg(unix)]
     pub(crate) unsafe fn unlock_after_fork(&self) {
         self.locked.store(false, Ordering::Release);
+    }
+}
+
+/// A sequence count for figures that one thread writes with plain stores and other threads read whole: odd while
+/// its writer writes, and a read that overlapped a write is retried.
+pub(crate) struct SeqCount(AtomicU32);
+
+impl SeqCount {
+    pub(crate) const fn new() -> Self {
+        Self(AtomicU32::new(0))
+    }
+
+    /// Begins a write, on the writer's thread: returns what [`end_write`](Self::end_write) takes.
+    #[inline(always)]
+    pub(crate) fn begin_write(&self) -> u32 {
+        let seq = self.0.load(Ordering::Relaxed);
+        self.0.store(seq.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        seq
+    }
+
+    /// Ends the write [`begin_write`](Self::begin_write) began.
+    #[inline(always)]
+    pub(crate) fn end_write(&self, seq: u32) {
+        self.0.store(seq.wrapping_add(2), Ordering::Release);
+    }
+
+    /// What `read` reads (relaxed loads of the figures), retried until no write overlapped it.
+    pub(crate) fn read<T>(&self, mut read: impl FnMut() -> T) -> T {
+        loop {
+            let seq = self.0.load(Ordering::Acquire);
+            if seq.is_multiple_of(2) {
+                let value = read();
+                fence(Ordering::Acquire);
+                if self.0.load(Ordering::Relaxed) == seq {
+                    return value;
+                }
+            }
+            core::hint::spin_loop();
+        }
+    }
+
+    /// Ends the write in progress, if any, for a writer that will never end it: in a child process just after the
+    /// fork, a thread of the parent, which the child does not have.
+    pub(crate) fn end_abandoned_write(&self) {
+        let seq = self.0.load(Ordering::Relaxed);
+        if !seq.is_multiple_of(2) {
+            self.0.store(seq.wrapping_add(1), Ordering::Release);
+        }
     }
 }
 

@@ -27,9 +27,9 @@
 
 use crate::base::barrier;
 use crate::base::ids::{AtomicScopeId, ScopeId};
-use crate::base::sync::SpinLock;
+use crate::base::sync::{SeqCount, SpinLock};
 use crate::hot::counters;
-use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Parts a scope registers; threads beyond write its shared part.
 pub(crate) const REGISTERED: usize = 30;
@@ -46,7 +46,7 @@ pub(crate) struct Part {
     /// The scope these figures count for (`None`: free for its thread to take). Unused for home and shared parts.
     scope: AtomicScopeId,
     /// Odd while the owner writes.
-    seq: AtomicU32,
+    pub(crate) seq: SeqCount,
     allocated_bytes: AtomicU64,
     allocations: AtomicU64,
     freed_bytes: AtomicU64,
@@ -72,7 +72,7 @@ impl Part {
     pub(crate) const fn new() -> Self {
         Self {
             scope: AtomicScopeId::none(),
-            seq: AtomicU32::new(0),
+            seq: SeqCount::new(),
             allocated_bytes: AtomicU64::new(0),
             allocations: AtomicU64::new(0),
             freed_bytes: AtomicU64::new(0),
@@ -98,37 +98,9 @@ impl Part {
         self.ceiling.store(0, Ordering::Relaxed);
     }
 
-    /// Begins an update by the part's owner, for readers on other threads: returns what [`end_write`] takes.
-    ///
-    /// [`end_write`]: Self::end_write
-    #[inline(always)]
-    pub(crate) fn begin_write(&self) -> u32 {
-        let seq = self.seq.load(Ordering::Relaxed);
-        self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
-        fence(Ordering::Release);
-        seq
-    }
-
-    /// Ends the update [`begin_write`](Self::begin_write) began.
-    #[inline(always)]
-    pub(crate) fn end_write(&self, seq: u32) {
-        self.seq.store(seq.wrapping_add(2), Ordering::Release);
-    }
-
     /// The part's figures, read whole: retried while its owner writes.
     fn read(&self) -> Sums {
-        loop {
-            let seq = self.seq.load(Ordering::Acquire);
-            if !seq.is_multiple_of(2) {
-                core::hint::spin_loop();
-                continue;
-            }
-            let sums = self.read_torn();
-            fence(Ordering::Acquire);
-            if self.seq.load(Ordering::Relaxed) == seq {
-                return sums;
-            }
-        }
+        self.seq.read(|| self.read_torn())
     }
 
     /// The part's figures, each read once (what a part with several writers gives).
@@ -475,10 +447,7 @@ pub(crate) fn take(
 #[cfg(unix)]
 pub(crate) fn forget_other_threads() {
     for part in POOL.iter().take(NEXT.load(Ordering::Relaxed).min(THREADS)).flatten() {
-        let seq = part.seq.load(Ordering::Relaxed);
-        if !seq.is_multiple_of(2) {
-            part.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
-        }
+        part.seq.end_abandoned_write();
     }
 }
 
@@ -488,12 +457,12 @@ pub(crate) fn forget_other_threads() {
 pub(crate) fn begin_stuck_write(id: ScopeId, figures: &Figures) -> &'static Part {
     let owned = core::cell::Cell::new(0);
     let part = take(&owned, id, figures, || true).flatten().expect("a free part");
-    part.seq.fetch_add(1, Ordering::Release);
+    part.seq.begin_write();
     part
 }
 
 /// Ends the write [`begin_stuck_write`] began.
 #[cfg(all(test, unix))]
 pub(crate) fn end_stuck_write(part: &Part) {
-    part.seq.fetch_add(1, Ordering::Release);
+    part.seq.end_abandoned_write();
 }

@@ -202,9 +202,9 @@ impl Op {
             Writer::Home => self.apply_to(&figures.home, true, figures, id),
             Writer::Own(part) => {
                 // Read whole by the closer on another thread: written between two steps of its sequence number.
-                let seq = part.begin_write();
+                let seq = part.seq.begin_write();
                 self.apply_to(part, true, figures, id);
-                part.end_write(seq);
+                part.seq.end_write(seq);
             }
             Writer::Shared => self.apply_to(&figures.shared, false, figures, id),
         }

@@ -6,12 +6,12 @@
 
 use crate::base::ids::StackId;
 use crate::base::raw::{RawSystem, RawVec};
-use crate::base::sync::SpinLock;
+use crate::base::sync::{SeqCount, SpinLock};
 use crate::base::thread::{THREAD, ThreadState};
 use crate::hot::histogram::LifetimeHistogram;
 use crate::hot::unwind::Cached;
 use core::mem::MaybeUninit;
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Deepest stack kept, counted from the allocation site; deeper (outer) frames are cut.
@@ -140,7 +140,7 @@ fn record_again_locked(id: StackId, stack: &Ips, objects: f64, bytes: f64) -> Op
 #[repr(align(128))]
 struct Pending {
     /// Odd while its thread writes.
-    seq: AtomicU32,
+    seq: SeqCount,
     events: AtomicU32,
     /// Each stack's index plus one (0: none).
     stacks: [AtomicU32; PENDING_STACKS],
@@ -158,7 +158,7 @@ const PENDING_THREADS: usize = 4096;
 
 static PENDING: [Pending; PENDING_THREADS] = [const {
     Pending {
-        seq: AtomicU32::new(0),
+        seq: SeqCount::new(),
         events: AtomicU32::new(0),
         stacks: [const { AtomicU32::new(0) }; PENDING_STACKS],
         objects: [const { AtomicU64::new(0) }; PENDING_STACKS],
@@ -206,14 +206,12 @@ impl Pending {
         let Some(place) = place.filter(|_| events < PENDING_EVENTS) else {
             return self.restart(stack, objects, bytes);
         };
-        let seq = self.seq.load(Ordering::Relaxed);
-        self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
-        fence(Ordering::Release);
+        let seq = self.seq.begin_write();
         self.events.store(events + 1, Ordering::Relaxed);
         self.stacks[place].store(stack, Ordering::Relaxed);
         add_f64(&self.objects[place], objects);
         add_f64(&self.bytes[place], bytes);
-        self.seq.store(seq.wrapping_add(2), Ordering::Release);
+        self.seq.end_write(seq);
     }
 
     /// Moves the figures held to the table and starts again with an event of stack `stack` (index plus one), under
@@ -222,9 +220,7 @@ impl Pending {
     #[inline(never)]
     fn restart(&self, stack: u32, objects: f64, bytes: f64) {
         let mut table = STACKS.lock();
-        let seq = self.seq.load(Ordering::Relaxed);
-        self.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
-        fence(Ordering::Release);
+        let seq = self.seq.begin_write();
         if let Some(table) = table.as_mut() {
             self.for_each_own(|index, objects, bytes| {
                 if let Some(record) = table.records.get_mut(index) {
@@ -240,7 +236,7 @@ impl Pending {
             self.bytes[place].store(bytes.to_bits(), Ordering::Relaxed);
         }
         self.events.store(1, Ordering::Relaxed);
-        self.seq.store(seq.wrapping_add(2), Ordering::Release);
+        self.seq.end_write(seq);
     }
 
     /// Calls `f` with each stack's index and the figures held for it, as written (on the record's thread, or
@@ -258,23 +254,16 @@ impl Pending {
     /// Calls `f` with the figures held, read whole from any thread (under the table's lock, so no move is under
     /// way).
     fn read(&self, mut f: impl FnMut(usize, f64, f64)) {
-        let mut figures = [(usize::MAX, 0.0, 0.0); PENDING_STACKS];
-        loop {
-            let seq = self.seq.load(Ordering::Acquire);
-            if seq.is_multiple_of(2) {
-                let mut count = 0;
-                self.for_each_own(|index, objects, bytes| {
-                    figures[count] = (index, objects, bytes);
-                    count += 1;
-                });
-                fence(Ordering::Acquire);
-                if self.seq.load(Ordering::Relaxed) == seq {
-                    figures[..count].iter().for_each(|&(index, objects, bytes)| f(index, objects, bytes));
-                    return;
-                }
-            }
-            core::hint::spin_loop();
-        }
+        let (figures, count) = self.seq.read(|| {
+            let mut figures = [(usize::MAX, 0.0, 0.0); PENDING_STACKS];
+            let mut count = 0;
+            self.for_each_own(|index, objects, bytes| {
+                figures[count] = (index, objects, bytes);
+                count += 1;
+            });
+            (figures, count)
+        });
+        figures[..count].iter().for_each(|&(index, objects, bytes)| f(index, objects, bytes));
     }
 }
 
@@ -288,10 +277,7 @@ fn pending_records() -> &'static [Pending] {
 #[cfg(unix)]
 pub(crate) fn forget_other_threads() {
     for pending in pending_records() {
-        let seq = pending.seq.load(Ordering::Relaxed);
-        if !seq.is_multiple_of(2) {
-            pending.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
-        }
+        pending.seq.end_abandoned_write();
     }
 }
 
