@@ -24,18 +24,21 @@ const SHARED_SHARDS: usize = 16;
 /// Live-byte change a thread accumulates before it updates the process peak.
 pub(crate) const PEAK_BATCH: i64 = 64 * 1024;
 
-/// A block of event counters: allocations, frees and their bytes. The process keeps one per thread (and a few
-/// shared ones). A block's only writer updates it with plain loads and stores (`exclusive`), several writers with
-/// atomic adds.
-#[repr(align(128))]
-pub(crate) struct Shard {
+/// Event counters: allocations, frees and their bytes. Their only writer updates them with plain loads and stores
+/// (`exclusive`), several writers with atomic adds. The process keeps them in per-thread blocks ([`Shard`]), a
+/// scope in per-thread parts (`hot::parts`).
+pub(crate) struct Events {
     allocated_bytes: AtomicU64,
     allocations: AtomicU64,
     freed_bytes: AtomicU64,
     frees: AtomicU64,
 }
 
-impl Shard {
+/// A cache-line-aligned block of event counters: the process keeps one per thread (and a few shared ones).
+#[repr(align(128))]
+pub(crate) struct Shard(Events);
+
+impl Events {
     pub(crate) const fn new() -> Self {
         Self {
             allocated_bytes: AtomicU64::new(0),
@@ -45,9 +48,30 @@ impl Shard {
         }
     }
 
+    /// Sets every counter to 0 (while nobody writes them).
+    pub(crate) fn reset(&self) {
+        for counter in [&self.allocated_bytes, &self.allocations, &self.freed_bytes, &self.frees] {
+            counter.store(0, Relaxed);
+        }
+    }
+
     /// `[allocated_bytes, allocations, freed_bytes, frees]`.
     pub(crate) fn read(&self) -> [u64; 4] {
         [&self.allocated_bytes, &self.allocations, &self.freed_bytes, &self.frees].map(|counter| counter.load(Relaxed))
+    }
+}
+
+impl Shard {
+    const fn new() -> Self {
+        Self(Events::new())
+    }
+}
+
+impl core::ops::Deref for Shard {
+    type Target = Events;
+
+    fn deref(&self) -> &Events {
+        &self.0
     }
 }
 
@@ -140,8 +164,8 @@ fn fold_live(pending: i64) {
     PEAK_FOLDED.fetch_max(live, Relaxed);
 }
 
-impl Shard {
-    /// Counts one allocation of `size` bytes; `exclusive`: the caller is the block's only writer.
+impl Events {
+    /// Counts one allocation of `size` bytes; `exclusive`: the caller is the counters' only writer.
     #[inline(always)]
     pub(crate) fn count_alloc(&self, size: usize, exclusive: bool) {
         add(&self.allocated_bytes, size as u64, exclusive);

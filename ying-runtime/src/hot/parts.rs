@@ -28,7 +28,7 @@
 use crate::base::barrier;
 use crate::base::ids::{AtomicScopeId, ScopeId};
 use crate::base::sync::{SeqCount, SpinLock};
-use crate::hot::counters;
+use crate::hot::counters::{self, Events};
 use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Parts a scope registers; threads beyond write its shared part.
@@ -47,10 +47,7 @@ pub(crate) struct Part {
     scope: AtomicScopeId,
     /// Odd while the owner writes.
     pub(crate) seq: SeqCount,
-    allocated_bytes: AtomicU64,
-    allocations: AtomicU64,
-    freed_bytes: AtomicU64,
-    frees: AtomicU64,
+    pub(crate) events: Events,
     live_blocks: AtomicU64,
     live_bytes: AtomicI64,
     /// The most live bytes this part may reach without taking the peak lock (see the module's notes).
@@ -73,10 +70,7 @@ impl Part {
         Self {
             scope: AtomicScopeId::none(),
             seq: SeqCount::new(),
-            allocated_bytes: AtomicU64::new(0),
-            allocations: AtomicU64::new(0),
-            freed_bytes: AtomicU64::new(0),
-            frees: AtomicU64::new(0),
+            events: Events::new(),
             live_blocks: AtomicU64::new(0),
             live_bytes: AtomicI64::new(0),
             ceiling: AtomicI64::new(0),
@@ -91,9 +85,8 @@ impl Part {
 
     /// Zeroes the figures (while nobody else writes the part).
     pub(crate) fn reset(&self) {
-        for counter in [&self.allocated_bytes, &self.allocations, &self.freed_bytes, &self.frees, &self.live_blocks] {
-            counter.store(0, Ordering::Relaxed);
-        }
+        self.events.reset();
+        self.live_blocks.store(0, Ordering::Relaxed);
         self.live_bytes.store(0, Ordering::Relaxed);
         self.ceiling.store(0, Ordering::Relaxed);
     }
@@ -105,37 +98,14 @@ impl Part {
 
     /// The part's figures, each read once (what a part with several writers gives).
     fn read_torn(&self) -> Sums {
+        let [allocated_bytes, allocations, freed_bytes, frees] = self.events.read();
         Sums {
-            allocated_bytes: self.allocated_bytes.load(Ordering::Relaxed),
-            allocations: self.allocations.load(Ordering::Relaxed),
-            freed_bytes: self.freed_bytes.load(Ordering::Relaxed),
-            frees: self.frees.load(Ordering::Relaxed),
+            allocated_bytes,
+            allocations,
+            freed_bytes,
+            frees,
             live_blocks: self.live_blocks.load(Ordering::Relaxed) as i64,
             live_bytes: self.live_bytes.load(Ordering::Relaxed),
-        }
-    }
-
-    /// Counts one allocation of `size` bytes (`exclusive`: the caller is the part's only writer).
-    #[inline(always)]
-    pub(crate) fn count_alloc(&self, size: usize, exclusive: bool) {
-        counters::add(&self.allocated_bytes, size as u64, exclusive);
-        counters::add(&self.allocations, 1, exclusive);
-    }
-
-    /// Counts one free of `size` bytes.
-    #[inline(always)]
-    pub(crate) fn count_free(&self, size: usize, exclusive: bool) {
-        counters::add(&self.freed_bytes, size as u64, exclusive);
-        counters::add(&self.frees, 1, exclusive);
-    }
-
-    /// Counts a realloc from `old` to `new` bytes.
-    #[inline(always)]
-    pub(crate) fn count_resize(&self, old: usize, new: usize, exclusive: bool) {
-        if new >= old {
-            counters::add(&self.allocated_bytes, (new - old) as u64, exclusive);
-        } else {
-            counters::add(&self.freed_bytes, (old - new) as u64, exclusive);
         }
     }
 

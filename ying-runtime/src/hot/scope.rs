@@ -216,15 +216,15 @@ impl Op {
     fn apply_to(self, part: &Part, exclusive: bool, figures: &Figures, id: ScopeId) {
         match self {
             Self::Alloc(size) => {
-                part.count_alloc(size, exclusive);
+                part.events.count_alloc(size, exclusive);
                 part.add_live(figures, id, size, 1, exclusive);
             }
-            Self::Free(size) => part.count_free(size, exclusive),
-            Self::Resize(old, new) => part.count_resize(old, new, exclusive),
+            Self::Free(size) => part.events.count_free(size, exclusive),
+            Self::Resize(old, new) => part.events.count_resize(old, new, exclusive),
             Self::Own(bytes, block) => part.add_live(figures, id, bytes, i64::from(block), exclusive),
             Self::Disown(bytes, block) => part.sub_live(bytes, i64::from(block), exclusive),
             Self::FreeOwned(size, owned, block) => {
-                part.count_free(size, exclusive);
+                part.events.count_free(size, exclusive);
                 part.sub_live(owned, i64::from(block), exclusive);
             }
         }
