@@ -220,13 +220,15 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             _ => None,
         };
         // A block that only a scope records (no lifetime, no process sample), of the thread's own scope or of the
-        // process-attributed scope: kept in the thread's nursery when it has room.
+        // process-attributed scope: kept in the thread's nursery when it has room. A `match`, not a closure passed to
+        // `Option::is_some_and`: the closure was compiled out of line (59 instructions per allocation of a leak test).
         let stack = sample.map(|sample| sample.stack);
-        let nursed = owner.is_some_and(|owner| {
-            !sampled
-                && (owner == thread.home_scope() || scope::is_process_scope(owner))
-                && live::insert_nursed(thread, ptr, size, owner, stack)
-        });
+        let nursed = match owner {
+            Some(owner) if !sampled && (owner == thread.home_scope() || scope::is_process_scope(owner)) => {
+                live::insert_nursed(thread, ptr, size, owner, stack)
+            }
+            _ => false,
+        };
         if !nursed && (owner.is_some() || sample.is_some()) {
             let owned = if owner.is_some() { size } else { 0 };
             live::insert(

@@ -119,11 +119,18 @@ fn other_writer(thread: Option<&ThreadState>, id: ScopeId) -> Option<Writer> {
         return None;
     }
     let Some(thread) = thread else { return Some(Writer::Shared) };
-    // SAFETY: a thread's `part` is null or was set by `take_part` to a part of the static pool.
-    match unsafe { thread.part.get().cast::<Part>().as_ref() } {
-        Some(part) if id == thread.part_scope.get() && part.counts_for(id) => Some(Writer::Own(part)),
-        _ => take_part(thread, slot, id),
+    match held_part(thread, id) {
+        Some(part) => Some(Writer::Own(part)),
+        None => take_part(thread, slot, id),
     }
+}
+
+/// The part the calling thread (`thread`) holds for scope `id`, if it has taken one.
+#[inline(always)]
+fn held_part(thread: &ThreadState, id: ScopeId) -> Option<&'static Part> {
+    // SAFETY: a thread's `part` is null or was set by `take_part` to a part of the static pool.
+    let part = unsafe { thread.part.get().cast::<Part>().as_ref() }?;
+    (id == thread.part_scope.get() && part.counts_for(id)).then_some(part)
 }
 
 /// Takes (or finds) the calling thread's part for scope `id`, in slot `slot`; `None` when the scope closed.
@@ -232,16 +239,25 @@ impl Op {
 }
 
 /// Applies `op`, made by the calling thread (`thread`, `None` when its local storage is gone), to scope `id` if it
-/// is open, and to the open scopes enclosing it; returns whether `id` was open. The home path, the common one (a
-/// scope's own thread), is inlined and has nothing else to do: a nested scope is no thread's home scope.
+/// is open, and to the open scopes enclosing it; returns whether `id` was open. The two common paths are inlined,
+/// each compiled for its one `op`: the home path (a scope's own thread), which has nothing else to do (a nested
+/// scope is no thread's home scope), and a thread writing the part it already holds in an open scope nested in
+/// none (a test's helper threads: tokio's workers, a pool's threads).
 #[inline(always)]
 fn update(thread: Option<&ThreadState>, id: ScopeId, op: Op) -> bool {
-    if let Some(thread) = thread
-        && id == thread.home_scope()
-    {
+    if let Some(thread) = thread {
         let slot = slot_of(id);
-        op.apply_to(&slot.figures.home, true, &slot.figures, id);
-        return true;
+        if id == thread.home_scope() {
+            op.apply_to(&slot.figures.home, true, &slot.figures, id);
+            return true;
+        }
+        if !nested(id)
+            && id == slot.id.load(Ordering::SeqCst)
+            && let Some(part) = held_part(thread, id)
+        {
+            op.apply(slot, id, Writer::Own(part));
+            return true;
+        }
     }
     update_other(thread, id, op)
 }
@@ -366,7 +382,7 @@ fn process_scope_for(thread: &ThreadState) -> Option<ScopeId> {
 /// An allocation of `size` bytes made in scope `id` on the calling thread (`thread`). `None` when the scope has
 /// closed; otherwise the scope now owns the block, and the flag says whether the scope records the stack of every
 /// allocation. The enclosing scopes count the allocation and the block too.
-#[inline]
+#[inline(always)]
 pub(crate) fn on_alloc(thread: &ThreadState, id: ScopeId, size: usize) -> Option<bool> {
     update(Some(thread), id, Op::Alloc(size)).then(|| slot_of(id).capture.load(Ordering::Relaxed))
 }

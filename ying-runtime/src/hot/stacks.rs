@@ -283,6 +283,7 @@ pub(crate) fn forget_other_threads() {
 
 /// Where captures on this thread stop (0: at the end of the stack). Past the leak-test runner's frame lie only the
 /// test harness's: not worth unwinding on every allocation.
+#[inline]
 fn capture_limit() -> usize {
     THREAD.try_with(|thread| thread.capture_limit.get()).unwrap_or(0)
 }
