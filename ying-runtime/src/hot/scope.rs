@@ -396,12 +396,14 @@ pub(crate) fn on_alloc_closed(thread: &ThreadState, id: ScopeId, size: usize) ->
 }
 
 /// A free of `size` bytes made in scope `id` by the calling thread (`thread`), of a block of any age or owner.
+#[inline]
 pub(crate) fn on_free(thread: &ThreadState, id: ScopeId, size: usize) {
     attributed_update(thread, id, Op::Free(size));
 }
 
 /// A realloc made in scope `id` by the calling thread (`thread`) from `old` to `new` bytes: growth counts as
 /// allocated, shrinkage as freed.
+#[inline]
 pub(crate) fn on_resize(thread: &ThreadState, id: ScopeId, old: usize, new: usize) {
     attributed_update(thread, id, Op::Resize(old, new));
 }
