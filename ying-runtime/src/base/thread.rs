@@ -42,9 +42,9 @@ pub(crate) struct ThreadState {
     pub(crate) capture_limit: Cell<usize>,
     /// This thread's nursery (see `hot::live::nursery`); null for none.
     nursery: Cell<*const u8>,
-    /// The part this thread writes in scope `part_scope`, another thread's (see `hot::parts`); null for none.
+    /// The part this thread last took to write in another thread's scope (see `hot::parts`; the part says which
+    /// scope it counts for); null for none.
     pub(crate) part: Cell<*const u8>,
-    pub(crate) part_scope: Cell<Option<ScopeId>>,
     /// The block of parts this thread owns, plus one (0: none yet; see `hot::parts`).
     pub(crate) parts: Cell<u32>,
     /// This thread's pending stack figures, plus one (0: none yet; see `hot::stacks`).
@@ -68,7 +68,6 @@ impl ThreadState {
             capture_limit: Cell::new(0),
             nursery: Cell::new(core::ptr::null()),
             part: Cell::new(core::ptr::null()),
-            part_scope: Cell::new(None),
             parts: Cell::new(0),
             pending: Cell::new(0),
         }

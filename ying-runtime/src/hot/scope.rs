@@ -125,12 +125,13 @@ fn other_writer(thread: Option<&ThreadState>, id: ScopeId) -> Option<Writer> {
     }
 }
 
-/// The part the calling thread (`thread`) holds for scope `id`, if it has taken one.
+/// The part the calling thread (`thread`) holds for scope `id`, if it has taken one. The part's own scope says so:
+/// only its thread sets it, and to the scope it was taken for, before `take_part` points `thread.part` at it.
 #[inline(always)]
 fn held_part(thread: &ThreadState, id: ScopeId) -> Option<&'static Part> {
     // SAFETY: a thread's `part` is null or was set by `take_part` to a part of the static pool.
     let part = unsafe { thread.part.get().cast::<Part>().as_ref() }?;
-    (id == thread.part_scope.get() && part.counts_for(id)).then_some(part)
+    part.counts_for(id).then_some(part)
 }
 
 /// Takes (or finds) the calling thread's part for scope `id`, in slot `slot`; `None` when the scope closed.
@@ -140,7 +141,6 @@ fn take_part(thread: &ThreadState, slot: &Slot, id: ScopeId) -> Option<Writer> {
     match parts::take(&thread.parts, id, &slot.figures, || id == slot.id.load(Ordering::SeqCst))? {
         Some(part) => {
             thread.part.set(core::ptr::from_ref(part).cast());
-            thread.part_scope.set(Some(id));
             Some(Writer::Own(part))
         }
         None => Some(Writer::Shared),
