@@ -348,15 +348,24 @@ static RUNNER_TEST: ying::__private::LeakTest = ying::__private::LeakTest::uncon
     env!("CARGO_MANIFEST_DIR"),
 );
 
+/// The frames captured in the body when the runner is called `depth` frames below here.
+#[inline(never)]
+fn captured_in_runner_below(depth: usize) -> usize {
+    if depth == 0 {
+        let mut inside = 0;
+        ying::__private::run(&RUNNER_TEST, || inside = ying::__private::hot_path::capture_stack());
+        return inside;
+    }
+    black_box(captured_in_runner_below(black_box(depth - 1)))
+}
+
 #[test]
 fn stacks_recorded_in_a_leak_test_stop_at_the_runner() {
-    // Here, a capture walks up through the test harness to the thread's start.
+    // The capture stops at the runner's frame: however deep the runner is called, the body's stack is as long.
+    let shallow = captured_in_runner_below(0);
     let outside = ying::__private::hot_path::capture_stack();
-    let mut inside = 0;
-    // Inside the runner, the body sits under more frames (the runner, its unwind guard, the closures), but the
-    // capture stops at the runner's frame: the harness beyond it is not walked.
-    ying::__private::run(&RUNNER_TEST, || inside = ying::__private::hot_path::capture_stack());
-    assert!(inside > 0 && inside < outside, "frames captured inside the runner: {inside}, outside: {outside}");
+    let deep = captured_in_runner_below(20);
+    assert!(shallow > 0 && shallow == deep, "frames captured inside the runner: {shallow}, 20 frames deeper: {deep}");
     // The limit ends with the run.
     assert_eq!(ying::__private::hot_path::capture_stack(), outside);
 }

@@ -21,9 +21,15 @@ pub(crate) fn function_at(ip: usize) -> Option<String> {
     }
 }
 
-/// The executable file, mapped for reading for the rest of the process.
+/// The executable file, mapped for reading for the rest of the process (once).
 #[cfg(target_os = "linux")]
 fn executable_file() -> Option<&'static [u8]> {
+    static FILE: std::sync::OnceLock<Option<&'static [u8]>> = std::sync::OnceLock::new();
+    *FILE.get_or_init(map_executable)
+}
+
+#[cfg(target_os = "linux")]
+fn map_executable() -> Option<&'static [u8]> {
     use std::os::fd::AsRawFd;
     let file = std::fs::File::open("/proc/self/exe").ok()?;
     let len = usize::try_from(file.metadata().ok()?.len()).ok().filter(|&len| len > 0)?;
@@ -37,6 +43,94 @@ fn executable_file() -> Option<&'static [u8]> {
     // SAFETY: the mapping is `len` readable bytes and is never unmapped. A running executable cannot be written
     // (`ETXTBSY`), so the bytes do not change under the reader.
     Some(unsafe { core::slice::from_raw_parts(mapped.cast::<u8>(), len) })
+}
+
+/// Ends the stacks captured from now on at their thread's entry ([`ying_report::is_thread_entry`]: the standard
+/// library's `__rust_begin_short_backtrace`, one copy per kind of thread in the executable), as reports trim them:
+/// a spawned thread's captures then neither walk nor replay the start-up frames past it. Reads the symbol table on
+/// the first call; does nothing more on later ones, where the platform is not supported, or without a symbol table.
+pub(crate) fn end_stacks_at_thread_entries() {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| crate::base::thread::as_profiler(|| crate::hot::unwind::end_stacks_at(thread_entries())));
+}
+
+/// The address ranges (start, end) in this process of the executable's thread entries. Test binaries are often
+/// built without optimisation and hold a hundred thousand symbols or more: the names are searched with the C
+/// library's `memmem`, and only the few symbols named so are read.
+fn thread_entries() -> Vec<(usize, usize)> {
+    #[cfg(target_os = "linux")]
+    {
+        use object::read::elf::{ElfFile64, SectionHeader, Sym};
+        let Some((bytes, bias)) = executable_file().zip(super::symbolize::executable_bias()) else {
+            return Vec::new();
+        };
+        let Ok(file) = ElfFile64::<object::Endianness>::parse(bytes) else { return Vec::new() };
+        let endian = file.endian();
+        let symbols = file.elf_symbol_table();
+        let Ok(names) =
+            file.elf_section_table().section(symbols.string_section()).and_then(|section| section.data(endian, bytes))
+        else {
+            return Vec::new();
+        };
+        // Where each name of a thread entry starts in the string table. Legacy and v0 manglings both spell the
+        // name out.
+        let mut entries: Vec<u32> = Vec::new();
+        for at in occurrences(names, ENTRY.as_bytes()) {
+            let start = names[..at].iter().rposition(|&byte| byte == 0).map_or(0, |nul| nul + 1);
+            let end = names[at..].iter().position(|&byte| byte == 0).map_or(names.len(), |nul| at + nul);
+            let name = format!("{:#}", backtrace::SymbolName::new(&names[start..end]));
+            if ying_report::is_thread_entry(&ying_report::Frame::new(name, None, None))
+                && let Ok(start) = u32::try_from(start)
+                && !entries.contains(&start)
+            {
+                entries.push(start);
+            }
+        }
+        let table = symbols.symbols();
+        let mut ranges = Vec::new();
+        for entry in entries {
+            // The symbols named by that string: `st_name` is a symbol's first field.
+            for at in occurrences(object::pod::bytes_of_slice(table), &entry.to_ne_bytes()) {
+                let size = size_of::<object::elf::Sym64<object::Endianness>>();
+                let Some(symbol) = table.get(at / size).filter(|_| at % size == 0) else { continue };
+                if symbol.st_name(endian) != entry || symbol.st_type() != object::elf::STT_FUNC {
+                    continue;
+                }
+                let range = usize::try_from(symbol.st_value(endian)).ok().and_then(|value| {
+                    let start = value.checked_add(bias)?;
+                    Some((start, start.checked_add(usize::try_from(symbol.st_size(endian)).ok()?)?))
+                });
+                ranges.extend(range.filter(|(start, end)| start < end));
+            }
+        }
+        ranges
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Vec::new()
+    }
+}
+
+/// The name of the standard library's thread entry, as mangled names spell it.
+#[cfg(target_os = "linux")]
+const ENTRY: &str = "__rust_begin_short_backtrace";
+
+/// Where `needle` occurs in `haystack`, from the start, found with the C library's `memmem`.
+#[cfg(target_os = "linux")]
+fn occurrences<'a>(haystack: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+    let mut from = 0;
+    core::iter::from_fn(move || {
+        let rest = haystack.get(from..)?;
+        // SAFETY: `memmem` reads `rest.len()` bytes from `rest` and `needle.len()` from `needle`, both live slices,
+        // and returns null or a pointer into `rest`.
+        let found = unsafe { libc::memmem(rest.as_ptr().cast(), rest.len(), needle.as_ptr().cast(), needle.len()) };
+        if found.is_null() {
+            return None;
+        }
+        let at = from + (found.cast::<u8>() as usize - rest.as_ptr() as usize);
+        from = at + 1;
+        Some(at)
+    })
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -162,6 +162,13 @@ pub(crate) fn executable_address(ip: usize) -> Option<u64> {
     }
 }
 
+/// The executable's load bias (its addresses in this process less those in its file), when known.
+#[cfg(target_os = "linux")]
+pub(crate) fn executable_bias() -> Option<usize> {
+    let (start, end, bias) = *executable_range();
+    (start < end).then_some(bias)
+}
+
 /// The executable's mapped range and load bias: (start, end, bias); empty when unknown.
 #[cfg(target_os = "linux")]
 fn executable_range() -> &'static (usize, usize, usize) {

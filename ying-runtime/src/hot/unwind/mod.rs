@@ -20,6 +20,10 @@
 //! (the stack table's index) is returned without walking. That is one load and compare per read instead of a rule
 //! lookup per frame.
 //!
+//! A walk ends at a thread's entry (`__rust_begin_short_backtrace`) once [`end_stacks_at`] has been told where
+//! those functions lie: the frames past it are the runtime's and the C library's start-up, the same on every stack
+//! of the thread, which reports trim anyway and every replay would otherwise check again.
+//!
 //! Rules are keyed by address for the life of the process. An object unloaded (`dlclose`) and another loaded at
 //! the same addresses could leave stale rules: the table is cleared whenever the loader reports that an object was
 //! unloaded, which the walker checks on every table miss.
@@ -38,11 +42,11 @@ mod walk;
 
 pub(crate) use cached::Cached;
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-pub(crate) use elsewhere::{capture, capture_cached, remember};
+pub(crate) use elsewhere::{capture, capture_cached, end_stacks_at, remember};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(crate) use remembered::{capture_cached, remember};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-pub(crate) use rules::{lock_for_fork, unlock_after_fork};
+pub(crate) use rules::{end_stacks_at, lock_for_fork, unlock_after_fork};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(crate) use walk::capture;
 

@@ -1,6 +1,6 @@
 //! Call-frame rules: how to recover a caller's registers at an instruction address, computed once per address
 //! with `gimli` from the object's `.eh_frame_hdr` search table and kept in a fixed table for the life of the
-//! process (cleared when the loader unloads an object).
+//! process (cleared when the loader unloads an object, and when the functions where stacks end become known).
 
 use crate::base::sync::SpinLock;
 use core::ops::ControlFlow;
@@ -80,6 +80,53 @@ static WRITER: SpinLock<u64> = SpinLock::new(0);
 /// How many times [`CACHE`] was cleared: remembered walks are valid only under the count they were made at.
 pub(super) static FLUSHES: AtomicU64 = AtomicU64::new(0);
 
+/// Most functions [`end_stacks_at`] keeps; any past them are walked through as before.
+const STACK_ENDS: usize = 64;
+/// The address ranges (start, end) of the functions where walks end ([`end_stacks_at`]): the first
+/// [`STACK_END_COUNT`] are set, and never change once counted.
+static STACK_ENDS_AT: [(AtomicUsize, AtomicUsize); STACK_ENDS] =
+    [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; STACK_ENDS];
+static STACK_END_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// Ends every walk from now on at a frame of one of the functions in `ranges` (start and end addresses), that
+/// frame included, as if it were the outermost: a thread's entry, past which lie only the runtime's and the C
+/// library's start-up frames, the same on every stack of the thread. Takes effect once; later calls change nothing.
+pub(crate) fn end_stacks_at(ranges: impl IntoIterator<Item = (usize, usize)>) {
+    let mut filled_under = WRITER.lock();
+    if STACK_END_COUNT.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    let mut count = 0;
+    for ((start, end), slot) in ranges.into_iter().zip(&STACK_ENDS_AT) {
+        slot.0.store(start, Ordering::Relaxed);
+        slot.1.store(end, Ordering::Relaxed);
+        count += 1;
+    }
+    STACK_END_COUNT.store(count, Ordering::Release);
+    // The rules kept so far walk through those functions.
+    clear(&mut filled_under, None);
+}
+
+/// Whether a walk ends at a frame running `address` (see [`end_stacks_at`]).
+fn ends_stack(address: usize) -> bool {
+    let count = STACK_END_COUNT.load(Ordering::Acquire);
+    STACK_ENDS_AT[..count]
+        .iter()
+        .any(|(start, end)| (start.load(Ordering::Relaxed)..end.load(Ordering::Relaxed)).contains(&address))
+}
+
+/// Empties [`CACHE`] under the writers' lock (whose count becomes `unloads`, when given) and invalidates every
+/// thread's remembered walks, which were made with the old rules.
+fn clear(filled_under: &mut u64, unloads: Option<u64>) {
+    for slot in &CACHE {
+        slot.address.store(0, Ordering::Relaxed);
+    }
+    if let Some(unloads) = unloads {
+        *filled_under = unloads;
+    }
+    FLUSHES.fetch_add(1, Ordering::Release);
+}
+
 fn slot_of(address: usize) -> &'static Slot {
     let hash = (address as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     &CACHE[(hash >> (64 - CACHE_SLOTS.trailing_zeros())) as usize]
@@ -99,6 +146,7 @@ pub(super) fn rule_for(address: usize) -> Result<Rule, Miss> {
             return Err(Miss::NoInfo);
         }
     }
+    let ends = STACK_END_COUNT.load(Ordering::Acquire);
     let (found, unloads) = compute(address);
     let word = match found {
         Ok(rule) => rule.pack(),
@@ -108,14 +156,13 @@ pub(super) fn rule_for(address: usize) -> Result<Rule, Miss> {
         Err(Miss::Unsupported) => return found,
     };
     let mut filled_under = WRITER.lock();
+    if STACK_END_COUNT.load(Ordering::Relaxed) != ends {
+        // Computed before the functions where stacks end were known: used, not kept.
+        return found;
+    }
     if *filled_under != unloads {
         // An object was unloaded since the cached rules were computed: they may describe code that is gone.
-        for slot in &CACHE {
-            slot.address.store(0, Ordering::Relaxed);
-        }
-        *filled_under = unloads;
-        // Every thread's remembered walks were made with the old rules.
-        FLUSHES.fetch_add(1, Ordering::Release);
+        clear(&mut filled_under, Some(unloads));
     }
     slot.address.store(0, Ordering::Relaxed);
     fence(Ordering::Release);
@@ -184,7 +231,9 @@ impl UnwindContextStorage<usize> for OnStack {
 #[inline(never)]
 fn compute(address: usize) -> (Result<Rule, Miss>, u64) {
     let (object, unloads) = object_of(address);
-    (object.ok_or(Miss::NoInfo).and_then(|object| rule_in(&object, address)), unloads)
+    let rule = object.ok_or(Miss::NoInfo).and_then(|object| rule_in(&object, address));
+    // A frame where stacks end has no caller to the walker.
+    (rule.map(|rule| if ends_stack(address) { Rule { ra_offset: None, ..rule } } else { rule }), unloads)
 }
 
 /// The rule at `address`, from the call-frame information of `object`, which holds it.

@@ -31,7 +31,7 @@ pub(super) use registers;
 
 /// Walks the calling thread's stack into `ips` (return addresses, innermost caller of `capture` first). Stops when
 /// `ips` is full, at the first frame whose CFA lies past `limit` (when not 0, that frame included), or at the end
-/// of the stack. Returns the number of frames written, or `None` when the stack needs the system unwinder.
+/// of the stack (a thread's entry, once [`end_stacks_at`](super::end_stacks_at) said where they are). Returns the number of frames written, or `None` when the stack needs the system unwinder.
 #[inline(never)]
 pub(crate) fn capture(ips: &mut [MaybeUninit<usize>], limit: usize) -> Option<usize> {
     walk(registers!(), ips, limit)
@@ -175,12 +175,41 @@ pub(super) mod tests {
             true
         });
         // `ours[0]` returns into this function, a different call site than the system unwinder's; from the
-        // caller of this function on, both must list the same return addresses down to the end.
+        // caller of this function on, both must list the same return addresses down to the end, or ours down to
+        // the thread's entry once another test has told the walker where entries are.
         let ours = &ours[1..len];
         let at = theirs.iter().position(|&ip| ip == ours[0]).expect("the system unwinder saw our first caller");
-        assert_eq!(ours, &theirs[at..], "depth {depth}");
+        let theirs = &theirs[at..];
+        assert_eq!(ours, &theirs[..ours.len().min(theirs.len())], "depth {depth}");
+        assert!(ours.len() == theirs.len() || ends_at_thread_entry(ours), "depth {depth}");
         assert!(ours.len() > depth, "{} frames for {depth} nested calls", ours.len());
         ours.len()
+    }
+
+    /// Whether the last of `ips` returns into a thread's entry.
+    fn ends_at_thread_entry(ips: &[usize]) -> bool {
+        let last = ips.last().and_then(|&ip| crate::read::symbol_table::function_at(ip - 1));
+        last.is_some_and(|name| ying_report::is_thread_entry(&ying_report::Frame::new(name, None, None)))
+    }
+
+    #[test]
+    fn a_walk_ends_at_its_threads_entry_once_told_where_entries_are() {
+        crate::read::symbol_table::end_stacks_at_thread_entries();
+        std::thread::spawn(|| {
+            let mut ours = buffer::<128>();
+            let len = capture(&mut ours, 0).expect("the caching walker handles this stack");
+            let ours = read(&ours[..len]);
+            assert!(ends_at_thread_entry(&ours), "{ours:x?}");
+            // The system unwinder goes on into the thread's start-up.
+            let mut theirs = 0;
+            backtrace::trace(|_| {
+                theirs += 1;
+                true
+            });
+            assert!(theirs > len + 1, "{theirs} frames against {len}");
+        })
+        .join()
+        .unwrap();
     }
 
     #[inline(never)]

@@ -83,6 +83,8 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     let plan = Plan::new(test, default_attribution());
     let _serial = plan.prepare();
     super::hook::install();
+    // Stacks captured on the threads the body spawns end at their entry, as reports trim them.
+    crate::read::symbol_table::end_stacks_at_thread_entries();
     report::started(&plan);
     let _running = super::exit::Running::enter(test);
     for _ in 0..test.warmup {
