@@ -31,7 +31,8 @@ pub(super) use registers;
 
 /// Walks the calling thread's stack into `ips` (return addresses, innermost caller of `capture` first). Stops when
 /// `ips` is full, at the first frame whose CFA lies past `limit` (when not 0, that frame included), or at the end
-/// of the stack (a thread's entry, once [`end_stacks_at`](super::end_stacks_at) said where they are). Returns the number of frames written, or `None` when the stack needs the system unwinder.
+/// of the stack (a thread's entry, once [`end_stacks_at`](super::end_stacks_at) said where they are). Returns the
+/// number of frames written, or `None` when the stack needs the system unwinder.
 #[inline(never)]
 pub(crate) fn capture(ips: &mut [MaybeUninit<usize>], limit: usize) -> Option<usize> {
     walk(registers!(), ips, limit)
