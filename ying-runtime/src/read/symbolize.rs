@@ -99,7 +99,8 @@ impl AsRef<Frame> for Located {
     }
 }
 
-/// Resolves instruction pointers to frames (inlined frames expanded), each with its pointer, then trims them ([`Trim::tidy`]).
+/// Resolves instruction pointers to frames (inlined frames expanded), each with its pointer, then trims them
+/// ([`Trim::tidy`]).
 fn resolve_ips(ips: &[usize]) -> Vec<Located> {
     as_profiler(|| {
         let mut frames = Vec::new();
