@@ -168,6 +168,11 @@ pub struct TestArgs {
     #[arg(long, visible_alias = "nocapture", help_heading = "Running")]
     pub no_capture: bool,
 
+    /// Which tests to measure: leak-tests (those with #[ying::leak_test]), or all: every test, through an
+    /// allocation interposer cargo ying builds and preloads (Linux with glibc) [default: leak-tests]
+    #[arg(long, value_enum, value_name = "WHICH", help_heading = "Running")]
+    pub measure: Option<Measure>,
+
     /// What to do when no test is selected to run: fail (exit code 4), warn or pass [default: fail]
     #[arg(long, value_enum, value_name = "ACTION", help_heading = "Running")]
     pub no_tests: Option<NoTests>,
@@ -199,6 +204,16 @@ pub struct TestArgs {
     /// Write the results as JUnit XML to this file
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub junit: Option<PathBuf>,
+}
+
+/// `--measure`: which tests a run measures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Measure {
+    /// The leak tests: those with `#[ying::leak_test]`
+    #[default]
+    LeakTests,
+    /// Every test, through the allocation interposer
+    All,
 }
 
 /// `--no-tests`: what a run with no test to run does.
@@ -323,6 +338,12 @@ impl CargoOptions {
     /// can a run select every test.
     pub fn builds_default_targets(&self) -> bool {
         !self.selects_targets() && self.packages.is_empty()
+    }
+
+    /// `--offline` when the run is to stay off the network (`--offline` or `--frozen`), for cargo ying's own
+    /// builds beside the tests' (whose lock files are cargo ying's, not the workspace's).
+    pub fn network_flags(&self) -> Vec<&'static str> {
+        if self.offline || self.frozen { vec!["--offline"] } else { Vec::new() }
     }
 
     /// The arguments for `cargo test --no-run` (and `cargo metadata`, for the manifest path).

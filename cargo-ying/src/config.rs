@@ -31,6 +31,8 @@ pub struct Config {
     pub retries: Option<u32>,
     /// What a run with no test to run does (`no-tests = "warn"`).
     pub no_tests: Option<crate::cli::NoTests>,
+    /// Which tests a run measures (`measure = "all"`).
+    pub measure: Option<crate::cli::Measure>,
 }
 
 /// Why the configuration is not valid.
@@ -54,8 +56,19 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The keys, as written in the table.
-const KEYS: &[&str] =
-    &["jobs", "timeout", "fail-fast", "retries", "no-tests", "baseline", "max-growth", "min-growth", "gate", "reruns"];
+const KEYS: &[&str] = &[
+    "jobs",
+    "timeout",
+    "fail-fast",
+    "retries",
+    "no-tests",
+    "measure",
+    "baseline",
+    "max-growth",
+    "min-growth",
+    "gate",
+    "reruns",
+];
 
 impl Config {
     /// Reads the `ying` table of the workspace metadata (none: the defaults).
@@ -92,6 +105,7 @@ impl Config {
                 "reruns" => config.reruns = Some(count(value, "reruns").map_err(error)?),
                 "retries" => config.retries = Some(count(value, "retries").map_err(error)?),
                 "no-tests" => config.no_tests = Some(no_tests(value).map_err(error)?),
+                "measure" => config.measure = Some(measure(value).map_err(error)?),
                 unknown => {
                     return Err(ConfigError { key: None, message: unknown_key(unknown) });
                 }
@@ -150,6 +164,13 @@ fn no_tests(value: &serde_json::Value) -> Result<crate::cli::NoTests, String> {
     let fail = || expected("\"fail\", \"warn\" or \"pass\"", value);
     let text = value.as_str().ok_or_else(fail)?;
     crate::cli::NoTests::from_str(text, false).map_err(|_| fail())
+}
+
+fn measure(value: &serde_json::Value) -> Result<crate::cli::Measure, String> {
+    use clap::ValueEnum as _;
+    let fail = || expected("\"all\" or \"leak-tests\"", value);
+    let text = value.as_str().ok_or_else(fail)?;
+    crate::cli::Measure::from_str(text, false).map_err(|_| fail())
 }
 
 fn timeout(value: &serde_json::Value) -> Result<Duration, String> {
@@ -211,6 +232,11 @@ mod tests {
         .unwrap();
         assert_eq!(read.reruns, Some(4));
         assert_eq!(config(json!({"retries": 3, "no-tests": "warn"})).unwrap().retries, Some(3));
+        assert_eq!(config(json!({"measure": "all"})).unwrap().measure, Some(crate::cli::Measure::All));
+        assert_eq!(
+            config(json!({"measure": "everything"})).unwrap_err().to_string(),
+            "`measure`: expected \"all\" or \"leak-tests\", found the string \"everything\""
+        );
         assert_eq!(config(json!({"no-tests": "warn"})).unwrap().no_tests, Some(crate::cli::NoTests::Warn));
         assert_eq!(
             config(json!({"no-tests": "never"})).unwrap_err().to_string(),

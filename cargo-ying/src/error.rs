@@ -126,6 +126,9 @@ pub enum Error {
         #[source]
         source: ManifestError,
     },
+    /// The allocation interposer of `--measure all` could not be had.
+    #[error("failed to build the allocation interposer of `--measure all`")]
+    Interposer(#[source] InterposerError),
     /// Reading or writing one of the run's files failed.
     #[error("failed to {action} {}", path.display())]
     Io {
@@ -162,6 +165,7 @@ impl Error {
             | Self::Build(_)
             | Self::List { .. }
             | Self::Manifest { .. }
+            | Self::Interposer(_)
             | Self::Io { .. } => EXIT_USAGE,
         }
     }
@@ -195,6 +199,24 @@ pub enum BuildError {
     Messages(#[source] std::io::Error),
     /// It failed; it has printed why.
     #[error("cargo test --no-run exited with {0}")]
+    Failed(ExitStatus),
+}
+
+/// Why the allocation interposer could not be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InterposerError {
+    /// This platform has none.
+    #[error(
+        "there is none for this platform, only for Linux with glibc; here ying measures leak tests \
+         (`#[ying::leak_test]`)"
+    )]
+    Unsupported,
+    /// cargo could not be started.
+    #[error("could not run cargo build")]
+    Spawn(#[source] std::io::Error),
+    /// It failed; it has printed why.
+    #[error("cargo build exited with {0}")]
     Failed(ExitStatus),
 }
 
@@ -262,7 +284,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 #[cfg(test)]
 mod tests {
-    use super::{EXIT_USAGE, Error};
+    use super::{EXIT_USAGE, Error, InterposerError};
 
     #[test]
     fn the_chain_reads_after_failed_to_and_ends_with_the_root_cause() {
@@ -273,5 +295,16 @@ mod tests {
         assert!(chain.starts_with("failed to read the baseline ying-baseline.json: "), "{chain}");
         assert!(chain.contains("line 2 column"), "{chain}");
         assert_eq!(chain.matches("line 2").count(), 1, "a cause is not repeated: {chain}");
+    }
+
+    #[test]
+    fn measuring_every_test_where_there_is_no_interposer_is_a_usage_error_naming_where_it_works() {
+        let error = Error::Interposer(InterposerError::Unsupported);
+        assert_eq!(error.exit_code(), EXIT_USAGE);
+        assert_eq!(
+            error.chain(),
+            "failed to build the allocation interposer of `--measure all`: there is none for this platform, only \
+             for Linux with glibc; here ying measures leak tests (`#[ying::leak_test]`)"
+        );
     }
 }

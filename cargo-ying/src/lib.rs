@@ -8,7 +8,8 @@
 //! - a run: [`build`] builds the test binaries through cargo, [`not_run`] sets aside and names what cargo ying does
 //!   not run (doctests, `harness = false` targets), [`discover`] lists and selects their tests (with
 //!   [`filterset`]s), [`partition`] splits them across machines, [`plan`] is these together; [`runner`] runs each
-//!   in its own process (started, killed and waited for by [`process`]), one run per target directory
+//!   in its own process (started, killed and waited for by [`process`]), with the allocation [`interposer`] loaded
+//!   under `--measure all`, one run per target directory
 //!   ([`run_lock`]), [`collect`] takes its report, [`symbols`] symbolises the stacks it deferred;
 //! - the verdict: [`model`] is the run model, where each test's result (outcome, figures, gate verdict, files) is
 //!   decided once, judged by [`gate`] against the [`baseline`];
@@ -29,6 +30,7 @@ pub mod discover;
 pub mod error;
 pub mod filterset;
 pub mod gate;
+pub mod interposer;
 pub mod model;
 pub mod not_run;
 pub mod outputs;

@@ -177,10 +177,11 @@ impl TestRecord {
         self.gate.as_ref().map(|gate| gate.verdict)
     }
 
-    /// Where the test's source is, when its report says (leak tests' do): file relative to its package, line.
+    /// Where the test's source is, when its report says (leak tests' do; a test measured from outside does not):
+    /// file relative to its package, line.
     pub fn source(&self) -> Option<(String, u32)> {
         let test = &self.leak.as_ref()?.report.test;
-        Some((test.file.replace('\\', "/"), test.line))
+        (!test.file.is_empty()).then(|| (test.file.replace('\\', "/"), test.line))
     }
 
     /// Why the test failed, in a few words or the leak test's message.

@@ -4,6 +4,7 @@
 
 use crate::collect::take_report;
 use crate::discover::TestCase;
+use crate::interposer::{PRELOAD_ENV, preload_value};
 use crate::model::{Attempt, Outcome, TestRecord};
 use crate::process::{self, Waited};
 use std::collections::VecDeque;
@@ -13,7 +14,9 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
-use ying_report::report::{ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV};
+use ying_report::report::{
+    ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
+};
 
 /// How to run the tests.
 pub struct RunOptions {
@@ -31,6 +34,8 @@ pub struct RunOptions {
     pub retries: u32,
     /// Tests print straight to the terminal (`--no-capture`): their output is not kept.
     pub no_capture: bool,
+    /// The allocation interposer every test process loads (`--measure all`), if any.
+    pub interposer: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -45,6 +50,7 @@ impl RunOptions {
             passthrough: self.passthrough.clone(),
             retries: 0,
             no_capture: false,
+            interposer: self.interposer.clone(),
         }
     }
 }
@@ -94,9 +100,16 @@ const HARNESS_ARGS: [&str; 2] = ["--nocapture", "--test-threads=1"];
 pub fn describe(options: &RunOptions) -> String {
     let passthrough = options.passthrough.iter().map(String::as_str);
     let args: String = HARNESS_ARGS.into_iter().chain(passthrough).map(|arg| format!(" {arg}")).collect();
+    let interposer = match &options.interposer {
+        Some(library) => format!(
+            "; every test is measured: {PRELOAD_ENV}={} and {MEASURE_TEST_ENV} (the test's identity) set",
+            library.display()
+        ),
+        None => String::new(),
+    };
     format!(
         "each test runs alone: <binary> --exact <name>{args} in its package's directory, with \
-         {ATTRIBUTION_ENV}=process {DEFER_SYMBOLS_ENV}=1 and {REPORT_DIR_ENV}, {RUN_TOKEN_ENV} set"
+         {ATTRIBUTION_ENV}=process {DEFER_SYMBOLS_ENV}=1 and {REPORT_DIR_ENV}, {RUN_TOKEN_ENV} set{interposer}"
     )
 }
 
@@ -132,6 +145,12 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr);
+        if let Some(library) = &options.interposer {
+            let binary = &test.binary;
+            let identity = TestIdentity::listed(&binary.package, binary.kind, &binary.name, &test.name);
+            let identity = serde_json::to_string(&identity).expect("an identity is JSON");
+            command.env(PRELOAD_ENV, preload_value(library)).env(MEASURE_TEST_ENV, identity);
+        }
         process::isolate(&mut command);
         command.spawn()
     });

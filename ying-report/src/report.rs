@@ -25,6 +25,15 @@ pub const DEFER_SYMBOLS_ENV: &str = "YING_DEFER_SYMBOLS";
 /// sets `process`, since it runs each test in a process of its own.
 pub const ATTRIBUTION_ENV: &str = "YING_ATTRIBUTION";
 
+/// The environment variable naming the test a process runs when `cargo ying test --measure all` measures it from
+/// outside, through the allocation interposer: the test's [`TestIdentity`] as JSON. The interposer measures the
+/// thread the test harness names after the test, and the threads it spawns, from that thread's start to its end.
+pub const MEASURE_TEST_ENV: &str = "YING_MEASURE_TEST";
+
+/// The function the allocation interposer exports (C ABI, no arguments) for a leak test to call when it starts in a
+/// process the interposer measures: the test is measured by its own scope, and the interposer stops measuring it.
+pub const INTERPOSER_LEAK_TEST_STARTED: &core::ffi::CStr = c"ying_interposer_leak_test_started";
+
 /// The environment variable carrying a token of this run of this test, which `cargo ying` sets for each test
 /// process: a leak test copies it into its report ([`LeakReport::run_token`]) and into the mark it leaves when it
 /// starts ([`STARTED_EXTENSION`]), and `cargo ying` takes only what carries it.
@@ -81,6 +90,11 @@ pub struct LeakReport {
     /// The token of the run that asked for the report ([`RUN_TOKEN_ENV`]), when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_token: Option<String>,
+    /// What a reader should know of how the figures were taken: for a test measured from outside
+    /// ([`MEASURE_TEST_ENV`]) whose binary has a global allocator of its own, that only what reaches `malloc` is
+    /// counted. Empty for a leak test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl LeakReport {
@@ -102,6 +116,7 @@ impl LeakReport {
             sampled_stacks: Vec::new(),
             deferred: None,
             run_token: None,
+            notes: Vec::new(),
         }
     }
 
@@ -205,6 +220,19 @@ impl TestIdentity {
             file: file.to_owned(),
             line,
         }
+    }
+
+    /// The identity of test `name`, as the harness of target `target` (of `kind`) of `package` lists it, for a test
+    /// measured from outside (`cargo ying test --measure all`): the crate is the target's, and there is no source
+    /// location (the test binary is not asked).
+    pub fn listed(package: &str, kind: TargetKind, target: &str, name: &str) -> Self {
+        let krate = target.replace('-', "_");
+        let bin_name = matches!(kind, TargetKind::Bin | TargetKind::Example).then_some(target);
+        let (module_path, function) = match name.rsplit_once("::") {
+            Some((modules, function)) => (format!("{krate}::{modules}"), function),
+            None => (krate, name),
+        };
+        Self::new(package, bin_name, &module_path, function, "", 0)
     }
 
     /// The test function's path, `crate::module::function`: the stack frames of its body are named after it.
@@ -440,6 +468,21 @@ mod tests {
         assert!(integration.is(&TestId::new("app", TargetKind::Test, "cache-tests", "evicts")));
         assert!(!integration.is(&TestId::new("app", TargetKind::Test, "leaks", "evicts")));
         assert!(!integration.is(&TestId::new("other", TargetKind::Test, "cache-tests", "evicts")));
+    }
+
+    #[test]
+    fn a_listed_test_is_the_test_cargo_ying_ran_and_names_its_function() {
+        let cases = [
+            (TargetKind::Lib, "my-app", "cache::tests::evicts", "my_app::cache::tests", "my_app::cache::tests::evicts"),
+            (TargetKind::Test, "cache-tests", "evicts", "cache_tests", "cache_tests::evicts"),
+            (TargetKind::Bin, "tool", "tests::parses", "tool::tests", "tool::tests::parses"),
+        ];
+        for (kind, target, name, module_path, function_path) in cases {
+            let identity = TestIdentity::listed("my-app", kind, target, name);
+            assert!(identity.is(&TestId::new("my-app", kind, target, name)), "{identity:?}");
+            assert_eq!((identity.module_path.as_str(), identity.function_path()), (module_path, function_path.into()));
+            assert_eq!(identity.bin_name.is_some(), kind == TargetKind::Bin);
+        }
     }
 
     #[test]

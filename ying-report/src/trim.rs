@@ -60,6 +60,7 @@ impl<'a> Trim<'a> {
         const NAMES: &[&str] = &[
             "ying::",
             "<ying::",
+            "ying_preload::",
             "backtrace::",
             "<backtrace::",
             "std::thread::local::",
@@ -91,12 +92,13 @@ impl<'a> Trim<'a> {
     /// Frames of the profiler further out (`ying::measure` around a measured body) are the caller's context and
     /// stay.
     pub fn strip_allocator_frames<T: AsRef<Frame>>(&self, frames: &mut Vec<T>) {
-        let own = match frames.iter().position(|frame| is_allocator_entry(frame.as_ref())) {
-            // Up to the allocator entry shims every frame is the profiler's, including helpers of the standard
-            // library that unoptimised builds leave between its frames (a closure's `bool::then`, say).
-            Some(entry) => {
-                entry + frames[entry..].iter().take_while(|frame| is_allocator_entry(frame.as_ref())).count()
-            }
+        // The outermost entry: under the allocation interposer a stack passes `malloc` first, then the global
+        // allocator's entry when Rust code allocated, with the program's own global allocator between them.
+        let own = match frames.iter().rposition(|frame| is_allocator_entry(frame.as_ref())) {
+            // Up to the allocator entry shims every frame is the profiler's (or an allocator's), including helpers
+            // of the standard library that unoptimised builds leave between its frames (a closure's `bool::then`,
+            // say).
+            Some(entry) => entry + 1,
             None => frames.iter().position(|frame| !self.is_profiler_frame(frame.as_ref())).unwrap_or(frames.len()),
         };
         if own == 0 {
@@ -182,18 +184,35 @@ impl<'a> Trim<'a> {
 pub fn is_allocator_entry(frame: &Frame) -> bool {
     const SHIMS: &[&str] = &["__rust_alloc", "__rust_dealloc", "__rust_realloc", "__rg_", "__rdl_"];
     let name = frame.function.strip_prefix("__rustc::").unwrap_or(&frame.function);
-    SHIMS.iter().any(|shim| name.starts_with(shim))
+    SHIMS.iter().any(|shim| name.starts_with(shim)) || C_ALLOCATOR.contains(&name)
 }
+
+/// The C library's allocation functions, which the allocation interposer (`ying-preload`) defines: on a stack the
+/// profiler captured they are its entry, as `__rust_alloc` is the global allocator's.
+const C_ALLOCATOR: &[&str] = &[
+    "malloc",
+    "calloc",
+    "realloc",
+    "reallocarray",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+];
 
 /// The standard library's allocation plumbing between user code and the allocator entry.
 pub fn is_allocation_plumbing(frame: &Frame) -> bool {
-    const NAMES: &[&str] = &["alloc::alloc::", "<alloc::alloc::Global", "core::alloc::", "std::alloc::"];
+    const NAMES: &[&str] =
+        &["alloc::alloc::", "<alloc::alloc::Global", "core::alloc::", "std::alloc::", "<std::alloc::System"];
     const FILES: &[&str] = &["/alloc/src/alloc.rs", "/std/src/alloc.rs", "/core/src/alloc/global.rs"];
+    /// `System` on each platform.
+    const SYSTEM: &str = "/std/src/sys/alloc/";
     NAMES.iter().any(|prefix| frame.function.starts_with(prefix))
-        || frame
-            .file
-            .as_deref()
-            .is_some_and(|file| FILES.iter().any(|suffix| file.replace('\\', "/").ends_with(suffix)))
+        || frame.file.as_deref().is_some_and(|file| {
+            let file = file.replace('\\', "/");
+            FILES.iter().any(|suffix| file.ends_with(suffix)) || file.contains(SYSTEM)
+        })
 }
 
 /// The frame through which the standard library enters a thread's (or `main`'s) code.

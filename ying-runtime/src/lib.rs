@@ -221,6 +221,11 @@ pub mod __private {
     pub use crate::products::leak_test::{LeakTest, TestResult, run};
     pub use crate::report::Budgets;
 
+    /// What the allocation interposer (`ying-preload`) tells the runtime.
+    pub mod interposer {
+        pub use crate::products::leak_test::{leak_test_started, thread_named};
+    }
+
     /// Entries in the live table: (sampled, owned by a scope, the profiler's own).
     pub fn live_table_census() -> (usize, usize, usize) {
         crate::hot::live::census()

@@ -1,9 +1,10 @@
 //! `cargo ying test`: build, discover, run, decide each test's result once (the run model), then show and write it.
 
 use crate::baseline::BaselineFile;
-use crate::cli::{NoTests, TestArgs};
+use crate::cli::{Measure, NoTests, TestArgs};
 use crate::discover::{Selection, TestCase};
 use crate::error::{EXIT_NO_TESTS, EXIT_OK, EXIT_TEST_FAILED, Error, Result};
+use crate::interposer;
 use crate::model::Run;
 use crate::outputs::{artifacts, github, junit, listing, terminal};
 use crate::plan::Plan;
@@ -50,6 +51,11 @@ pub fn run(args: TestArgs) -> Result<u8> {
     if plan.selected == 0 {
         return Ok(no_tests(args.no_tests.or(config.no_tests).unwrap_or(NoTests::Fail)));
     }
+    // Built after the tests (a build error of theirs comes first), before any test runs.
+    let interposer = match args.measure.or(config.measure).unwrap_or_default() {
+        Measure::All => Some(interposer::build(&out_dir, verbosity, &filter.cargo.network_flags())?),
+        Measure::LeakTests => None,
+    };
     let no_capture = args.no_capture || selection.no_capture;
     let options = RunOptions {
         // Output straight to the terminal is readable one test at a time, as under cargo-nextest.
@@ -62,6 +68,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
         passthrough: selection.passthrough.clone(),
         retries: args.retries.or(config.retries).unwrap_or(0),
         no_capture,
+        interposer,
     };
     let planned = &plan.tests;
     let running = plan.running().count();

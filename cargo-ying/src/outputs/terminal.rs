@@ -229,6 +229,22 @@ impl Reporter {
             eprintln!("{} stopped after the first failure; --no-fail-fast runs every test", self.label(YELLOW, "note"));
         }
         self.leak_table(run);
+        self.notes(run);
+    }
+
+    /// What the reports say of how their figures were taken, once per test binary.
+    fn notes(&self, run: &Run) {
+        let mut shown: Vec<(String, &str)> = Vec::new();
+        for test in &run.tests {
+            let Some(leak) = &test.leak else { continue };
+            for note in &leak.report.notes {
+                let binary = test.id.binary_id();
+                if !shown.iter().any(|(seen, seen_note)| *seen == binary && seen_note == note) {
+                    eprintln!("{} {binary}: {note}", self.label(YELLOW, "note"));
+                    shown.push((binary, note));
+                }
+            }
+        }
     }
 
     fn leak_table(&self, run: &Run) {

@@ -1,6 +1,7 @@
-//! End to end: the built `cargo-ying` on a temporary copy of the fixture workspace (`fixtures/leak-tests`), with a
-//! cleaned environment and a target directory shared by every test here (so the fixture builds once). Checks
-//! outcomes, exit codes, summary.json, reports and SVGs; output is snapshotted after redacting durations.
+//! End to end: the built `cargo-ying` on a temporary copy of a fixture workspace (`fixtures/leak-tests`, or
+//! `fixtures/plain-tests` for `--measure all`), with a cleaned environment and a target directory shared by every
+//! test here (so the fixture builds once). Checks outcomes, exit codes, summary.json, reports and SVGs; output is
+//! snapshotted after redacting durations.
 //!
 //! One test binary: its modules share the harness below and the lock on the shared target directory.
 
@@ -14,6 +15,7 @@ mod frames;
 mod hostile;
 mod html;
 mod junit;
+mod measure_all;
 mod nextest;
 mod not_run;
 mod profiles;
@@ -39,6 +41,13 @@ struct Fixture {
 }
 
 impl Fixture {
+    /// A copy of `fixtures/plain-tests`, a suite with no ying dependency.
+    fn plain() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&repository().join("fixtures/plain-tests"), dir.path());
+        Self { dir }
+    }
+
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         copy_dir(&repository().join("fixtures/leak-tests"), dir.path());

@@ -54,46 +54,73 @@ pub(crate) fn end_stacks_at_thread_entries() {
     DONE.call_once(|| crate::base::thread::as_profiler(|| crate::hot::unwind::end_stacks_at(thread_entries())));
 }
 
-/// The address ranges (start, end) in this process of the executable's thread entries. Test binaries are often
-/// built without optimisation and hold a hundred thousand symbols or more: the names are searched with the C
-/// library's `memmem`, and only the few symbols named so are read.
-fn thread_entries() -> Vec<(usize, usize)> {
+/// The string table of `file`'s symbols (`bytes`), if it has one.
+#[cfg(target_os = "linux")]
+fn symbol_names<'a>(file: &object::read::elf::ElfFile64<'a, object::Endianness>, bytes: &'a [u8]) -> Option<&'a [u8]> {
+    use object::read::elf::SectionHeader;
+    let section = file.elf_section_table().section(file.elf_symbol_table().string_section()).ok()?;
+    section.data(file.endian(), bytes).ok().filter(|names| !names.is_empty())
+}
+
+/// Whether a symbol of the executable has `fragment` in its (mangled) name; `None` when the executable has no
+/// symbol table to tell (stripped, or not an ELF file).
+pub(crate) fn executable_names(fragment: &str) -> Option<bool> {
     #[cfg(target_os = "linux")]
     {
-        use object::read::elf::{ElfFile64, SectionHeader, Sym};
+        let bytes = executable_file()?;
+        let file = object::read::elf::ElfFile64::<object::Endianness>::parse(bytes).ok()?;
+        let names = symbol_names(&file, bytes)?;
+        Some(occurrences(names, fragment.as_bytes()).next().is_some())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = fragment;
+        None
+    }
+}
+
+/// The address ranges (start, end) in this process of the executable's thread entries.
+fn thread_entries() -> Vec<(usize, usize)> {
+    executable_functions(ENTRY, |name| ying_report::is_thread_entry(&ying_report::Frame::new(name, None, None)))
+}
+
+/// The address ranges (start, end) in this process of the executable's functions whose mangled name holds
+/// `fragment` (legacy and v0 manglings both spell a name out) and whose demangled name, without its hash, `accept`
+/// takes: every copy of a generic function. Test binaries are often built without optimisation and hold a hundred
+/// thousand symbols or more: the names are searched with the C library's `memmem`, and only the few symbols named
+/// so are read. Nothing where the platform is not supported or the executable has no symbol table.
+pub(crate) fn executable_functions(fragment: &str, accept: impl Fn(&str) -> bool) -> Vec<(usize, usize)> {
+    #[cfg(target_os = "linux")]
+    {
+        use object::read::elf::{ElfFile64, Sym};
         let Some((bytes, bias)) = executable_file().zip(super::symbolize::executable_bias()) else {
             return Vec::new();
         };
         let Ok(file) = ElfFile64::<object::Endianness>::parse(bytes) else { return Vec::new() };
         let endian = file.endian();
         let symbols = file.elf_symbol_table();
-        let Ok(names) =
-            file.elf_section_table().section(symbols.string_section()).and_then(|section| section.data(endian, bytes))
-        else {
-            return Vec::new();
-        };
-        // Where each name of a thread entry starts in the string table. Legacy and v0 manglings both spell the
-        // name out.
-        let mut entries: Vec<u32> = Vec::new();
-        for at in occurrences(names, ENTRY.as_bytes()) {
+        let Some(names) = symbol_names(&file, bytes) else { return Vec::new() };
+        // Where each accepted name starts in the string table.
+        let mut starts: Vec<u32> = Vec::new();
+        for at in occurrences(names, fragment.as_bytes()) {
             let start = names[..at].iter().rposition(|&byte| byte == 0).map_or(0, |nul| nul + 1);
             let end = names[at..].iter().position(|&byte| byte == 0).map_or(names.len(), |nul| at + nul);
             let name = format!("{:#}", backtrace::SymbolName::new(&names[start..end]));
-            if ying_report::is_thread_entry(&ying_report::Frame::new(name, None, None))
+            if accept(&name)
                 && let Ok(start) = u32::try_from(start)
-                && !entries.contains(&start)
+                && !starts.contains(&start)
             {
-                entries.push(start);
+                starts.push(start);
             }
         }
         let table = symbols.symbols();
         let mut ranges = Vec::new();
-        for entry in entries {
+        for name in starts {
             // The symbols named by that string: `st_name` is a symbol's first field.
-            for at in occurrences(object::pod::bytes_of_slice(table), &entry.to_ne_bytes()) {
+            for at in occurrences(object::pod::bytes_of_slice(table), &name.to_ne_bytes()) {
                 let size = size_of::<object::elf::Sym64<object::Endianness>>();
                 let Some(symbol) = table.get(at / size).filter(|_| at % size == 0) else { continue };
-                if symbol.st_name(endian) != entry || symbol.st_type() != object::elf::STT_FUNC {
+                if symbol.st_name(endian) != name || symbol.st_type() != object::elf::STT_FUNC {
                     continue;
                 }
                 let range = usize::try_from(symbol.st_value(endian)).ok().and_then(|value| {
@@ -107,7 +134,41 @@ fn thread_entries() -> Vec<(usize, usize)> {
     }
     #[cfg(not(target_os = "linux"))]
     {
+        let _ = (fragment, accept);
         Vec::new()
+    }
+}
+
+/// The address range (start, end) of the function a shared library of the process (the C library, the dynamic
+/// loader) exports as `name`, as the dynamic loader knows it; `None` where it is not found or the platform does not
+/// tell.
+pub(crate) fn shared_function(name: &core::ffi::CStr) -> Option<(usize, usize)> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        /// `dladdr1`'s request for the symbol's table entry (glibc's `RTLD_DL_SYMENT`).
+        const RTLD_DL_SYMENT: libc::c_int = 1;
+        // SAFETY: `dlsym` with the default scope and a NUL-terminated name: null or the symbol's address.
+        let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+        if address.is_null() {
+            return None;
+        }
+        let mut info = core::mem::MaybeUninit::<libc::Dl_info>::uninit();
+        let mut symbol: *mut core::ffi::c_void = core::ptr::null_mut();
+        // SAFETY: `dladdr1` fills `info` and points `symbol` at the loader's own `Elf64_Sym` of the symbol at
+        // `address`, which stays valid while the library is loaded (the C library and the loader always are).
+        let found = unsafe { libc::dladdr1(address, info.as_mut_ptr(), &raw mut symbol, RTLD_DL_SYMENT) };
+        if found == 0 || symbol.is_null() {
+            return None;
+        }
+        // SAFETY: a live `Elf64_Sym` (see above).
+        let size = unsafe { (*symbol.cast::<libc::Elf64_Sym>()).st_size };
+        let start = address as usize;
+        Some((start, start.checked_add(usize::try_from(size).ok()?)?)).filter(|(start, end)| start < end)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = name;
+        None
     }
 }
 

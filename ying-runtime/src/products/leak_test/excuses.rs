@@ -3,6 +3,7 @@
 use crate::base::ids::{ScopeId, StackId};
 use crate::base::thread::as_profiler;
 use crate::hot::{live, stacks};
+use crate::read::symbol_table;
 use crate::read::symbolize::{name_test_body, symbolize};
 use std::collections::HashMap;
 use ying_report::Frame;
@@ -34,14 +35,73 @@ fn initialises_a_thread_local(frame: &Frame) -> bool {
             && THREAD_LOCAL_LAZY_INIT.contains(&last))
 }
 
-/// Whether memory allocated at `frames` is excused: libtest's captured output, a thread-local's initial value, or
-/// matched by one of the test's `allow` patterns.
+/// The standard library's backtraces (its copy of the `backtrace` crate): what the default panic hook's backtrace
+/// reads of the debug information stays cached for the process's life. A leak test runs the hook outside its
+/// figures (see `hook`); a test measured from outside cannot.
+const STD_BACKTRACE: &str = "std::backtrace_rs::";
+
+/// Whether memory allocated at `frames` is excused: libtest's captured output, a thread-local's initial value, the
+/// standard library's cache of debug information for backtraces, or matched by one of the test's `allow` patterns.
 pub(super) fn frames_are_excused(frames: &[Frame], patterns: &[&str]) -> bool {
     frames.iter().any(|frame| {
         CAPTURED_OUTPUT.iter().any(|name| frame.function.starts_with(name))
+            || frame.function.trim_start_matches('<').starts_with(STD_BACKTRACE)
             || initialises_a_thread_local(frame)
             || patterns.iter().any(|pattern| frame.function.contains(pattern))
     })
+}
+
+/// Code known by its addresses, without reading debug information: where the test harness and the C library
+/// allocate what they keep on a test's behalf. A test measured from outside (see `unannotated`) sees the whole of
+/// its thread and the C library's allocations, and retains some of these in nearly every run: telling them apart
+/// must not cost a symbolisation.
+struct KnownCode {
+    /// libtest's functions that run a test on the test's thread.
+    run_test: Vec<(usize, usize)>,
+    /// libtest's frame through which it calls the test function.
+    test_entry: Vec<(usize, usize)>,
+    /// glibc's allocation of a new thread's thread-local storage (its dynamic thread vector), which stays with the
+    /// thread's stack, kept by glibc for the next thread when this one exits.
+    thread_storage: Option<(usize, usize)>,
+}
+
+/// What [`KnownCode`] excuses, as the one frame a report shows of it.
+const LIBTEST_BOOKKEEPING: &str = "test::run_test_in_process";
+const C_THREAD_STORAGE: &str = "_dl_allocate_tls";
+
+impl KnownCode {
+    /// The code of this process, looked up on first use.
+    fn get() -> &'static Self {
+        static KNOWN: std::sync::OnceLock<KnownCode> = std::sync::OnceLock::new();
+        KNOWN.get_or_init(|| Self {
+            // `run_test_in_process` is inlined into the closure `run_test` runs on the test's thread (its own
+            // symbol where it is not).
+            run_test: symbol_table::executable_functions("run_test", |name| {
+                name.starts_with(LIBTEST_BOOKKEEPING) || name.starts_with("test::run_test::{closure")
+            }),
+            test_entry: symbol_table::executable_functions("__rust_begin_short_backtrace", |name| {
+                name.starts_with("test::__rust_begin_short_backtrace")
+            }),
+            thread_storage: symbol_table::shared_function(c"_dl_allocate_tls"),
+        })
+    }
+
+    /// The frame that excuses memory allocated at `ips` (return addresses, innermost first), if its addresses
+    /// tell: libtest's work on the test's thread outside the test function (the result it sends to its main
+    /// thread), or the C library's storage for a new thread.
+    fn excuse(&self, ips: &[usize]) -> Option<&'static str> {
+        // A return address follows its call: the instruction before it is the caller's.
+        let within = |ranges: &[(usize, usize)]| {
+            ips.iter().any(|&ip| ranges.iter().any(|&(start, end)| (start..end).contains(&ip.wrapping_sub(1))))
+        };
+        if self.thread_storage.is_some_and(|range| within(&[range])) {
+            Some(C_THREAD_STORAGE)
+        } else if within(&self.run_test) && !within(&self.test_entry) {
+            Some(LIBTEST_BOOKKEEPING)
+        } else {
+            None
+        }
+    }
 }
 
 /// Which recorded stacks are excused, each judged once.
@@ -62,10 +122,18 @@ impl Excuses {
         if let Some(&verdict) = self.verdicts.get(&stack) {
             return verdict;
         }
-        let frames = stacks::ips(stack).map(|ips| name_test_body(symbolize(&ips), &self.function)).unwrap_or_default();
-        let verdict = frames_are_excused(&frames, self.patterns);
+        let verdict = self.known(stack).is_some() || {
+            let frames = stacks::ips(stack).map(|ips| name_test_body(symbolize(&ips), &self.function));
+            frames_are_excused(&frames.unwrap_or_default(), self.patterns)
+        };
         self.verdicts.insert(stack, verdict);
         verdict
+    }
+
+    /// The frame that excuses memory allocated from recorded stack `stack` by its addresses alone (see
+    /// [`KnownCode`]), if they do: its report shows that frame, and nothing is symbolised.
+    pub(super) fn known(&self, stack: StackId) -> Option<&'static str> {
+        stacks::ips(stack).and_then(|ips| KnownCode::get().excuse(ips.as_slice()))
     }
 
     /// Bytes and blocks scope `id` owns whose stacks are excused.

@@ -5,7 +5,8 @@
 //! [`runner`] runs the body in the measured scope and reads what it retained; [`excuses`] tells the memory a test
 //! keeps without leaking it; [`hook`] keeps the panic hook's work out of the figures; [`exit`] fails a process that
 //! exits inside a body; [`verdict`] judges budgets against figures and writes the failure message, as a pure
-//! function; [`report`] writes the JSON report.
+//! function; [`report`] writes the JSON report; [`unannotated`] measures a test without the attribute from outside,
+//! for the allocation interposer.
 //!
 //! Stacks: the scope records the stack of every allocation it owns. That names the site of even a single small
 //! leaked block, lets `allow` patterns excuse what they match, and recognises two kinds of memory that a test
@@ -21,7 +22,9 @@ mod hook;
 mod plan;
 mod report;
 mod runner;
+mod unannotated;
 mod verdict;
 
 pub use plan::LeakTest;
 pub use runner::{TestResult, run};
+pub use unannotated::{leak_test_started, thread_named};

@@ -72,6 +72,8 @@ pub(super) struct Plan {
     pub(super) budgets: Budgets,
     pub(super) attribution: Attribution,
     pub(super) iterations: u32,
+    /// What the report says of how the figures were taken (see `LeakReport::notes`).
+    pub(super) notes: Vec<String>,
 }
 
 impl Plan {
@@ -83,6 +85,19 @@ impl Plan {
             budgets: budgets_with_defaults(test.budgets, test.iterations.is_some()),
             attribution: test.attribution.unwrap_or(default_attribution),
             iterations: test.iterations.unwrap_or(1).max(1),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The plan of `test` measured from outside (see `unannotated`): no budgets, one run, process attribution.
+    pub(super) fn unannotated(test: &'static LeakTest) -> Self {
+        Self {
+            test,
+            identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
+            budgets: test.budgets,
+            attribution: Attribution::Process,
+            iterations: 1,
+            notes: Vec::new(),
         }
     }
 

@@ -37,6 +37,7 @@ pub(super) fn write(
             report.deferred = Some(DeferredSymbols::new(OWN_SOURCE));
         }
         report.run_token = std::env::var(RUN_TOKEN_ENV).ok();
+        report.notes.clone_from(&plan.notes);
         let path = std::path::Path::new(&dir).join(file_name(&report.test, "json"));
         let written = std::fs::create_dir_all(&dir).and_then(|()| report.write(&path));
         if let Err(error) = written {
@@ -63,7 +64,7 @@ pub(super) fn started(plan: &Plan) {
 /// `package.crate.test.<extension>` (`package.bin-name.test.<extension>` in a binary), each part a file-name
 /// component: two tests of one process never share a file name, nor do a library's test and a binary's of the
 /// same crate name.
-fn file_name(test: &TestIdentity, extension: &str) -> String {
+pub(super) fn file_name(test: &TestIdentity, extension: &str) -> String {
     let binary = match &test.bin_name {
         Some(bin) => format!("bin-{}", file_name_component(bin)),
         None => file_name_component(&test.krate),

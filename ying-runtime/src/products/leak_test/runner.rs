@@ -13,6 +13,7 @@ use crate::read::symbolize::{name_test_body, symbolize};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use ying_report::Frame;
 use ying_report::report::{IterationFigures, Outcome, RetainedSite};
 
 /// What a test function returns: `()` or a `Result`.
@@ -82,6 +83,7 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     let _here = OnThisThread::enter(test);
     let plan = Plan::new(test, default_attribution());
     let _serial = plan.prepare();
+    super::unannotated::hand_over_to_leak_test();
     super::hook::install();
     // Stacks captured on the threads the body spawns end at their entry, as reports trim them.
     crate::read::symbol_table::end_stacks_at_thread_entries();
@@ -143,7 +145,7 @@ impl Drop for CaptureLimit {
 }
 
 /// The measured runs in progress.
-struct Session {
+pub(super) struct Session {
     scope: Option<OpenScope>,
     excuses: Excuses,
     per_iteration: Vec<IterationFigures>,
@@ -152,7 +154,7 @@ struct Session {
 }
 
 /// The measured runs, closed.
-struct Measured {
+pub(super) struct Measured {
     scope_id: ScopeId,
     stats: ScopeStats,
     excused_bytes: u64,
@@ -164,7 +166,7 @@ struct Measured {
 impl Session {
     /// Opens the measured scope, recording every stack. Whatever the session itself needs while measuring is
     /// allocated before.
-    fn open(plan: &Plan) -> Self {
+    pub(super) fn open(plan: &Plan) -> Self {
         let excuses = Excuses::new(plan.test.allow, plan.function_path());
         let per_iteration = Vec::with_capacity(plan.iterations as usize);
         let scope = OpenScope::open(plan.attribution, true);
@@ -192,7 +194,7 @@ impl Session {
         self.per_iteration.push(IterationFigures::between(&self.at_start, &now, excused_growth));
     }
 
-    fn close(mut self) -> Measured {
+    pub(super) fn close(mut self) -> Measured {
         let (excused_bytes, excused_blocks) = self.excused_now();
         let scope = self.scope.take().expect("closed once");
         let scope_id = scope.id();
@@ -222,10 +224,13 @@ impl Measured {
             let mut sites: Vec<RetainedSite> = by_stack
                 .into_iter()
                 .map(|(stack, (bytes, blocks))| {
-                    let frames = stack
-                        .and_then(stacks::ips)
-                        .map(|ips| relative_frames(name_test_body(symbolize(&ips), function), manifest_dir))
-                        .unwrap_or_default();
+                    let frames = match stack.and_then(|stack| self.excuses.known(stack)) {
+                        Some(known) => vec![Frame::new(known, None, None)],
+                        None => stack
+                            .and_then(stacks::ips)
+                            .map(|ips| relative_frames(name_test_body(symbolize(&ips), function), manifest_dir))
+                            .unwrap_or_default(),
+                    };
                     let excused = stack.is_some_and(|stack| self.excuses.is_excused(stack));
                     RetainedSite::new(bytes, blocks, excused, frames)
                 })
@@ -248,7 +253,7 @@ impl Measured {
     /// `should_panic` test whose body did not panic, the message is printed and the harness fails the test for
     /// not panicking). The panic is located at the test function.
     #[track_caller]
-    fn judge(mut self, plan: &Plan) {
+    pub(super) fn judge(mut self, plan: &Plan) {
         let function = plan.function_path();
         let sites = self.sites(plan.test.manifest_dir, &function);
         let names = Names { harness: plan.harness_name(), function: &function };

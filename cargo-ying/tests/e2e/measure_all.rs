@@ -1,0 +1,115 @@
+//! `--measure all`: a suite with no ying dependency, attribute or global allocator (`fixtures/plain-tests`),
+//! measured through the allocation interposer cargo ying builds and preloads.
+
+use super::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
+use ying_report::report::LeakReport;
+use ying_report::{TargetKind, TestId};
+
+/// What each test of the plain fixture retains, by (target, test): its own leak, exactly.
+const RETAINED: [(&str, &str, u64); 7] = [
+    ("plain", "leaks_a_box", 1000),
+    ("plain", "clean", 0),
+    ("plain", "leaks_from_c", 500),
+    ("plain", "thread_leaks", 2000),
+    ("plain", "caches_4000_bytes", 4000),
+    ("plain-fixtures", "tests::keeps_300_bytes", 300),
+    ("own_allocator", "leaks_through_its_allocator", 1000),
+];
+
+/// The figures of each test of the last run, in [`RETAINED`]'s order: retained, peak, allocated, allocations.
+fn figures() -> Vec<[u64; 4]> {
+    let summary = summary(&target_dir());
+    RETAINED
+        .iter()
+        .map(|(target, name, _)| {
+            let test = entry(&summary, target, name);
+            ["retained_bytes", "peak_bytes", "allocated_bytes", "allocations"]
+                .map(|key| test[key].as_u64().unwrap_or_else(|| panic!("{target} {name} has its {key}: {test}")))
+        })
+        .collect()
+}
+
+#[test]
+fn every_test_of_a_suite_without_ying_is_measured_exactly() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::plain();
+
+    // As before: no test of the suite is a leak test, so nothing is measured.
+    let output = fixture.cargo_ying(&[], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(entry(&summary(&target_dir()), "plain", "leaks_a_box")["retained_bytes"].is_null());
+
+    let output = fixture.cargo_ying(&["--measure", "all"], &[]);
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "no budgets: every test passes\n{stderr}");
+    let retained: Vec<u64> = figures().iter().map(|figures| figures[0]).collect();
+    assert_eq!(retained, RETAINED.map(|(_, _, bytes)| bytes), "{stderr}");
+
+    // A binary with a global allocator of its own is measured for what reaches `malloc`, and says so, once.
+    let note = "note plain-fixtures::own_allocator: the test binary has a global allocator of its own";
+    assert_eq!(stderr.matches(note).count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("note ").count(), 1, "{stderr}");
+
+    // The C library's block is named at the line that called `malloc`, the interposer's frames cut.
+    let summary = summary(&target_dir());
+    let test = entry(&summary, "plain", "leaks_from_c");
+    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "leaks_from_c");
+    let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
+    let sites: Vec<_> = report.retained_sites.iter().filter(|site| !site.excused).collect();
+    assert_eq!(sites.len(), 1, "{sites:#?}");
+    let first = &sites[0].frames[0];
+    assert_eq!((sites[0].bytes, first.function.as_str()), (500, "plain::leaks_from_c"), "{sites:#?}");
+    assert_eq!(first.file.as_deref(), Some("tests/plain.rs"));
+}
+
+#[test]
+fn a_deterministic_tests_figures_are_the_same_in_ten_runs() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::plain();
+    let mut runs = Vec::new();
+    for _ in 0..10 {
+        let output = fixture.cargo_ying(&["--measure", "all"], &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        runs.push(figures());
+    }
+    for run in &runs[1..] {
+        assert_eq!(run, &runs[0]);
+    }
+}
+
+#[test]
+fn a_leak_grown_past_the_tolerance_regresses_against_the_saved_baseline() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::plain();
+    let output = fixture.cargo_ying(&["--measure", "all", "--save-baseline"], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let baseline = std::fs::read_to_string(fixture.path().join("ying-baseline.json")).unwrap();
+    assert!(baseline.contains("caches_4000_bytes"), "{baseline}");
+
+    let tests = fixture.path().join("tests/plain.rs");
+    let source = std::fs::read_to_string(&tests).unwrap();
+    let grown = source.replacen("vec![0u8; 4000]", "vec![0u8; 8000]", 1);
+    assert_ne!(grown, source);
+    std::fs::write(&tests, grown).unwrap();
+
+    let output = fixture.cargo_ying(&["--measure", "all"], &[]);
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "the gate fails the run\n{stderr}");
+    let summary = summary(&target_dir());
+    let grown = entry(&summary, "plain", "caches_4000_bytes");
+    assert_eq!((grown["gate"].as_str(), grown["retained_bytes"].as_u64()), (Some("regressed"), Some(8000)));
+    assert_eq!(entry(&summary, "plain", "leaks_a_box")["gate"], "unchanged", "{stderr}");
+}
+
+#[test]
+fn a_leak_test_keeps_its_own_figures_and_verdict() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let output = fixture.cargo_ying(&["--measure", "all", "--test", "leaks", "box_leak"], &[]);
+    let stderr = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "its budget fails it\n{stderr}");
+    let summary = summary(&target_dir());
+    let box_leak = entry(&summary, "leaks", "box_leak");
+    assert_eq!((box_leak["outcome"].as_str(), box_leak["retained_bytes"].as_u64()), (Some("failed"), Some(1000)));
+    assert_eq!(box_leak["allocations"], 1, "the leak test's own scope, not the interposer's window: {box_leak}");
+}

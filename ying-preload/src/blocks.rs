@@ -1,0 +1,137 @@
+//! The program's blocks: the C library's, each with a header in front that keeps the size the program asked for.
+//!
+//! `free` and `realloc` are not told a block's size, and ying's figures are of requested bytes (`malloc(500)`
+//! counts 500 where glibc's `malloc_usable_size` says 504). So every block is taken 16 bytes larger (an
+//! over-aligned one, its alignment larger), and the 16 bytes before the address the program gets hold the
+//! distance back to the C library's block and the size asked for. Every block of the process comes from here, from
+//! the first `malloc` on (the interposer is loaded before the program's first allocation), so every pointer the
+//! program frees has its header.
+
+use crate::libc_malloc::{__libc_calloc, __libc_free, __libc_malloc, __libc_memalign, __libc_realloc};
+use crate::own::MALLOC_ALIGN;
+use core::alloc::{GlobalAlloc, Layout};
+
+/// Bytes in front of every block: its [`Header`], and malloc's alignment after it.
+const HEADER: usize = 16;
+const _: () = assert!(size_of::<Header>() <= HEADER && HEADER.is_multiple_of(MALLOC_ALIGN));
+
+/// What a block keeps in front of the address the program gets.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Header {
+    /// From the C library's block to the program's address: [`HEADER`], or the alignment of an over-aligned block.
+    offset: usize,
+    /// The size the program asked for.
+    size: usize,
+}
+
+/// The header of the block the program knows as `user`.
+///
+/// # Safety
+///
+/// `user` is an address [`Blocks`] returned (its header lies in the same allocation, just before it).
+unsafe fn header(user: *mut u8) -> *mut Header {
+    // SAFETY: every address `Blocks` hands out is at least `HEADER` bytes into the C library's block, and the
+    // header sits in the `HEADER` bytes before it (the caller's contract).
+    unsafe { user.sub(HEADER).cast() }
+}
+
+/// The layout the program's block `user` was allocated with: the size asked for, and its alignment.
+///
+/// # Safety
+///
+/// `user` is an address [`Blocks`] returned, not yet freed.
+pub(crate) unsafe fn layout_of(user: *mut u8) -> Layout {
+    // SAFETY: the header of a live block of ours (the caller's contract), written when the block was made.
+    let Header { offset, size } = unsafe { header(user).read() };
+    let align = if offset == HEADER { MALLOC_ALIGN } else { offset };
+    // SAFETY: the size and alignment of a layout the block was allocated with (an alignment is a power of two).
+    unsafe { Layout::from_size_align_unchecked(size, align) }
+}
+
+/// The C library's allocator, each block with its [`Header`]: the provider of the interposer's profiler.
+pub(crate) struct Blocks;
+
+impl Blocks {
+    /// Writes the header of a new block of the C library's at `raw` (null: none), `offset` bytes before what the
+    /// program gets, for `size` bytes asked for; returns the program's address.
+    ///
+    /// # Safety
+    ///
+    /// `raw`, when not null, is a block of at least `offset + size` bytes, aligned to `offset`'s alignment need.
+    unsafe fn made(raw: *mut u8, offset: usize, size: usize) -> *mut u8 {
+        if raw.is_null() {
+            return raw;
+        }
+        // SAFETY: `offset` bytes into a block longer than that (the caller's contract), with room for the header.
+        unsafe {
+            let user = raw.add(offset);
+            header(user).write(Header { offset, size });
+            user
+        }
+    }
+}
+
+// SAFETY: every block is the C library's, larger by `HEADER` (or its alignment) than asked, and the program's
+// address lies that far in, aligned as the layout asks; `dealloc` and `realloc` find the C library's block back
+// from the header.
+unsafe impl GlobalAlloc for Blocks {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.align() <= MALLOC_ALIGN {
+            let Some(total) = layout.size().checked_add(HEADER) else { return core::ptr::null_mut() };
+            // SAFETY: `malloc` of a non-zero size; the block is 16-aligned, so `HEADER` bytes in still is.
+            unsafe { Self::made(__libc_malloc(total).cast(), HEADER, layout.size()) }
+        } else {
+            let Some(total) = layout.size().checked_add(layout.align()) else { return core::ptr::null_mut() };
+            // SAFETY: the alignment is a power of two above 16; one alignment in, the address is still aligned
+            // and the header (16 bytes) fits before it.
+            unsafe { Self::made(__libc_memalign(layout.align(), total).cast(), layout.align(), layout.size()) }
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.align() > MALLOC_ALIGN {
+            // SAFETY: the caller's layout, passed on.
+            let user = unsafe { self.alloc(layout) };
+            if !user.is_null() {
+                // SAFETY: the new block holds `layout.size()` bytes.
+                unsafe { user.write_bytes(0, layout.size()) };
+            }
+            return user;
+        }
+        let Some(total) = layout.size().checked_add(HEADER) else { return core::ptr::null_mut() };
+        // SAFETY: `calloc` of one element of a non-zero size, 16-aligned as `malloc`'s blocks are.
+        unsafe { Self::made(__libc_calloc(1, total).cast(), HEADER, layout.size()) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        // SAFETY: `ptr` is a live block of ours (the caller's contract); its header says where the C library's
+        // block starts, which goes back to it once.
+        unsafe {
+            let Header { offset, .. } = header(ptr).read();
+            __libc_free(ptr.sub(offset).cast());
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` is a live block of ours (the caller's contract).
+        let Header { offset, .. } = unsafe { header(ptr).read() };
+        if offset == HEADER {
+            let Some(total) = new_size.checked_add(HEADER) else { return core::ptr::null_mut() };
+            // SAFETY: the C library's block of `ptr`, resized; its contents (the header first) move with it, and
+            // the header is rewritten with the new size. On failure the old block stays as it was.
+            return unsafe { Self::made(__libc_realloc(ptr.sub(HEADER).cast(), total).cast(), HEADER, new_size) };
+        }
+        // SAFETY: the caller guarantees that `new_size` with the layout's alignment is a valid layout.
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        // SAFETY: a new block, the contents copied, the old block freed once: `realloc`'s meaning.
+        unsafe {
+            let new = self.alloc(new_layout);
+            if !new.is_null() {
+                core::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+            new
+        }
+    }
+}

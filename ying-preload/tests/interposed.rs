@@ -1,0 +1,173 @@
+//! The interposer loaded into a test binary that knows nothing of ying (this one: its global allocator is
+//! `System`): each `subject_*` test runs alone in a process of its own under `LD_PRELOAD`, as `cargo ying test
+//! --measure all` runs it, and its report is read back.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use ying_report::report::{LeakReport, MEASURE_TEST_ENV, REPORT_DIR_ENV, TestIdentity};
+
+/// The interposer, built beside this test's binary.
+fn interposer() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    [deps.join("libying_preload.so"), deps.parent().unwrap().join("libying_preload.so")]
+        .into_iter()
+        .find(|path| path.exists())
+        .expect("the interposer is built with this test")
+}
+
+/// Runs `subject` alone under the interposer and returns its report.
+fn measure(subject: &str) -> LeakReport {
+    let reports = tempfile::tempdir().unwrap();
+    let identity = TestIdentity::new("ying-preload", None, "interposed", subject, "", 0);
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", subject, "--include-ignored", "--nocapture", "--test-threads=1"])
+        .env("LD_PRELOAD", interposer())
+        .env(MEASURE_TEST_ENV, serde_json::to_string(&identity).unwrap())
+        .env(REPORT_DIR_ENV, reports.path())
+        .output()
+        .unwrap();
+    let shown = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{subject} failed under the interposer:\n{shown}");
+    let report = only_report(reports.path()).unwrap_or_else(|| panic!("{subject} wrote no report:\n{shown}"));
+    serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap()
+}
+
+fn only_report(dir: &Path) -> Option<PathBuf> {
+    let mut reports = std::fs::read_dir(dir).ok()?.map(|entry| entry.unwrap().path());
+    reports.find(|path| path.extension().is_some_and(|extension| extension == "json"))
+}
+
+/// Bytes the test retained, excused memory left out.
+fn retained(report: &LeakReport) -> u64 {
+    report.figures.retained_bytes - report.excused_bytes
+}
+
+/// The sites of what the test retained, excused memory left out: bytes, blocks, and the frames' functions.
+fn sites(report: &LeakReport) -> Vec<(u64, u64, Vec<&str>)> {
+    let sites = report.retained_sites.iter().filter(|site| !site.excused);
+    sites
+        .map(|site| (site.bytes, site.blocks, site.frames.iter().map(|frame| frame.function.as_str()).collect()))
+        .collect()
+}
+
+#[test]
+fn the_library_defines_the_c_allocator_and_the_leak_tests_hand_over() {
+    use object::{Object, ObjectSymbol};
+    let bytes = std::fs::read(interposer()).unwrap();
+    let library = object::File::parse(&*bytes).unwrap();
+    let exported: Vec<&str> = library
+        .dynamic_symbols()
+        .filter(|symbol| symbol.is_definition() && symbol.is_global())
+        .filter_map(|symbol| symbol.name().ok())
+        .collect();
+    let hand_over = ying_report::report::INTERPOSER_LEAK_TEST_STARTED.to_str().unwrap();
+    let c_allocator = ["malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc"];
+    let others = ["memalign", "valloc", "pvalloc", "malloc_usable_size", "pthread_setname_np", hand_over];
+    for name in c_allocator.into_iter().chain(others) {
+        assert!(exported.contains(&name), "{name} is not exported: {exported:?}");
+    }
+}
+
+#[test]
+fn a_leaked_box_is_retained_exactly() {
+    let report = measure("subject_box_leak_1000");
+    assert_eq!(retained(&report), 1000, "{report:#?}");
+    let sites = sites(&report);
+    assert_eq!(sites.len(), 1, "{sites:#?}");
+    assert_eq!((sites[0].0, sites[0].1), (1000, 1));
+    assert!(sites[0].2.contains(&"interposed::subject_box_leak_1000"), "{sites:#?}");
+}
+
+#[test]
+fn a_block_from_the_c_library_is_retained_with_its_site() {
+    let report = measure("subject_libc_malloc_500");
+    assert_eq!(retained(&report), 500, "{report:#?}");
+    let sites = sites(&report);
+    assert_eq!(sites.len(), 1, "{sites:#?}");
+    // The interposer's frames (`malloc` the first of them) are cut: the site is the line that called it.
+    assert_eq!(sites[0].2.first(), Some(&"interposed::subject_libc_malloc_500"), "{sites:#?}");
+}
+
+#[test]
+fn what_a_spawned_thread_leaks_is_the_tests() {
+    let report = measure("subject_thread_leaks_2000");
+    assert_eq!(retained(&report), 2000, "{report:#?}");
+    let sites = sites(&report);
+    assert_eq!(sites.len(), 1, "{sites:#?}");
+    assert!(sites[0].2.iter().any(|function| function.starts_with("interposed::subject_thread_leaks_2000")));
+}
+
+#[test]
+fn a_deterministic_tests_figures_are_the_same_in_every_run() {
+    // Frees of blocks older than the test (the harness's) race with the harness's main thread; what the test
+    // allocated and kept does not.
+    let figures = |report: LeakReport| {
+        let figures = report.figures;
+        (figures.retained_bytes, figures.peak_bytes, figures.allocated_bytes, figures.allocations, report.excused_bytes)
+    };
+    let first = figures(measure("subject_box_leak_1000"));
+    for _ in 1..10 {
+        assert_eq!(figures(measure("subject_box_leak_1000")), first);
+    }
+}
+
+#[test]
+fn a_clean_test_retains_nothing() {
+    let report = measure("subject_clean");
+    assert_eq!(retained(&report), 0, "{report:#?}");
+    assert!(report.figures.allocated_bytes >= 3000, "{report:#?}");
+}
+
+#[test]
+fn a_process_the_test_starts_does_not_measure_it_again() {
+    let report = measure("subject_starts_itself");
+    assert_eq!(retained(&report), 1000, "the first process's figures: {report:#?}");
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_starts_itself() {
+    const CHILD: &str = "INTERPOSED_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        Box::leak(vec![3u8; 3000].into_boxed_slice());
+        return;
+    }
+    // The same test of the same binary, inheriting the preload and the environment.
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "subject_starts_itself", "--include-ignored", "--test-threads=1"])
+        .env(CHILD, "1")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let reports = std::env::var_os(REPORT_DIR_ENV).unwrap();
+    assert_eq!(only_report(Path::new(&reports)), None, "the child wrote a report of the test");
+    Box::leak(vec![7u8; 1000].into_boxed_slice());
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_box_leak_1000() {
+    Box::leak(vec![7u8; 1000].into_boxed_slice());
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_clean() {
+    let kept: Vec<String> = (0..100).map(|i| format!("{i:>30}")).collect();
+    assert_eq!(kept.len(), 100);
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_libc_malloc_500() {
+    // SAFETY: a plain allocation, never freed: the leak this test is about.
+    let block = unsafe { libc::malloc(500) };
+    assert!(!block.is_null());
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_thread_leaks_2000() {
+    std::thread::spawn(|| Box::leak(vec![1u8; 2000].into_boxed_slice()).len()).join().unwrap();
+}
