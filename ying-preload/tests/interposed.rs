@@ -2,6 +2,8 @@
 //! `System`): each `subject_*` test runs alone in a process of its own under `LD_PRELOAD`, as `cargo ying test
 //! --measure all` runs it, and its report is read back.
 
+#![cfg(all(target_os = "linux", target_env = "gnu"))]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use ying_report::report::{LeakReport, MEASURE_TEST_ENV, REPORT_DIR_ENV, TestIdentity};

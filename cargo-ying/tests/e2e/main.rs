@@ -15,6 +15,7 @@ mod frames;
 mod hostile;
 mod html;
 mod junit;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod measure_all;
 mod nextest;
 mod not_run;
@@ -42,6 +43,7 @@ struct Fixture {
 
 impl Fixture {
     /// A copy of `fixtures/plain-tests`, a suite with no ying dependency.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn plain() -> Self {
         let dir = tempfile::tempdir().unwrap();
         copy_dir(&repository().join("fixtures/plain-tests"), dir.path());
