@@ -267,8 +267,21 @@ fn file_type(file_type: &std::fs::FileType) -> Option<&'static str> {
 
 /// Writes `value` as pretty JSON with a final newline to `path`, through a temporary file in the same directory
 /// and a rename: a reader never sees half a file, and an interrupted write leaves the old file as it was. The file
-/// keeps its permissions; a symbolic link is followed, its target replaced and the link kept.
+/// keeps its permissions; a symbolic link is followed, its target replaced and the link kept. The contents reach
+/// the disk before the rename (a file that is kept: a baseline, a summary).
 pub fn write_atomic(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    write_replacing(path, value, true)
+}
+
+/// [`write_atomic`] without waiting for the disk: for a file a reader takes right away and that is worth nothing
+/// after a crash of the machine (the report a test writes for `cargo ying`, read as soon as the test ends). Readers
+/// still never see half a file.
+pub fn write_whole(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    write_replacing(path, value, false)
+}
+
+/// [`write_atomic`] (`durable`) or [`write_whole`].
+fn write_replacing(path: &Path, value: &impl serde::Serialize, durable: bool) -> std::io::Result<()> {
     let mut json = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
     json.push(b'\n');
     let path = &resolve_symlinks(path)?;
@@ -278,7 +291,7 @@ pub fn write_atomic(path: &Path, value: &impl serde::Serialize) -> std::io::Resu
     // Not ending in `.json`: a reader listing a directory for files of the contract never takes it for one.
     let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let written = std::fs::File::create(&temporary)
-        .and_then(|mut file| file.write_all(&json).and_then(|()| file.sync_all()))
+        .and_then(|mut file| file.write_all(&json).and_then(|()| if durable { file.sync_all() } else { Ok(()) }))
         .and_then(|()| permissions.map_or(Ok(()), |permissions| std::fs::set_permissions(&temporary, permissions)))
         .and_then(|()| std::fs::rename(&temporary, path));
     if written.is_err() {
@@ -411,12 +424,17 @@ mod tests {
 
     #[test]
     fn writes_are_whole_and_leave_no_temporary_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("thing.json");
-        super::write_atomic(&path, &serde_json::json!({"schema_version": 2})).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\n  \"schema_version\": 2\n}\n");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-        let missing = dir.path().join("no-such-directory").join("thing.json");
-        assert!(super::write_atomic(&missing, &1).is_err());
+        let writes: [fn(&std::path::Path, &serde_json::Value) -> std::io::Result<()>; 2] =
+            [|path, value| super::write_atomic(path, value), |path, value| super::write_whole(path, value)];
+        for write in writes {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("thing.json");
+            std::fs::write(&path, "old").unwrap();
+            write(&path, &serde_json::json!({"schema_version": 2})).unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\n  \"schema_version\": 2\n}\n");
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+            let missing = dir.path().join("no-such-directory").join("thing.json");
+            assert!(write(&missing, &serde_json::json!(1)).is_err());
+        }
     }
 }

@@ -28,7 +28,7 @@ pub use baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BAS
 pub use figures::{Figure, Figures};
 pub use folded::{FoldedStack, FoldedStackError};
 pub use frame::Frame;
-pub use json::{ReadError, read_text, resolve_symlinks, write_atomic};
+pub use json::{ReadError, read_text, resolve_symlinks, write_atomic, write_whole};
 pub use keys::closest_key;
 pub use report::LeakReport;
 pub use size::{ByteSize, SignedByteSize, SizeError};

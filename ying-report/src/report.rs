@@ -168,9 +168,10 @@ impl LeakReport {
         Ok(report)
     }
 
-    /// Writes the report to `path` as JSON, whole or not at all.
+    /// Writes the report to `path` as JSON, whole or not at all; it is read right away, so the write does not wait
+    /// for the disk ([`json::write_whole`]).
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        json::write_atomic(path, self)
+        json::write_whole(path, self)
     }
 }
 
