@@ -104,8 +104,10 @@ impl Config {
                 "gate" => config.gate = Some(gate(value).map_err(error)?),
                 "reruns" => config.reruns = Some(count(value, "reruns").map_err(error)?),
                 "retries" => config.retries = Some(count(value, "retries").map_err(error)?),
-                "no-tests" => config.no_tests = Some(no_tests(value).map_err(error)?),
-                "measure" => config.measure = Some(measure(value).map_err(error)?),
+                "no-tests" => {
+                    config.no_tests = Some(choice(value, "\"fail\", \"warn\" or \"pass\"").map_err(error)?);
+                }
+                "measure" => config.measure = Some(choice(value, "\"all\" or \"leak-tests\"").map_err(error)?),
                 unknown => {
                     return Err(ConfigError { key: None, message: unknown_key(unknown) });
                 }
@@ -159,18 +161,11 @@ fn count(value: &serde_json::Value, what: &str) -> Result<u32, String> {
         .ok_or_else(|| expected(&format!("a whole number of {what} from 0 to {}", u32::MAX), value))
 }
 
-fn no_tests(value: &serde_json::Value) -> Result<crate::cli::NoTests, String> {
-    use clap::ValueEnum as _;
-    let fail = || expected("\"fail\", \"warn\" or \"pass\"", value);
+/// One of the values of the flag `T` stands for, written as on the command line; `names` lists them for the error.
+fn choice<T: clap::ValueEnum>(value: &serde_json::Value, names: &str) -> Result<T, String> {
+    let fail = || expected(names, value);
     let text = value.as_str().ok_or_else(fail)?;
-    crate::cli::NoTests::from_str(text, false).map_err(|_| fail())
-}
-
-fn measure(value: &serde_json::Value) -> Result<crate::cli::Measure, String> {
-    use clap::ValueEnum as _;
-    let fail = || expected("\"all\" or \"leak-tests\"", value);
-    let text = value.as_str().ok_or_else(fail)?;
-    crate::cli::Measure::from_str(text, false).map_err(|_| fail())
+    T::from_str(text, false).map_err(|_| fail())
 }
 
 fn timeout(value: &serde_json::Value) -> Result<Duration, String> {
