@@ -52,13 +52,34 @@ pub(super) fn started(plan: &Plan) {
     let (Some(dir), Some(token)) = (std::env::var_os(REPORT_DIR_ENV), std::env::var_os(RUN_TOKEN_ENV)) else {
         return;
     };
+    leave_start_mark(plan, std::path::Path::new(&dir), token.as_encoded_bytes(), false);
+}
+
+/// Leaves the mark of `plan`'s test starting in `dir`, holding `token`: over one left before, or (`exclusive`)
+/// only where none is. Returns whether it was left; a failure to write it is said on standard error and counts as
+/// left.
+pub(super) fn leave_start_mark(plan: &Plan, dir: &std::path::Path, token: &[u8], exclusive: bool) -> bool {
     as_profiler(|| {
-        let path = std::path::Path::new(&dir).join(file_name(&plan.identity, STARTED_EXTENSION));
-        let written = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, token.as_encoded_bytes()));
-        if let Err(error) = written {
-            eprintln!("ying: failed to mark the start of `{}` in {}: {error}", plan.identity.name, path.display());
+        let path = dir.join(file_name(&plan.identity, STARTED_EXTENSION));
+        let written = std::fs::create_dir_all(dir).and_then(|()| {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true);
+            if exclusive {
+                options.create_new(true);
+            } else {
+                options.create(true).truncate(true);
+            }
+            std::io::Write::write_all(&mut options.open(&path)?, token)
+        });
+        match written {
+            Ok(()) => true,
+            Err(error) if exclusive && error.kind() == std::io::ErrorKind::AlreadyExists => false,
+            Err(error) => {
+                eprintln!("ying: failed to mark the start of `{}` in {}: {error}", plan.identity.name, path.display());
+                true
+            }
         }
-    });
+    })
 }
 
 /// `package.crate.test.<extension>` (`package.bin-name.test.<extension>` in a binary), each part a file-name

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use ying_report::report::{
-    INTERPOSER_LEAK_TEST_STARTED, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, STARTED_EXTENSION, TestIdentity,
+    INTERPOSER_LEAK_TEST_STARTED, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
 };
 
 /// Longest thread name the system keeps (Linux: 15 bytes and the terminating zero); the standard library cuts
@@ -88,25 +88,13 @@ thread_local! {
     static WINDOW: RefCell<Option<Window>> = const { RefCell::new(None) };
 }
 
-/// Claims the test for this process by leaving the mark of its start ([`STARTED_EXTENSION`], with the run's token)
-/// in the report directory, unless a process claimed it first: a process the test starts inherits the preload and
-/// the environment, and when it runs the same test (its own binary again, say) only the first process measures it.
+/// Claims the test for this process by leaving the mark of its start (with the run's token) in the report directory,
+/// unless a process claimed it first: a process the test starts inherits the preload and the environment, and when
+/// it runs the same test (its own binary again, say) only the first process measures it.
 fn claim(plan: &Plan) -> bool {
     let Some(dir) = std::env::var_os(REPORT_DIR_ENV) else { return true };
-    let path = std::path::Path::new(&dir).join(report::file_name(&plan.identity, STARTED_EXTENSION));
     let token = std::env::var_os(RUN_TOKEN_ENV).unwrap_or_default();
-    let created = std::fs::create_dir_all(&dir).and_then(|()| {
-        let mut mark = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
-        std::io::Write::write_all(&mut mark, token.as_encoded_bytes())
-    });
-    match created {
-        Ok(()) => true,
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => false,
-        Err(error) => {
-            eprintln!("ying: failed to mark the start of `{}` in {}: {error}", plan.identity.name, path.display());
-            true
-        }
-    }
+    report::leave_start_mark(plan, std::path::Path::new(&dir), token.as_encoded_bytes(), true)
 }
 
 /// What the report says of how the figures were taken.
