@@ -8,7 +8,7 @@
 //! program frees has its header.
 
 use crate::libc_malloc::{__libc_calloc, __libc_free, __libc_malloc, __libc_memalign, __libc_realloc};
-use crate::own::MALLOC_ALIGN;
+use crate::own::{MALLOC_ALIGN, realloc_by_copy};
 use core::alloc::{GlobalAlloc, Layout};
 
 /// Bytes in front of every block: its [`Header`], and malloc's alignment after it.
@@ -122,16 +122,7 @@ unsafe impl GlobalAlloc for Blocks {
             // the header is rewritten with the new size. On failure the old block stays as it was.
             return unsafe { Self::made(__libc_realloc(ptr.sub(HEADER).cast(), total).cast(), HEADER, new_size) };
         }
-        // SAFETY: the caller guarantees that `new_size` with the layout's alignment is a valid layout.
-        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
-        // SAFETY: a new block, the contents copied, the old block freed once: `realloc`'s meaning.
-        unsafe {
-            let new = self.alloc(new_layout);
-            if !new.is_null() {
-                core::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
-                self.dealloc(ptr, layout);
-            }
-            new
-        }
+        // SAFETY: the caller's contract for `realloc`, passed on.
+        unsafe { realloc_by_copy(self, ptr, layout, new_size) }
     }
 }

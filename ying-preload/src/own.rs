@@ -36,16 +36,33 @@ unsafe impl GlobalAlloc for Own {
             // SAFETY: `ptr` came from the C library; `realloc` keeps malloc's alignment, all this layout needs.
             return unsafe { __libc_realloc(ptr.cast(), new_size) }.cast();
         }
-        // SAFETY: the caller guarantees that `new_size`, with the layout's alignment, is a valid layout.
-        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
-        // SAFETY: `new_layout` has a non-zero size (the caller's contract for `realloc`).
-        let new = unsafe { self.alloc(new_layout) };
+        // SAFETY: the caller's contract for `realloc`, passed on.
+        unsafe { realloc_by_copy(self, ptr, layout, new_size) }
+    }
+}
+
+/// `realloc` of an over-aligned block, which the C library cannot resize keeping its alignment: a new block of
+/// `allocator`'s, the contents copied, the old block freed.
+///
+/// # Safety
+///
+/// As [`GlobalAlloc::realloc`]'s: `ptr` is a live block of `allocator` with `layout`, and `new_size` with that
+/// alignment is a valid layout of non-zero size.
+pub(crate) unsafe fn realloc_by_copy(
+    allocator: &impl GlobalAlloc,
+    ptr: *mut u8,
+    layout: Layout,
+    new_size: usize,
+) -> *mut u8 {
+    // SAFETY: the caller guarantees that `new_size`, with the layout's alignment, is a valid layout.
+    let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+    // SAFETY: a new block, the contents copied (both blocks hold at least the smaller size and are distinct), the
+    // old block freed once, after: `realloc`'s meaning.
+    unsafe {
+        let new = allocator.alloc(new_layout);
         if !new.is_null() {
-            // SAFETY: both blocks hold at least the smaller size and are distinct; `ptr` is freed once, after.
-            unsafe {
-                core::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
-                self.dealloc(ptr, layout);
-            }
+            core::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+            allocator.dealloc(ptr, layout);
         }
         new
     }
