@@ -70,7 +70,7 @@ pub(crate) fn executable_names(fragment: &str) -> Option<bool> {
         let bytes = executable_file()?;
         let file = object::read::elf::ElfFile64::<object::Endianness>::parse(bytes).ok()?;
         let names = symbol_names(&file, bytes)?;
-        Some(occurrences(names, fragment.as_bytes()).next().is_some())
+        Some(memchr::memmem::find(names, fragment.as_bytes()).is_some())
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -86,9 +86,10 @@ fn thread_entries() -> Vec<(usize, usize)> {
 
 /// The address ranges (start, end) in this process of the executable's functions whose mangled name holds
 /// `fragment` (legacy and v0 manglings both spell a name out) and whose demangled name, without its hash, `accept`
-/// takes: every copy of a generic function. Test binaries are often built without optimisation and hold a hundred
-/// thousand symbols or more: the names are searched with the C library's `memmem`, and only the few symbols named
-/// so are read. Nothing where the platform is not supported or the executable has no symbol table.
+/// takes: every copy of a generic function. Test binaries are often built without optimisation and hold tens of
+/// thousands of symbols or more: the string table is searched for `fragment` once (`memchr`'s vectorised search),
+/// only the names found there are demangled, and the symbols are then read once, each compared by its name's
+/// offset alone. Nothing where the platform is not supported or the executable has no symbol table.
 pub(crate) fn executable_functions(fragment: &str, accept: impl Fn(&str) -> bool) -> Vec<(usize, usize)> {
     #[cfg(target_os = "linux")]
     {
@@ -98,39 +99,36 @@ pub(crate) fn executable_functions(fragment: &str, accept: impl Fn(&str) -> bool
         };
         let Ok(file) = ElfFile64::<object::Endianness>::parse(bytes) else { return Vec::new() };
         let endian = file.endian();
-        let symbols = file.elf_symbol_table();
         let Some(names) = symbol_names(&file, bytes) else { return Vec::new() };
-        // Where each accepted name starts in the string table.
+        // Where each accepted name starts in the string table, sorted.
         let mut starts: Vec<u32> = Vec::new();
-        for at in occurrences(names, fragment.as_bytes()) {
+        for at in memchr::memmem::find_iter(names, fragment.as_bytes()) {
             let start = names[..at].iter().rposition(|&byte| byte == 0).map_or(0, |nul| nul + 1);
             let end = names[at..].iter().position(|&byte| byte == 0).map_or(names.len(), |nul| at + nul);
             let name = format!("{:#}", backtrace::SymbolName::new(&names[start..end]));
             if accept(&name)
                 && let Ok(start) = u32::try_from(start)
-                && !starts.contains(&start)
             {
                 starts.push(start);
             }
         }
-        let table = symbols.symbols();
-        let mut ranges = Vec::new();
-        for name in starts {
-            // The symbols named by that string: `st_name` is a symbol's first field.
-            for at in occurrences(object::pod::bytes_of_slice(table), &name.to_ne_bytes()) {
-                let size = size_of::<object::elf::Sym64<object::Endianness>>();
-                let Some(symbol) = table.get(at / size).filter(|_| at % size == 0) else { continue };
-                if symbol.st_name(endian) != name || symbol.st_type() != object::elf::STT_FUNC {
-                    continue;
-                }
-                let range = usize::try_from(symbol.st_value(endian)).ok().and_then(|value| {
-                    let start = value.checked_add(bias)?;
-                    Some((start, start.checked_add(usize::try_from(symbol.st_size(endian)).ok()?)?))
-                });
-                ranges.extend(range.filter(|(start, end)| start < end));
-            }
+        if starts.is_empty() {
+            return Vec::new();
         }
-        ranges
+        starts.sort_unstable();
+        starts.dedup();
+        file.elf_symbol_table()
+            .symbols()
+            .iter()
+            .filter(|symbol| {
+                symbol.st_type() == object::elf::STT_FUNC && starts.binary_search(&symbol.st_name(endian)).is_ok()
+            })
+            .filter_map(|symbol| {
+                let start = usize::try_from(symbol.st_value(endian)).ok()?.checked_add(bias)?;
+                let end = start.checked_add(usize::try_from(symbol.st_size(endian)).ok()?)?;
+                Some((start, end)).filter(|(start, end)| start < end)
+            })
+            .collect()
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -175,24 +173,6 @@ pub(crate) fn shared_function(name: &core::ffi::CStr) -> Option<(usize, usize)> 
 /// The name of the standard library's thread entry, as mangled names spell it.
 #[cfg(target_os = "linux")]
 const ENTRY: &str = "__rust_begin_short_backtrace";
-
-/// Where `needle` occurs in `haystack`, from the start, found with the C library's `memmem`.
-#[cfg(target_os = "linux")]
-fn occurrences<'a>(haystack: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
-    let mut from = 0;
-    core::iter::from_fn(move || {
-        let rest = haystack.get(from..)?;
-        // SAFETY: `memmem` reads `rest.len()` bytes from `rest` and `needle.len()` from `needle`, both live slices,
-        // and returns null or a pointer into `rest`.
-        let found = unsafe { libc::memmem(rest.as_ptr().cast(), rest.len(), needle.as_ptr().cast(), needle.len()) };
-        if found.is_null() {
-            return None;
-        }
-        let at = from + (found.cast::<u8>() as usize - rest.as_ptr() as usize);
-        from = at + 1;
-        Some(at)
-    })
-}
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
