@@ -1,7 +1,8 @@
 //! Collecting a leak test's report from the directory its process wrote it to: the report of this test, of this
-//! version and of this run (it carries the run's token) is taken and stored under the test's own file name; the
-//! mark the leak test left when it started says that a report was due; anything else found there is refused with
-//! a warning that names where it was put, and the test keeps only what its own report says.
+//! version and of this run (it carries the run's token) is taken, completed (its deferred stacks symbolised) and
+//! written under the test's own file name; the mark the leak test left when it started says that a report was
+//! due; anything else found there is refused with a warning that names where it was put, and the test keeps only
+//! what its own report says.
 
 use crate::model::Leak;
 use std::path::Path;
@@ -20,8 +21,14 @@ pub struct Collected {
 }
 
 /// Takes the report of test `id` written in the run whose token is `run_token` from `dir` (the directory its
-/// process wrote reports to) into `out_dir`.
-pub fn take_report(id: &TestId, dir: &Path, out_dir: &Path, run_token: &str) -> Collected {
+/// process wrote reports to) into `out_dir`, after `complete` has filled in what the test deferred.
+pub fn take_report(
+    id: &TestId,
+    dir: &Path,
+    out_dir: &Path,
+    run_token: &str,
+    mut complete: impl FnMut(&mut LeakReport),
+) -> Collected {
     let mut collected = Collected::default();
     let Ok(entries) = std::fs::read_dir(dir) else { return collected };
     let mut written: Vec<_> = entries.filter_map(|entry| entry.ok()).map(|entry| entry.path()).collect();
@@ -31,13 +38,16 @@ pub fn take_report(id: &TestId, dir: &Path, out_dir: &Path, run_token: &str) -> 
         let refused = match extension {
             "json" => match LeakReport::read_of_run(&path, id, run_token) {
                 Ok(_) if collected.leak.is_some() => "the test wrote a second report".to_owned(),
-                Ok(report) => match store(&path, &id.report_path(), out_dir) {
-                    Ok(()) => {
-                        collected.leak = Some(Leak { report, path: id.report_path() });
-                        continue;
+                Ok(mut report) => {
+                    complete(&mut report);
+                    match write(&report, &id.report_path(), out_dir) {
+                        Ok(()) => {
+                            collected.leak = Some(Leak { report, path: id.report_path() });
+                            continue;
+                        }
+                        Err(error) => format!("it could not be stored: {error}"),
                     }
-                    Err(error) => format!("it could not be stored: {error}"),
-                },
+                }
                 Err(error) => error.to_string(),
             },
             STARTED_EXTENSION if std::fs::read(&path).is_ok_and(|token| token == run_token.as_bytes()) => {
@@ -56,6 +66,15 @@ pub fn take_report(id: &TestId, dir: &Path, out_dir: &Path, run_token: &str) -> 
         collected.warnings.push(format!("refused {}: {refused}", place.display()));
     }
     collected
+}
+
+/// Writes `report` to `relative` under `out_dir`.
+fn write(report: &LeakReport, relative: &str, out_dir: &Path) -> std::io::Result<()> {
+    let destination = out_dir.join(relative);
+    if let Some(dir) = destination.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    report.write(&destination)
 }
 
 /// Moves `from` to `relative` under `out_dir`.
@@ -106,7 +125,7 @@ mod tests {
         std::fs::write(dir.join("a-forged.started"), "another run").unwrap();
         std::fs::write(dir.join("notes.txt"), "stray").unwrap();
 
-        let collected = take_report(&box_leak(), dir, out.path(), TOKEN);
+        let collected = take_report(&box_leak(), dir, out.path(), TOKEN, |_| {});
         let leak = collected.leak.expect("its own report");
         assert_eq!(leak.report.figures.retained_bytes, 1000, "the real figures, not the forged ones");
         assert_eq!(leak.path, "reports/p/test/leaks/box_leak.json");
@@ -135,7 +154,7 @@ mod tests {
     fn a_foreign_report_alone_leaves_the_test_without_figures() {
         let (scratch, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         report("other", Some(TOKEN)).write(&scratch.path().join("a.json")).unwrap();
-        let collected = take_report(&box_leak(), scratch.path(), out.path(), TOKEN);
+        let collected = take_report(&box_leak(), scratch.path(), out.path(), TOKEN, |_| {});
         assert!(collected.leak.is_none() && !collected.started);
         assert_eq!(collected.warnings.len(), 1);
     }

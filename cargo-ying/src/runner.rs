@@ -7,6 +7,7 @@ use crate::discover::TestCase;
 use crate::interposer::{PRELOAD_ENV, preload_value};
 use crate::model::{Attempt, Outcome, TestRecord};
 use crate::process::{self, Waited};
+use crate::symbols::Symbolizer;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -113,9 +114,10 @@ pub fn describe(options: &RunOptions) -> String {
     )
 }
 
-/// Runs one test in its own process, and takes its report. Its output goes to a file, of which only the end is
-/// read; the file is kept (`output/<test>.log`) when the test failed.
-fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
+/// Runs one test in its own process, and takes its report, its stacks symbolised with `symbolizer` (which the
+/// workers share: each executable's debug information is loaded once). Its output goes to a file, of which only
+/// the end is read; the file is kept (`output/<test>.log`) when the test failed.
+fn run_one(test: &TestCase, index: usize, options: &RunOptions, symbolizer: &Mutex<Symbolizer>) -> TestRecord {
     let scratch = options.out_dir.join("tmp").join(index.to_string());
     let started = Instant::now();
     let id = test.id();
@@ -177,7 +179,10 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions) -> TestRecord {
         Waited::Interrupted(signal) => Outcome::Interrupted(signal),
         Waited::Failed(_) => Outcome::Failed,
     };
-    let collected = take_report(&id, &scratch.join("report"), &options.out_dir, &token);
+    let collected = take_report(&id, &scratch.join("report"), &options.out_dir, &token, |report| {
+        let mut symbolizer = symbolizer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        symbolizer.complete(report, &test.binary.path, &test.binary.package_dir);
+    });
     let outcome = match (outcome, exit_code) {
         // The leak test started and its process exited, yet it never reported: its figures are unknown.
         (Outcome::Passed | Outcome::Failed, Some(code)) if collected.started && collected.leak.is_none() => {
@@ -241,27 +246,28 @@ pub fn run(
         }
     }
     let stop = AtomicBool::new(false);
+    let symbolizer = Mutex::new(Symbolizer::default());
     let (sender, receiver) = mpsc::channel::<(usize, TestRecord)>();
     // No more workers than tests: `-j 1000000` starts as many threads as there are tests to run.
     let workers = options.jobs.clamp(1, queue.lock().unwrap().len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let sender = sender.clone();
-            let (queue, stop) = (&queue, &stop);
+            let (queue, stop, symbolizer) = (&queue, &stop, &symbolizer);
             scope.spawn(move || {
                 loop {
                     if stop.load(Ordering::Relaxed) || process::interrupted().is_some() {
                         break;
                     }
                     let Some((index, test)) = queue.lock().unwrap().pop_front() else { break };
-                    let mut result = run_one(test, index, options);
+                    let mut result = run_one(test, index, options, symbolizer);
                     let mut failed_attempts = Vec::new();
                     while result.outcome.is_failure()
                         && failed_attempts.len() < options.retries as usize
                         && process::interrupted().is_none()
                     {
                         failed_attempts.push(Attempt::of(result));
-                        result = run_one(test, index, options);
+                        result = run_one(test, index, options, symbolizer);
                     }
                     result.failed_attempts = failed_attempts;
                     if options.fail_fast && result.outcome.is_failure() {

@@ -11,7 +11,14 @@ use ying_report::names::{DebugFrame, frames_at_address};
 /// Debug information of the test executables, each loaded on first use.
 #[derive(Default)]
 pub struct Symbolizer {
-    loaders: HashMap<PathBuf, Option<Loader>>,
+    executables: HashMap<PathBuf, Option<Executable>>,
+}
+
+/// One executable's debug information, and the frames of each address looked up in it so far: a suite's tests
+/// share most of their frames (the harness's, the standard library's, common helpers).
+struct Executable {
+    loader: Loader,
+    frames: HashMap<u64, Vec<Frame>>,
 }
 
 /// A demangled name without its hash, or the name as it is when it is not a Rust symbol.
@@ -43,12 +50,13 @@ impl Symbolizer {
 
     /// Fills the frames of `report`'s deferred stacks from `executable`'s debug information, trimmed as the
     /// runtime trims them, the test body's frame named after the test, and with paths relative to `package_dir`.
-    /// Returns whether anything changed.
-    pub fn complete(&mut self, report: &mut LeakReport, executable: &Path, package_dir: &Path) -> bool {
+    pub fn complete(&mut self, report: &mut LeakReport, executable: &Path, package_dir: &Path) {
         if report.sampled_stacks.iter().all(|stack| stack.addresses.is_empty()) {
-            return false;
+            return;
         }
-        let loader = self.loaders.entry(executable.to_owned()).or_insert_with(|| Loader::new(executable).ok());
+        let executable = self.executables.entry(executable.to_owned()).or_insert_with(|| {
+            Loader::new(executable).ok().map(|loader| Executable { loader, frames: HashMap::new() })
+        });
         let package_dir = package_dir.display().to_string();
         let runtime_source = report.deferred.take().map(|deferred| deferred.runtime_source).unwrap_or_default();
         let trim = ying_report::Trim::new(&runtime_source);
@@ -56,15 +64,17 @@ impl Symbolizer {
         let function = report.test.function_path();
         for stack in &mut report.sampled_stacks {
             let addresses = std::mem::take(&mut stack.addresses);
-            let Some(loader) = loader.as_ref() else { continue };
-            let frames = addresses.iter().flat_map(|&address| Self::frames(loader, address)).collect();
+            let Some(Executable { loader, frames }) = executable.as_mut() else { continue };
+            let frames = addresses
+                .iter()
+                .flat_map(|&address| frames.entry(address).or_insert_with(|| Self::frames(loader, address)).clone())
+                .collect();
             // What the runtime wrote are the frames of the stack's `tracing` spans, outside the code frames.
             let spans = std::mem::take(&mut stack.frames);
             let frames = trim.name_test_body(trim.tidy(frames), &function);
             stack.frames = ying_report::relative_paths(frames, &[&package_dir]);
             stack.frames.extend(spans);
         }
-        true
     }
 }
 

@@ -288,8 +288,11 @@ fn write_replacing(path: &Path, value: &impl serde::Serialize, durable: bool) ->
     let permissions = std::fs::metadata(path).ok().map(|metadata| metadata.permissions());
     let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map_or_else(|| "file".into(), |name| name.to_string_lossy().into_owned());
-    // Not ending in `.json`: a reader listing a directory for files of the contract never takes it for one.
-    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    // Not ending in `.json`: a reader listing a directory for files of the contract never takes it for one. Its
+    // own to this call: two threads replacing one file each write a whole file, and the last rename wins.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temporary = dir.join(format!(".{name}.{}.{write}.tmp", std::process::id()));
     let written = std::fs::File::create(&temporary)
         .and_then(|mut file| file.write_all(&json).and_then(|()| if durable { file.sync_all() } else { Ok(()) }))
         .and_then(|()| permissions.map_or(Ok(()), |permissions| std::fs::set_permissions(&temporary, permissions)))
@@ -436,5 +439,24 @@ mod tests {
             let missing = dir.path().join("no-such-directory").join("thing.json");
             assert!(write(&missing, &serde_json::json!(1)).is_err());
         }
+    }
+
+    #[test]
+    fn threads_replacing_one_file_at_once_each_write_it_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("thing.json");
+        std::thread::scope(|scope| {
+            for thread in 0..4 {
+                let path = &path;
+                scope.spawn(move || {
+                    for round in 0..50 {
+                        super::write_whole(path, &serde_json::json!({"thread": thread, "round": round})).unwrap();
+                    }
+                });
+            }
+        });
+        let last: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(last["round"], 49);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file is left");
     }
 }

@@ -12,7 +12,6 @@ use crate::process;
 use crate::rerun;
 use crate::run_lock::RunLock;
 use crate::runner::{self, RunOptions};
-use crate::symbols::Symbolizer;
 use crate::workspace::Workspace;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -95,7 +94,6 @@ pub fn run(args: TestArgs) -> Result<u8> {
     let interrupted = process::interrupted();
     let mut run =
         Run { tests: records, elapsed: started.elapsed(), fail_fast: options.fail_fast, gate: None, interrupted };
-    complete_reports(&mut run, planned, &out_dir)?;
 
     if baseline.baseline.is_some() {
         // Only a run of every test can tell a test missing from one filtered out.
@@ -110,7 +108,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
             rerun::confirm(&mut run, planned, &options, |id, reruns| reporter.rerun(id, reruns));
         }
     }
-    artifacts::flamegraphs(&mut run, &out_dir)?;
+    artifacts::flamegraphs(&mut run, &out_dir, options.jobs)?;
     let mut summary = run.summary();
     summary.not_run.clone_from(&plan.not_run);
     artifacts::summary(&summary, &out_dir)?;
@@ -155,19 +153,6 @@ fn no_tests(action: NoTests) -> u8 {
         }
         NoTests::Pass => EXIT_OK,
     }
-}
-
-/// Symbolises the stacks the tests deferred, once per executable, and stores the completed reports.
-fn complete_reports(run: &mut Run, planned: &[(TestCase, bool)], out_dir: &Path) -> Result<()> {
-    let mut symbolizer = Symbolizer::default();
-    for (record, (test, _)) in run.tests.iter_mut().zip(planned) {
-        let Some(leak) = &mut record.leak else { continue };
-        if symbolizer.complete(&mut leak.report, &test.binary.path, &test.binary.package_dir) {
-            let path = out_dir.join(&leak.path);
-            leak.report.write(&path).map_err(Error::io("write", &path))?;
-        }
-    }
-    Ok(())
 }
 
 /// GitHub Actions annotations and job summary (when `GITHUB_ACTIONS=true`), and JUnit XML (when asked).

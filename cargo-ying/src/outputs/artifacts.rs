@@ -3,9 +3,10 @@
 //! a test is named after its [`TestId`](ying_report::TestId), so no two tests share one.
 
 use crate::error::{Error, Result};
-use crate::model::Run;
+use crate::model::{Files, Run, TestRecord};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use ying_report::{GateVerdict, LeakReport, Summary, TestId};
 
 /// The flamegraphs a test can have, by the name in their file names.
@@ -49,35 +50,71 @@ pub fn prepare(out_dir: &Path, only: Option<&[TestId]>) -> Result<()> {
     std::fs::create_dir_all(out_dir).map_err(Error::io("create", out_dir))
 }
 
-/// Writes every leak test's flamegraphs, and a differential one for each regressed or unstable test, and records
-/// them.
-pub fn flamegraphs(run: &mut Run, out_dir: &Path) -> Result<()> {
-    for test in &mut run.tests {
-        let Some(leak) = &test.leak else { continue };
-        let retained = leak.report.retained_stacks();
-        let [retained_name, allocated_name, diff_name] = FLAMEGRAPHS;
-        let paths = [
-            (test.id.flamegraph_path(retained_name), "retained bytes", retained.clone()),
-            (test.id.flamegraph_path(allocated_name), "allocated bytes", leak.report.allocated_stacks()),
-        ];
-        for (path, what, stacks) in &paths {
-            let file = out_dir.join(path);
-            super::flamegraph::write(stacks, &format!("{what}: {}", test.id), &file)
-                .map_err(Error::io("write", &file))?;
-        }
-        let [(retained_path, ..), (allocated_path, ..)] = paths;
-        test.files.retained_flamegraph = Some(retained_path);
-        test.files.allocated_flamegraph = Some(allocated_path);
-        if let (Some(before), Some(GateVerdict::Regressed | GateVerdict::Unstable)) = (&test.baseline, test.verdict()) {
-            let path = test.id.flamegraph_path(diff_name);
-            let file = out_dir.join(&path);
-            let title = format!("retained bytes, baseline to now: {}", test.id);
-            super::flamegraph::write_differential(&before.retained_stacks, &retained, &title, &file)
-                .map_err(Error::io("write", &file))?;
-            test.files.retained_diff_flamegraph = Some(path);
-        }
+/// Writes every leak test's flamegraphs, and a differential one for each regressed or unstable test, on
+/// `threads` threads, and records them.
+pub fn flamegraphs(run: &mut Run, out_dir: &Path, threads: usize) -> Result<()> {
+    let tests = &run.tests;
+    let next = AtomicUsize::new(0);
+    let written: Vec<(usize, Files)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.clamp(1, tests.len().max(1)))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut written = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(test) = tests.get(index) else { return Ok(written) };
+                        if let Some(files) = test_flamegraphs(test, out_dir)? {
+                            written.push((index, files));
+                        }
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect::<Result<Vec<Vec<_>>>>()
+    })?
+    .into_iter()
+    .flatten()
+    .collect();
+    for (index, files) in written {
+        let recorded = &mut run.tests[index].files;
+        recorded.retained_flamegraph = files.retained_flamegraph;
+        recorded.allocated_flamegraph = files.allocated_flamegraph;
+        recorded.retained_diff_flamegraph = files.retained_diff_flamegraph;
     }
     Ok(())
+}
+
+/// Writes the flamegraphs of `test`, if it is a leak test (it has a report), and returns them.
+fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> {
+    let Some(leak) = &test.leak else { return Ok(None) };
+    let retained = leak.report.retained_stacks();
+    let [retained_name, allocated_name, diff_name] = FLAMEGRAPHS;
+    let paths = [
+        (test.id.flamegraph_path(retained_name), "retained bytes", retained.clone()),
+        (test.id.flamegraph_path(allocated_name), "allocated bytes", leak.report.allocated_stacks()),
+    ];
+    for (path, what, stacks) in &paths {
+        let file = out_dir.join(path);
+        super::flamegraph::write(stacks, &format!("{what}: {}", test.id), &file).map_err(Error::io("write", &file))?;
+    }
+    let [(retained_path, ..), (allocated_path, ..)] = paths;
+    let mut files = Files {
+        retained_flamegraph: Some(retained_path),
+        allocated_flamegraph: Some(allocated_path),
+        ..Files::default()
+    };
+    if let (Some(before), Some(GateVerdict::Regressed | GateVerdict::Unstable)) = (&test.baseline, test.verdict()) {
+        let path = test.id.flamegraph_path(diff_name);
+        let file = out_dir.join(&path);
+        let title = format!("retained bytes, baseline to now: {}", test.id);
+        super::flamegraph::write_differential(&before.retained_stacks, &retained, &title, &file)
+            .map_err(Error::io("write", &file))?;
+        files.retained_diff_flamegraph = Some(path);
+    }
+    Ok(Some(files))
 }
 
 /// Writes summary.json and index.html of `summary` to `out_dir`; index.html gives each failed leak test without
