@@ -143,9 +143,8 @@ pub const LIST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Runs `command` (a binary's `--list`) to the end, in its own process group, for at most [`LIST_TIMEOUT`].
 fn list_output(mut command: Command) -> std::result::Result<Output, ListError> {
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    process::isolate(&mut command);
     let started = Instant::now();
-    let mut child = command.spawn().map_err(ListError::Spawn)?;
+    let mut child = process::spawn(&mut command).map_err(ListError::Spawn)?;
     let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
     let status = match process::wait(&mut child, started, LIST_TIMEOUT) {
         Waited::Exited(status) => status,

@@ -52,6 +52,10 @@ pub use error::{EXIT_NO_TESTS, EXIT_OK, EXIT_TEST_FAILED, EXIT_USAGE};
 /// Runs `cargo ying` with the process's arguments and returns its exit code.
 pub fn main_impl() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|arg| arg == process::WATCHDOG_ARG) {
+        process::watchdog(std::io::stdin().lock());
+        return ExitCode::SUCCESS;
+    }
     // `cargo ying test` runs `cargo-ying ying test`; `cargo-ying test` (run directly) means the same.
     if args.get(1).is_none_or(|arg| arg != "ying") {
         args.insert(1.min(args.len()), "ying".into());

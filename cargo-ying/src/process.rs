@@ -1,49 +1,96 @@
 //! The child processes cargo ying starts to list and run tests: each in a process group of its own, killed as a
-//! group (what a test started dies with it), dying with cargo ying on Linux (a parent-death signal), waited for
-//! with a deadline; and SIGINT/SIGTERM to cargo ying, which stop the run instead of killing it outright.
+//! group (what a test started dies with it), and with cargo ying however it ends (a watchdog process kills the
+//! groups still running when cargo ying is gone), waited for with a deadline; and SIGINT/SIGTERM to cargo ying,
+//! which stop the run instead of killing it outright.
+//!
+//! A test process is started with `posix_spawn` (the standard library's choice when nothing runs between fork
+//! and exec): copying cargo ying's address space for each test, as `fork` does, costs milliseconds once cargo ying
+//! holds the tests' debug information.
 
-use std::process::{Child, Command, ExitStatus};
+use std::io::{BufRead, Write as _};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How often a child is polled while waiting for it.
 const POLL: Duration = Duration::from_millis(2);
 
-/// Makes `command` start a process group of its own, and (on Linux) die when cargo ying's thread that started it
-/// does.
-pub fn isolate(command: &mut Command) {
+/// Starts `command` in a process group of its own, watched: if cargo ying ends before the group is killed (see
+/// [`kill_group`]), the watchdog kills it.
+pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
     #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt as _;
-        command.process_group(0);
+    std::os::unix::process::CommandExt::process_group(command, 0);
+    let child = command.spawn()?;
+    tell_watchdog('+', child.id());
+    Ok(child)
+}
+
+/// The argument that makes `cargo-ying` the watchdog of the cargo ying that starts it (see [`watchdog`]): not a
+/// command of the command line.
+pub const WATCHDOG_ARG: &str = "__ying-watchdog";
+
+/// The watchdog's input, once it is started (with the first process cargo ying watches); `None` when it could not
+/// be.
+static WATCHDOG: OnceLock<Option<Mutex<ChildStdin>>> = OnceLock::new();
+
+/// Tells the watchdog that process group `group` started (`+`) or is gone (`-`).
+fn tell_watchdog(change: char, group: u32) {
+    if !cfg!(unix) {
+        return;
     }
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::process::CommandExt as _;
-        // SAFETY: getpid is async-signal-safe.
-        let parent = unsafe { libc::getpid() };
-        let die_with_parent = move || {
-            // SAFETY: prctl, getppid and _exit are async-signal-safe and touch no memory of the parent's; the
-            // closure allocates nothing, as code between fork and exec must not.
-            unsafe {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent died before the signal was armed: nobody is left to wait for this child.
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-            }
-            Ok(())
+    let watchdog = WATCHDOG.get_or_init(|| {
+        let mut command = Command::new(std::env::current_exe().ok()?);
+        command.arg(WATCHDOG_ARG).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
+        // A group of its own: a signal to cargo ying's group (the terminal's Ctrl-C) leaves it to do its work.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        command.spawn().ok()?.stdin.take().map(Mutex::new)
+    });
+    if let Some(input) = watchdog {
+        // One short line is written whole. A watchdog that is gone makes the write fail: nothing more to do.
+        let mut input = input.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = input.write_all(format!("{change}{group}\n").as_bytes());
+    }
+}
+
+/// The watchdog (`cargo-ying __ying-watchdog`): [`outlive`] the cargo ying that started it, whose input it
+/// reads. Interrupts are ignored: it ends with its input.
+pub fn watchdog(input: impl BufRead) {
+    #[cfg(unix)]
+    // SAFETY: ignoring signals changes no memory; the watchdog runs no code on SIGINT or SIGTERM.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
+    outlive(input);
+}
+
+/// Reads `+GROUP` and `-GROUP` lines from `input` until it ends (the cargo ying that wrote them is gone, however
+/// it ended), then kills the groups that started and are not gone.
+fn outlive(input: impl BufRead) {
+    let mut running = std::collections::BTreeSet::new();
+    for line in input.lines() {
+        let Ok(line) = line else { break };
+        let (change, group) = line.split_at(line.len().min(1));
+        let Ok(group) = group.parse::<i32>() else { continue };
+        match change {
+            "+" => running.insert(group),
+            "-" => running.remove(&group),
+            _ => continue,
         };
-        // SAFETY: the closure is async-signal-safe (see above).
+    }
+    #[cfg(unix)]
+    for group in running {
+        // SAFETY: kill has no memory effects; a group that is already gone gives ESRCH, which is fine.
         unsafe {
-            command.pre_exec(die_with_parent);
+            libc::kill(-group, libc::SIGKILL);
         }
     }
 }
 
-/// Kills the process group `child` leads (the child and whatever it started that stayed in its group).
+/// Kills the process group `child` leads (the child and whatever it started that stayed in its group), and tells
+/// the watchdog it is gone.
 pub fn kill_group(child: &mut Child) {
     #[cfg(unix)]
     {
@@ -55,6 +102,7 @@ pub fn kill_group(child: &mut Child) {
         }
     }
     let _ = child.kill();
+    tell_watchdog('-', child.id());
 }
 
 /// How waiting for a child ended.
@@ -159,7 +207,7 @@ pub fn signal_name(signal: i32) -> String {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use super::{Waited, isolate, wait};
+    use super::{Waited, outlive, spawn, wait};
     use std::process::Command;
     use std::time::{Duration, Instant};
 
@@ -176,8 +224,7 @@ mod tests {
         let pid_file = dir.path().join("grandchild");
         let mut command = Command::new("sh");
         command.arg("-c").arg(format!("sleep 600 & echo $! > {}; wait", pid_file.display()));
-        isolate(&mut command);
-        let mut child = command.spawn().unwrap();
+        let mut child = spawn(&mut command).unwrap();
         let started = Instant::now();
         while !pid_file.exists() || std::fs::read_to_string(&pid_file).unwrap().trim().is_empty() {
             std::thread::sleep(Duration::from_millis(5));
@@ -198,8 +245,7 @@ mod tests {
         let pid_file = dir.path().join("grandchild");
         let mut command = Command::new("sh");
         command.arg("-c").arg(format!("sleep 600 & echo $! > {}", pid_file.display()));
-        isolate(&mut command);
-        let mut child = command.spawn().unwrap();
+        let mut child = spawn(&mut command).unwrap();
         assert!(matches!(wait(&mut child, Instant::now(), Duration::from_secs(600)), Waited::Exited(_)));
         let grandchild: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -207,5 +253,23 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(!alive(grandchild), "the background process {grandchild} a test left died with its group");
+    }
+
+    #[test]
+    fn the_watchdog_kills_the_groups_still_running_when_its_input_ends() {
+        let start = || {
+            let mut command = Command::new("sleep");
+            command.arg("600");
+            std::os::unix::process::CommandExt::process_group(&mut command, 0);
+            command.spawn().unwrap()
+        };
+        let (mut left, mut gone) = (start(), start());
+        let (left_id, gone_id) = (left.id(), gone.id());
+        outlive(std::io::Cursor::new(format!("+{left_id}\n+{gone_id}\n-{gone_id}\nnoise\n")));
+        let status = left.wait().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
+        assert!(alive(i32::try_from(gone_id).unwrap()), "a group said to be gone is left alone");
+        gone.kill().unwrap();
+        gone.wait().unwrap();
     }
 }

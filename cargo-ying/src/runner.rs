@@ -153,8 +153,7 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, symbolizer: &Mut
             let identity = serde_json::to_string(&identity).expect("an identity is JSON");
             command.env(PRELOAD_ENV, preload_value(library)).env(MEASURE_TEST_ENV, identity);
         }
-        process::isolate(&mut command);
-        command.spawn()
+        process::spawn(&mut command)
     });
     let mut child = match spawned {
         Ok(child) => child,

@@ -1,5 +1,5 @@
-//! Nothing hangs, nothing is lost, nothing is left running: timeouts and SIGINT/SIGTERM kill each test's whole
-//! process group, an interrupted run writes a summary marked incomplete and no baseline, a test printing 100 MiB
+//! Nothing hangs, nothing is lost, nothing is left running: timeouts, SIGINT/SIGTERM and a SIGKILL of cargo ying
+//! kill each test's whole process group, an interrupted run writes a summary marked incomplete and no baseline, a test printing 100 MiB
 //! does not grow cargo ying, concurrent runs on one target directory both complete, `-j` far beyond the tests
 //! does not hang, and a leak test that forks 200 times while another thread allocates (every allocation sampled)
 //! ends with every child exited.
@@ -132,6 +132,29 @@ fn an_interrupt_kills_every_test_and_leaves_an_incomplete_summary_and_no_baselin
         assert_eq!(hung["reason"], format!("the run was stopped by {name}"));
         assert!(!fixture.path().join("ying-baseline.json").exists(), "an interrupted run writes no baseline");
     }
+}
+
+#[test]
+fn a_sigkill_of_cargo_ying_kills_the_running_tests_whole_process_group() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let pid_file = fixture.path().join("pids");
+    let pid_env = pid_file.display().to_string();
+    let mut child = fixture
+        .command(
+            &["--", "--exact", "leaves_a_child_running"],
+            &[("FIXTURE_CHILD_PID", &pid_env), ("FIXTURE_CHILD_HANG", "1")],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids = wait_for_pids(&pid_file, &mut child);
+    // SAFETY: signals the cargo-ying process this test started; nothing of it can catch the signal.
+    unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGKILL) };
+    child.wait().unwrap();
+    assert_gone(&pids, "after a SIGKILL of cargo ying, the test and the child it started");
+    assert_eq!(group_members(pids[1]), Vec::<i32>::new(), "the test's process group is empty");
 }
 
 #[test]
