@@ -1,6 +1,6 @@
 //! Collecting a leak test's report from the directory its process wrote it to: the report of this test, of this
 //! version and of this run (it carries the run's token) is taken, completed (its deferred stacks symbolised) and
-//! written under the test's own file name; the mark the leak test left when it started says that a report was
+//! stored under the test's own file name; the mark the leak test left when it started says that a report was
 //! due; anything else found there is refused with a warning that names where it was put, and the test keeps only
 //! what its own report says.
 
@@ -40,7 +40,8 @@ pub fn take_report(
                 Ok(_) if collected.leak.is_some() => "the test wrote a second report".to_owned(),
                 Ok(mut report) => {
                     complete(&mut report);
-                    match write(&report, &id.report_path(), out_dir) {
+                    // Completed where the test wrote it, then moved: no file is created.
+                    match report.rewrite(&path).and_then(|()| store(&path, &id.report_path(), out_dir)) {
                         Ok(()) => {
                             collected.leak = Some(Leak { report, path: id.report_path() });
                             continue;
@@ -66,15 +67,6 @@ pub fn take_report(
         collected.warnings.push(format!("refused {}: {refused}", place.display()));
     }
     collected
-}
-
-/// Writes `report` to `relative` under `out_dir`.
-fn write(report: &LeakReport, relative: &str, out_dir: &Path) -> std::io::Result<()> {
-    let destination = out_dir.join(relative);
-    if let Some(dir) = destination.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    report.write(&destination)
 }
 
 /// Moves `from` to `relative` under `out_dir`.
@@ -157,5 +149,23 @@ mod tests {
         let collected = take_report(&box_leak(), scratch.path(), out.path(), TOKEN, |_| {});
         assert!(collected.leak.is_none() && !collected.started);
         assert_eq!(collected.warnings.len(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_completed_report_is_stored_in_the_file_the_test_wrote() {
+        use std::os::unix::fs::MetadataExt as _;
+        let (scratch, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let written = scratch.path().join("p.leaks.box_leak.json");
+        report("box_leak", Some(TOKEN)).write(&written).unwrap();
+        let inode = std::fs::metadata(&written).unwrap().ino();
+        let collected = take_report(&box_leak(), scratch.path(), out.path(), TOKEN, |report| {
+            report.message = Some("completed".to_owned());
+        });
+        let stored = out.path().join(collected.leak.expect("its report").path);
+        let read = LeakReport::read(&stored, &box_leak()).unwrap();
+        assert_eq!(read.message.as_deref(), Some("completed"), "what is stored is the completed report");
+        assert_eq!(std::fs::metadata(&stored).unwrap().ino(), inode, "moved, not a file created");
+        assert!(!written.exists());
     }
 }

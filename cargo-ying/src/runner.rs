@@ -116,13 +116,21 @@ pub fn describe(options: &RunOptions) -> String {
 
 /// Runs one test in its own process, and takes its report, its stacks symbolised with `symbolizer` (which the
 /// workers share: each executable's debug information is loaded once). Its output goes to a file, of which only
-/// the end is read; the file is kept (`output/<test>.log`) when the test failed.
-fn run_one(test: &TestCase, index: usize, options: &RunOptions, symbolizer: &Mutex<Symbolizer>) -> TestRecord {
-    let scratch = options.out_dir.join("tmp").join(index.to_string());
+/// the end is read; the file is kept (`output/<test>.log`) when the test failed, else removed (a process the test
+/// left running outside its group writes to a file no one reads). `scratch` is the directory of the worker that
+/// runs it, for the whole run, and its report directory the next test's (directories created and deleted for every
+/// test cost more than a short test on some file systems).
+fn run_one(
+    test: &TestCase,
+    index: usize,
+    options: &RunOptions,
+    scratch: &Path,
+    symbolizer: &Mutex<Symbolizer>,
+) -> TestRecord {
     let started = Instant::now();
     let id = test.id();
     let finish = |outcome: Outcome, output: String| TestRecord::new(id.clone(), outcome, started.elapsed(), output);
-    if let Err(error) = std::fs::create_dir_all(&scratch) {
+    if let Err(error) = std::fs::create_dir_all(scratch) {
         return finish(Outcome::Failed, format!("cargo ying: failed to create {}: {error}", scratch.display()));
     }
     let output_path = scratch.join("output");
@@ -216,8 +224,21 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, symbolizer: &Mut
     record.leak = collected.leak;
     record.warnings = collected.warnings;
     record.files.output = kept;
-    let _ = std::fs::remove_dir_all(&scratch);
+    clear(&scratch.join("report"));
+    let _ = std::fs::remove_file(&output_path);
     record
+}
+
+/// Removes what is left in `dir` (a test's start mark, what could not be moved), for the next test.
+fn clear(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let _ = if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+    }
 }
 
 /// A test that did not run.
@@ -250,23 +271,24 @@ pub fn run(
     // No more workers than tests: `-j 1000000` starts as many threads as there are tests to run.
     let workers = options.jobs.clamp(1, queue.lock().unwrap().len().max(1));
     std::thread::scope(|scope| {
-        for _ in 0..workers {
+        for worker in 0..workers {
             let sender = sender.clone();
             let (queue, stop, symbolizer) = (&queue, &stop, &symbolizer);
+            let scratch = options.out_dir.join("tmp").join(worker.to_string());
             scope.spawn(move || {
                 loop {
                     if stop.load(Ordering::Relaxed) || process::interrupted().is_some() {
                         break;
                     }
                     let Some((index, test)) = queue.lock().unwrap().pop_front() else { break };
-                    let mut result = run_one(test, index, options, symbolizer);
+                    let mut result = run_one(test, index, options, &scratch, symbolizer);
                     let mut failed_attempts = Vec::new();
                     while result.outcome.is_failure()
                         && failed_attempts.len() < options.retries as usize
                         && process::interrupted().is_none()
                     {
                         failed_attempts.push(Attempt::of(result));
-                        result = run_one(test, index, options, symbolizer);
+                        result = run_one(test, index, options, &scratch, symbolizer);
                     }
                     result.failed_attempts = failed_attempts;
                     if options.fail_fast && result.outcome.is_failure() {
@@ -291,6 +313,6 @@ pub fn run(
     for (index, test) in queue.into_inner().unwrap() {
         results[index] = Some(skipped(test, not_run.clone()));
     }
-    let _ = std::fs::remove_dir(options.out_dir.join("tmp"));
+    let _ = std::fs::remove_dir_all(options.out_dir.join("tmp"));
     results.into_iter().map(|result| result.expect("every test has a result")).collect()
 }

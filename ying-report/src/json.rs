@@ -280,10 +280,16 @@ pub fn write_whole(path: &Path, value: &impl serde::Serialize) -> std::io::Resul
     write_replacing(path, value, false)
 }
 
-/// [`write_atomic`] (`durable`) or [`write_whole`].
-fn write_replacing(path: &Path, value: &impl serde::Serialize, durable: bool) -> std::io::Result<()> {
+/// `value` as every writer here writes it: pretty JSON with a final newline.
+pub(crate) fn to_bytes(value: &impl serde::Serialize) -> std::io::Result<Vec<u8>> {
     let mut json = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
     json.push(b'\n');
+    Ok(json)
+}
+
+/// [`write_atomic`] (`durable`) or [`write_whole`].
+fn write_replacing(path: &Path, value: &impl serde::Serialize, durable: bool) -> std::io::Result<()> {
+    let json = to_bytes(value)?;
     let path = &resolve_symlinks(path)?;
     let permissions = std::fs::metadata(path).ok().map(|metadata| metadata.permissions());
     let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));

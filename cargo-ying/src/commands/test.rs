@@ -71,9 +71,9 @@ pub fn run(args: TestArgs) -> Result<u8> {
     };
     let planned = &plan.tests;
     let running = plan.running().count();
-    // A filtered run replaces the files of its tests only: the other tests' reports stay.
+    // A filtered run replaces the files of its tests only: the other tests' reports stay (see `artifacts::sweep`).
     let replaced = (!plan.complete).then(|| plan.running().map(TestCase::id).collect::<Vec<TestId>>());
-    artifacts::prepare(&out_dir, replaced.as_deref())?;
+    artifacts::prepare(&out_dir)?;
     let mut reporter = terminal::Reporter::new(terminal::use_color(args.color), args.quiet, no_capture);
     if running == 0 {
         reporter.note(&format!(
@@ -112,6 +112,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
     let mut summary = run.summary();
     summary.not_run.clone_from(&plan.not_run);
     artifacts::summary(&summary, &out_dir)?;
+    artifacts::sweep(&run, &out_dir, replaced.as_deref())?;
 
     reporter.finish(&run);
     reporter.not_run(&plan.not_run, true);

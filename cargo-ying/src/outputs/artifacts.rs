@@ -4,32 +4,54 @@
 
 use crate::error::{Error, Result};
 use crate::model::{Files, Run, TestRecord};
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use ying_report::{GateVerdict, LeakReport, Summary, TestId};
 
 /// The flamegraphs a test can have, by the name in their file names.
 const FLAMEGRAPHS: [&str; 3] = ["retained", "allocated", "retained-diff"];
 
-/// Clears what an earlier run left under `out_dir` that this run replaces: for a run of every test (`only` is
-/// `None`), all reports, flamegraphs and kept outputs, so every file there is this run's; for a filtered run, only
-/// the files of the tests in `only`, so the other tests' reports stay. Refused reports and scratch space always go.
-pub fn prepare(out_dir: &Path, only: Option<&[TestId]>) -> Result<()> {
-    let remove_dir = |dir: &str| {
+/// The directories of the tests' own files, under the output directory.
+const TEST_FILES: [&str; 3] = ["reports", "flamegraphs", "output"];
+
+/// Clears what an earlier run left under `out_dir` that no run reads again: refused reports and scratch space.
+/// The tests' reports, flamegraphs and kept outputs stay until [`sweep`]: a test's files are written over its
+/// earlier ones, as creating and deleting a file for every test costs some file systems more than a short test.
+pub fn prepare(out_dir: &Path) -> Result<()> {
+    for dir in ["refused", "tmp"] {
         let path = out_dir.join(dir);
         if path.exists() {
             std::fs::remove_dir_all(&path).map_err(Error::io("clear", &path))?;
         }
-        Ok::<_, Error>(())
-    };
-    for dir in ["refused", "tmp"] {
-        remove_dir(dir)?;
     }
+    std::fs::create_dir_all(out_dir).map_err(Error::io("create", out_dir))
+}
+
+/// Removes the files of tests an earlier run left under `out_dir` that this run did not write: for a run of every
+/// test (`only` is `None`), every one, so that every file there is this run's; for a filtered run, only those of
+/// the tests in `only`, so the other tests' reports stay.
+pub fn sweep(run: &Run, out_dir: &Path, only: Option<&[TestId]>) -> Result<()> {
+    let written: HashSet<PathBuf> = run
+        .tests
+        .iter()
+        .flat_map(|test| {
+            let files = &test.files;
+            [&files.retained_flamegraph, &files.allocated_flamegraph, &files.retained_diff_flamegraph, &files.output]
+                .into_iter()
+                .flatten()
+                .chain(test.leak.as_ref().map(|leak| &leak.path))
+        })
+        .map(|file| out_dir.join(file))
+        .collect();
+    let remove = |path: &Path| match std::fs::remove_file(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", path)(error)),
+        _ => Ok(()),
+    };
     match only {
         None => {
-            for dir in ["reports", "flamegraphs", "output"] {
-                remove_dir(dir)?;
+            for dir in TEST_FILES {
+                sweep_dir(&out_dir.join(dir), &written, &remove)?;
             }
         }
         Some(tests) => {
@@ -37,17 +59,30 @@ pub fn prepare(out_dir: &Path, only: Option<&[TestId]>) -> Result<()> {
                 let files = FLAMEGRAPHS.map(|what| id.flamegraph_path(what));
                 for file in files.iter().chain([&id.report_path(), &id.output_path()]) {
                     let path = out_dir.join(file);
-                    match std::fs::remove_file(&path) {
-                        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                            return Err(Error::io("remove", &path)(error));
-                        }
-                        _ => {}
+                    if !written.contains(&path) {
+                        remove(&path)?;
                     }
                 }
             }
         }
     }
-    std::fs::create_dir_all(out_dir).map_err(Error::io("create", out_dir))
+    Ok(())
+}
+
+/// Removes every file under `dir` that is not `kept`, and the directories left empty.
+fn sweep_dir(dir: &Path, kept: &HashSet<PathBuf>, remove: &impl Fn(&Path) -> Result<()>) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            sweep_dir(&path, kept, remove)?;
+            // Only an empty directory goes.
+            let _ = std::fs::remove_dir(&path);
+        } else if !kept.contains(&path) {
+            remove(&path)?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes every leak test's flamegraphs, and a differential one for each regressed or unstable test, on
@@ -133,4 +168,70 @@ pub fn summary(summary: &Summary, out_dir: &Path) -> Result<()> {
         .collect();
     let index = out_dir.join("index.html");
     std::fs::write(&index, super::html::index_html(summary, &messages)).map_err(Error::io("write", &index))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sweep;
+    use crate::model::{Outcome, Run, TestRecord};
+    use std::path::Path;
+    use std::time::Duration;
+    use ying_report::{TargetKind, TestId};
+
+    fn id(name: &str) -> TestId {
+        TestId::new("p", TargetKind::Test, "leaks", name)
+    }
+
+    /// A run of `ran`, whose only files are its output log and its allocated-bytes flamegraph.
+    fn run(ran: &TestId) -> Run {
+        let mut record = TestRecord::new(ran.clone(), Outcome::Failed, Duration::ZERO, String::new());
+        record.files.output = Some(ran.output_path());
+        record.files.allocated_flamegraph = Some(ran.flamegraph_path("allocated"));
+        Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None }
+    }
+
+    fn touch(out: &Path, files: &[String]) {
+        for file in files {
+            let path = out.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+    }
+
+    #[test]
+    fn a_run_of_every_test_leaves_only_the_files_it_wrote() {
+        let out = tempfile::tempdir().unwrap();
+        let (ran, gone) = (id("ran"), id("gone"));
+        let written = [ran.output_path(), ran.flamegraph_path("allocated")];
+        let stale = [
+            gone.report_path(),
+            gone.flamegraph_path("retained"),
+            ran.report_path(),
+            ran.flamegraph_path("retained-diff"),
+        ];
+        touch(out.path(), &written);
+        touch(out.path(), &stale);
+        sweep(&run(&ran), out.path(), None).unwrap();
+        for file in &written {
+            assert!(out.path().join(file).exists(), "{file} is this run's");
+        }
+        for file in &stale {
+            assert!(!out.path().join(file).exists(), "{file} is an earlier run's");
+        }
+        assert!(!out.path().join("reports").join("p").exists(), "a directory left empty goes");
+    }
+
+    #[test]
+    fn a_filtered_run_removes_the_earlier_files_of_its_own_tests_only() {
+        let out = tempfile::tempdir().unwrap();
+        let (ran, other) = (id("ran"), id("other"));
+        let kept = [other.report_path(), other.flamegraph_path("retained"), ran.output_path()];
+        touch(out.path(), &kept);
+        touch(out.path(), &[ran.report_path()]);
+        sweep(&run(&ran), out.path(), Some(std::slice::from_ref(&ran))).unwrap();
+        for file in &kept {
+            assert!(out.path().join(file).exists(), "{file} stays");
+        }
+        assert!(!out.path().join(ran.report_path()).exists(), "the run test's earlier report goes");
+    }
 }
