@@ -81,6 +81,22 @@ fn wait_for_pids(path: &Path, run: &mut Child) -> [i32; 2] {
     }
 }
 
+/// Starts cargo ying with `args` on `fixture`, `leaves_a_child_running` hanging once it has written its pids to
+/// `pid_file` (in the fixture); returns the running cargo ying (its stderr piped) and those pids, the child's
+/// first.
+fn start_with_a_hanging_test(fixture: &Fixture, args: &[&str], pid_file: &str) -> (Child, [i32; 2]) {
+    let pid_file = fixture.path().join(pid_file);
+    let pid_env = pid_file.display().to_string();
+    let mut child = fixture
+        .command(args, &[("FIXTURE_CHILD_PID", &pid_env), ("FIXTURE_CHILD_HANG", "1")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids = wait_for_pids(&pid_file, &mut child);
+    (child, pids)
+}
+
 #[test]
 fn a_timeout_kills_the_tests_whole_process_group() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
@@ -104,18 +120,8 @@ fn an_interrupt_kills_every_test_and_leaves_an_incomplete_summary_and_no_baselin
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     for (signal, name, code) in [(libc::SIGINT, "SIGINT", 130), (libc::SIGTERM, "SIGTERM", 143)] {
-        let pid_file = fixture.path().join(format!("pids-{name}"));
-        let pid_env = pid_file.display().to_string();
-        let mut child = fixture
-            .command(
-                &["--save-baseline", "-j", "1", "-E", "binary(hostile)", "--no-fail-fast"],
-                &[("FIXTURE_CHILD_PID", &pid_env), ("FIXTURE_CHILD_HANG", "1")],
-            )
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pids = wait_for_pids(&pid_file, &mut child);
+        let args = ["--save-baseline", "-j", "1", "-E", "binary(hostile)", "--no-fail-fast"];
+        let (mut child, pids) = start_with_a_hanging_test(&fixture, &args, &format!("pids-{name}"));
         // SAFETY: signals the cargo-ying process this test started.
         unsafe { libc::kill(i32::try_from(child.id()).unwrap(), signal) };
         let status = wait_at_most(&mut child, Duration::from_secs(120));
@@ -138,18 +144,7 @@ fn an_interrupt_kills_every_test_and_leaves_an_incomplete_summary_and_no_baselin
 fn a_sigkill_of_cargo_ying_kills_the_running_tests_whole_process_group() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
-    let pid_file = fixture.path().join("pids");
-    let pid_env = pid_file.display().to_string();
-    let mut child = fixture
-        .command(
-            &["--", "--exact", "leaves_a_child_running"],
-            &[("FIXTURE_CHILD_PID", &pid_env), ("FIXTURE_CHILD_HANG", "1")],
-        )
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pids = wait_for_pids(&pid_file, &mut child);
+    let (mut child, pids) = start_with_a_hanging_test(&fixture, &["--", "--exact", "leaves_a_child_running"], "pids");
     // SAFETY: signals the cargo-ying process this test started; nothing of it can catch the signal.
     unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGKILL) };
     child.wait().unwrap();
