@@ -13,8 +13,11 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// How often a child is polled while waiting for it.
+/// How often a child is polled while waiting for it, where its exit cannot be waited for (see [`ExitNotice`]).
 const POLL: Duration = Duration::from_millis(2);
+
+/// The longest a wait for a child's exit goes without looking at interrupts.
+const CHECK: Duration = Duration::from_millis(50);
 
 /// Starts `command` in a process group of its own, watched: if cargo ying ends before the group is killed (see
 /// [`kill_group`]), the watchdog kills it.
@@ -122,6 +125,7 @@ pub enum Waited {
 /// when it is not waited for to the end, and in any case once it exited (what it left running in its group goes
 /// with it).
 pub fn wait(child: &mut Child, started: Instant, timeout: Duration) -> Waited {
+    let exit = ExitNotice::of(child);
     let waited = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Waited::Exited(status),
@@ -129,10 +133,13 @@ pub fn wait(child: &mut Child, started: Instant, timeout: Duration) -> Waited {
                 if let Some(signal) = interrupted() {
                     break Waited::Interrupted(signal);
                 }
-                if started.elapsed() >= timeout {
+                let Some(left) = timeout.checked_sub(started.elapsed()).filter(|left| !left.is_zero()) else {
                     break Waited::TimedOut;
+                };
+                match &exit {
+                    Some(exit) => exit.wait(left.min(CHECK)),
+                    None => std::thread::sleep(POLL),
                 }
-                std::thread::sleep(POLL);
             }
             Err(error) => break Waited::Failed(error),
         }
@@ -142,6 +149,50 @@ pub fn wait(child: &mut Child, started: Instant, timeout: Duration) -> Waited {
         let _ = child.wait();
     }
     waited
+}
+
+/// What tells that a child exited as it does (Linux: a pidfd, readable once the process has exited), so that a
+/// short test is taken as soon as it ends rather than at the next poll.
+struct ExitNotice {
+    #[cfg(target_os = "linux")]
+    pidfd: std::os::fd::OwnedFd,
+}
+
+impl ExitNotice {
+    /// The notice of `child`'s exit; `None` where the platform gives none (then the child is polled).
+    fn of(child: &Child) -> Option<Self> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::FromRawFd as _;
+            let pid = libc::pid_t::try_from(child.id()).ok()?;
+            // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; it touches no memory.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            let fd = std::os::fd::RawFd::try_from(fd).ok().filter(|&fd| fd >= 0)?;
+            // SAFETY: `fd` is a descriptor just opened for us alone.
+            Some(Self { pidfd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) } })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = child;
+            None
+        }
+    }
+
+    /// Waits until the child exits or `at_most` passes (or a signal comes).
+    fn wait(&self, at_most: Duration) {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd as _;
+            let mut ready = libc::pollfd { fd: self.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            let millis = libc::c_int::try_from(at_most.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+            // SAFETY: poll reads and writes the one live `pollfd` it is given.
+            unsafe {
+                libc::poll(&raw mut ready, 1, millis);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        std::thread::sleep(at_most.min(POLL));
+    }
 }
 
 /// The signal that asked cargo ying to stop, 0 while none has.
