@@ -21,13 +21,14 @@ pub struct Collected {
 }
 
 /// Takes the report of test `id` written in the run whose token is `run_token` from `dir` (the directory its
-/// process wrote reports to) into `out_dir`, after `complete` has filled in what the test deferred.
+/// process wrote reports to) into `out_dir`, after `complete` has filled in what the test deferred (it returns
+/// whether it changed the report).
 pub fn take_report(
     id: &TestId,
     dir: &Path,
     out_dir: &Path,
     run_token: &str,
-    mut complete: impl FnMut(&mut LeakReport),
+    mut complete: impl FnMut(&mut LeakReport) -> bool,
 ) -> Collected {
     let mut collected = Collected::default();
     let Ok(entries) = std::fs::read_dir(dir) else { return collected };
@@ -39,9 +40,9 @@ pub fn take_report(
             "json" => match LeakReport::read_of_run(&path, id, run_token) {
                 Ok(_) if collected.leak.is_some() => "the test wrote a second report".to_owned(),
                 Ok(mut report) => {
-                    complete(&mut report);
                     // Completed where the test wrote it, then moved: no file is created.
-                    match report.rewrite(&path).and_then(|()| store(&path, &id.report_path(), out_dir)) {
+                    let completed = if complete(&mut report) { report.rewrite(&path) } else { Ok(()) };
+                    match completed.and_then(|()| store(&path, &id.report_path(), out_dir)) {
                         Ok(()) => {
                             collected.leak = Some(Leak { report, path: id.report_path() });
                             continue;
@@ -117,7 +118,7 @@ mod tests {
         std::fs::write(dir.join("a-forged.started"), "another run").unwrap();
         std::fs::write(dir.join("notes.txt"), "stray").unwrap();
 
-        let collected = take_report(&box_leak(), dir, out.path(), TOKEN, |_| {});
+        let collected = take_report(&box_leak(), dir, out.path(), TOKEN, |_| false);
         let leak = collected.leak.expect("its own report");
         assert_eq!(leak.report.figures.retained_bytes, 1000, "the real figures, not the forged ones");
         assert_eq!(leak.path, "reports/p/test/leaks/box_leak.json");
@@ -146,7 +147,7 @@ mod tests {
     fn a_foreign_report_alone_leaves_the_test_without_figures() {
         let (scratch, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         report("other", Some(TOKEN)).write(&scratch.path().join("a.json")).unwrap();
-        let collected = take_report(&box_leak(), scratch.path(), out.path(), TOKEN, |_| {});
+        let collected = take_report(&box_leak(), scratch.path(), out.path(), TOKEN, |_| false);
         assert!(collected.leak.is_none() && !collected.started);
         assert_eq!(collected.warnings.len(), 1);
     }
@@ -161,6 +162,7 @@ mod tests {
         let inode = std::fs::metadata(&written).unwrap().ino();
         let collected = take_report(&box_leak(), scratch.path(), out.path(), TOKEN, |report| {
             report.message = Some("completed".to_owned());
+            true
         });
         let stored = out.path().join(collected.leak.expect("its report").path);
         let read = LeakReport::read(&stored, &box_leak()).unwrap();

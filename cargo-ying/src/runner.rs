@@ -188,7 +188,7 @@ fn run_one(
     };
     let collected = take_report(&id, &scratch.join("report"), &options.out_dir, &token, |report| {
         let mut symbolizer = symbolizer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        symbolizer.complete(report, &test.binary.path, &test.binary.package_dir);
+        symbolizer.complete(report, &test.binary.path, &test.binary.package_dir)
     });
     let outcome = match (outcome, exit_code) {
         // The leak test started and its process exited, yet it never reported: its figures are unknown.

@@ -50,9 +50,10 @@ impl Symbolizer {
 
     /// Fills the frames of `report`'s deferred stacks from `executable`'s debug information, trimmed as the
     /// runtime trims them, the test body's frame named after the test, and with paths relative to `package_dir`.
-    pub fn complete(&mut self, report: &mut LeakReport, executable: &Path, package_dir: &Path) {
+    /// Returns whether anything changed.
+    pub fn complete(&mut self, report: &mut LeakReport, executable: &Path, package_dir: &Path) -> bool {
         if report.sampled_stacks.iter().all(|stack| stack.addresses.is_empty()) {
-            return;
+            return false;
         }
         let executable = self.executables.entry(executable.to_owned()).or_insert_with(|| {
             Loader::new(executable).ok().map(|loader| Executable { loader, frames: HashMap::new() })
@@ -75,6 +76,7 @@ impl Symbolizer {
             stack.frames = ying_report::relative_paths(frames, &[&package_dir]);
             stack.frames.extend(spans);
         }
+        true
     }
 }
 
