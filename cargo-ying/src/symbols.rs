@@ -48,35 +48,72 @@ impl Symbolizer {
         frames_at_address(address, debug, || loader.find_symbol(call).map(demangle))
     }
 
-    /// Fills the frames of `report`'s deferred stacks from `executable`'s debug information, trimmed as the
-    /// runtime trims them, the test body's frame named after the test, and with paths relative to `package_dir`.
-    /// Returns whether anything changed.
+    /// Fills the frames of `report`'s deferred stacks, sampled and retained, from `executable`'s debug information,
+    /// trimmed as the runtime trims them, the test body's frame named after the test, and with paths relative to
+    /// `package_dir`; judges each deferred retained site's excuse by its frames, as the runtime would have. Returns
+    /// whether anything changed.
     pub fn complete(&mut self, report: &mut LeakReport, executable: &Path, package_dir: &Path) -> bool {
-        if report.sampled_stacks.iter().all(|stack| stack.addresses.is_empty()) {
+        let deferred_sites = report.retained_sites.iter().any(|site| !site.addresses.is_empty());
+        if !deferred_sites && report.sampled_stacks.iter().all(|stack| stack.addresses.is_empty()) {
             return false;
         }
         let executable = self.executables.entry(executable.to_owned()).or_insert_with(|| {
             Loader::new(executable).ok().map(|loader| Executable { loader, frames: HashMap::new() })
         });
-        let package_dir = package_dir.display().to_string();
         let runtime_source = report.deferred.take().map(|deferred| deferred.runtime_source).unwrap_or_default();
-        let trim = ying_report::Trim::new(&runtime_source);
-        // A test runs alone in its process: the runner's frames in its stacks are this test's.
-        let function = report.test.function_path();
+        let mut stacks = Stacks {
+            executable: executable.as_mut(),
+            trim: ying_report::Trim::new(&runtime_source),
+            // A test runs alone in its process: the runner's frames in its stacks are this test's.
+            function: report.test.function_path(),
+            package_dir: package_dir.display().to_string(),
+        };
+        // What the runtime wrote of a deferred stack are the frames of its `tracing` spans, outside the code frames.
         for stack in &mut report.sampled_stacks {
             let addresses = std::mem::take(&mut stack.addresses);
-            let Some(Executable { loader, frames }) = executable.as_mut() else { continue };
-            let frames = addresses
-                .iter()
-                .flat_map(|&address| frames.entry(address).or_insert_with(|| Self::frames(loader, address)).clone())
-                .collect();
-            // What the runtime wrote are the frames of the stack's `tracing` spans, outside the code frames.
-            let spans = std::mem::take(&mut stack.frames);
-            let frames = trim.name_test_body(trim.tidy(frames), &function);
-            stack.frames = ying_report::relative_paths(frames, &[&package_dir]);
-            stack.frames.extend(spans);
+            if let Some(mut frames) = stacks.frames(&addresses) {
+                frames.append(&mut stack.frames);
+                stack.frames = frames;
+            }
+        }
+        for site in &mut report.retained_sites {
+            let addresses = std::mem::take(&mut site.addresses);
+            let Some(mut frames) = stacks.frames(&addresses) else { continue };
+            frames.append(&mut site.frames);
+            // A test measured from outside has no `allow` patterns.
+            if !site.excused && ying_report::excuses::frames_are_excused(&frames, &[]) {
+                site.excused = true;
+                report.excused_bytes += site.bytes;
+            }
+            site.frames = frames;
+        }
+        if deferred_sites {
+            // In the runtime's order, now that the deferred sites have frames.
+            report.retained_sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
         }
         true
+    }
+}
+
+/// What [`Symbolizer::complete`] needs to name one report's deferred stacks.
+struct Stacks<'a> {
+    executable: Option<&'a mut Executable>,
+    trim: ying_report::Trim<'a>,
+    function: String,
+    package_dir: String,
+}
+
+impl Stacks<'_> {
+    /// The code frames of a stack deferred as `addresses`; `None` when there were no addresses or the executable
+    /// could not be read.
+    fn frames(&mut self, addresses: &[u64]) -> Option<Vec<Frame>> {
+        let Executable { loader, frames } = self.executable.as_deref_mut().filter(|_| !addresses.is_empty())?;
+        let code = addresses
+            .iter()
+            .flat_map(|&address| frames.entry(address).or_insert_with(|| Symbolizer::frames(loader, address)).clone())
+            .collect();
+        let code = self.trim.name_test_body(self.trim.tidy(code), &self.function);
+        Some(ying_report::relative_paths(code, &[&self.package_dir]))
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use ying_report::report::{LeakReport, MEASURE_TEST_ENV, REPORT_DIR_ENV, TestIdentity};
+use ying_report::report::{DEFER_SYMBOLS_ENV, LeakReport, MEASURE_TEST_ENV, REPORT_DIR_ENV, TestIdentity};
 
 /// The interposer, built beside this test's binary.
 fn interposer() -> PathBuf {
@@ -20,6 +20,11 @@ fn interposer() -> PathBuf {
 
 /// Runs `subject` alone under the interposer and returns its report.
 fn measure(subject: &str) -> LeakReport {
+    measure_with(subject, &[])
+}
+
+/// [`measure`] with more variables in the subject's environment.
+fn measure_with(subject: &str, env: &[(&str, &str)]) -> LeakReport {
     let reports = tempfile::tempdir().unwrap();
     let identity = TestIdentity::new("ying-preload", None, "interposed", subject, "", 0);
     let output = Command::new(std::env::current_exe().unwrap())
@@ -27,6 +32,7 @@ fn measure(subject: &str) -> LeakReport {
         .env("LD_PRELOAD", interposer())
         .env(MEASURE_TEST_ENV, serde_json::to_string(&identity).unwrap())
         .env(REPORT_DIR_ENV, reports.path())
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let shown = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
@@ -125,6 +131,35 @@ fn a_clean_test_retains_nothing() {
 fn a_process_the_test_starts_does_not_measure_it_again() {
     let report = measure("subject_starts_itself");
     assert_eq!(retained(&report), 1000, "the first process's figures: {report:#?}");
+}
+
+#[test]
+fn names_are_left_to_the_reader_when_symbols_are_deferred() {
+    // Named in the process: the standard library's cache of debug information is excused by its names.
+    let named = measure("subject_backtrace");
+    assert_eq!(retained(&named), 0, "{named:#?}");
+    assert!(named.excused_bytes > 0, "{named:#?}");
+
+    // Deferred, as under cargo ying: the process reads no debug information; the sites it cannot judge by their
+    // addresses carry them, unjudged, and hold what it excused by name before.
+    let deferred = measure_with("subject_backtrace", &[(DEFER_SYMBOLS_ENV, "1")]);
+    let (left, judged): (Vec<_>, Vec<_>) = deferred.retained_sites.iter().partition(|site| !site.addresses.is_empty());
+    assert!(!left.is_empty(), "{deferred:#?}");
+    assert!(left.iter().all(|site| !site.excused && site.frames.is_empty()), "{left:#?}");
+    let excused_here: u64 = judged.iter().filter(|site| site.excused).map(|site| site.bytes).sum();
+    assert_eq!(deferred.excused_bytes, excused_here);
+    let left_bytes: u64 = left.iter().map(|site| site.bytes).sum();
+    assert_eq!(deferred.figures.retained_bytes, named.figures.retained_bytes);
+    assert_eq!(deferred.excused_bytes + left_bytes, named.excused_bytes);
+    assert!(deferred.deferred.is_some(), "the reader is told where the runtime's frames lie");
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_backtrace() {
+    // Naming the frames, the standard library reads the executable's debug information and keeps it.
+    let shown = std::backtrace::Backtrace::force_capture().to_string();
+    assert!(shown.contains("subject_backtrace"), "{shown}");
 }
 
 #[ignore = "run by the interposer's tests, under LD_PRELOAD"]

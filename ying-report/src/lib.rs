@@ -5,13 +5,15 @@
 //!   identity checked, written whole or not at all;
 //! - [`summary`] and [`baseline`]: what `cargo ying test` writes for a run and keeps for the gate;
 //! - [`TestId`]: which test of which target of which package, with one display form and one file name;
-//! - [`Frame`], the rule that [names](names) the function at an address whatever the debug-information level,
-//!   the pure rules that [trim](Trim) a symbolised stack, and [`FoldedStack`];
+//! - [`Frame`], the rule that [names] the function at an address whatever the debug-information level,
+//!   the pure rules that [trim](Trim) a symbolised stack and [excuse](excuses) what it allocated, and
+//!   [`FoldedStack`];
 //! - [`ByteSize`]: the one grammar of sizes (`"64 KiB"`) that budgets, flags and configuration keys use.
 //!
 //! It depends on serde alone: no allocator, no renderer.
 
 pub mod baseline;
+pub mod excuses;
 mod figures;
 mod folded;
 mod frame;

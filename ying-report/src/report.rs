@@ -420,12 +420,27 @@ pub struct RetainedSite {
     pub excused: bool,
     /// The stack, from the allocation site outwards; empty when the stack was not recorded.
     pub frames: Vec<Frame>,
+    /// Instead of the code frames, for a test measured from outside under [`DEFER_SYMBOLS_ENV`]: the stack's
+    /// instruction addresses in the test executable, innermost first, as in [`SampledStack::addresses`]. The
+    /// process judged only what the addresses tell ([`excused`](Self::excused) is false until then): the reader
+    /// symbolises them, judges the frames by [`frames_are_excused`](crate::excuses::frames_are_excused) (no
+    /// patterns) and, for an excused site, sets `excused` and adds its bytes to
+    /// [`LeakReport::excused_bytes`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<u64>,
 }
 
 impl RetainedSite {
     /// `bytes` in `blocks` blocks allocated at `frames`.
     pub fn new(bytes: u64, blocks: u64, excused: bool, frames: Vec<Frame>) -> Self {
-        Self { bytes, blocks, excused, frames }
+        Self { bytes, blocks, excused, frames, addresses: Vec::new() }
+    }
+
+    /// `bytes` in `blocks` blocks allocated at the instruction `addresses` of the test executable, for the reader
+    /// to symbolise and judge (see [`addresses`](Self::addresses)); `frames` holds what follows the code frames
+    /// (the `tracing` spans the stack was captured in).
+    pub fn deferred(bytes: u64, blocks: u64, addresses: Vec<u64>, frames: Vec<Frame>) -> Self {
+        Self { bytes, blocks, excused: false, frames, addresses }
     }
 }
 

@@ -6,9 +6,10 @@ use ying_report::report::LeakReport;
 use ying_report::{TargetKind, TestId};
 
 /// What each test of the plain fixture retains, by (target, test): its own leak, exactly.
-const RETAINED: [(&str, &str, u64); 7] = [
+const RETAINED: [(&str, &str, u64); 8] = [
     ("plain", "leaks_a_box", 1000),
     ("plain", "clean", 0),
+    ("plain", "panics", 0),
     ("plain", "leaks_from_c", 500),
     ("plain", "thread_leaks", 2000),
     ("plain", "caches_4000_bytes", 4000),
@@ -60,6 +61,31 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
     let first = &sites[0].frames[0];
     assert_eq!((sites[0].bytes, first.function.as_str()), (500, "plain::leaks_from_c"), "{sites:#?}");
     assert_eq!(first.file.as_deref(), Some("tests/plain.rs"));
+}
+
+#[test]
+fn what_a_panics_backtrace_keeps_is_excused_by_cargo_ying() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::plain();
+    // The backtrace printed under RUST_BACKTRACE=1: the standard library keeps the debug information it read.
+    let output = fixture.cargo_ying(&["--measure", "all", "--test", "plain", "panics"], &[("RUST_BACKTRACE", "1")]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let summary = summary(&target_dir());
+    let test = entry(&summary, "plain", "panics");
+    assert_eq!(test["retained_bytes"], 0, "{test}");
+
+    // The test's process named nothing: cargo ying named the sites and judged them, as the runtime would have.
+    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "panics");
+    let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
+    assert!(report.excused_bytes > 1 << 20, "megabytes of debug information: {}", report.excused_bytes);
+    assert_eq!(report.excused_bytes, report.figures.retained_bytes);
+    assert!(report.deferred.is_none() && report.retained_sites.iter().all(|site| site.addresses.is_empty()));
+    assert!(report.retained_sites.iter().all(|site| site.excused), "{:#?}", report.retained_sites);
+    let cache = |site: &&ying_report::report::RetainedSite| {
+        site.frames.iter().any(|frame| frame.function.starts_with("std::backtrace_rs::"))
+    };
+    let named: u64 = report.retained_sites.iter().filter(cache).map(|site| site.bytes).sum();
+    assert!(named > report.excused_bytes / 2, "the cache is named: {:#?}", report.retained_sites);
 }
 
 #[test]

@@ -163,6 +163,50 @@ pub(crate) fn executable_address(ip: usize) -> Option<u64> {
     }
 }
 
+/// `ips` as addresses in the process's executable file, for another process to symbolise, when that names the
+/// allocation: the first frame outside this runtime's own object (the allocation interposer's library, whose frames
+/// a report trims) is the executable's. The frames of shared libraries further out (the unwinder's
+/// `_Unwind_Backtrace` around the standard library's backtraces) are left out, as in deferred sampled stacks.
+/// `None` when a shared library made the allocation (only this process can name its code) or the platform is not
+/// supported.
+pub(crate) fn deferrable_addresses(ips: &[usize]) -> Option<Vec<u64>> {
+    #[cfg(target_os = "linux")]
+    {
+        let (start, end) = *own_object_range();
+        let mut outside = ips.iter().filter(|&&ip| !(start..end).contains(&ip) || executable_address(ip).is_some());
+        if outside.next().is_some_and(|&ip| executable_address(ip).is_none()) {
+            return None;
+        }
+        Some(ips.iter().filter_map(|&ip| executable_address(ip)).collect())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = ips;
+        None
+    }
+}
+
+/// The mapped range of the object this runtime's code lies in: the executable, or the allocation interposer's
+/// library; empty when unknown.
+#[cfg(target_os = "linux")]
+fn own_object_range() -> &'static (usize, usize) {
+    static RANGE: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
+    RANGE.get_or_init(|| {
+        let own = deferrable_addresses as *const () as usize;
+        crate::base::loaded::find_map(|object| {
+            if !object.holds(own) {
+                return core::ops::ControlFlow::Continue(());
+            }
+            let range = object
+                .segments(libc::PT_LOAD)
+                .fold((usize::MAX, 0), |(start, end), segment| (start.min(segment.0), end.max(segment.1)));
+            core::ops::ControlFlow::Break(range)
+        })
+        .filter(|(start, end)| start < end)
+        .unwrap_or_default()
+    })
+}
+
 /// The executable's load bias (its addresses in this process less those in its file), when known.
 #[cfg(target_os = "linux")]
 pub(crate) fn executable_bias() -> Option<usize> {

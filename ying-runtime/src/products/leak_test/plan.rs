@@ -4,7 +4,7 @@
 use crate::hot::allocator::is_installed;
 use crate::products::measure::INSTALL_HINT;
 use std::sync::{Mutex, MutexGuard};
-use ying_report::report::{ATTRIBUTION_ENV, Attribution, Budgets, TestIdentity};
+use ying_report::report::{ATTRIBUTION_ENV, Attribution, Budgets, DEFER_SYMBOLS_ENV, TestIdentity};
 
 /// Process-attributed tests count every allocation in the process: two at once would count each other's.
 static PROCESS_TESTS: Mutex<()> = Mutex::new(());
@@ -74,18 +74,24 @@ pub(super) struct Plan {
     pub(super) iterations: u32,
     /// What the report says of how the figures were taken (see `LeakReport::notes`).
     pub(super) notes: Vec<String>,
+    /// Whether the stacks of retained memory are left for the reader to name and excuse (see
+    /// `RetainedSite::addresses`) instead of symbolised in the test's process: in a run that defers symbols, when no
+    /// budget the excuses count in is set, so that they cannot change the verdict.
+    pub(super) defer_excuses: bool,
 }
 
 impl Plan {
     /// The plan of `test`, whose attribution defaults to `default_attribution`.
     pub(super) fn new(test: &'static LeakTest, default_attribution: Attribution) -> Self {
+        let budgets = budgets_with_defaults(test.budgets, test.iterations.is_some());
         Self {
             test,
             identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
-            budgets: budgets_with_defaults(test.budgets, test.iterations.is_some()),
+            budgets,
             attribution: test.attribution.unwrap_or(default_attribution),
             iterations: test.iterations.unwrap_or(1).max(1),
             notes: Vec::new(),
+            defer_excuses: defers_excuses(&budgets),
         }
     }
 
@@ -98,6 +104,7 @@ impl Plan {
             attribution: Attribution::Process,
             iterations: 1,
             notes: Vec::new(),
+            defer_excuses: defers_excuses(&test.budgets),
         }
     }
 
@@ -136,6 +143,14 @@ pub(super) fn budgets_with_defaults(mut budgets: Budgets, iterated: bool) -> Bud
         budgets.max_retained = budgets.max_retained.or(Some(0));
     }
     budgets
+}
+
+/// Whether retained stacks are left for the reader to name under `budgets` (see [`Plan::defer_excuses`]): in a run
+/// that defers symbols, with no budget that excused bytes are taken out of.
+fn defers_excuses(budgets: &Budgets) -> bool {
+    budgets.max_retained.is_none()
+        && budgets.max_growth_per_iteration.is_none()
+        && std::env::var_os(DEFER_SYMBOLS_ENV).is_some()
 }
 
 /// `process` or `thread` from [`ATTRIBUTION_ENV`]; thread attribution when unset.

@@ -33,7 +33,9 @@ pub(super) fn write(
         report.per_iteration = findings.per_iteration.to_vec();
         report.retained_sites = retained_sites;
         report.sampled_stacks = sampled_stacks(plan.test.manifest_dir);
-        if report.sampled_stacks.iter().any(|stack| !stack.addresses.is_empty()) {
+        if report.sampled_stacks.iter().any(|stack| !stack.addresses.is_empty())
+            || report.retained_sites.iter().any(|site| !site.addresses.is_empty())
+        {
             report.deferred = Some(DeferredSymbols::new(OWN_SOURCE));
         }
         report.run_token = std::env::var(RUN_TOKEN_ENV).ok();
