@@ -3,12 +3,13 @@
 //!
 //! It is built from a small crate cargo ying writes under `<target-dir>/ying/interposer/`, a `cdylib` over
 //! `ying-preload`: from this source tree when cargo ying runs from one (its lock file copied, so the versions are
-//! those ying is tested with), else from the registry at cargo ying's own version.
+//! those ying is tested with), else from the registry at cargo ying's own version. Once built, cargo's check that
+//! it is up to date runs while the tests are built and listed, not after.
 
 use crate::build::cargo;
 use crate::error::{Error, InterposerError, Result};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Command, Stdio};
 
 /// Whether this platform has the interposer: Linux with glibc (`LD_PRELOAD`, and glibc's allocator under its own
 /// names to forward to).
@@ -25,10 +26,27 @@ const SOURCE_LOCK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock");
 /// The library's file name.
 const LIBRARY: &str = "libying_interposer.so";
 
-/// Builds the interposer under `out_dir` (`<target-dir>/ying`), unless it is built and up to date, and returns the
-/// library's path. `verbosity`: cargo's `--quiet` or `--verbose`; `cargo_flags`: `--offline` when the run stays
-/// off the network.
-pub fn build(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> Result<PathBuf> {
+/// The interposer's build, started by [`start`] beside the tests' build; [`Build::finish`] waits for it and gives
+/// the library's path.
+pub struct Build {
+    library: PathBuf,
+    cargo: Cargo,
+}
+
+/// How the interposer's `cargo build` runs.
+enum Cargo {
+    /// Started at once, its output kept: the library was built before from the same crate, and cargo only checks
+    /// that it is up to date, in the time the tests' own build takes.
+    Checking(Child),
+    /// Run by [`Build::finish`], after the tests' build, its output shown as it goes (a build error of the tests
+    /// comes first): the first build, or one that a changed crate makes.
+    Building(Command),
+}
+
+/// Writes the interposer's crate under `out_dir` (`<target-dir>/ying`) and starts building it, unless it needs a
+/// build that shows its output (see [`Cargo`]). `verbosity`: cargo's `--quiet` or `--verbose`; `cargo_flags`:
+/// `--offline` when the run stays off the network.
+pub fn start(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> Result<Build> {
     if !SUPPORTED {
         return Err(Error::Interposer(InterposerError::Unsupported));
     }
@@ -45,13 +63,15 @@ pub fn build(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> R
     } else {
         format!("\"={}\"", env!("CARGO_PKG_VERSION"))
     };
-    write_if_changed(&dir.join("Cargo.toml"), &manifest(&dependency))?;
-    write_if_changed(
+    let mut changed = write_if_changed(&dir.join("Cargo.toml"), &manifest(&dependency))?;
+    changed |= write_if_changed(
         &dir.join("lib.rs"),
         "//! ying's allocation interposer, as one shared library.\n\nextern crate ying_preload;\n",
     )?;
     let target_dir = dir.join("target");
-    let status = cargo()
+    let library = target_dir.join("release").join(LIBRARY);
+    let mut command = cargo();
+    command
         .args(["build", "--release", "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")
@@ -62,14 +82,48 @@ pub fn build(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> R
         // sanitizer is not).
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .status()
-        .map_err(|error| Error::Interposer(InterposerError::Spawn(error)))?;
-    if !status.success() {
-        return Err(Error::Interposer(InterposerError::Failed(status)));
+        .stdout(Stdio::null());
+    let cargo = if changed || !library.is_file() {
+        Cargo::Building(command)
+    } else {
+        let child =
+            command.stderr(Stdio::piped()).spawn().map_err(|error| Error::Interposer(InterposerError::Spawn(error)))?;
+        Cargo::Checking(child)
+    };
+    Ok(Build { library, cargo })
+}
+
+impl Build {
+    /// Waits for the build (or runs it) and returns the library's path. A check's output is shown when it failed,
+    /// or with `--verbose` (`verbose`).
+    pub fn finish(self, verbose: bool) -> Result<PathBuf> {
+        let status = match self.cargo {
+            Cargo::Building(mut command) => command
+                .stderr(Stdio::inherit())
+                .status()
+                .map_err(|error| Error::Interposer(InterposerError::Spawn(error)))?,
+            Cargo::Checking(child) => {
+                let output =
+                    child.wait_with_output().map_err(|error| Error::Interposer(InterposerError::Spawn(error)))?;
+                if verbose || !output.status.success() {
+                    let _ = std::io::Write::write_all(&mut std::io::stderr(), &output.stderr);
+                }
+                output.status
+            }
+        };
+        if !status.success() {
+            return Err(Error::Interposer(InterposerError::Failed(status)));
+        }
+        Ok(self.library)
     }
-    Ok(target_dir.join("release").join(LIBRARY))
+
+    /// Ends the build unused (the tests' build failed, or no test is selected): a check started is waited for, so
+    /// that no cargo outlives the run; a build not started is not run.
+    pub fn abandon(self) {
+        if let Cargo::Checking(child) = self.cargo {
+            let _ = child.wait_with_output();
+        }
+    }
 }
 
 /// The crate's manifest, with `ying-preload` as `dependency` (a TOML value).
@@ -85,12 +139,13 @@ fn manifest(dependency: &str) -> String {
     )
 }
 
-/// Writes `contents` to `path` unless it holds them already (cargo rebuilds what changed).
-fn write_if_changed(path: &Path, contents: &str) -> Result<()> {
+/// Writes `contents` to `path` unless it holds them already (cargo rebuilds what changed); returns whether it wrote.
+fn write_if_changed(path: &Path, contents: &str) -> Result<bool> {
     if std::fs::read_to_string(path).is_ok_and(|existing| existing == contents) {
-        return Ok(());
+        return Ok(false);
     }
-    std::fs::write(path, contents).map_err(Error::io("write", path))
+    std::fs::write(path, contents).map_err(Error::io("write", path))?;
+    Ok(true)
 }
 
 /// `LD_PRELOAD` for a test process: the interposer first, then whatever the environment preloads already.

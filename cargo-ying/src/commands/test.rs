@@ -42,19 +42,32 @@ pub fn run(args: TestArgs) -> Result<u8> {
     } else {
         None
     };
-    let plan = Plan::make(filter, &selection, &workspace.metadata, verbosity)?;
+    // Checked while the tests are built and listed; a first build runs after theirs (a build error of the tests
+    // comes first), before any test runs.
+    let mut interposer = match args.measure.or(config.measure).unwrap_or_default() {
+        Measure::All if !selection.list => Some(interposer::start(&out_dir, verbosity, &filter.cargo.network_flags())?),
+        Measure::All | Measure::LeakTests => None,
+    };
+    let plan = match Plan::make(filter, &selection, &workspace.metadata, verbosity) {
+        Ok(plan) => plan,
+        Err(error) => {
+            if let Some(build) = interposer.take() {
+                build.abandon();
+            }
+            return Err(error);
+        }
+    };
     if selection.list {
         listing::print(&plan);
         return Ok(EXIT_OK);
     }
     if plan.selected == 0 {
+        if let Some(build) = interposer.take() {
+            build.abandon();
+        }
         return Ok(no_tests(args.no_tests.or(config.no_tests).unwrap_or(NoTests::Fail)));
     }
-    // Built after the tests (a build error of theirs comes first), before any test runs.
-    let interposer = match args.measure.or(config.measure).unwrap_or_default() {
-        Measure::All => Some(interposer::build(&out_dir, verbosity, &filter.cargo.network_flags())?),
-        Measure::LeakTests => None,
-    };
+    let interposer = interposer.map(|build| build.finish(args.verbose)).transpose()?;
     let no_capture = args.no_capture || selection.no_capture;
     let options = RunOptions {
         // Output straight to the terminal is readable one test at a time, as under cargo-nextest.
