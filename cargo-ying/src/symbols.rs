@@ -80,7 +80,7 @@ impl Symbolizer {
             let addresses = std::mem::take(&mut site.addresses);
             let Some(mut frames) = stacks.frames(&addresses) else { continue };
             frames.append(&mut site.frames);
-            // A test measured from outside has no `allow` patterns.
+            // Sites are deferred only by a test with no budget, measured from outside: it has no `allow` patterns.
             if !site.excused && ying_report::excuses::frames_are_excused(&frames, &[]) {
                 site.excused = true;
                 report.excused_bytes += site.bytes;
@@ -89,7 +89,7 @@ impl Symbolizer {
         }
         if deferred_sites {
             // In the runtime's order, now that the deferred sites have frames.
-            report.retained_sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
+            ying_report::report::RetainedSite::sort(&mut report.retained_sites);
         }
         true
     }

@@ -442,6 +442,11 @@ impl RetainedSite {
     pub fn deferred(bytes: u64, blocks: u64, addresses: Vec<u64>, frames: Vec<Frame>) -> Self {
         Self { bytes, blocks, excused: false, frames, addresses }
     }
+
+    /// Puts `sites` in a report's order: the most bytes first, then by frames.
+    pub fn sort(sites: &mut [Self]) {
+        sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
+    }
 }
 
 /// A sampled stack with its estimates, as the runtime's `StackStats` gives them.

@@ -245,7 +245,7 @@ impl Measured {
                     RetainedSite::new(bytes, blocks, excused, frames)
                 })
                 .collect();
-            sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
+            RetainedSite::sort(&mut sites);
             sites
         })
     }
