@@ -89,8 +89,10 @@ impl<'a> Trim<'a> {
 
     /// Drops the frames above the allocating code: the run of the profiler's own frames every captured stack
     /// starts with (up to and including the allocator entry), then the standard library's allocation plumbing.
-    /// Frames of the profiler further out (`ying::measure` around a measured body) are the caller's context and
-    /// stay.
+    /// A stack that starts with the plumbing, its entry frames left out (a stack deferred under the allocation
+    /// interposer keeps only the executable's frames, and the entry, `malloc`, is the interposer's), loses the
+    /// plumbing all the same. Frames of the profiler further out (`ying::measure` around a measured body) are the
+    /// caller's context and stay.
     pub fn strip_allocator_frames<T: AsRef<Frame>>(&self, frames: &mut Vec<T>) {
         // The outermost entry: under the allocation interposer a stack passes `malloc` first, then the global
         // allocator's entry when Rust code allocated, with the program's own global allocator between them.
@@ -101,9 +103,6 @@ impl<'a> Trim<'a> {
             Some(entry) => entry + 1,
             None => frames.iter().position(|frame| !self.is_profiler_frame(frame.as_ref())).unwrap_or(frames.len()),
         };
-        if own == 0 {
-            return;
-        }
         let plumbing = frames[own..]
             .iter()
             .position(|frame| !is_allocation_plumbing(frame.as_ref()))
@@ -364,6 +363,21 @@ mod tests {
         ]);
         Trim::new(RUNTIME).strip_allocator_frames(&mut frames);
         assert_eq!(kept(&frames), ["alloc::vec::Vec<T>::with_capacity", "app::fill"]);
+    }
+
+    #[test]
+    fn a_deferred_stack_without_its_entry_starts_at_the_allocating_code() {
+        // Under the interposer, `__rust_alloc` and `__rdl_alloc` jump to `malloc` without a frame, and `malloc` is
+        // the interposer's, not the executable's: the stack begins in the plumbing.
+        let mut frames = names(&[
+            "alloc::alloc::alloc",
+            "alloc::alloc::Global::alloc_impl_runtime",
+            "<alloc::alloc::Global as core::alloc::Allocator>::allocate",
+            "alloc::boxed::Box<T>::new",
+            "app::leak",
+        ]);
+        Trim::new(RUNTIME).strip_allocator_frames(&mut frames);
+        assert_eq!(kept(&frames), ["alloc::boxed::Box<T>::new", "app::leak"]);
     }
 
     #[test]

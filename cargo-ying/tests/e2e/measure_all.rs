@@ -61,6 +61,15 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
     let first = &sites[0].frames[0];
     assert_eq!((sites[0].bytes, first.function.as_str()), (500, "plain::leaks_from_c"), "{sites:#?}");
     assert_eq!(first.file.as_deref(), Some("tests/plain.rs"));
+
+    // A Rust allocation's site, named by cargo ying from the executable's frames alone (the interposer's `malloc`,
+    // the allocator entry, is not among them), starts where the code allocates, not in the allocation plumbing.
+    let test = entry(&summary, "plain", "leaks_a_box");
+    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "leaks_a_box");
+    let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
+    let site = report.retained_sites.iter().find(|site| !site.excused).unwrap();
+    assert!(!ying_report::is_allocation_plumbing(&site.frames[0]), "{site:#?}");
+    assert!(site.frames.iter().take(4).any(|frame| frame.function == "plain::leaks_a_box"), "{site:#?}");
 }
 
 #[test]
