@@ -44,7 +44,7 @@ enum Cargo {
 }
 
 /// Writes the interposer's crate under `out_dir` (`<target-dir>/ying`) and starts building it, unless it needs a
-/// build that shows its output (see [`Cargo`]). `verbosity`: cargo's `--quiet` or `--verbose`; `cargo_flags`:
+/// build that shows its output (see `Cargo`). `verbosity`: cargo's `--quiet` or `--verbose`; `cargo_flags`:
 /// `--offline` when the run stays off the network.
 pub fn start(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> Result<Build> {
     if !SUPPORTED {

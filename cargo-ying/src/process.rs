@@ -57,7 +57,7 @@ fn tell_watchdog(change: char, group: u32) {
     }
 }
 
-/// The watchdog (`cargo-ying __ying-watchdog`): [`outlive`] the cargo ying that started it, whose input it
+/// The watchdog (`cargo-ying __ying-watchdog`): `outlive` the cargo ying that started it, whose input it
 /// reads. Interrupts are ignored: it ends with its input.
 pub fn watchdog(input: impl BufRead) {
     #[cfg(unix)]

@@ -41,7 +41,7 @@ fn group(test: &SummaryTest) -> u8 {
     }
 }
 
-/// The tests in the page's order: by [`group`], then by id.
+/// The tests in the page's order: by `group`, then by id.
 pub fn ordered(tests: &[SummaryTest]) -> Vec<&SummaryTest> {
     let mut ordered: Vec<&SummaryTest> = tests.iter().collect();
     ordered.sort_by(|a, b| (group(a), &a.id).cmp(&(group(b), &b.id)));
