@@ -39,6 +39,13 @@ impl LoadedObject<'_> {
         })
     }
 
+    /// The in-memory range `(start, end)` from its first loaded segment to the end of its last; empty (`start` not
+    /// below `end`) when it has none.
+    pub(crate) fn loaded_range(&self) -> (usize, usize) {
+        self.segments(libc::PT_LOAD)
+            .fold((usize::MAX, 0), |(start, end), segment| (start.min(segment.0), end.max(segment.1)))
+    }
+
     /// Whether `address` lies in one of the object's loaded segments.
     pub(crate) fn holds(&self, address: usize) -> bool {
         self.segments(libc::PT_LOAD).any(|(start, end, _)| (start..end).contains(&address))

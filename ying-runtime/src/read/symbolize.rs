@@ -197,10 +197,7 @@ fn own_object_range() -> &'static (usize, usize) {
             if !object.holds(own) {
                 return core::ops::ControlFlow::Continue(());
             }
-            let range = object
-                .segments(libc::PT_LOAD)
-                .fold((usize::MAX, 0), |(start, end), segment| (start.min(segment.0), end.max(segment.1)));
-            core::ops::ControlFlow::Break(range)
+            core::ops::ControlFlow::Break(object.loaded_range())
         })
         .filter(|(start, end)| start < end)
         .unwrap_or_default()
@@ -221,9 +218,7 @@ fn executable_range() -> &'static (usize, usize, usize) {
     RANGE.get_or_init(|| {
         // The first object is the executable.
         crate::base::loaded::find_map(|object| {
-            let (start, end) = object
-                .segments(libc::PT_LOAD)
-                .fold((usize::MAX, 0), |(start, end), segment| (start.min(segment.0), end.max(segment.1)));
+            let (start, end) = object.loaded_range();
             core::ops::ControlFlow::Break(if start < end { (start, end, object.bias) } else { (0, 0, 0) })
         })
         .unwrap_or_default()

@@ -66,7 +66,7 @@ pub(super) struct Excuses {
     patterns: &'static [&'static str],
     /// The test function's path, which names the frame of its body.
     function: String,
-    /// Stacks whose names are left to the reader are not judged here (see `Plan::defer_excuses`).
+    /// Stacks whose names are left to the reader are not judged here (see `Plan::defers_excuses`).
     defer: bool,
     verdicts: HashMap<StackId, bool>,
 }
@@ -92,10 +92,10 @@ impl Excuses {
     }
 
     /// The addresses of recorded stack `stack` in the executable, when the reader names and judges it instead of
-    /// this process (see `RetainedSite::addresses`): names are deferred, and the executable made the allocation
-    /// (see [`deferrable_addresses`]).
+    /// this process (see `RetainedSite::addresses`): names are deferred, its addresses excuse nothing
+    /// ([`known`](Self::known)), and the executable made the allocation (see [`deferrable_addresses`]).
     pub(super) fn deferred(&self, stack: StackId) -> Option<Vec<u64>> {
-        if !self.defer {
+        if !self.defer || self.known(stack).is_some() {
             return None;
         }
         stacks::ips(stack).and_then(|ips| deferrable_addresses(ips.as_slice()))

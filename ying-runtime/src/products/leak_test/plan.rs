@@ -74,24 +74,18 @@ pub(super) struct Plan {
     pub(super) iterations: u32,
     /// What the report says of how the figures were taken (see `LeakReport::notes`).
     pub(super) notes: Vec<String>,
-    /// Whether the stacks of retained memory are left for the reader to name and excuse (see
-    /// `RetainedSite::addresses`) instead of symbolised in the test's process: in a run that defers symbols, when no
-    /// budget the excuses count in is set, so that they cannot change the verdict.
-    pub(super) defer_excuses: bool,
 }
 
 impl Plan {
     /// The plan of `test`, whose attribution defaults to `default_attribution`.
     pub(super) fn new(test: &'static LeakTest, default_attribution: Attribution) -> Self {
-        let budgets = budgets_with_defaults(test.budgets, test.iterations.is_some());
         Self {
             test,
             identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
-            budgets,
+            budgets: budgets_with_defaults(test.budgets, test.iterations.is_some()),
             attribution: test.attribution.unwrap_or(default_attribution),
             iterations: test.iterations.unwrap_or(1).max(1),
             notes: Vec::new(),
-            defer_excuses: defers_excuses(&budgets),
         }
     }
 
@@ -104,8 +98,16 @@ impl Plan {
             attribution: Attribution::Process,
             iterations: 1,
             notes: Vec::new(),
-            defer_excuses: defers_excuses(&test.budgets),
         }
+    }
+
+    /// Whether the stacks of retained memory are left for the reader to name and excuse (see
+    /// `RetainedSite::addresses`) instead of symbolised in the test's process: in a run that defers symbols, when no
+    /// budget that excused bytes are taken out of is set, so that the excuses cannot change the verdict.
+    pub(super) fn defers_excuses(&self) -> bool {
+        self.budgets.max_retained.is_none()
+            && self.budgets.max_growth_per_iteration.is_none()
+            && std::env::var_os(DEFER_SYMBOLS_ENV).is_some()
     }
 
     /// The test's name as the test harness lists it.
@@ -143,14 +145,6 @@ pub(super) fn budgets_with_defaults(mut budgets: Budgets, iterated: bool) -> Bud
         budgets.max_retained = budgets.max_retained.or(Some(0));
     }
     budgets
-}
-
-/// Whether retained stacks are left for the reader to name under `budgets` (see [`Plan::defer_excuses`]): in a run
-/// that defers symbols, with no budget that excused bytes are taken out of.
-fn defers_excuses(budgets: &Budgets) -> bool {
-    budgets.max_retained.is_none()
-        && budgets.max_growth_per_iteration.is_none()
-        && std::env::var_os(DEFER_SYMBOLS_ENV).is_some()
 }
 
 /// `process` or `thread` from [`ATTRIBUTION_ENV`]; thread attribution when unset.

@@ -167,7 +167,7 @@ impl Session {
     /// Opens the measured scope, recording every stack. Whatever the session itself needs while measuring is
     /// allocated before.
     pub(super) fn open(plan: &Plan) -> Self {
-        let excuses = Excuses::new(plan.test.allow, plan.function_path(), plan.defer_excuses);
+        let excuses = Excuses::new(plan.test.allow, plan.function_path(), plan.defers_excuses());
         let per_iteration = Vec::with_capacity(plan.iterations as usize);
         let scope = OpenScope::open(plan.attribution, true);
         Self { scope: Some(scope), excuses, per_iteration, at_start: ScopeStats::default(), excused_at_start: 0 }
@@ -224,17 +224,15 @@ impl Measured {
             let mut sites: Vec<RetainedSite> = by_stack
                 .into_iter()
                 .map(|(stack, (bytes, blocks))| {
-                    let known = stack.and_then(|stack| self.excuses.known(stack));
-                    if known.is_none()
-                        && let Some((stack, addresses)) =
-                            stack.and_then(|stack| Some((stack, self.excuses.deferred(stack)?)))
+                    if let Some(stack) = stack
+                        && let Some(addresses) = self.excuses.deferred(stack)
                     {
                         // Named and judged by the reader; the spans are what follows the code frames.
                         let spans = stacks::ips(stack).map(|ips| span_frames(&ips)).unwrap_or_default();
                         let spans = relative_frames(spans, manifest_dir);
                         return RetainedSite::deferred(bytes, blocks, addresses, spans);
                     }
-                    let frames = match known {
+                    let frames = match stack.and_then(|stack| self.excuses.known(stack)) {
                         Some(known) => vec![Frame::new(known, None, None)],
                         None => stack
                             .and_then(stacks::ips)
