@@ -6,8 +6,27 @@ use crate::gate::Reruns;
 use crate::model::{Outcome, Run, TestRecord, seconds};
 use crate::runner::RunOptions;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write as _};
 use ying_report::{GateVerdict, TestId};
+
+/// `eprintln!`, in one write: the message is formatted first and handed to standard error whole. Standard error is
+/// unbuffered, and `eprintln!` writes each piece of its format and each character of padding with a system call of
+/// its own (the table of 183 measured tests took 12,000), which also lets another process's output land inside a
+/// line. A failed write is not an error of the run.
+macro_rules! say {
+    () => {
+        write_whole("\n")
+    };
+    ($($arg:tt)+) => {
+        write_whole(&format!("{}\n", format_args!($($arg)+)))
+    };
+}
+
+/// Writes `text` to standard error in one call.
+fn write_whole(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
 
 /// Whether to color, from `--color`, `CARGO_TERM_COLOR` and `NO_COLOR`.
 pub fn use_color(choice: Option<ColorChoice>) -> bool {
@@ -87,7 +106,7 @@ impl Reporter {
 
     /// A note on the run, before it starts.
     pub fn note(&self, note: &str) {
-        eprintln!("{} {note}", self.label(YELLOW, "note"));
+        say!("{} {note}", self.label(YELLOW, "note"));
     }
 
     fn paint(&self, style: &str, text: &str) -> String {
@@ -102,7 +121,7 @@ impl Reporter {
     fn line(&self, line: &str) {
         match &self.progress {
             Some(progress) if !progress.is_finished() => progress.println(line),
-            _ => eprintln!("{line}"),
+            _ => say!("{line}"),
         }
     }
 
@@ -112,7 +131,7 @@ impl Reporter {
         self.counts = Counts { total: running, jobs: options.jobs, attempts, done: 0, failed: 0 };
         let ignored = if ignored > 0 { format!(" ({ignored} ignored)") } else { String::new() };
         // Before the progress bar exists: a bar that is not drawn yet would swallow the line.
-        eprintln!(
+        say!(
             "{} {running} test{} across {binaries} binar{}{ignored}",
             self.label(GREEN, "Starting"),
             if running == 1 { "" } else { "s" },
@@ -183,13 +202,13 @@ impl Reporter {
             progress.finish_and_clear();
         }
         for test in run.tests.iter().filter(|test| test.outcome.is_failure()) {
-            eprintln!("\n{}", self.paint(RED, &format!("--- {}: output ---", test.id)));
+            say!("\n{}", self.paint(RED, &format!("--- {}: output ---", test.id)));
             if test.output.is_empty() && self.no_capture {
-                eprintln!("(not captured: --no-capture printed it above)");
+                say!("(not captured: --no-capture printed it above)");
             }
-            eprint!("{}", test.output);
+            write_whole(&test.output);
             if !test.output.ends_with('\n') && !test.output.is_empty() {
-                eprintln!();
+                say!();
             }
         }
         let totals = run.totals();
@@ -200,13 +219,13 @@ impl Reporter {
         } else {
             GREEN
         };
-        eprintln!("\n{} [{:>8}] {totals}", self.label(style, "Summary"), seconds(run.elapsed));
+        say!("\n{} [{:>8}] {totals}", self.label(style, "Summary"), seconds(run.elapsed));
         // What failed the run, again, where the eye lands after the run: as nextest lists failed tests.
         for test in run.failures() {
             match (&test.outcome, test.gate.as_ref()) {
                 (outcome, _) if outcome.is_failure() => {
                     if let Some(line) = self.result_line(test) {
-                        eprintln!("{line}");
+                        say!("{line}");
                     }
                 }
                 (_, Some(gate)) => {
@@ -214,19 +233,19 @@ impl Reporter {
                         .regressions()
                         .map(|row| format!("{} {} -> {}", row.figure.name(), row.baseline, row.now))
                         .collect();
-                    eprintln!("{} {}: {}", self.label(RED, "REGRESSED"), test.id, rows.join(", "));
+                    say!("{} {}: {}", self.label(RED, "REGRESSED"), test.id, rows.join(", "));
                 }
                 _ => {}
             }
         }
         if let Some(signal) = run.interrupted {
-            eprintln!(
+            say!(
                 "{} the run was stopped by {}: the tests that had not finished did not run; no baseline was written",
                 self.label(RED, "interrupted"),
                 crate::process::signal_name(signal)
             );
         } else if totals.not_run > 0 && run.fail_fast {
-            eprintln!("{} stopped after the first failure; --no-fail-fast runs every test", self.label(YELLOW, "note"));
+            say!("{} stopped after the first failure; --no-fail-fast runs every test", self.label(YELLOW, "note"));
         }
         self.leak_table(run);
         self.notes(run);
@@ -240,7 +259,7 @@ impl Reporter {
             for note in &leak.report.notes {
                 let binary = test.id.binary_id();
                 if !shown.iter().any(|(seen, seen_note)| *seen == binary && seen_note == note) {
-                    eprintln!("{} {binary}: {note}", self.label(YELLOW, "note"));
+                    say!("{} {binary}: {note}", self.label(YELLOW, "note"));
                     shown.push((binary, note));
                 }
             }
@@ -254,13 +273,14 @@ impl Reporter {
         }
         let ids: Vec<String> = rows.iter().map(|(test, _)| test.id.to_string()).collect();
         let width = ids.iter().map(String::len).max().unwrap_or(4).max(4);
-        eprintln!(
-            "\n{:<width$}  {:>10}  {:>10}  {:>10}  {:>11}  outcome",
+        let mut table = format!(
+            "\n{:<width$}  {:>10}  {:>10}  {:>10}  {:>11}  outcome\n",
             "leak test", "retained", "peak", "allocated", "allocations"
         );
         for ((test, leak), id) in rows.into_iter().zip(ids) {
             let figures = leak.figures();
-            eprintln!(
+            let _ = writeln!(
+                table,
                 "{id:<width$}  {:>10}  {:>10}  {:>10}  {:>11}  {}",
                 figures.retained_bytes,
                 figures.peak_bytes,
@@ -269,22 +289,24 @@ impl Reporter {
                 test.outcome.kind().name()
             );
         }
+        write_whole(&table);
     }
 
     /// The gate's table, or how to make a baseline when there is none (unless one is being saved).
     pub fn gate(&self, run: &Run, baseline: &std::path::Path, saving: bool) {
         match &run.gate {
             Some(gate) => {
-                eprintln!();
                 let shown = gate.baseline.display().to_string();
+                let mut table = String::from("\n");
                 for line in crate::outputs::gate_table::render(&gate.comparison, &shown, gate.gating.tolerance) {
-                    eprintln!("{line}");
+                    table.push_str(&line);
+                    table.push('\n');
                 }
+                write_whole(&table);
             }
-            None if !saving => eprintln!(
-                "\nno baseline at {} yet: --save-baseline (or cargo ying accept) writes one",
-                baseline.display()
-            ),
+            None if !saving => {
+                say!("\nno baseline at {} yet: --save-baseline (or cargo ying accept) writes one", baseline.display())
+            }
             None => {}
         }
     }
@@ -293,7 +315,7 @@ impl Reporter {
     /// line, and again after the Summary and the table (`after_summary`: then after a blank line).
     pub fn not_run(&self, targets: &[ying_report::NotRunTarget], after_summary: bool) {
         if after_summary && !targets.is_empty() {
-            eprintln!();
+            say!();
         }
         for target in targets {
             self.line(&format!("{} {}", self.label(YELLOW, "NOT RUN"), crate::not_run::describe(target)));
@@ -302,7 +324,7 @@ impl Reporter {
 
     /// Where the reports went.
     pub fn artifacts(&self, index: &std::path::Path) {
-        eprintln!("\n{} {}", self.label(GREEN, "Reports"), index.display());
+        say!("\n{} {}", self.label(GREEN, "Reports"), index.display());
     }
 }
 
