@@ -21,6 +21,6 @@ pub fn run(args: AcceptArgs) -> Result<u8> {
     }
     let count = entries.len();
     baseline.save(entries)?;
-    eprintln!("{:>12} {} ({count} leak tests from the last run)", "Accepted", baseline.path.display());
+    eprintln!("{:>12} {} ({count} measured tests from the last run)", "Accepted", baseline.path.display());
     Ok(EXIT_OK)
 }

@@ -146,7 +146,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
             0 => String::new(),
             kept => format!(": {written} written, {kept} within the tolerance kept as recorded"),
         };
-        eprintln!("{:>12} {} ({all} leak tests{kept})", "Saved", baseline.path.display());
+        eprintln!("{:>12} {} ({all} measured tests{kept})", "Saved", baseline.path.display());
         regressed = false;
     }
     Ok(if run.failed() || regressed { EXIT_TEST_FAILED } else { EXIT_OK })

@@ -1,5 +1,5 @@
 //! What the user sees: a progress bar on a terminal, one line per test like cargo's, the output of failed tests,
-//! a closing table of leak tests and the gate's table. In CI (`CI` set) or without a terminal, plain lines only.
+//! a closing table of the measured tests and the gate's table. In CI (`CI` set) or without a terminal, plain lines only.
 
 use crate::cli::ColorChoice;
 use crate::gate::Reruns;
@@ -275,7 +275,7 @@ impl Reporter {
         let width = ids.iter().map(String::len).max().unwrap_or(4).max(4);
         let mut table = format!(
             "\n{:<width$}  {:>10}  {:>10}  {:>10}  {:>11}  outcome\n",
-            "leak test", "retained", "peak", "allocated", "allocations"
+            "test", "retained", "peak", "allocated", "allocations"
         );
         for ((test, leak), id) in rows.into_iter().zip(ids) {
             let figures = leak.figures();

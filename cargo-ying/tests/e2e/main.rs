@@ -626,7 +626,7 @@ fn a_librarys_and_a_binarys_test_of_one_name_are_two_tests_to_the_baseline_and_t
     let run = |extra: &[&str]| fixture.cargo_ying(&[&["same_unit"][..], extra].concat(), &[]);
     let output = run(&["--save-baseline"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(stderr(&output).contains("Saved") && stderr(&output).contains("(2 leak tests)"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("Saved") && stderr(&output).contains("(2 measured tests)"), "{}", stderr(&output));
     let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
     let tests = saved["tests"].as_object().unwrap();
     assert_eq!(tests["leak-fixtures tests::same_unit"]["retained_bytes"], 100, "{saved}");
