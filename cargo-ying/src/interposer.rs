@@ -86,8 +86,7 @@ pub fn start(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> R
     let cargo = if changed || !library.is_file() {
         Cargo::Building(command)
     } else {
-        let child =
-            command.stderr(Stdio::piped()).spawn().map_err(|error| Error::Interposer(InterposerError::Spawn(error)))?;
+        let child = command.stderr(Stdio::piped()).spawn().map_err(spawn_failed)?;
         Cargo::Checking(child)
     };
     Ok(Build { library, cargo })
@@ -98,13 +97,9 @@ impl Build {
     /// or with `--verbose` (`verbose`).
     pub fn finish(self, verbose: bool) -> Result<PathBuf> {
         let status = match self.cargo {
-            Cargo::Building(mut command) => command
-                .stderr(Stdio::inherit())
-                .status()
-                .map_err(|error| Error::Interposer(InterposerError::Spawn(error)))?,
+            Cargo::Building(mut command) => command.stderr(Stdio::inherit()).status().map_err(spawn_failed)?,
             Cargo::Checking(child) => {
-                let output =
-                    child.wait_with_output().map_err(|error| Error::Interposer(InterposerError::Spawn(error)))?;
+                let output = child.wait_with_output().map_err(spawn_failed)?;
                 if verbose || !output.status.success() {
                     let _ = std::io::Write::write_all(&mut std::io::stderr(), &output.stderr);
                 }
@@ -124,6 +119,11 @@ impl Build {
             let _ = child.wait_with_output();
         }
     }
+}
+
+/// The error of a `cargo build` of the interposer that could not be started or waited for.
+fn spawn_failed(error: std::io::Error) -> Error {
+    Error::Interposer(InterposerError::Spawn(error))
 }
 
 /// The crate's manifest, with `ying-preload` as `dependency` (a TOML value).
