@@ -3,13 +3,16 @@
 //!
 //! It is built from a small crate cargo ying writes under `<target-dir>/ying/interposer/`, a `cdylib` over
 //! `ying-preload`: from this source tree when cargo ying runs from one (its lock file copied, so the versions are
-//! those ying is tested with), else from the registry at cargo ying's own version. Once built, cargo's check that
-//! it is up to date runs while the tests are built and listed, not after.
+//! those ying is tested with), else from the registry at cargo ying's own version. Once built, the files it was
+//! built from are recorded beside it ([`Inputs`]); while none of them changed no cargo runs, and when one did,
+//! cargo's check runs while the tests are built and listed, not after.
 
 use crate::build::cargo;
 use crate::error::{Error, InterposerError, Result};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime};
 
 /// Whether this platform has the interposer: Linux with glibc (`LD_PRELOAD`, and glibc's allocator under its own
 /// names to forward to).
@@ -30,11 +33,17 @@ const LIBRARY: &str = "libying_interposer.so";
 /// the library's path.
 pub struct Build {
     library: PathBuf,
+    /// The crate's directory, where [`Inputs`] are recorded.
+    dir: PathBuf,
+    /// When the build was started: files changed since are not recorded as its inputs.
+    started: SystemTime,
     cargo: Cargo,
 }
 
 /// How the interposer's `cargo build` runs.
 enum Cargo {
+    /// Not at all: no file the library was built from changed since ([`Inputs::unchanged`]).
+    Fresh,
     /// Started at once, its output kept: the library was built before from the same crate, and cargo only checks
     /// that it is up to date, in the time the tests' own build takes.
     Checking(Child),
@@ -50,6 +59,7 @@ pub fn start(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> R
     if !SUPPORTED {
         return Err(Error::Interposer(InterposerError::Unsupported));
     }
+    let started = SystemTime::now();
     let dir = out_dir.join("interposer");
     std::fs::create_dir_all(&dir).map_err(Error::io("create", &dir))?;
     let source = Path::new(SOURCE_TREE);
@@ -85,11 +95,13 @@ pub fn start(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> R
         .stdout(Stdio::null());
     let cargo = if changed || !library.is_file() {
         Cargo::Building(command)
+    } else if Inputs::unchanged(&dir) {
+        Cargo::Fresh
     } else {
         let child = command.stderr(Stdio::piped()).spawn().map_err(spawn_failed)?;
         Cargo::Checking(child)
     };
-    Ok(Build { library, cargo })
+    Ok(Build { library, dir, started, cargo })
 }
 
 impl Build {
@@ -97,6 +109,7 @@ impl Build {
     /// or with `--verbose` (`verbose`).
     pub fn finish(self, verbose: bool) -> Result<PathBuf> {
         let status = match self.cargo {
+            Cargo::Fresh => return Ok(self.library),
             Cargo::Building(mut command) => command.stderr(Stdio::inherit()).status().map_err(spawn_failed)?,
             Cargo::Checking(child) => {
                 let output = child.wait_with_output().map_err(spawn_failed)?;
@@ -109,6 +122,8 @@ impl Build {
         if !status.success() {
             return Err(Error::Interposer(InterposerError::Failed(status)));
         }
+        // Without the record, the next run only checks again.
+        let _ = Inputs::record(&self.dir, &self.library, self.started);
         Ok(self.library)
     }
 
@@ -148,6 +163,117 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<bool> {
     Ok(true)
 }
 
+/// The files the library was last built from, recorded in `<crate>/inputs` when a build or check succeeded, one
+/// per line with its size and modification time: the library itself, the crate cargo ying writes (manifest, lock
+/// file, source), the Rust sources cargo's dep-info lists for it (the path dependencies': the registry's never
+/// change) and every manifest in a directory above one of them (a package's, its workspace's). While each is as
+/// recorded, cargo's check would find the library up to date, and is not run: the library depends on no toolchain
+/// of the user's, and cargo ying removes the flags of their own build from its build.
+struct Inputs;
+
+impl Inputs {
+    /// The record's file name, in the crate's directory.
+    const FILE: &'static str = "inputs";
+    /// How long before the build a file must have last changed to be recorded as one of its inputs: a file's time
+    /// comes from a coarser clock than [`SystemTime::now`], and one changed while cargo ran may or may not be in the
+    /// library.
+    const SETTLED: Duration = Duration::from_secs(2);
+
+    /// Records the inputs of the build of `library` in `dir` that just succeeded, started at `started`. Records
+    /// nothing (and removes an older record) when one of them changed after `started` less [`Self::SETTLED`] or
+    /// cannot be read.
+    fn record(dir: &Path, library: &Path, started: SystemTime) -> std::io::Result<()> {
+        let record = dir.join(Self::FILE);
+        let settled = started.checked_sub(Self::SETTLED).unwrap_or(SystemTime::UNIX_EPOCH);
+        let lines = Self::files(dir, library).ok().and_then(|files| {
+            files
+                .iter()
+                .map(|file| {
+                    let metadata = std::fs::metadata(file).ok()?;
+                    let settled = file == library || metadata.modified().ok()? < settled;
+                    settled.then(|| Self::line(file, &metadata).ok()).flatten()
+                })
+                .collect::<Option<String>>()
+        });
+        match lines {
+            Some(lines) => std::fs::write(record, lines),
+            None => match std::fs::remove_file(&record) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    /// Whether every input recorded in `dir` is as it was after the last build; `false` without a record.
+    fn unchanged(dir: &Path) -> bool {
+        let Ok(record) = std::fs::read_to_string(dir.join(Self::FILE)) else { return false };
+        !record.is_empty()
+            && record.lines().all(|line| {
+                let Some((_, path)) = line.split_once('\t').and_then(|(_, rest)| rest.split_once('\t')) else {
+                    return false;
+                };
+                let path = Path::new(path);
+                std::fs::metadata(path)
+                    .and_then(|metadata| Self::line(path, &metadata))
+                    .is_ok_and(|now| now == format!("{line}\n"))
+            })
+    }
+
+    /// A file's line of the record: size, modification time in nanoseconds, path, separated by tabs.
+    fn line(path: &Path, metadata: &std::fs::Metadata) -> std::io::Result<String> {
+        let modified = metadata.modified()?.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        Ok(format!("{}\t{modified}\t{}\n", metadata.len(), path.display()))
+    }
+
+    /// The files of the record, the library first.
+    fn files(dir: &Path, library: &Path) -> std::io::Result<Vec<PathBuf>> {
+        let mut files = vec![library.to_owned()];
+        files.extend(
+            ["Cargo.toml", "Cargo.lock", "lib.rs"].map(|name| dir.join(name)).into_iter().filter(|file| file.is_file()),
+        );
+        // The crate's own files are listed above; the directories above it are the user's.
+        let sources: Vec<PathBuf> = dep_info_files(&std::fs::read_to_string(library.with_extension("d"))?)
+            .into_iter()
+            .map(PathBuf::from)
+            .filter(|source| !source.starts_with(dir))
+            .collect();
+        let mut seen = HashSet::new();
+        for source in &sources {
+            for directory in source.ancestors().skip(1) {
+                if !seen.insert(directory.to_owned()) {
+                    break;
+                }
+                let manifest = directory.join("Cargo.toml");
+                if manifest.is_file() {
+                    files.push(manifest);
+                }
+            }
+        }
+        files.extend(sources);
+        Ok(files)
+    }
+}
+
+/// The files a Makefile-style dep-info file (`target: file file ...`, spaces in a path escaped with `\`) says
+/// its target depends on.
+fn dep_info_files(dep_info: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    for line in dep_info.lines() {
+        let Some((_, dependencies)) = line.split_once(": ") else { continue };
+        let mut file = String::new();
+        let mut characters = dependencies.chars();
+        while let Some(character) = characters.next() {
+            match character {
+                '\\' => file.extend(characters.next()),
+                ' ' => files.extend((!file.is_empty()).then(|| std::mem::take(&mut file))),
+                other => file.push(other),
+            }
+        }
+        files.extend((!file.is_empty()).then_some(file));
+    }
+    files
+}
+
 /// `LD_PRELOAD` for a test process: the interposer first, then whatever the environment preloads already.
 pub fn preload_value(library: &Path) -> std::ffi::OsString {
     let mut value = library.as_os_str().to_owned();
@@ -160,7 +286,65 @@ pub fn preload_value(library: &Path) -> std::ffi::OsString {
 
 #[cfg(test)]
 mod tests {
-    use super::manifest;
+    use super::{Inputs, dep_info_files, manifest};
+    use std::fs::File;
+    use std::path::Path;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn a_dep_info_file_lists_its_dependencies_with_their_spaces() {
+        let files = dep_info_files("/t/lib.so: /src/a.rs /src/my\\ dir/b.rs\n\n/src/a.rs:\n");
+        assert_eq!(files, ["/src/a.rs", "/src/my dir/b.rs"]);
+    }
+
+    /// Writes `contents` to `path` (its directory created), last changed an hour ago.
+    fn old_file(path: &Path, contents: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+        let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        File::options().write(true).open(path).unwrap().set_modified(hour_ago).unwrap();
+    }
+
+    #[test]
+    fn the_library_is_fresh_until_a_file_it_was_built_from_changes() {
+        let root = tempfile::tempdir().unwrap();
+        let (dir, package) = (root.path().join("interposer"), root.path().join("source/ying-preload"));
+        let library = dir.join("target/release/libying_interposer.so");
+        let source = package.join("src/lib.rs");
+        old_file(&dir.join("Cargo.toml"), "[package]");
+        old_file(&dir.join("lib.rs"), "extern crate ying_preload;");
+        old_file(&package.join("Cargo.toml"), "[package]");
+        old_file(&root.path().join("source/Cargo.toml"), "[workspace]");
+        old_file(&source, "pub fn f() {}");
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        std::fs::write(&library, "built").unwrap();
+        std::fs::write(library.with_extension("d"), format!("{}: {}\n", library.display(), source.display())).unwrap();
+        assert!(!Inputs::unchanged(&dir), "no record yet");
+        let record = || Inputs::record(&dir, &library, SystemTime::now()).unwrap();
+        record();
+        assert!(Inputs::unchanged(&dir));
+
+        // A source, a manifest above it, the crate's own files, the library: each one changed is seen.
+        for changed in
+            [&source, &package.join("Cargo.toml"), &root.path().join("source/Cargo.toml"), &dir.join("lib.rs")]
+        {
+            old_file(changed, "changed");
+            assert!(!Inputs::unchanged(&dir), "{} changed", changed.display());
+            record();
+            assert!(Inputs::unchanged(&dir));
+        }
+        std::fs::remove_file(&library).unwrap();
+        assert!(!Inputs::unchanged(&dir), "the library removed");
+        std::fs::write(&library, "built again").unwrap();
+        record();
+        assert!(Inputs::unchanged(&dir));
+
+        // A source changed while cargo ran may not be in the library: the build is not recorded.
+        std::fs::write(&source, "pub fn g() {}").unwrap();
+        record();
+        assert!(!dir.join(Inputs::FILE).exists());
+        assert!(!Inputs::unchanged(&dir));
+    }
 
     #[test]
     fn the_crate_is_a_shared_library_over_ying_preload_in_a_workspace_of_its_own() {
