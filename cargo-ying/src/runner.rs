@@ -13,7 +13,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 use ying_report::report::{
     ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
@@ -37,6 +37,8 @@ pub struct RunOptions {
     pub no_capture: bool,
     /// The allocation interposer every test process loads (`--measure all`), if any.
     pub interposer: Option<PathBuf>,
+    /// Names the stacks the tests' reports leave as addresses; the run's and its reruns'.
+    pub symbolizer: Arc<Symbolizer>,
 }
 
 impl RunOptions {
@@ -52,6 +54,7 @@ impl RunOptions {
             retries: 0,
             no_capture: false,
             interposer: self.interposer.clone(),
+            symbolizer: Arc::clone(&self.symbolizer),
         }
     }
 }
@@ -114,19 +117,13 @@ pub fn describe(options: &RunOptions) -> String {
     )
 }
 
-/// Runs one test in its own process, and takes its report, its stacks symbolised with `symbolizer` (which the
-/// workers share: each executable's debug information is loaded once). Its output goes to a file, of which only
+/// Runs one test in its own process, and takes its report, its stacks symbolised with the options' symbolizer
+/// (which the workers share: each executable's debug information is loaded once). Its output goes to a file, of which only
 /// the end is read; the file is kept (`output/<test>.log`) when the test failed, else removed (a process the test
 /// left running outside its group writes to a file no one reads). `scratch` is the directory of the worker that
 /// runs it, for the whole run, and its report directory the next test's (directories created and deleted for every
 /// test cost more than a short test on some file systems).
-fn run_one(
-    test: &TestCase,
-    index: usize,
-    options: &RunOptions,
-    scratch: &Path,
-    symbolizer: &Mutex<Symbolizer>,
-) -> TestRecord {
+fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path) -> TestRecord {
     let started = Instant::now();
     let id = test.id();
     let finish = |outcome: Outcome, output: String| TestRecord::new(id.clone(), outcome, started.elapsed(), output);
@@ -187,8 +184,7 @@ fn run_one(
         Waited::Failed(_) => Outcome::Failed,
     };
     let collected = take_report(&id, &scratch.join("report"), &options.out_dir, &token, |report| {
-        let mut symbolizer = symbolizer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        symbolizer.complete(report, &test.binary.path, &test.binary.package_dir)
+        options.symbolizer.complete(report, &test.binary.path, &test.binary.package_dir)
     });
     let outcome = match (outcome, exit_code) {
         // The leak test started and its process exited, yet it never reported: its figures are unknown.
@@ -266,14 +262,13 @@ pub fn run(
         }
     }
     let stop = AtomicBool::new(false);
-    let symbolizer = Mutex::new(Symbolizer::default());
     let (sender, receiver) = mpsc::channel::<(usize, TestRecord)>();
     // No more workers than tests: `-j 1000000` starts as many threads as there are tests to run.
     let workers = options.jobs.clamp(1, queue.lock().unwrap().len().max(1));
     std::thread::scope(|scope| {
         for worker in 0..workers {
             let sender = sender.clone();
-            let (queue, stop, symbolizer) = (&queue, &stop, &symbolizer);
+            let (queue, stop) = (&queue, &stop);
             let scratch = options.out_dir.join("tmp").join(worker.to_string());
             scope.spawn(move || {
                 loop {
@@ -281,14 +276,14 @@ pub fn run(
                         break;
                     }
                     let Some((index, test)) = queue.lock().unwrap().pop_front() else { break };
-                    let mut result = run_one(test, index, options, &scratch, symbolizer);
+                    let mut result = run_one(test, index, options, &scratch);
                     let mut failed_attempts = Vec::new();
                     while result.outcome.is_failure()
                         && failed_attempts.len() < options.retries as usize
                         && process::interrupted().is_none()
                     {
                         failed_attempts.push(Attempt::of(result));
-                        result = run_one(test, index, options, &scratch, symbolizer);
+                        result = run_one(test, index, options, &scratch);
                     }
                     result.failed_attempts = failed_attempts;
                     if options.fail_fast && result.outcome.is_failure() {

@@ -13,7 +13,7 @@ pub fn run(args: ListArgs) -> Result<u8> {
     let filter = &args.filter;
     let workspace = Workspace::open(&filter.cargo)?;
     let selection = Selection::new(&filter.filters, &filter.filtersets, &filter.test_args)?;
-    let plan = Plan::make(filter, &selection, &workspace.metadata, None)?;
+    let plan = Plan::make(filter, &selection, &workspace.metadata, None, |_| {})?;
     listing::print(&plan);
     Ok(EXIT_OK)
 }

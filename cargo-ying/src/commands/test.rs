@@ -1,6 +1,7 @@
 //! `cargo ying test`: build, discover, run, decide each test's result once (the run model), then show and write it.
 
 use crate::baseline::BaselineFile;
+use crate::build::TestBinary;
 use crate::cli::{Measure, NoTests, TestArgs};
 use crate::discover::{Selection, TestCase};
 use crate::error::{EXIT_NO_TESTS, EXIT_OK, EXIT_TEST_FAILED, Error, Result};
@@ -12,13 +13,29 @@ use crate::process;
 use crate::rerun;
 use crate::run_lock::RunLock;
 use crate::runner::{self, RunOptions};
+use crate::symbols::Symbolizer;
 use crate::workspace::Workspace;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use ying_report::TestId;
 
 /// The timeout when neither `--timeout` nor the configuration sets one: generous, for slow debug builds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Starts a thread that parses, in `binaries` order, the parts of each binary's debug information its first
+/// report needs ([`Symbolizer::prepare`]). Nothing waits for it: a report of a binary not yet prepared waits for its
+/// turn (it would do the same work), and the run's end stops it.
+fn prepare_symbols(symbolizer: &Arc<Symbolizer>, binaries: &[Arc<TestBinary>]) {
+    let symbolizer = Arc::clone(symbolizer);
+    let paths: Vec<PathBuf> = binaries.iter().map(|binary| binary.path.clone()).collect();
+    // Without the thread, each binary's first report does it.
+    let _ = std::thread::Builder::new().name("ying-symbols".into()).spawn(move || {
+        for path in paths {
+            symbolizer.prepare(&path);
+        }
+    });
+}
 
 /// Runs `cargo ying test`; returns the exit code.
 pub fn run(args: TestArgs) -> Result<u8> {
@@ -48,7 +65,15 @@ pub fn run(args: TestArgs) -> Result<u8> {
         Measure::All if !selection.list => Some(interposer::start(&out_dir, verbosity, &filter.cargo.network_flags())?),
         Measure::All | Measure::LeakTests => None,
     };
-    let plan = match Plan::make(filter, &selection, &workspace.metadata, verbosity) {
+    let symbolizer = Arc::new(Symbolizer::default());
+    // Every test of a run of every test reports, so every binary's first report is named: the slowest part of that
+    // is done while the tests are listed, one binary after another, when the other cores have little to do.
+    let prepare = interposer.is_some() && selection.selects_everything();
+    let plan = match Plan::make(filter, &selection, &workspace.metadata, verbosity, |binaries| {
+        if prepare {
+            prepare_symbols(&symbolizer, binaries);
+        }
+    }) {
         Ok(plan) => plan,
         Err(error) => {
             if let Some(build) = interposer.take() {
@@ -81,6 +106,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
         retries: args.retries.or(config.retries).unwrap_or(0),
         no_capture,
         interposer,
+        symbolizer,
     };
     let planned = &plan.tests;
     let running = plan.running().count();
