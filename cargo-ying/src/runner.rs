@@ -221,9 +221,7 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path) 
     record.warnings = collected.warnings;
     record.files.output = kept;
     clear(&scratch.join("report"));
-    // The output file stays for the worker's next test, which empties it: a file created and removed for every test
-    // costs more than a short test on some file systems (ext4 without a journal looks past each recently removed
-    // file's inode to make a new one).
+    let _ = std::fs::remove_file(&output_path);
     record
 }
 
