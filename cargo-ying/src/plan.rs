@@ -27,19 +27,19 @@ pub struct Plan {
 
 impl Plan {
     /// Builds the test binaries of `filter` and selects their tests. `verbosity`: cargo's `--quiet` or `--verbose`;
-    /// `built` sees the binaries whose tests are about to be listed.
+    /// `on_built` sees the binaries whose tests are about to be listed.
     pub fn make(
         filter: &TestFilter,
         selection: &Selection,
         metadata: &Metadata,
         verbosity: Option<&str>,
-        built: impl FnOnce(&[Arc<TestBinary>]),
+        on_built: impl FnOnce(&[Arc<TestBinary>]),
     ) -> Result<Self> {
-        let built_binaries = build::build(&filter.cargo, metadata, verbosity)?;
+        let built = build::build(&filter.cargo, metadata, verbosity)?;
         // Doctests and `harness = false` targets: named, with the command that runs them, and never listed.
-        let not_run::Split { binaries, not_run } = not_run::split(built_binaries, metadata, &filter.cargo)?;
+        let not_run::Split { binaries, not_run } = not_run::split(built, metadata, &filter.cargo)?;
         let binaries: Vec<Arc<TestBinary>> = binaries.into_iter().map(Arc::new).collect();
-        built(&binaries);
+        on_built(&binaries);
         let listed: Vec<TestCase> = discover::discover(&binaries, selection)?;
         let selected = listed.iter().filter(|test| selection.runs(test.ignored)).count();
         let tests = listed

@@ -117,12 +117,12 @@ pub fn describe(options: &RunOptions) -> String {
     )
 }
 
-/// Runs one test in its own process, and takes its report, its stacks symbolised with the options' symbolizer
-/// (which the workers share: each executable's debug information is loaded once). Its output goes to a file, of which only
-/// the end is read; the file is kept (`output/<test>.log`) when the test failed, else removed (a process the test
-/// left running outside its group writes to a file no one reads). `scratch` is the directory of the worker that
-/// runs it, for the whole run, and its report directory the next test's (directories created and deleted for every
-/// test cost more than a short test on some file systems).
+/// Runs one test in its own process, and takes its report, its stacks symbolised with the options' symbolizer (which
+/// the workers share: each executable's debug information is loaded once). Its output goes to a file, of which only the
+/// end is read; the file is kept (`output/<test>.log`) when the test failed, else removed (a process the test left
+/// running outside its group writes to a file no one reads). `scratch` is the directory of the worker that runs it, for
+/// the whole run, and its report directory the next test's (directories created and deleted for every test cost more
+/// than a short test on some file systems).
 fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path) -> TestRecord {
     let started = Instant::now();
     let id = test.id();

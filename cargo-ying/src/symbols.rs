@@ -61,19 +61,14 @@ fn library_unit_addresses(executable: &Path) -> Vec<(&'static str, u64)> {
     let mut headers = dwarf.units();
     while let Ok(Some(header)) = headers.next() {
         let Ok(unit) = dwarf.unit(header) else { continue };
-        let Some(name) = unit.name.map(|name| name.slice()) else { continue };
-        if let Some(library) = LIBRARY_UNITS.into_iter().find(|library| contains(name, library.as_bytes()))
+        let Some(name) = unit.name.and_then(|name| std::str::from_utf8(name.slice()).ok()) else { continue };
+        if let Some(library) = LIBRARY_UNITS.into_iter().find(|library| name.contains(library))
             && let Ok(Some(range)) = dwarf.unit_ranges(&unit).and_then(|mut ranges| ranges.next())
         {
             addresses.push((library, range.begin));
         }
     }
     addresses
-}
-
-/// Whether `bytes` holds `part`.
-fn contains(bytes: &[u8], part: &[u8]) -> bool {
-    bytes.windows(part.len()).any(|window| window == part)
 }
 
 impl Symbolizer {
