@@ -1,7 +1,8 @@
 //! Nothing hangs, nothing is lost, nothing is left running: timeouts, SIGINT/SIGTERM and a SIGKILL of cargo ying
 //! kill each test's whole process group, an interrupted run writes a summary marked incomplete and no baseline, a test printing 100 MiB
-//! does not grow cargo ying, concurrent runs on one target directory both complete, `-j` far beyond the tests
-//! does not hang, and a leak test that forks 200 times while another thread allocates (every allocation sampled)
+//! does not grow cargo ying, a process a test leaves writing outside its group writes nothing into the next test's
+//! output, concurrent runs on one target directory both complete, `-j` far beyond the tests does not hang, and a
+//! leak test that forks 200 times while another thread allocates (every allocation sampled)
 //! ends with every child exited.
 
 use crate::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
@@ -184,6 +185,41 @@ fn a_test_printing_100_mib_does_not_grow_cargo_ying_and_a_failure_keeps_all_of_i
     let log = entry(&summary, "hostile", "prints_a_lot")["output"].as_str().unwrap().to_owned();
     let kept = std::fs::metadata(target_dir().join("ying").join(log)).unwrap().len();
     assert!(kept > 3 * 1024 * 1024, "the whole output is kept: {kept} bytes");
+}
+
+#[test]
+fn a_process_left_writing_outside_its_tests_group_writes_nothing_into_the_next_tests_output() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let pid_file = fixture.path().join("pids");
+    let pid_env = pid_file.display().to_string();
+    // One worker: `prints_a_lot` runs right after `leaves_a_child_running`, whose child writes every 10 ms all
+    // through it (it pauses 300 ms) and fails, so that its whole output is shown and kept.
+    let args = ["-j", "1", "-E", "test(=leaves_a_child_running) | test(=prints_a_lot)"];
+    let envs = [
+        ("FIXTURE_CHILD_PID", pid_env.as_str()),
+        ("FIXTURE_CHILD_WRITES", "1"),
+        ("FIXTURE_PRINT_PAUSE_MS", "300"),
+        ("FIXTURE_PRINT_FAIL", "1"),
+    ];
+    let output = fixture.cargo_ying(&args, &envs);
+    let text = std::fs::read_to_string(&pid_file).unwrap();
+    let writer: i32 = text.split_whitespace().next().unwrap().parse().unwrap();
+    let writing = alive(writer);
+    // SAFETY: signals the process group the writer leads (it was started in one of its own).
+    unsafe { libc::kill(-writer, libc::SIGKILL) };
+    assert!(writing, "the writer still ran after the run, so it wrote all through the next test");
+
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("PASS [") && err.contains("hostile leaves_a_child_running"), "{err}");
+    assert!(err.contains("asked to fail after printing"), "the failure's output is shown: {err}");
+    assert!(!err.contains("stray line"), "the writer's lines are not in the next test's output: {err}");
+    let summary = summary(&target_dir());
+    let log = entry(&summary, "hostile", "prints_a_lot")["output"].as_str().unwrap().to_owned();
+    let kept = std::fs::read_to_string(target_dir().join("ying").join(log)).unwrap();
+    assert!(kept.contains("printed 0 MiB"), "{kept}");
+    assert!(!kept.contains("stray line"), "the writer's lines are not in the next test's kept output: {kept}");
 }
 
 #[test]
