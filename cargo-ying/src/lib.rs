@@ -41,6 +41,7 @@ pub mod rerun;
 pub mod run_lock;
 pub mod runner;
 pub mod saved;
+pub mod symbol_cache;
 pub mod symbols;
 pub mod workspace;
 

@@ -1,6 +1,8 @@
 //! Symbolising the stacks a leak test deferred (`YING_DEFER_SYMBOLS`): once per test executable, here, instead of
-//! every test process loading the executable's debug information for its report.
+//! every test process loading the executable's debug information for its report; and, while the executable does
+//! not change, once for all runs ([`SymbolCache`]).
 
+use crate::symbol_cache::SymbolCache;
 use addr2line::Loader;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,17 +16,55 @@ use ying_report::names::{DebugFrame, frames_at_address};
 #[derive(Default)]
 pub struct Symbolizer {
     executables: Mutex<HashMap<PathBuf, Arc<Slot>>>,
+    /// Where each executable's frames are kept from one run to the next; `None`: nowhere.
+    kept: Option<PathBuf>,
 }
 
-/// An executable's debug information once loaded by the first thread to need it (the others wait for it), `None`
-/// when it could not be read.
-type Slot = OnceLock<Option<Mutex<Executable>>>;
+/// An executable's frames, opened by the first thread to need them (the others wait for it).
+type Slot = OnceLock<Mutex<Executable>>;
 
-/// One executable's debug information, and the frames of each address looked up in it so far: a suite's tests
-/// share most of their frames (the harness's, the standard library's, common helpers).
+/// One executable's frames of each address named so far, the kept ones first: a suite's tests share most of their
+/// frames (the harness's, the standard library's, common helpers), and a run most of them with the last run; and
+/// its debug information, loaded at the first address that is not there.
 struct Executable {
-    loader: Loader,
+    path: PathBuf,
+    /// `None` until needed; then `Some(None)` when it cannot be read.
+    loader: Option<Option<Loader>>,
     frames: HashMap<u64, Vec<Frame>>,
+    cache: Option<SymbolCache>,
+}
+
+impl Executable {
+    /// The executable at `path`, with the frames kept for it in `kept`.
+    fn open(path: &Path, kept: Option<&Path>) -> Self {
+        let (cache, frames) = match kept {
+            Some(dir) => {
+                let (cache, frames) = SymbolCache::open(dir, path);
+                (Some(cache), frames)
+            }
+            None => (None, HashMap::new()),
+        };
+        Self { path: path.to_owned(), loader: None, frames, cache }
+    }
+
+    /// The executable's debug information, loaded the first time; `None` when it cannot be read.
+    fn loader(&mut self) -> Option<&Loader> {
+        self.loader.get_or_insert_with(|| Loader::new(&self.path).ok()).as_ref()
+    }
+
+    /// The frames at each of `addresses`, in order, each named from the debug information the first time.
+    /// `None` when an address must be named and the debug information cannot be read.
+    fn frames_at(&mut self, addresses: &[u64]) -> Option<Vec<Frame>> {
+        let mut code = Vec::new();
+        for address in addresses {
+            if !self.frames.contains_key(address) {
+                let named = Symbolizer::frames(self.loader()?, *address);
+                self.frames.insert(*address, named);
+            }
+            code.extend(self.frames[address].iter().cloned());
+        }
+        Some(code)
+    }
 }
 
 /// A demangled name without its hash, or the name as it is when it is not a Rust symbol.
@@ -72,30 +112,50 @@ fn library_unit_addresses(executable: &Path) -> Vec<(&'static str, u64)> {
 }
 
 impl Symbolizer {
-    /// The slot of `path`'s debug information.
+    /// A symbolizer that keeps each executable's frames in `kept` from one run to the next (see [`SymbolCache`]).
+    pub fn keeping_frames_in(kept: PathBuf) -> Self {
+        Self { executables: Mutex::default(), kept: Some(kept) }
+    }
+
+    /// The slot of `path`'s frames.
     fn slot(&self, path: &Path) -> Arc<Slot> {
         let mut executables = self.executables.lock().unwrap_or_else(PoisonError::into_inner);
         Arc::clone(executables.entry(path.to_owned()).or_default())
     }
 
-    /// The debug information in `slot`, loaded from `path` if no thread has yet.
-    fn loaded<'a>(slot: &'a Slot, path: &Path) -> Option<&'a Mutex<Executable>> {
-        slot.get_or_init(|| {
-            Loader::new(path).ok().map(|loader| Mutex::new(Executable { loader, frames: HashMap::new() }))
-        })
-        .as_ref()
+    /// The frames in `slot`, opened for `path` if no thread has yet.
+    fn opened<'a>(&self, slot: &'a Slot, path: &Path) -> &'a Mutex<Executable> {
+        slot.get_or_init(|| Mutex::new(Executable::open(path, self.kept.as_deref())))
     }
 
-    /// Loads `executable`'s debug information and parses its [`LIBRARY_UNITS`] ahead of its first report, for a
-    /// thread with nothing else to do while the tests are listed: naming the first report then takes a fraction of
-    /// the time. A report of the executable waits until this is done (it would do the same work).
+    /// Opens `executable`'s frames ahead of its first report and, unless frames were kept for it, loads its debug
+    /// information and parses its [`LIBRARY_UNITS`], for a thread with nothing else to do while the tests are
+    /// listed: naming the first report then takes a fraction of the time. A report of the executable waits until
+    /// this is done (it would do the same work).
     pub fn prepare(&self, executable: &Path) {
         let slot = self.slot(executable);
-        let Some(loaded) = Self::loaded(&slot, executable) else { return };
-        let parsed = loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut opened = self.opened(&slot, executable).lock().unwrap_or_else(PoisonError::into_inner);
+        if opened.cache.as_ref().is_some_and(SymbolCache::was_kept) {
+            return;
+        }
+        let Some(loader) = opened.loader() else { return };
         for (_, address) in library_unit_addresses(executable) {
-            if let Ok(mut frames) = parsed.loader.find_frames(address) {
+            if let Ok(mut frames) = loader.find_frames(address) {
                 while let Ok(Some(_)) = frames.next() {}
+            }
+        }
+    }
+
+    /// Keeps each executable's frames for the next run, where there are new ones. A file that cannot be written is
+    /// not kept: the next run names those frames from the debug information again.
+    pub fn save(&self) {
+        let slots: Vec<Arc<Slot>> =
+            self.executables.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
+        for slot in slots {
+            let Some(executable) = slot.get() else { continue };
+            let executable = executable.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(cache) = &executable.cache {
+                let _ = cache.save(&executable.frames);
             }
         }
     }
@@ -128,11 +188,10 @@ impl Symbolizer {
             return false;
         }
         let slot = self.slot(executable);
-        let mut executable =
-            Self::loaded(&slot, executable).map(|executable| executable.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut executable = self.opened(&slot, executable).lock().unwrap_or_else(PoisonError::into_inner);
         let runtime_source = report.deferred.take().map(|deferred| deferred.runtime_source).unwrap_or_default();
         let mut stacks = Stacks {
-            executable: executable.as_deref_mut(),
+            executable: &mut executable,
             trim: ying_report::Trim::new(&runtime_source),
             // A test runs alone in its process: the runner's frames in its stacks are this test's.
             function: report.test.function_path(),
@@ -167,7 +226,7 @@ impl Symbolizer {
 
 /// What [`Symbolizer::complete`] needs to name one report's deferred stacks.
 struct Stacks<'a> {
-    executable: Option<&'a mut Executable>,
+    executable: &'a mut Executable,
     trim: ying_report::Trim<'a>,
     function: String,
     package_dir: String,
@@ -177,11 +236,10 @@ impl Stacks<'_> {
     /// The code frames of a stack deferred as `addresses`; `None` when there were no addresses or the executable
     /// could not be read.
     fn frames(&mut self, addresses: &[u64]) -> Option<Vec<Frame>> {
-        let Executable { loader, frames } = self.executable.as_deref_mut().filter(|_| !addresses.is_empty())?;
-        let code = addresses
-            .iter()
-            .flat_map(|&address| frames.entry(address).or_insert_with(|| Symbolizer::frames(loader, address)).clone())
-            .collect();
+        if addresses.is_empty() {
+            return None;
+        }
+        let code = self.executable.frames_at(addresses)?;
         let code = self.trim.name_test_body(self.trim.tidy(code), &self.function);
         Some(ying_report::relative_paths(code, &[&self.package_dir]))
     }
@@ -189,7 +247,91 @@ impl Stacks<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LIBRARY_UNITS, demangle, library_unit_addresses};
+    use super::{LIBRARY_UNITS, Symbolizer, demangle, library_unit_addresses};
+    use std::path::{Path, PathBuf};
+    use ying_report::Frame;
+
+    /// The frames `symbolizer` names at `address` of `executable`, as a report's stack would get them.
+    fn name(symbolizer: &Symbolizer, executable: &Path, address: u64) -> Vec<Frame> {
+        let slot = symbolizer.slot(executable);
+        let mut opened = symbolizer.opened(&slot, executable).lock().unwrap();
+        opened.frames_at(&[address]).unwrap()
+    }
+
+    /// A copy of this test binary in `dir` (its modification time is the test's to change), and the return
+    /// address of a call at the standard library's first code in it.
+    fn executable_in(dir: &Path) -> (PathBuf, u64) {
+        let executable = dir.join("executable");
+        std::fs::copy(std::env::current_exe().unwrap(), &executable).unwrap();
+        let (_, address) = library_unit_addresses(&executable)[0];
+        (executable, address + 1)
+    }
+
+    /// The only file in `dir`.
+    fn only_file(dir: &Path) -> PathBuf {
+        let files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().path()).collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        files.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn frames_are_kept_for_the_next_run_while_the_executable_is_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let (executable, address) = executable_in(dir.path());
+        let kept = dir.path().join("symbols");
+        let first = Symbolizer::keeping_frames_in(kept.clone());
+        let named = name(&first, &executable, address);
+        assert!(named.iter().any(|frame| frame.file.as_ref().is_some_and(|file| file.contains("/library/"))));
+        first.save();
+
+        // The kept frame renamed: a run that names it from the kept file says so.
+        let file = only_file(&kept);
+        let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        json["frames"][0][1][0]["function"] = "kept::frame".into();
+        std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
+        let second = Symbolizer::keeping_frames_in(kept.clone());
+        second.prepare(&executable);
+        assert_eq!(name(&second, &executable, address)[0].function, "kept::frame");
+        let slot = second.slot(&executable);
+        assert!(slot.get().unwrap().lock().unwrap().loader.is_none(), "no debug information loaded");
+
+        // The executable rebuilt: its frames are named from its debug information again, and kept anew.
+        let modified = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        std::fs::File::options().write(true).open(&executable).unwrap().set_modified(modified).unwrap();
+        let third = Symbolizer::keeping_frames_in(kept.clone());
+        assert_eq!(name(&third, &executable, address), named);
+        third.save();
+        let fourth = Symbolizer::keeping_frames_in(kept);
+        assert_eq!(name(&fourth, &executable, address), named);
+        assert!(fourth.slot(&executable).get().unwrap().lock().unwrap().loader.is_none());
+    }
+
+    #[test]
+    fn a_kept_file_that_cannot_be_read_is_named_anew_and_written_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let (executable, address) = executable_in(dir.path());
+        let kept = dir.path().join("symbols");
+        let first = Symbolizer::keeping_frames_in(kept.clone());
+        let named = name(&first, &executable, address);
+        first.save();
+        let file = only_file(&kept);
+        std::fs::write(&file, "{\"identity\": 1").unwrap();
+        let second = Symbolizer::keeping_frames_in(kept.clone());
+        assert_eq!(name(&second, &executable, address), named);
+        second.save();
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(only_file(&kept)).unwrap()).unwrap();
+        assert_eq!(json["frames"][0][0], address, "written over whole");
+    }
+
+    #[test]
+    fn without_a_place_to_keep_them_no_frames_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (executable, address) = executable_in(dir.path());
+        let symbolizer = Symbolizer::default();
+        assert!(!name(&symbolizer, &executable, address).is_empty());
+        symbolizer.save();
+        assert_eq!(only_file(dir.path()), executable, "nothing written beside it");
+    }
 
     #[test]
     fn each_standard_library_unit_is_found_at_an_address_of_its_code() {

@@ -65,7 +65,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
         Measure::All if !selection.list => Some(interposer::start(&out_dir, verbosity, &filter.cargo.network_flags())?),
         Measure::All | Measure::LeakTests => None,
     };
-    let symbolizer = Arc::new(Symbolizer::default());
+    let symbolizer = Arc::new(Symbolizer::keeping_frames_in(out_dir.join("symbols")));
     // Every test of a run of every test reports, so every binary's first report is named: the slowest part of that
     // is done while the tests are listed, one binary after another, when the other cores have little to do.
     let prepare = interposer.is_some() && selection.selects_everything();
@@ -147,6 +147,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
             rerun::confirm(&mut run, planned, &options, |id, reruns| reporter.rerun(id, reruns));
         }
     }
+    options.symbolizer.save();
     artifacts::flamegraphs(&mut run, &out_dir, options.jobs)?;
     let mut summary = run.summary();
     summary.not_run.clone_from(&plan.not_run);

@@ -1,0 +1,100 @@
+//! The frames named at each address of a test executable, kept from one run to the next under
+//! `<target-dir>/ying/symbols/`: while an executable is as it was, a run names its reports' stacks from there,
+//! without loading the executable's debug information (tens of milliseconds for each binary, on every run).
+//!
+//! A kept file holds for the executable it was written for (its path, length and modification time) and for the
+//! cargo ying that named its frames (the same of cargo ying's own executable): a rebuilt test binary, or another
+//! build of cargo ying, names its frames anew. A file that cannot be read, or is not a kept file, is left out the
+//! same way (and written over at the end of the run): it is a cache, never an input.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+use ying_report::Frame;
+
+/// What the kept frames were named from and by.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Identity {
+    /// The test executable.
+    executable: PathBuf,
+    /// The test executable's length and modification time (nanoseconds since the Unix epoch).
+    executable_file: (u64, u128),
+    /// cargo ying's own executable's length and modification time.
+    namer_file: (u64, u128),
+}
+
+/// A kept file: its identity, and the frames of each address (a stack's return address), by address.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept {
+    identity: Identity,
+    frames: Vec<(u64, Vec<Frame>)>,
+}
+
+/// The length and modification time of the file at `path`.
+fn file_stamp(path: &Path) -> Option<(u64, u128)> {
+    let metadata = std::fs::metadata(path).ok()?;
+    let modified = metadata.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
+    Some((metadata.len(), modified.as_nanos()))
+}
+
+/// The frames kept for one executable, and where they are kept.
+pub struct SymbolCache {
+    /// The kept file.
+    path: PathBuf,
+    /// `None` when the executable or cargo ying's own cannot be told apart from another (nothing is kept).
+    identity: Option<Identity>,
+    /// How many addresses the kept file had when it was read.
+    read: usize,
+}
+
+impl SymbolCache {
+    /// The kept frames of `executable` in `dir` when they hold for it, else none; and the cache to
+    /// [`save`](Self::save) them to.
+    pub fn open(dir: &Path, executable: &Path) -> (Self, HashMap<u64, Vec<Frame>>) {
+        let name = executable.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        // The executable's name, and its path's hash: the same name in two directories (profiles, workspaces).
+        let hash = twox_hash::XxHash3_128::oneshot(executable.as_os_str().as_encoded_bytes());
+        let path = dir.join(format!("{name}.{:016x}.json", hash as u64));
+        let namer = std::env::current_exe().ok().and_then(|namer| file_stamp(&namer));
+        let identity = file_stamp(executable).zip(namer).map(|(executable_file, namer_file)| Identity {
+            executable: executable.to_owned(),
+            executable_file,
+            namer_file,
+        });
+        let frames: HashMap<u64, Vec<Frame>> = identity
+            .as_ref()
+            .and_then(|identity| {
+                let kept: Kept = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+                (kept.identity == *identity).then(|| kept.frames.into_iter().collect())
+            })
+            .unwrap_or_default();
+        (Self { path, identity, read: frames.len() }, frames)
+    }
+
+    /// Whether frames were kept for the executable (a run names none of its addresses from its debug information).
+    pub fn was_kept(&self) -> bool {
+        self.read > 0
+    }
+
+    /// Keeps `frames` for the next run, when there are more than were read: written aside, then moved over the
+    /// kept file, so that a run reading it meanwhile (another run on this target directory) reads one whole.
+    pub fn save(&self, frames: &HashMap<u64, Vec<Frame>>) -> std::io::Result<()> {
+        let Some(identity) = &self.identity else { return Ok(()) };
+        if frames.len() <= self.read {
+            return Ok(());
+        }
+        let mut frames: Vec<(u64, Vec<Frame>)> =
+            frames.iter().map(|(address, frames)| (*address, frames.clone())).collect();
+        frames.sort_unstable_by_key(|(address, _)| *address);
+        let kept = Kept { identity: identity.clone(), frames };
+        let json = serde_json::to_vec(&kept).map_err(std::io::Error::other)?;
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let aside = self.path.with_extension(format!("{}.partial", std::process::id()));
+        std::fs::write(&aside, json)?;
+        std::fs::rename(&aside, &self.path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&aside);
+        })
+    }
+}
