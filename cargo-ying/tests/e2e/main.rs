@@ -222,10 +222,13 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
 fn flamegraphs_are_deterministic() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
+    let path = target_dir().join("ying/flamegraphs/leak-fixtures/test/leaks/rc_cycle.retained.svg");
     let svg = || {
+        // Drawn anew each time: a run leaves a flamegraph drawn from the same stacks as it was.
+        let _ = std::fs::remove_file(&path);
         let output = fixture.cargo_ying(&["--test", "leaks", "rc_cycle", "--", "--exact"], &[]);
         assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-        std::fs::read(target_dir().join("ying/flamegraphs/leak-fixtures/test/leaks/rc_cycle.retained.svg")).unwrap()
+        std::fs::read(&path).unwrap()
     };
     assert_eq!(svg(), svg());
 }
