@@ -10,7 +10,8 @@
 //!   [`filterset`]s), [`partition`] splits them across machines, [`plan`] is these together; [`runner`] runs each
 //!   in its own process (started, killed and waited for by [`process`]), with the allocation [`interposer`] loaded
 //!   under `--measure all`, one run per target directory
-//!   ([`run_lock`]), [`collect`] takes its report, [`symbols`] symbolises the stacks it deferred;
+//!   ([`run_lock`]), [`known_code`] tells each test process the code its runtime knows by address, [`collect`]
+//!   takes its report, [`symbols`] symbolises the stacks it deferred;
 //! - the verdict: [`model`] is the run model, where each test's result (outcome, figures, gate verdict, files) is
 //!   decided once, judged by [`gate`] against the [`baseline`];
 //! - [`outputs`]: the terminal, the run's files, GitHub Actions and JUnit, each reading the run model;
@@ -31,6 +32,7 @@ pub mod error;
 pub mod filterset;
 pub mod gate;
 pub mod interposer;
+pub mod known_code;
 pub mod model;
 pub mod not_run;
 pub mod outputs;

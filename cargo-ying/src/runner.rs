@@ -5,6 +5,7 @@
 use crate::collect::take_report;
 use crate::discover::TestCase;
 use crate::interposer::{PRELOAD_ENV, preload_value};
+use crate::known_code::{KNOWN_CODE_ENV, KnownCodes};
 use crate::model::{Attempt, Outcome, TestRecord};
 use crate::process::{self, Waited};
 use crate::symbols::Symbolizer;
@@ -39,6 +40,8 @@ pub struct RunOptions {
     pub interposer: Option<PathBuf>,
     /// Names the stacks the tests' reports leave as addresses; the run's and its reruns'.
     pub symbolizer: Arc<Symbolizer>,
+    /// The code each test binary's processes know by address, read once per binary; the run's and its reruns'.
+    pub known_code: Arc<KnownCodes>,
 }
 
 impl RunOptions {
@@ -55,6 +58,7 @@ impl RunOptions {
             no_capture: false,
             interposer: self.interposer.clone(),
             symbolizer: Arc::clone(&self.symbolizer),
+            known_code: Arc::clone(&self.known_code),
         }
     }
 }
@@ -113,7 +117,7 @@ pub fn describe(options: &RunOptions) -> String {
     };
     format!(
         "each test runs alone: <binary> --exact <name>{args} in its package's directory, with \
-         {ATTRIBUTION_ENV}=process {DEFER_SYMBOLS_ENV}=1 and {REPORT_DIR_ENV}, {RUN_TOKEN_ENV} set{interposer}"
+         {ATTRIBUTION_ENV}=process {DEFER_SYMBOLS_ENV}=1 and {REPORT_DIR_ENV}, {RUN_TOKEN_ENV}, {KNOWN_CODE_ENV} set{interposer}"
     )
 }
 
@@ -152,6 +156,9 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path) 
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr);
+        if let Some(known_code) = options.known_code.env_value(&test.binary.path) {
+            command.env(KNOWN_CODE_ENV, &*known_code);
+        }
         if let Some(library) = &options.interposer {
             let binary = &test.binary;
             let identity = TestIdentity::listed(&binary.package, binary.kind, &binary.name, &test.name);

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use ying_report::report::{DEFER_SYMBOLS_ENV, LeakReport, MEASURE_TEST_ENV, REPORT_DIR_ENV, TestIdentity};
+use ying_report::{ExecutableStamp, KNOWN_CODE_ENV, KnownCode};
 
 /// The interposer, built beside this test's binary.
 fn interposer() -> PathBuf {
@@ -152,6 +153,29 @@ fn names_are_left_to_the_reader_when_symbols_are_deferred() {
     assert_eq!(deferred.figures.retained_bytes, named.figures.retained_bytes);
     assert_eq!(deferred.excused_bytes + left_bytes, named.excused_bytes);
     assert!(deferred.deferred.is_some(), "the reader is told where the runtime's frames lie");
+}
+
+#[test]
+fn the_known_code_passed_for_this_executable_is_taken_and_another_executables_is_not() {
+    // Passed as cargo ying passes it, but saying that this binary (whose global allocator is `System`) has one of
+    // its own: only the report's note tells whether the process took what was passed or read its own.
+    let executable = std::env::current_exe().unwrap();
+    let mut code = KnownCode::read(&std::fs::read(&executable).unwrap());
+    assert_eq!(code.default_allocator, Some(true));
+    code.default_allocator = Some(false);
+    let own_allocator =
+        |report: &LeakReport| report.notes.iter().any(|note| note.contains("global allocator of its own"));
+
+    let this = ExecutableStamp::of(&std::fs::metadata(&executable).unwrap()).unwrap();
+    let taken = measure_with("subject_box_leak_1000", &[(KNOWN_CODE_ENV, &code.to_env(this))]);
+    assert!(own_allocator(&taken), "{taken:#?}");
+    assert_eq!(retained(&taken), 1000);
+
+    // Stamped with another file (a program the test starts inherits the variable): the process reads its own.
+    let other = ExecutableStamp::of(&std::fs::metadata(interposer()).unwrap()).unwrap();
+    let read = measure_with("subject_box_leak_1000", &[(KNOWN_CODE_ENV, &code.to_env(other))]);
+    assert!(!own_allocator(&read), "{read:#?}");
+    assert_eq!(retained(&read), 1000);
 }
 
 #[ignore = "run by the interposer's tests, under LD_PRELOAD"]

@@ -8,9 +8,12 @@
 //! - [`Frame`], the rule that [names] the function at an address whatever the debug-information level,
 //!   the pure rules that [trim](Trim) a symbolised stack and [excuse](excuses) what it allocated, and
 //!   [`FoldedStack`];
-//! - [`ByteSize`]: the one grammar of sizes (`"64 KiB"`) that budgets, flags and configuration keys use.
+//! - [`ByteSize`]: the one grammar of sizes (`"64 KiB"`) that budgets, flags and configuration keys use;
+//! - [`KnownCode`]: the functions of a test executable the runtime knows by address, which `cargo ying` reads once
+//!   per executable and passes to its test processes.
 //!
-//! It depends on serde alone: no allocator, no renderer.
+//! It depends on serde alone (and, with the `elf` feature, on object to read an executable's symbol table): no
+//! allocator, no renderer.
 
 pub mod baseline;
 pub mod excuses;
@@ -19,6 +22,7 @@ mod folded;
 mod frame;
 mod json;
 mod keys;
+pub mod known_code;
 pub mod names;
 pub mod report;
 pub mod size;
@@ -32,6 +36,7 @@ pub use folded::{FoldedStack, FoldedStackError};
 pub use frame::Frame;
 pub use json::{ReadError, read_text, resolve_symlinks, write_atomic, write_whole};
 pub use keys::closest_key;
+pub use known_code::{ExecutableStamp, KNOWN_CODE_ENV, KnownCode};
 pub use report::LeakReport;
 pub use size::{ByteSize, SignedByteSize, SizeError};
 pub use summary::{GateVerdict, NotRunTarget, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, TestOutcome};

@@ -107,6 +107,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
         no_capture,
         interposer,
         symbolizer,
+        known_code: Arc::default(),
     };
     let planned = &plan.tests;
     let running = plan.running().count();

@@ -1,5 +1,10 @@
 //! The executable's symbol table: the full path of the function at an address, for frames whose debug information
-//! names them bare (`debug = "line-tables-only"`). Read once, on first need, from the executable file.
+//! names them bare (`debug = "line-tables-only"`), and the code known by address ([`KnownCode`]). Read once, on
+//! first need, from the executable file.
+
+use ying_report::KnownCode;
+#[cfg(target_os = "linux")]
+use ying_report::{ExecutableStamp, KNOWN_CODE_ENV};
 
 /// The demangled name (without hash) of the function the symbol table places at `ip`, an address in this
 /// process's executable; `None` outside it, where the platform is not supported, or without a symbol table.
@@ -47,92 +52,54 @@ fn map_executable() -> Option<&'static [u8]> {
 
 /// Ends the stacks captured from now on at their thread's entry ([`ying_report::is_thread_entry`]: the standard
 /// library's `__rust_begin_short_backtrace`, one copy per kind of thread in the executable), as reports trim them:
-/// a spawned thread's captures then neither walk nor replay the start-up frames past it. Reads the symbol table on
+/// a spawned thread's captures then neither walk nor replay the start-up frames past it. Looks the entries up on
 /// the first call; does nothing more on later ones, where the platform is not supported, or without a symbol table.
 pub(crate) fn end_stacks_at_thread_entries() {
     static DONE: std::sync::Once = std::sync::Once::new();
-    DONE.call_once(|| crate::base::thread::as_profiler(|| crate::hot::unwind::end_stacks_at(thread_entries())));
+    DONE.call_once(|| {
+        crate::base::thread::as_profiler(|| crate::hot::unwind::end_stacks_at(in_process(&known_code().thread_entries)))
+    });
 }
 
-/// The string table of `file`'s symbols (`bytes`), if it has one.
-#[cfg(target_os = "linux")]
-fn symbol_names<'a>(file: &object::read::elf::ElfFile64<'a, object::Endianness>, bytes: &'a [u8]) -> Option<&'a [u8]> {
-    use object::read::elf::SectionHeader;
-    let section = file.elf_section_table().section(file.elf_symbol_table().string_section()).ok()?;
-    section.data(file.endian(), bytes).ok().filter(|names| !names.is_empty())
+/// The code of this process's executable known by its symbols' addresses: as `cargo ying` passed it in
+/// [`KNOWN_CODE_ENV`] for this executable, else read from the executable's symbol table (once); nothing known where
+/// the platform is not supported.
+pub(crate) fn known_code() -> &'static KnownCode {
+    static KNOWN: std::sync::OnceLock<KnownCode> = std::sync::OnceLock::new();
+    KNOWN.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        {
+            let passed = std::env::var(KNOWN_CODE_ENV).ok().and_then(|value| {
+                let executable = ExecutableStamp::of(&std::fs::metadata("/proc/self/exe").ok()?)?;
+                KnownCode::from_env(&value, executable)
+            });
+            passed.or_else(|| executable_file().map(KnownCode::read)).unwrap_or_default()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            KnownCode::default()
+        }
+    })
 }
 
-/// Whether a symbol of the executable has `fragment` in its (mangled) name; `None` when the executable has no
-/// symbol table to tell (stripped, or not an ELF file).
-pub(crate) fn executable_names(fragment: &str) -> Option<bool> {
+/// `ranges` of the executable file (its symbols' values), where this process has them; none when the executable's
+/// place is unknown.
+pub(crate) fn in_process(ranges: &[(u64, u64)]) -> Vec<(usize, usize)> {
     #[cfg(target_os = "linux")]
     {
-        let bytes = executable_file()?;
-        let file = object::read::elf::ElfFile64::<object::Endianness>::parse(bytes).ok()?;
-        let names = symbol_names(&file, bytes)?;
-        Some(memchr::memmem::find(names, fragment.as_bytes()).is_some())
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = fragment;
-        None
-    }
-}
-
-/// The address ranges (start, end) in this process of the executable's thread entries.
-fn thread_entries() -> Vec<(usize, usize)> {
-    executable_functions(ENTRY, |name| ying_report::is_thread_entry(&ying_report::Frame::new(name, None, None)))
-}
-
-/// The address ranges (start, end) in this process of the executable's functions whose mangled name holds
-/// `fragment` (legacy and v0 manglings both spell a name out) and whose demangled name, without its hash, `accept`
-/// takes: every copy of a generic function. Test binaries are often built without optimisation and hold tens of
-/// thousands of symbols or more: the string table is searched for `fragment` once (`memchr`'s vectorised search),
-/// only the names found there are demangled, and the symbols are then read once, each compared by its name's
-/// offset alone. Nothing where the platform is not supported or the executable has no symbol table.
-pub(crate) fn executable_functions(fragment: &str, accept: impl Fn(&str) -> bool) -> Vec<(usize, usize)> {
-    #[cfg(target_os = "linux")]
-    {
-        use object::read::elf::{ElfFile64, Sym};
-        let Some((bytes, bias)) = executable_file().zip(super::symbolize::executable_bias()) else {
-            return Vec::new();
-        };
-        let Ok(file) = ElfFile64::<object::Endianness>::parse(bytes) else { return Vec::new() };
-        let endian = file.endian();
-        let Some(names) = symbol_names(&file, bytes) else { return Vec::new() };
-        // Where each accepted name starts in the string table, sorted.
-        let mut starts: Vec<u32> = Vec::new();
-        for at in memchr::memmem::find_iter(names, fragment.as_bytes()) {
-            let start = names[..at].iter().rposition(|&byte| byte == 0).map_or(0, |nul| nul + 1);
-            let end = names[at..].iter().position(|&byte| byte == 0).map_or(names.len(), |nul| at + nul);
-            let name = format!("{:#}", backtrace::SymbolName::new(&names[start..end]));
-            if accept(&name)
-                && let Ok(start) = u32::try_from(start)
-            {
-                starts.push(start);
-            }
-        }
-        if starts.is_empty() {
-            return Vec::new();
-        }
-        starts.sort_unstable();
-        starts.dedup();
-        file.elf_symbol_table()
-            .symbols()
+        let Some(bias) = super::symbolize::executable_bias() else { return Vec::new() };
+        ranges
             .iter()
-            .filter(|symbol| {
-                symbol.st_type() == object::elf::STT_FUNC && starts.binary_search(&symbol.st_name(endian)).is_ok()
-            })
-            .filter_map(|symbol| {
-                let start = usize::try_from(symbol.st_value(endian)).ok()?.checked_add(bias)?;
-                let end = start.checked_add(usize::try_from(symbol.st_size(endian)).ok()?)?;
-                Some((start, end)).filter(|(start, end)| start < end)
+            .filter_map(|&(start, end)| {
+                let start = usize::try_from(start).ok()?.checked_add(bias)?;
+                let end = usize::try_from(end).ok()?.checked_add(bias)?;
+                Some((start, end))
             })
             .collect()
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (fragment, accept);
+        let _ = ranges;
         Vec::new()
     }
 }
@@ -169,10 +136,6 @@ pub(crate) fn shared_function(name: &core::ffi::CStr) -> Option<(usize, usize)> 
         None
     }
 }
-
-/// The name of the standard library's thread entry, as mangled names spell it.
-#[cfg(target_os = "linux")]
-const ENTRY: &str = "__rust_begin_short_backtrace";
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {

@@ -12,7 +12,7 @@ use ying_report::excuses::frames_are_excused;
 /// allocate what they keep on a test's behalf. A test measured from outside (see `unannotated`) sees the whole of
 /// its thread and the C library's allocations, and retains some of these in nearly every run: telling them apart
 /// must not cost a symbolisation.
-struct KnownCode {
+struct ExcusingCode {
     /// libtest's functions that run a test on the test's thread.
     run_test: Vec<(usize, usize)>,
     /// libtest's frame through which it calls the test function.
@@ -22,24 +22,21 @@ struct KnownCode {
     thread_storage: Option<(usize, usize)>,
 }
 
-/// What [`KnownCode`] excuses, as the one frame a report shows of it.
+/// What [`ExcusingCode`] excuses, as the one frame a report shows of it.
 const LIBTEST_BOOKKEEPING: &str = "test::run_test_in_process";
 const C_THREAD_STORAGE: &str = "_dl_allocate_tls";
 
-impl KnownCode {
+impl ExcusingCode {
     /// The code of this process, looked up on first use.
     fn get() -> &'static Self {
-        static KNOWN: std::sync::OnceLock<KnownCode> = std::sync::OnceLock::new();
-        KNOWN.get_or_init(|| Self {
-            // `run_test_in_process` is inlined into the closure `run_test` runs on the test's thread (its own
-            // symbol where it is not).
-            run_test: symbol_table::executable_functions("run_test", |name| {
-                name.starts_with(LIBTEST_BOOKKEEPING) || name.starts_with("test::run_test::{closure")
-            }),
-            test_entry: symbol_table::executable_functions("__rust_begin_short_backtrace", |name| {
-                name.starts_with("test::__rust_begin_short_backtrace")
-            }),
-            thread_storage: symbol_table::shared_function(c"_dl_allocate_tls"),
+        static KNOWN: std::sync::OnceLock<ExcusingCode> = std::sync::OnceLock::new();
+        KNOWN.get_or_init(|| {
+            let known = symbol_table::known_code();
+            Self {
+                run_test: symbol_table::in_process(&known.run_test),
+                test_entry: symbol_table::in_process(&known.test_entry),
+                thread_storage: symbol_table::shared_function(c"_dl_allocate_tls"),
+            }
         })
     }
 
@@ -102,9 +99,9 @@ impl Excuses {
     }
 
     /// The frame that excuses memory allocated from recorded stack `stack` by its addresses alone (see
-    /// [`KnownCode`]), if they do: its report shows that frame, and nothing is symbolised.
+    /// [`ExcusingCode`]), if they do: its report shows that frame, and nothing is symbolised.
     pub(super) fn known(&self, stack: StackId) -> Option<&'static str> {
-        stacks::ips(stack).and_then(|ips| KnownCode::get().excuse(ips.as_slice()))
+        stacks::ips(stack).and_then(|ips| ExcusingCode::get().excuse(ips.as_slice()))
     }
 
     /// Bytes and blocks scope `id` owns whose stacks are excused.

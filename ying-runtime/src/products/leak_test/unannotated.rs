@@ -101,7 +101,7 @@ fn claim(plan: &Plan) -> bool {
 fn notes() -> Vec<String> {
     // The standard library's default global allocator (`System`, over `malloc`) is `__rdl_alloc`: an executable
     // that has symbols but not that one has a global allocator of its own.
-    let own_allocator = crate::read::symbol_table::executable_names("__rdl_alloc") == Some(false);
+    let own_allocator = crate::read::symbol_table::known_code().default_allocator == Some(false);
     if own_allocator { vec![OWN_GLOBAL_ALLOCATOR.to_owned()] } else { Vec::new() }
 }
 

@@ -1,0 +1,235 @@
+//! The code of a test executable that the runtime knows by its addresses, without reading debug information:
+//! found in the executable's symbol table by name, once per executable.
+//!
+//! A test process would otherwise search its executable's symbol table itself (a string table of a megabyte or more
+//! in a test binary built without optimisation), for every test. `cargo ying` reads it once per test binary
+//! ([`KnownCode::read`], with the `elf` feature) and hands it to each of the binary's test processes in
+//! [`KNOWN_CODE_ENV`], stamped with the executable's identity; a process whose executable is not the one stamped (a
+//! program the test starts inherits the environment) reads its own.
+
+use serde::{Deserialize, Serialize};
+
+/// The environment variable in which `cargo ying` passes a test process the [`KnownCode`] of its executable, as
+/// [`KnownCode::to_env`] writes it. Optional: without it, or for another executable, the process reads its own.
+pub const KNOWN_CODE_ENV: &str = "YING_KNOWN_CODE";
+
+/// Which file an executable is: its device, inode, length and modification time (nanoseconds since the Unix epoch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutableStamp {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified_ns: u128,
+}
+
+impl ExecutableStamp {
+    /// The stamp of the file `metadata` describes; `None` where the platform does not tell a file apart this way.
+    pub fn of(metadata: &std::fs::Metadata) -> Option<Self> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let modified = metadata.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+            Some(Self {
+                device: metadata.dev(),
+                inode: metadata.ino(),
+                len: metadata.len(),
+                modified_ns: modified.as_nanos(),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = metadata;
+            None
+        }
+    }
+}
+
+/// What an executable's symbol table says of the code the runtime must know by address. Each range is a function's
+/// (start, end) as the executable file places it (its symbol's value and size): a process adds its load bias.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownCode {
+    /// Whether the executable has the standard library's default global allocator (`__rdl_alloc`, `System` over
+    /// `malloc`); `None` when it has no symbol table to tell (stripped, or not an ELF file).
+    pub default_allocator: Option<bool>,
+    /// The standard library's thread entries (`__rust_begin_short_backtrace`, see [`crate::is_thread_entry`]), one
+    /// copy for each kind of thread: stacks end there.
+    pub thread_entries: Vec<(u64, u64)>,
+    /// libtest's functions that run a test on the test's thread (`test::run_test_in_process`, inlined into a
+    /// closure of `test::run_test` where it has no symbol of its own).
+    pub run_test: Vec<(u64, u64)>,
+    /// libtest's frame through which it calls the test function (`test::__rust_begin_short_backtrace`).
+    pub test_entry: Vec<(u64, u64)>,
+}
+
+/// [`KnownCode`] with the identity of the executable it was read from, as [`KNOWN_CODE_ENV`] carries it.
+#[derive(Serialize, Deserialize)]
+struct Stamped {
+    executable: ExecutableStamp,
+    code: KnownCode,
+}
+
+impl KnownCode {
+    /// The value of [`KNOWN_CODE_ENV`] for the executable stamped `executable`.
+    pub fn to_env(&self, executable: ExecutableStamp) -> String {
+        serde_json::to_string(&Stamped { executable, code: self.clone() }).expect("known code is JSON")
+    }
+
+    /// The known code in `value` (of [`KNOWN_CODE_ENV`]) when it was read from the executable stamped `executable`;
+    /// `None` when it is another's, or not such a value.
+    pub fn from_env(value: &str, executable: ExecutableStamp) -> Option<Self> {
+        let stamped: Stamped = serde_json::from_str(value).ok()?;
+        (stamped.executable == executable).then_some(stamped.code)
+    }
+}
+
+#[cfg(feature = "elf")]
+impl KnownCode {
+    /// What the symbol table of the ELF executable `bytes` tells; nothing known without one.
+    ///
+    /// Test binaries are often built without optimisation and hold tens of thousands of symbols or more: the string
+    /// table is searched once for each name fragment (`memchr`'s vectorised search), only the names found there are
+    /// demangled, and the symbols are then read once, each compared by its name's offset alone.
+    pub fn read(bytes: &[u8]) -> Self {
+        use object::read::elf::{ElfFile64, SectionHeader, Sym};
+        let Ok(file) = ElfFile64::<object::Endianness>::parse(bytes) else { return Self::default() };
+        let endian = file.endian();
+        let symbols = file.elf_symbol_table();
+        let names = file
+            .elf_section_table()
+            .section(symbols.string_section())
+            .ok()
+            .and_then(|section| section.data(endian, bytes).ok())
+            .filter(|names| !names.is_empty());
+        let Some(names) = names else { return Self::default() };
+
+        // Where each name of each kind starts in the string table, sorted.
+        let mut starts: [Vec<u32>; 3] = Default::default();
+        for (fragment, kinds) in
+            [(THREAD_ENTRY, &[Kind::ThreadEntry, Kind::TestEntry][..]), ("run_test", &[Kind::RunTest])]
+        {
+            for at in memchr::memmem::find_iter(names, fragment.as_bytes()) {
+                let start = names[..at].iter().rposition(|&byte| byte == 0).map_or(0, |nul| nul + 1);
+                let end = names[at..].iter().position(|&byte| byte == 0).map_or(names.len(), |nul| at + nul);
+                let Ok(name) = std::str::from_utf8(&names[start..end]) else { continue };
+                let name = format!("{:#}", rustc_demangle::demangle(name));
+                for &kind in kinds {
+                    if kind.accepts(&name)
+                        && let Ok(start) = u32::try_from(start)
+                    {
+                        starts[kind as usize].push(start);
+                    }
+                }
+            }
+        }
+        for starts in &mut starts {
+            starts.sort_unstable();
+            starts.dedup();
+        }
+
+        let mut code =
+            Self { default_allocator: Some(memchr::memmem::find(names, b"__rdl_alloc").is_some()), ..Self::default() };
+        if starts.iter().all(Vec::is_empty) {
+            return code;
+        }
+        for symbol in symbols.symbols().iter().filter(|symbol| symbol.st_type() == object::elf::STT_FUNC) {
+            let name = symbol.st_name(endian);
+            let start = symbol.st_value(endian);
+            let range = (start, start.saturating_add(symbol.st_size(endian)));
+            if range.0 >= range.1 {
+                continue;
+            }
+            for kind in [Kind::ThreadEntry, Kind::RunTest, Kind::TestEntry] {
+                if starts[kind as usize].binary_search(&name).is_ok() {
+                    code.ranges_mut(kind).push(range);
+                }
+            }
+        }
+        code
+    }
+
+    fn ranges_mut(&mut self, kind: Kind) -> &mut Vec<(u64, u64)> {
+        match kind {
+            Kind::ThreadEntry => &mut self.thread_entries,
+            Kind::RunTest => &mut self.run_test,
+            Kind::TestEntry => &mut self.test_entry,
+        }
+    }
+}
+
+/// The name of the standard library's thread entry (and of libtest's test entry), as mangled names spell it.
+#[cfg(feature = "elf")]
+const THREAD_ENTRY: &str = "__rust_begin_short_backtrace";
+
+/// The kinds of known functions that [`KnownCode::read`] looks for by name.
+#[cfg(feature = "elf")]
+#[derive(Clone, Copy)]
+enum Kind {
+    ThreadEntry = 0,
+    RunTest = 1,
+    TestEntry = 2,
+}
+
+#[cfg(feature = "elf")]
+impl Kind {
+    /// Whether the function demangled (without its hash) as `name` is of this kind.
+    fn accepts(self, name: &str) -> bool {
+        match self {
+            Self::ThreadEntry => crate::is_thread_entry(&crate::Frame::new(name, None, None)),
+            // `run_test_in_process` is inlined into the closure `run_test` runs on the test's thread (its own
+            // symbol where it is not).
+            Self::RunTest => {
+                name.starts_with("test::run_test_in_process") || name.starts_with("test::run_test::{closure")
+            }
+            Self::TestEntry => name.starts_with("test::__rust_begin_short_backtrace"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ExecutableStamp, KnownCode};
+
+    fn stamp(len: u64) -> ExecutableStamp {
+        ExecutableStamp { device: 1, inode: 2, len, modified_ns: 3 }
+    }
+
+    #[test]
+    fn known_code_passed_in_the_environment_holds_for_its_executable_alone() {
+        let code = KnownCode {
+            default_allocator: Some(true),
+            thread_entries: vec![(16, 32)],
+            run_test: vec![(64, 128), (256, 300)],
+            test_entry: vec![(400, 410)],
+        };
+        let value = code.to_env(stamp(1000));
+        assert_eq!(KnownCode::from_env(&value, stamp(1000)), Some(code));
+        assert_eq!(KnownCode::from_env(&value, stamp(1001)), None, "another executable");
+        assert_eq!(KnownCode::from_env("{\"code\": 1}", stamp(1000)), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_files_stamp_changes_with_its_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("executable");
+        let stamp_now = || ExecutableStamp::of(&std::fs::metadata(&path).unwrap()).unwrap();
+        std::fs::write(&path, "one").unwrap();
+        let first = stamp_now();
+        assert_eq!(stamp_now(), first);
+        std::fs::write(&path, "three").unwrap();
+        assert_ne!(stamp_now(), first);
+    }
+
+    #[cfg(all(feature = "elf", target_os = "linux"))]
+    #[test]
+    fn this_test_executables_thread_entries_and_test_harness_are_found() {
+        let bytes = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let code = KnownCode::read(&bytes);
+        assert_eq!(code.default_allocator, Some(true), "a test binary has the default global allocator");
+        assert!(!code.thread_entries.is_empty(), "{code:?}");
+        assert!(!code.run_test.is_empty(), "{code:?}");
+        assert!(!code.test_entry.is_empty(), "{code:?}");
+        assert!(code.thread_entries.iter().all(|entry| !code.test_entry.contains(entry)), "{code:?}");
+        assert_eq!(KnownCode::read(b"not an executable"), KnownCode::default());
+    }
+}
