@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use ying_report::report::{DEFER_SYMBOLS_ENV, LeakReport, MEASURE_TEST_ENV, REPORT_DIR_ENV, TestIdentity};
+use ying_report::report::{
+    DEFER_SYMBOLS_ENV, LeakReport, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, STARTED_EXTENSION, TestIdentity,
+};
 use ying_report::{ExecutableStamp, KNOWN_CODE_ENV, KnownCode};
 
 /// The interposer, built beside this test's binary.
@@ -153,6 +155,31 @@ fn names_are_left_to_the_reader_when_symbols_are_deferred() {
     assert_eq!(deferred.figures.retained_bytes, named.figures.retained_bytes);
     assert_eq!(deferred.excused_bytes + left_bytes, named.excused_bytes);
     assert!(deferred.deferred.is_some(), "the reader is told where the runtime's frames lie");
+}
+
+#[test]
+fn under_a_run_token_the_report_takes_the_start_marks_file() {
+    let reports = tempfile::tempdir().unwrap();
+    let identity = TestIdentity::new("ying-preload", None, "interposed", "subject_box_leak_1000", "", 0);
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "subject_box_leak_1000", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .env("LD_PRELOAD", interposer())
+        .env(MEASURE_TEST_ENV, serde_json::to_string(&identity).unwrap())
+        .env(REPORT_DIR_ENV, reports.path())
+        .env(RUN_TOKEN_ENV, "a-run")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let left: Vec<String> = std::fs::read_dir(reports.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(!left[0].ends_with(STARTED_EXTENSION), "{left:?}");
+    let report: LeakReport =
+        serde_json::from_str(&std::fs::read_to_string(only_report(reports.path()).unwrap()).unwrap()).unwrap();
+    assert_eq!(report.run_token.as_deref(), Some("a-run"));
+    assert_eq!(retained(&report), 1000);
 }
 
 #[test]

@@ -41,7 +41,8 @@ pub const RUN_TOKEN_ENV: &str = "YING_RUN_TOKEN";
 
 /// The extension of the mark a leak test leaves in [`REPORT_DIR_ENV`] when it starts under [`RUN_TOKEN_ENV`]: a
 /// file holding the token, beside where its report will be. A mark without a report says that the test's process
-/// ended before the test reported (`std::process::exit` in its body, for instance).
+/// ended before the test reported (`std::process::exit` in its body, for instance). The report is written in the
+/// mark's file ([`LeakReport::write_over_mark`]): a report cut short says the same as the mark.
 pub const STARTED_EXTENSION: &str = "started";
 
 const KIND: Kind = Kind {
@@ -176,8 +177,41 @@ impl LeakReport {
 
     /// Writes the report over the file at `path`, in place: for a file no one reads until its writer moves it
     /// where it is read (`cargo ying` completing the report a test wrote). No file is created.
+    ///
+    /// The file is written over from its start, then cut to the report's length, rather than emptied first: a file
+    /// emptied and written again is sent to the disk when it is closed on ext4 (`auto_da_alloc`, for programs that
+    /// replace a file's contents that way), a write for every test that no reader needs.
     pub fn rewrite(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(path, json::to_bytes(self)?)
+        let json = json::to_bytes(self)?;
+        let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+        std::io::Write::write_all(&mut file, &json)?;
+        file.set_len(json.len() as u64)
+    }
+
+    /// Writes the report to `path` in the file of its test's start mark `mark` ([`STARTED_EXTENSION`]): the mark is
+    /// renamed to `path`, then the report written over it, so no file is created. For a report no one reads before
+    /// its process has ended (`cargo ying`'s): a process that ends during the write leaves a report
+    /// [cut short](Self::is_cut_short), which says that a report was due as the mark did. Without the mark, as
+    /// [`write`](Self::write); when the report cannot be written, the mark is put back.
+    pub fn write_over_mark(&self, path: &Path, mark: &Path) -> std::io::Result<()> {
+        if std::fs::rename(mark, path).is_err() {
+            return self.write(path);
+        }
+        self.rewrite(path).inspect_err(|_| {
+            let _ = std::fs::rename(path, mark);
+        })
+    }
+
+    /// Whether the file at `path` is a report of the run `run_token` whose write was cut short
+    /// ([`write_over_mark`](Self::write_over_mark) by a process that ended during it): the mark renamed and not yet
+    /// written over (it holds the token), or JSON that ends before its value does. A write over the mark is cut at a
+    /// page's end at the earliest, so none leaves the report's beginning followed by the rest of the token.
+    pub fn is_cut_short(path: &Path, run_token: &str) -> bool {
+        json::read_text(path).is_ok_and(|text| {
+            text.trim().is_empty()
+                || text == run_token
+                || serde_json::from_str::<serde_json::Value>(&text).is_err_and(|error| error.is_eof())
+        })
     }
 }
 
@@ -481,6 +515,45 @@ mod tests {
 
     fn identity(bin_name: Option<&str>) -> TestIdentity {
         TestIdentity::new("app", bin_name, "app::tests", "same_unit", "src/lib.rs", 7)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_report_written_over_its_mark_takes_the_marks_file_and_a_write_cut_short_says_so() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (path, mark) = (dir.path().join("t.json"), dir.path().join("t.started"));
+        std::fs::write(&mark, "token").unwrap();
+        let inode = std::fs::metadata(&mark).unwrap().ino();
+        let mut report = LeakReport::new(identity(None), Attribution::Process, Budgets::default());
+        report.run_token = Some("token".to_owned());
+        report.write_over_mark(&path, &mark).unwrap();
+        assert!(!mark.exists());
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode, "no file made");
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(serde_json::from_str::<LeakReport>(&written).unwrap(), report);
+        assert!(!LeakReport::is_cut_short(&path, "token"));
+
+        // Without a mark, the report is written as any other.
+        let elsewhere = dir.path().join("u.json");
+        report.write_over_mark(&elsewhere, &mark).unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), written);
+
+        // A process that ended during the write left the mark renamed, or a beginning of the report.
+        for cut in ["token", "", &written[..1], &written[..written.len() / 2], &written[..written.len() - 2]] {
+            std::fs::write(&path, cut).unwrap();
+            assert!(LeakReport::is_cut_short(&path, "token"), "{cut:?}");
+        }
+        for other in ["another run's token", "not a report"] {
+            std::fs::write(&path, other).unwrap();
+            assert!(!LeakReport::is_cut_short(&path, "token"), "{other:?}");
+        }
+        assert!(!LeakReport::is_cut_short(&dir.path().join("none.json"), "token"));
+
+        // Written over a longer file, the report is cut to its own length.
+        std::fs::write(&path, " ".repeat(written.len() * 2)).unwrap();
+        report.rewrite(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
     }
 
     #[test]

@@ -94,7 +94,9 @@ thread_local! {
 fn claim(plan: &Plan) -> bool {
     let Some(dir) = std::env::var_os(REPORT_DIR_ENV) else { return true };
     let token = std::env::var_os(RUN_TOKEN_ENV).unwrap_or_default();
-    report::leave_start_mark(plan, std::path::Path::new(&dir), token.as_encoded_bytes(), true)
+    // The report takes the mark's file when it is written: a report there claimed the test too.
+    !leak_test_reported(plan)
+        && report::leave_start_mark(plan, std::path::Path::new(&dir), token.as_encoded_bytes(), true)
 }
 
 /// What the report says of how the figures were taken.
@@ -109,7 +111,8 @@ fn notes() -> Vec<String> {
 const OWN_GLOBAL_ALLOCATOR: &str = "the test binary has a global allocator of its own: only the memory it takes \
      from malloc (and what C code allocates) is measured";
 
-/// Whether the test is a leak test that has written its own report.
+/// Whether a report of the test is in the report directory: a leak test's own, or that of a process that measured
+/// the test before this one (a program the test started, running the same test).
 fn leak_test_reported(plan: &Plan) -> bool {
     std::env::var_os(REPORT_DIR_ENV)
         .is_some_and(|dir| std::path::Path::new(&dir).join(report::file_name(&plan.identity, "json")).exists())
