@@ -34,12 +34,8 @@ impl KnownCodes {
 
 /// The [`KNOWN_CODE_ENV`] value of `executable`, stamped with the file read.
 fn read(executable: &Path) -> Option<String> {
-    let file = std::fs::File::open(executable).ok()?;
+    let (file, bytes) = crate::symbols::map_executable(executable)?;
     let stamp = ExecutableStamp::of(&file.metadata().ok()?)?;
-    // SAFETY: a read-only private mapping of a test executable, which nothing writes while the run goes on (cargo
-    // builds it before, and a running executable cannot be written); the bytes are only read, and a truncated file
-    // at worst fails to parse. The stamp was taken of the same open file.
-    let bytes = unsafe { memmap2::Mmap::map(&file) }.ok()?;
     Some(KnownCode::read(&bytes).to_env(stamp))
 }
 

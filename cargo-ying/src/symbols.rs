@@ -81,15 +81,21 @@ fn demangle(name: &str) -> String {
 const LIBRARY_UNITS: [&str; 4] =
     ["/library/std/src/lib.rs", "/library/core/src/lib.rs", "/library/alloc/src/lib.rs", "/library/test/src/lib.rs"];
 
+/// The test executable at `executable`, open and mapped for reading.
+pub(crate) fn map_executable(executable: &Path) -> Option<(std::fs::File, memmap2::Mmap)> {
+    let file = std::fs::File::open(executable).ok()?;
+    // SAFETY: a read-only private mapping of a test executable, which nothing writes while the run goes on (cargo
+    // builds it before, and a running executable cannot be written); the bytes are only read, and a truncated file
+    // at worst fails to parse.
+    let bytes = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    Some((file, bytes))
+}
+
 /// An address of each of `executable`'s [`LIBRARY_UNITS`] (each one's first), with the unit's entry of
 /// [`LIBRARY_UNITS`], by a pass over its units' first entries alone; none when its debug information cannot be read.
 fn library_unit_addresses(executable: &Path) -> Vec<(&'static str, u64)> {
     use object::{Object, ObjectSection};
-    let Ok(file) = std::fs::File::open(executable) else { return Vec::new() };
-    // SAFETY: a read-only private mapping of a test executable, which nothing writes while the run goes on (cargo
-    // builds it before, and a running executable cannot be written); the bytes are only read, and a truncated file
-    // at worst fails to parse.
-    let Ok(bytes) = (unsafe { memmap2::Mmap::map(&file) }) else { return Vec::new() };
+    let Some((_, bytes)) = map_executable(executable) else { return Vec::new() };
     let Ok(object) = object::File::parse(&*bytes) else { return Vec::new() };
     let endian = if object.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
     let section = |id: gimli::SectionId| -> Result<gimli::EndianSlice<'_, gimli::RunTimeEndian>, gimli::Error> {

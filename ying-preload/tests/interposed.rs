@@ -29,18 +29,23 @@ fn measure(subject: &str) -> LeakReport {
 /// [`measure`] with more variables in the subject's environment.
 fn measure_with(subject: &str, env: &[(&str, &str)]) -> LeakReport {
     let reports = tempfile::tempdir().unwrap();
+    measure_into(subject, env, reports.path())
+}
+
+/// [`measure_with`], the subject writing to `reports`.
+fn measure_into(subject: &str, env: &[(&str, &str)], reports: &Path) -> LeakReport {
     let identity = TestIdentity::new("ying-preload", None, "interposed", subject, "", 0);
     let output = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", subject, "--include-ignored", "--nocapture", "--test-threads=1"])
         .env("LD_PRELOAD", interposer())
         .env(MEASURE_TEST_ENV, serde_json::to_string(&identity).unwrap())
-        .env(REPORT_DIR_ENV, reports.path())
+        .env(REPORT_DIR_ENV, reports)
         .envs(env.iter().copied())
         .output()
         .unwrap();
     let shown = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "{subject} failed under the interposer:\n{shown}");
-    let report = only_report(reports.path()).unwrap_or_else(|| panic!("{subject} wrote no report:\n{shown}"));
+    let report = only_report(reports).unwrap_or_else(|| panic!("{subject} wrote no report:\n{shown}"));
     serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap()
 }
 
@@ -160,24 +165,13 @@ fn names_are_left_to_the_reader_when_symbols_are_deferred() {
 #[test]
 fn under_a_run_token_the_report_takes_the_start_marks_file() {
     let reports = tempfile::tempdir().unwrap();
-    let identity = TestIdentity::new("ying-preload", None, "interposed", "subject_box_leak_1000", "", 0);
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "subject_box_leak_1000", "--include-ignored", "--nocapture", "--test-threads=1"])
-        .env("LD_PRELOAD", interposer())
-        .env(MEASURE_TEST_ENV, serde_json::to_string(&identity).unwrap())
-        .env(REPORT_DIR_ENV, reports.path())
-        .env(RUN_TOKEN_ENV, "a-run")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report = measure_into("subject_box_leak_1000", &[(RUN_TOKEN_ENV, "a-run")], reports.path());
     let left: Vec<String> = std::fs::read_dir(reports.path())
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(!left[0].ends_with(STARTED_EXTENSION), "{left:?}");
-    let report: LeakReport =
-        serde_json::from_str(&std::fs::read_to_string(only_report(reports.path()).unwrap()).unwrap()).unwrap();
     assert_eq!(report.run_token.as_deref(), Some("a-run"));
     assert_eq!(retained(&report), 1000);
 }

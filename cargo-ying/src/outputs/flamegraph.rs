@@ -158,7 +158,6 @@ mod tests {
 
     #[test]
     fn the_differential_pairs_each_stack_before_and_after() {
-        let stacks = |lines: &[&str]| lines.iter().map(|line| line.parse().unwrap()).collect::<Vec<FoldedStack>>();
         let before = stacks(&["a;b 10", "a;c 5"]);
         let after = stacks(&["a;b 30", "a;d 1", "a;d 2"]);
         assert_eq!(differential_lines(&before, &after), ["a;b 10 30", "a;c 5 0", "a;d 0 3"]);
