@@ -3,9 +3,12 @@
 //!
 //! Each file starts with what it was drawn from (a hash of its lines and title, after the XML declaration): a run
 //! that would draw a file from the same leaves it as it is, as most tests of a suite allocate alike run after run.
+//! A file is written over in place with that start written last, so a write cut short (cargo ying killed) leaves a
+//! file whose start says it was never finished, drawn anew by the next run, and the file is never emptied first
+//! (which ext4 sends to the disk when it is closed, `auto_da_alloc`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read as _, Write};
+use std::io::{Read as _, Seek as _, Write};
 use ying_report::FoldedStack;
 
 /// The XML declaration every flamegraph starts with.
@@ -53,11 +56,12 @@ pub fn differential_lines(before: &[FoldedStack], after: &[FoldedStack]) -> Vec<
 
 /// Writes the flamegraph of `lines` titled `title` to `path`, unless the file there was drawn from the same.
 fn write_lines(lines: &[String], title: &str, path: &std::path::Path) -> std::io::Result<()> {
-    let start = format!("{DECLARATION}<!--ying: drawn from {}-->", drawn_from(lines, title));
+    let drawn_from = drawn_from(lines, title);
+    let start = start(&drawn_from);
     if starts_with(path, start.as_bytes()) {
         return Ok(());
     }
-    let mut svg = start.into_bytes();
+    let mut svg = start.clone().into_bytes();
     if lines.is_empty() {
         write!(
             svg,
@@ -80,7 +84,47 @@ fn write_lines(lines: &[String], title: &str, path: &std::path::Path) -> std::io
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(path, svg)
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    write_over(&mut file, &svg, start.len(), unfinished(&drawn_from).as_bytes())
+}
+
+/// What a flamegraph drawn from `drawn_from` starts with.
+fn start(drawn_from: &str) -> String {
+    format!("{DECLARATION}<!--ying: drawn from {drawn_from}-->")
+}
+
+/// What a flamegraph drawn from `drawn_from` starts with until it is written whole: as long, and no hash.
+fn unfinished(drawn_from: &str) -> String {
+    start(&"?".repeat(drawn_from.len()))
+}
+
+/// A file written over in place: what [`write_over`] does to it.
+trait InPlace {
+    /// Writes `bytes` at `offset`.
+    fn write_all_at(&mut self, bytes: &[u8], offset: u64) -> std::io::Result<()>;
+    /// Cuts or extends the file to `len` bytes.
+    fn set_len(&mut self, len: u64) -> std::io::Result<()>;
+}
+
+impl InPlace for std::fs::File {
+    fn write_all_at(&mut self, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+        self.seek(std::io::SeekFrom::Start(offset))?;
+        self.write_all(bytes)
+    }
+
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        std::fs::File::set_len(self, len)
+    }
+}
+
+/// Writes `svg` over `file`, its first `head` bytes (what it was drawn from) last, after `unfinished` in their place:
+/// until the write is whole the file starts with neither what it was drawn from before nor what it is drawn from now.
+fn write_over(file: &mut impl InPlace, svg: &[u8], head: usize, unfinished: &[u8]) -> std::io::Result<()> {
+    let (start, rest) = svg.split_at(head);
+    file.write_all_at(unfinished, 0)?;
+    file.write_all_at(rest, head as u64)?;
+    file.set_len(svg.len() as u64)?;
+    file.write_all_at(start, 0)
 }
 
 /// A hash of what a flamegraph is drawn from: its lines, its title, and how it is drawn.
@@ -104,7 +148,7 @@ fn starts_with(path: &std::path::Path, start: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{differential_lines, write};
+    use super::{InPlace, differential_lines, start, unfinished, write, write_over};
     use ying_report::FoldedStack;
 
     fn stacks(lines: &[&str]) -> Vec<FoldedStack> {
@@ -153,6 +197,61 @@ mod tests {
             let document = roxmltree::Document::parse_with_options(&svg, options).unwrap();
             assert_eq!(document.root_element().tag_name().name(), "svg");
             assert!(svg.starts_with("<?xml version=\"1.0\" standalone=\"no\"?><!--ying: drawn from xxh3-128 "));
+        }
+    }
+
+    /// A file in memory whose writes stop, part-way, after `left` bytes (a resize counts as one).
+    struct CutShort {
+        bytes: Vec<u8>,
+        left: usize,
+    }
+
+    impl InPlace for CutShort {
+        fn write_all_at(&mut self, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+            let offset = usize::try_from(offset).unwrap();
+            let written = &bytes[..bytes.len().min(self.left)];
+            self.left -= written.len();
+            let end = offset + written.len();
+            if self.bytes.len() < end {
+                self.bytes.resize(end, 0);
+            }
+            self.bytes[offset..end].copy_from_slice(written);
+            if written.len() < bytes.len() { Err(std::io::Error::other("cut short")) } else { Ok(()) }
+        }
+
+        fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+            self.left = self.left.checked_sub(1).ok_or_else(|| std::io::Error::other("cut short"))?;
+            self.bytes.resize(usize::try_from(len).unwrap(), 0);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_flamegraph_written_over_another_and_cut_short_anywhere_starts_like_neither() {
+        let drawn = |hash: char| format!("xxh3-128 {}", hash.to_string().repeat(32));
+        let old =
+            [start(&drawn('a')).as_bytes(), &b"<svg>an older flamegraph, longer than the new one</svg>\n"[..]].concat();
+        for body in [&b"<svg>new</svg>\n"[..], &[b'n'; 200][..]] {
+            let head = start(&drawn('b'));
+            let new = [head.as_bytes(), body].concat();
+            let enough = 2 * (head.len() + new.len()) + 8;
+            for left in 0..=enough {
+                let mut file = CutShort { bytes: old.clone(), left };
+                let written = write_over(&mut file, &new, head.len(), unfinished(&drawn('b')).as_bytes());
+                let bytes = file.bytes;
+                if written.is_ok() {
+                    assert_eq!(bytes, new, "written whole with {left} bytes");
+                } else {
+                    assert!(left < enough, "written whole with {enough} bytes");
+                    assert!(
+                        bytes == old
+                            || bytes == new
+                            || !(bytes.starts_with(&old[..head.len()]) || bytes.starts_with(head.as_bytes())),
+                        "cut short after {left} bytes: {}",
+                        String::from_utf8_lossy(&bytes)
+                    );
+                }
+            }
         }
     }
 
