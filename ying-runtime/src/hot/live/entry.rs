@@ -46,4 +46,28 @@ impl Entry {
     pub(crate) const fn internal(size: usize) -> Self {
         Self { size, scope: None, owned: 0, sample: None, owns_block: false, internal: true }
     }
+
+    /// The entry of a block of `size` bytes that `scope` allocated and recorded `stack` for with certainty, if
+    /// any, and nothing else: nearly every entry of a leak test. The nurseries keep only such entries, and the
+    /// live table keeps them in a third of an entry's room ([`owned_block_parts`](Self::owned_block_parts)).
+    #[inline]
+    pub(crate) const fn owned_block(size: usize, scope: Option<ScopeId>, stack: Option<StackId>) -> Self {
+        let sample = match stack {
+            Some(stack) => Some(Sample { stack, weight: Weight::Certain, born: None }),
+            None => None,
+        };
+        Self { size, scope, owned: size, sample, owns_block: true, internal: false }
+    }
+
+    /// The scope and stack this entry was made from by [`owned_block`](Self::owned_block), when it is such an
+    /// entry with a scope: `Entry::owned_block(entry.size, Some(scope), stack)` is `entry` again.
+    #[inline]
+    pub(crate) fn owned_block_parts(&self) -> Option<(ScopeId, Option<StackId>)> {
+        let scope = self.scope.filter(|_| self.owns_block && !self.internal && self.owned == self.size)?;
+        match self.sample {
+            None => Some((scope, None)),
+            Some(Sample { stack, weight: Weight::Certain, born: None }) => Some((scope, Some(stack))),
+            Some(_) => None,
+        }
+    }
 }

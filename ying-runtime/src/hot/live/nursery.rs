@@ -38,11 +38,10 @@
 //! and keep it only if the word did not change (a sequence lock on the word). Everything is atomic, so a concurrent
 //! update is never a data race; an entry that moves to the live table while a reader runs may be read twice.
 
-use super::entry::{Entry, Sample};
+use super::entry::Entry;
 use crate::base::ids::{AtomicScopeId, ScopeId, StackId};
 use crate::base::raw::RawSystem;
 use crate::base::thread::{THREAD, ThreadState};
-use crate::hot::sampler::Weight;
 use allocator_api2::alloc::Allocator;
 use core::alloc::Layout;
 use core::sync::atomic::{AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Ordering, fence};
@@ -99,17 +98,7 @@ impl Nursery {
     /// The entry of the block in `slot`, whose word was `word` and size `size`.
     fn entry(&self, word: u64, size: usize) -> Entry {
         let stack = (word & ((1 << STACK_BITS) - 1)) as u32;
-        Entry {
-            scope: self.scope.load(Ordering::Relaxed),
-            owned: size,
-            sample: stack.checked_sub(1).map(|stack| Sample {
-                stack: StackId::new(stack),
-                weight: Weight::Certain,
-                born: None,
-            }),
-            owns_block: true,
-            ..Entry::untracked(size)
-        }
+        Entry::owned_block(size, self.scope.load(Ordering::Relaxed), stack.checked_sub(1).map(StackId::new))
     }
 }
 
