@@ -98,6 +98,19 @@ impl StackId {
     pub(crate) const fn index(self) -> usize {
         self.0 as usize
     }
+
+    /// An optional stack in one `u32`, as the nurseries and the live table keep it: its index plus one, 0 for
+    /// none; `None` for the one index that does not fit.
+    #[inline]
+    pub(crate) fn pack(stack: Option<Self>) -> Option<u32> {
+        stack.map_or(Some(0), |stack| stack.0.checked_add(1))
+    }
+
+    /// The optional stack [`pack`](Self::pack) gave `packed` for.
+    #[inline]
+    pub(crate) fn unpack(packed: u32) -> Option<Self> {
+        packed.checked_sub(1).map(Self)
+    }
 }
 
 const _: () = assert!(size_of::<Option<ScopeId>>() == size_of::<u64>(), "an optional scope is one word");

@@ -75,7 +75,7 @@ struct Bucket([Slot; WAYS]);
 /// below 2^48, a stack index from 2^19 - 1 on): the live table takes such a block.
 #[inline]
 fn word(ptr: usize, stack: Option<StackId>) -> Option<u64> {
-    let stack = stack.map_or(Some(0), |stack| stack.get().checked_add(1).filter(|&stack| stack < 1 << STACK_BITS))?;
+    let stack = StackId::pack(stack).filter(|&stack| stack < 1 << STACK_BITS)?;
     let fits = ptr.is_multiple_of(8) && (ptr as u64) < 1 << (64 - STACK_BITS + 3);
     fits.then_some((ptr as u64 >> 3) << STACK_BITS | u64::from(stack))
 }
@@ -98,7 +98,7 @@ impl Nursery {
     /// The entry of the block in `slot`, whose word was `word` and size `size`.
     fn entry(&self, word: u64, size: usize) -> Entry {
         let stack = (word & ((1 << STACK_BITS) - 1)) as u32;
-        Entry::owned_block(size, self.scope.load(Ordering::Relaxed), stack.checked_sub(1).map(StackId::new))
+        Entry::owned_block(size, self.scope.load(Ordering::Relaxed), StackId::unpack(stack))
     }
 }
 

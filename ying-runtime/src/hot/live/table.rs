@@ -56,34 +56,33 @@ impl Hasher for PtrHasher {
 
 type Map<V> = hashbrown::HashMap<usize, V, BuildHasherDefault<PtrHasher>, RawSystem>;
 
-/// An [`Entry::owned_block`]: its size, its scope and its stack's index plus one (0: none).
+/// An [`Entry::owned_block`]: its size, its scope and its stack ([packed](StackId::pack)).
 #[derive(Clone, Copy)]
-struct OwnedBlock {
+struct OwnedEntry {
     size: usize,
     scope: ScopeId,
     stack: u32,
 }
 
-const _: () = assert!(size_of::<(usize, OwnedBlock)>() == 32, "an owned block's entry and key take 32 bytes");
+const _: () = assert!(size_of::<(usize, OwnedEntry)>() == 32, "an owned block's entry and key take 32 bytes");
 
-impl OwnedBlock {
+impl OwnedEntry {
     /// `entry` as an owned block, when it is one (and its stack's index fits).
     #[inline]
     fn of(entry: &Entry) -> Option<Self> {
         let (scope, stack) = entry.owned_block_parts()?;
-        let stack = stack.map_or(Some(0), |stack| stack.get().checked_add(1))?;
-        Some(Self { size: entry.size, scope, stack })
+        Some(Self { size: entry.size, scope, stack: StackId::pack(stack)? })
     }
 
     #[inline]
     fn entry(self) -> Entry {
-        Entry::owned_block(self.size, Some(self.scope), self.stack.checked_sub(1).map(StackId::new))
+        Entry::owned_block(self.size, Some(self.scope), StackId::unpack(self.stack))
     }
 }
 
 /// One shard's entries: owned blocks apart (see the module's documentation).
 struct Shard {
-    owned_blocks: Map<OwnedBlock>,
+    owned_blocks: Map<OwnedEntry>,
     others: Map<Entry>,
 }
 
@@ -98,9 +97,9 @@ impl Shard {
     /// Records `entry` for `ptr`; returns the entry it replaces, if the address had one.
     #[inline]
     fn insert(&mut self, ptr: usize, entry: Entry) -> Option<Entry> {
-        match OwnedBlock::of(&entry) {
+        match OwnedEntry::of(&entry) {
             Some(block) => {
-                let stale = self.owned_blocks.insert(ptr, block).map(OwnedBlock::entry);
+                let stale = self.owned_blocks.insert(ptr, block).map(OwnedEntry::entry);
                 stale.or_else(|| self.remove_other(ptr))
             }
             None => {
@@ -117,24 +116,20 @@ impl Shard {
         {
             return Some(entry);
         }
-        self.others.remove(&ptr)
+        self.remove_other(ptr)
     }
 
-    /// Removes `ptr`'s entry from the owned blocks.
+    /// Removes `ptr`'s entry from the owned blocks. Taking the last one clears the map, which also forgets the slots
+    /// removals left marked as deleted: a removal from a full group leaves a mark that counts against the room until
+    /// the map grows, so a map filled and emptied again and again (a test run in a loop) would double its room.
     #[inline]
     fn remove_owned_block(&mut self, ptr: usize) -> Option<Entry> {
-        match self.owned_blocks.len() {
-            0 => None,
-            // The last one: `clear` also forgets the slots removals left marked as deleted (a removal from a full
-            // group leaves a mark that counts against the room until the map grows: a test that fills and empties
-            // the table again and again would double its room).
-            1 => {
-                let block = *self.owned_blocks.get(&ptr)?;
-                self.owned_blocks.clear();
-                Some(block.entry())
-            }
-            _ => self.owned_blocks.remove(&ptr).map(OwnedBlock::entry),
+        if self.owned_blocks.len() == 1 {
+            let block = *self.owned_blocks.get(&ptr)?;
+            self.owned_blocks.clear();
+            return Some(block.entry());
         }
+        self.owned_blocks.remove(&ptr).map(OwnedEntry::entry)
     }
 
     /// Removes `ptr`'s entry from the other entries (no probe while there are none: most leak tests).
