@@ -195,7 +195,7 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
         assert!(BaselineFile::open(path.clone()).unwrap().baseline.is_some(), "read for comparison");
         let error = BaselineFile::open_to_save(path.clone()).err().unwrap();
-        assert_eq!(error.exit_code(), crate::error::EXIT_USAGE);
+        assert_eq!(error.exit_code(), ying_report::exit_code::USAGE);
         let chain = error.chain();
         assert_eq!(
             chain,

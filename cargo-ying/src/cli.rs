@@ -3,14 +3,6 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-const EXIT_CODES: &str = "\
-Exit codes:
-  0  every test passed
-  1  a test failed, crashed or timed out, or a leak test's memory regressed
-  2  usage, configuration or build error
-  4  no tests to run (with --no-tests=fail, the default)
-  130, 143  stopped by SIGINT, SIGTERM (the summary is marked interrupted; no baseline is written)";
-
 /// `cargo` runs `cargo-ying ying ...`: the outer level is cargo's.
 #[derive(Debug, Parser)]
 #[command(name = "cargo-ying", bin_name = "cargo", version, styles = clap::builder::Styles::plain())]
@@ -24,7 +16,7 @@ pub struct Cargo {
 #[derive(Debug, Subcommand)]
 pub enum CargoCommand {
     /// Memory-leak regression testing with ying
-    #[command(version, display_name = "cargo-ying", after_help = EXIT_CODES)]
+    #[command(version, display_name = "cargo-ying", after_help = ying_report::exit_code::help())]
     Ying(Ying),
 }
 
@@ -44,19 +36,19 @@ pub enum Command {
     /// Every test runs alone in a process of its own, several at once, with process attribution
     /// (YING_ATTRIBUTION=process) and YING_REPORT_DIR set, so that each leak test counts every allocation of its
     /// process and writes a report. Reports, flamegraphs, summary.json and index.html go to <target-dir>/ying/.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = ying_report::exit_code::help())]
     Test(Box<TestArgs>),
     /// Build the tests and list those `cargo ying test` would run with the same options; runs none
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = ying_report::exit_code::help())]
     List(Box<ListArgs>),
     /// Write the baseline from the last run's results, without running the tests again
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = ying_report::exit_code::help())]
     Accept(AcceptArgs),
     /// Compare two saved baselines or summary.json files, as the gate compares a run with the baseline
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = ying_report::exit_code::help())]
     Diff(DiffArgs),
     /// Join the summary.json files of partitioned runs into one summary and gate them against the baseline as one
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = ying_report::exit_code::help())]
     Merge(MergeArgs),
 }
 

@@ -7,14 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitStatus;
 
-/// Exit code: every test passed and no leak test's memory regressed.
-pub const EXIT_OK: u8 = 0;
-/// Exit code: a test failed, crashed or timed out, or a leak test's memory regressed.
-pub const EXIT_TEST_FAILED: u8 = 1;
-/// Exit code: usage, configuration or build error.
-pub const EXIT_USAGE: u8 = 2;
-/// Exit code: no test was selected to run (with `--no-tests=fail`, the default), as cargo-nextest's.
-pub const EXIT_NO_TESTS: u8 = 4;
+use ying_report::exit_code;
 
 /// What stopped `cargo ying`.
 #[derive(Debug, thiserror::Error)]
@@ -166,7 +159,7 @@ impl Error {
             | Self::List { .. }
             | Self::Manifest { .. }
             | Self::Interposer(_)
-            | Self::Io { .. } => EXIT_USAGE,
+            | Self::Io { .. } => exit_code::USAGE,
         }
     }
 
@@ -284,13 +277,14 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 #[cfg(test)]
 mod tests {
-    use super::{EXIT_USAGE, Error, InterposerError};
+    use super::{Error, InterposerError};
+    use ying_report::exit_code;
 
     #[test]
     fn the_chain_reads_after_failed_to_and_ends_with_the_root_cause() {
         let source = ying_report::Baseline::parse("{\"schema_version\": 2,\n \"tests\": [").unwrap_err();
         let error = Error::ReadBaseline { path: "ying-baseline.json".into(), source };
-        assert_eq!(error.exit_code(), EXIT_USAGE);
+        assert_eq!(error.exit_code(), exit_code::USAGE);
         let chain = error.chain();
         assert!(chain.starts_with("failed to read the baseline ying-baseline.json: "), "{chain}");
         assert!(chain.contains("line 2 column"), "{chain}");
@@ -300,7 +294,7 @@ mod tests {
     #[test]
     fn measuring_every_test_where_there_is_no_interposer_is_a_usage_error_naming_where_it_works() {
         let error = Error::Interposer(InterposerError::Unsupported);
-        assert_eq!(error.exit_code(), EXIT_USAGE);
+        assert_eq!(error.exit_code(), exit_code::USAGE);
         assert_eq!(
             error.chain(),
             "failed to build the allocation interposer of `--measure all`: there is none for this platform, only \

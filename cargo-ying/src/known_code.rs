@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use ying_report::{ExecutableStamp, KnownCode};
+use ying_frames::{ExecutableStamp, KnownCode};
 
 pub use ying_report::KNOWN_CODE_ENV;
 
@@ -42,7 +42,7 @@ fn read(executable: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::KnownCodes;
-    use ying_report::{ExecutableStamp, KnownCode};
+    use ying_frames::{ExecutableStamp, KnownCode};
 
     #[test]
     fn a_binarys_known_code_is_read_once_and_stamped_with_its_file() {

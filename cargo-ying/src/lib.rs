@@ -50,7 +50,7 @@ pub mod workspace;
 use clap::Parser;
 use std::process::ExitCode;
 
-pub use error::{EXIT_NO_TESTS, EXIT_OK, EXIT_TEST_FAILED, EXIT_USAGE};
+use ying_report::exit_code;
 
 /// Runs `cargo ying` with the process's arguments and returns its exit code.
 pub fn main_impl() -> ExitCode {
@@ -67,7 +67,7 @@ pub fn main_impl() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
-            return ExitCode::from(if error.use_stderr() { EXIT_USAGE } else { EXIT_OK });
+            return ExitCode::from(if error.use_stderr() { exit_code::USAGE } else { exit_code::OK });
         }
     };
     let cli::CargoCommand::Ying(ying) = cli.command;

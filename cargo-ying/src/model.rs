@@ -215,7 +215,7 @@ impl TestRecord {
     /// The test's baseline entry: its figures and retained stacks.
     pub fn baseline_entry(&self) -> Option<BaselineEntry> {
         let leak = self.leak.as_ref()?;
-        Some(BaselineEntry::of(&leak.report))
+        Some(BaselineEntry::of(&leak.report, ying_frames::retained_stacks(&leak.report)))
     }
 }
 

@@ -209,7 +209,7 @@ mod tests {
         let path = dir.path().join("Cargo.toml");
         std::fs::write(&path, "[package]\nname = \"p\"\n[[test]\n").unwrap();
         let error = custom_harness_targets(&path).unwrap_err();
-        assert_eq!(error.exit_code(), crate::error::EXIT_USAGE);
+        assert_eq!(error.exit_code(), ying_report::exit_code::USAGE);
         let chain = error.chain();
         assert!(chain.starts_with(&format!("failed to read the targets of {}: ", path.display())), "{chain}");
         assert!(chain.contains("line 3, column"), "{chain}");

@@ -228,12 +228,6 @@ pub fn interrupted() -> Option<i32> {
     }
 }
 
-/// The exit code of a run stopped by `signal`, as a shell reports a process it killed: 128 + the signal (130 for
-/// SIGINT, 143 for SIGTERM).
-pub fn exit_code(signal: i32) -> u8 {
-    u8::try_from(128 + signal).unwrap_or(u8::MAX)
-}
-
 /// The name of a signal.
 pub fn signal_name(signal: i32) -> String {
     #[cfg(unix)]

@@ -42,7 +42,10 @@ pub fn confirm(
         let crossed = records
             .iter()
             .filter(|record| {
-                let now = record.leak.as_ref().map(|leak| BaselineEntry::of(&leak.report));
+                let now = record
+                    .leak
+                    .as_ref()
+                    .map(|leak| BaselineEntry::of(&leak.report, ying_frames::retained_stacks(&leak.report)));
                 now.is_some_and(|now| gate::judge(before, &now, &gating).verdict == GateVerdict::Regressed)
             })
             .count();

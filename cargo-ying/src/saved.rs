@@ -22,7 +22,7 @@ pub fn entries(summary: &Summary, dir: &Path) -> Result<BTreeMap<TestId, Baselin
         let Some(report) = &test.report else { continue };
         let path = dir.join(report);
         let report = LeakReport::read(&path, &test.id).map_err(|source| Error::ReadReport { path, source })?;
-        entries.insert(test.id.clone(), BaselineEntry::of(&report));
+        entries.insert(test.id.clone(), BaselineEntry::of(&report, ying_frames::retained_stacks(&report)));
     }
     Ok(entries)
 }

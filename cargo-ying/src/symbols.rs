@@ -7,9 +7,9 @@ use addr2line::Loader;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use ying_frames::names::{DebugFrame, frames_at_address};
 use ying_report::Frame;
 use ying_report::LeakReport;
-use ying_report::names::{DebugFrame, frames_at_address};
 
 /// Debug information of the test executables, each loaded on first use. The runner's workers share it, each
 /// executable behind a lock of its own: reports of two executables are named at once.
@@ -198,7 +198,7 @@ impl Symbolizer {
         let runtime_source = report.deferred.take().map(|deferred| deferred.runtime_source).unwrap_or_default();
         let mut stacks = Stacks {
             executable: &mut executable,
-            trim: ying_report::Trim::new(&runtime_source),
+            trim: ying_frames::Trim::new(&runtime_source),
             // A test runs alone in its process: the runner's frames in its stacks are this test's.
             function: report.test.function_path(),
             package_dir: package_dir.display().to_string(),
@@ -216,7 +216,7 @@ impl Symbolizer {
             let Some(mut frames) = stacks.frames(&addresses) else { continue };
             frames.append(&mut site.frames);
             // Sites are deferred only by a test with no budget, measured from outside: it has no `allow` patterns.
-            if !site.excused && ying_report::excuses::frames_are_excused(&frames, &[]) {
+            if !site.excused && ying_frames::excuses::frames_are_excused(&frames, &[]) {
                 site.excused = true;
                 report.excused_bytes += site.bytes;
             }
@@ -233,7 +233,7 @@ impl Symbolizer {
 /// What [`Symbolizer::complete`] needs to name one report's deferred stacks.
 struct Stacks<'a> {
     executable: &'a mut Executable,
-    trim: ying_report::Trim<'a>,
+    trim: ying_frames::Trim<'a>,
     function: String,
     package_dir: String,
 }
@@ -247,7 +247,7 @@ impl Stacks<'_> {
         }
         let code = self.executable.frames_at(addresses)?;
         let code = self.trim.name_test_body(self.trim.tidy(code), &self.function);
-        Some(ying_report::relative_paths(code, &[&self.package_dir]))
+        Some(ying_frames::relative_paths(code, &[&self.package_dir]))
     }
 }
 

@@ -6,10 +6,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use ying_frames::{ExecutableStamp, KnownCode};
+use ying_report::KNOWN_CODE_ENV;
 use ying_report::report::{
     DEFER_SYMBOLS_ENV, LeakReport, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, STARTED_EXTENSION, TestIdentity,
 };
-use ying_report::{ExecutableStamp, KNOWN_CODE_ENV, KnownCode};
 
 /// The interposer, built beside this test's binary.
 fn interposer() -> PathBuf {

@@ -81,10 +81,11 @@ impl BaselineEntry {
     }
 
     /// What the gate compares of a leak test's report, and the baseline keeps: its steady state when it has
-    /// several measured runs, else its figures; and the stacks of its retained memory.
-    pub fn of(report: &LeakReport) -> Self {
+    /// several measured runs, else its figures; and `retained_stacks`, the folded stacks of its retained memory (as
+    /// the frame rules fold its retained sites).
+    pub fn of(report: &LeakReport, retained_stacks: Vec<FoldedStack>) -> Self {
         let steady = Figures::steady_state(report);
-        let mut entry = Self::new(steady.unwrap_or_else(|| Figures::of(report)), report.retained_stacks());
+        let mut entry = Self::new(steady.unwrap_or_else(|| Figures::of(report)), retained_stacks);
         entry.steady_state = steady.is_some();
         entry
     }

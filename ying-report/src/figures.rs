@@ -135,9 +135,9 @@ mod tests {
         assert_eq!(Figures::steady_state(&report(&[-50, 0])).unwrap().retained_bytes, 0, "a shrink is no growth");
         assert_eq!(Figures::steady_state(&report(&[1000])), None, "one measured run has no steady state");
 
-        let entry = BaselineEntry::of(&report(&[0, 18_448, 0, 0]));
+        let entry = BaselineEntry::of(&report(&[0, 18_448, 0, 0]), Vec::new());
         assert!(entry.steady_state && entry.retained_bytes == 0);
-        let single = BaselineEntry::of(&report(&[1000]));
+        let single = BaselineEntry::of(&report(&[1000]), Vec::new());
         assert!(!single.steady_state && single.retained_bytes == 1000);
     }
 }

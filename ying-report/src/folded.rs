@@ -1,22 +1,21 @@
 //! [`FoldedStack`]: a stack and a count in the folded format of flamegraph tools (`root;...;leaf 1000`), the form
 //! baselines keep retained memory in and flamegraphs are drawn from.
 
-use crate::frame::Frame;
-use crate::trim::{is_in_leak_test_runner, leak_site};
 use core::fmt;
 use core::str::FromStr;
 
 /// A stack, root first, with a count of bytes.
 ///
 /// ```
-/// use ying_report::{FoldedStack, Frame};
+/// use ying_report::FoldedStack;
 ///
-/// // Frames come innermost first, as stacks are captured; the folded stack runs from the root.
-/// let frames = [Frame::new("alloc::vec::Vec<T>::with_capacity", None, None), Frame::new("app::fill", None, None)];
-/// let folded = FoldedStack::from_frames(&frames, 1000).unwrap();
+/// let folded = FoldedStack::new(vec!["app::fill".into(), "alloc::vec::Vec<T>::with_capacity".into()], 1000);
 /// assert_eq!(folded.to_string(), "app::fill;alloc::vec::Vec<T>::with_capacity 1000");
 /// assert_eq!(folded.to_string().parse::<FoldedStack>().unwrap(), folded);
 /// ```
+///
+/// Which frames of a symbolised stack a folded stack keeps, and which one carries its line, are the frame rules'
+/// (`ying_frames::fold`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FoldedStack {
     /// Function names, root first; none contains `;`.
@@ -27,28 +26,6 @@ pub struct FoldedStack {
 impl FoldedStack {
     /// The name of a stack whose frames are unknown.
     pub const UNKNOWN: &str = "[unknown]";
-
-    /// The folded stack of `frames` (innermost first) with `bytes`: function names, the leak site's
-    /// ([`leak_site`](crate::leak_site)) with its location as reports show it (`app::fill at src/lib.rs:12`), so
-    /// two sites in one function are two frames; frames from ying's leak-test runner outwards are the test
-    /// harness's, the same for every test, and are left out, except the frames of `tracing` spans
-    /// (`span:<name>`), which stay at the root. `None` for zero bytes.
-    pub fn from_frames(frames: &[Frame], bytes: u64) -> Option<Self> {
-        if bytes == 0 {
-            return None;
-        }
-        let inner = frames.iter().position(is_in_leak_test_runner).unwrap_or(frames.len());
-        let site = leak_site(frames);
-        let spans = frames[inner..].iter().filter(|frame| frame.function.starts_with("span:"));
-        let functions: Vec<String> = frames[..inner]
-            .iter()
-            .enumerate()
-            .map(|(index, frame)| if Some(index) == site { frame.to_string() } else { frame.function.clone() })
-            .chain(spans.map(|frame| frame.function.clone()))
-            .rev()
-            .collect();
-        Some(Self::new(functions, bytes))
-    }
 
     /// A stack of `functions`, root first (`;` in a name becomes `:`; no name at all is [`Self::UNKNOWN`]).
     pub fn new(functions: Vec<String>, bytes: u64) -> Self {
@@ -123,43 +100,7 @@ impl<'de> serde::Deserialize<'de> for FoldedStack {
 
 #[cfg(test)]
 mod tests {
-    use super::{FoldedStack, Frame};
-    use crate::trim::LEAK_TEST_RUNNER;
-
-    #[test]
-    fn folded_stacks_run_root_to_leaf_and_stop_at_the_runner() {
-        let frames = [
-            Frame::new("alloc::boxed::Box<T>::new", None, None),
-            Frame::new("app::leak;it", None, None),
-            Frame::new(format!("{LEAK_TEST_RUNNER}::{{{{closure}}}}"), None, None),
-            Frame::new("test::run_test", None, None),
-            Frame::new("span:request", None, None),
-        ];
-        let folded = FoldedStack::from_frames(&frames, 1000).unwrap();
-        assert_eq!(folded.to_string(), "span:request;app::leak:it;alloc::boxed::Box<T>::new 1000");
-        assert_eq!(FoldedStack::from_frames(&frames, 0), None);
-        assert_eq!(FoldedStack::from_frames(&[], 5).unwrap().to_string(), "[unknown] 5");
-    }
-
-    #[test]
-    fn the_leak_site_keeps_its_line_so_two_sites_in_one_function_are_two_frames() {
-        let stack = |line: u32| {
-            [
-                Frame::new("alloc::boxed::Box<T>::new", Some("/rustc/library/alloc/src/boxed.rs".into()), Some(260)),
-                Frame::new("app::leak", Some("src/lib.rs".into()), Some(line)),
-                Frame::new("app::caller", Some("src/main.rs".into()), Some(3)),
-                Frame::new(LEAK_TEST_RUNNER, Some("/src/ying-runtime/src/runner.rs".into()), Some(9)),
-            ]
-        };
-        let folded = |line: u32| FoldedStack::from_frames(&stack(line), 10).unwrap().to_string();
-        assert_eq!(folded(7), "app::caller;app::leak at src/lib.rs:7;alloc::boxed::Box<T>::new 10");
-        assert_ne!(folded(7), folded(8));
-        assert_eq!(folded(8).parse::<FoldedStack>().unwrap().to_string(), folded(8));
-        // Without a frame of the package's own code (absolute paths only), names alone.
-        let library =
-            [Frame::new("std::io::stdio::_print", Some("/rustc/library/std/src/io/stdio.rs".into()), Some(1))];
-        assert_eq!(FoldedStack::from_frames(&library, 4).unwrap().to_string(), "std::io::stdio::_print 4");
-    }
+    use super::FoldedStack;
 
     #[test]
     fn lines_parse_back_and_bad_lines_say_why() {

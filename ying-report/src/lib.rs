@@ -2,33 +2,31 @@
 //! `cargo ying` exchange, defined once.
 //!
 //! - [`report`]: the JSON report a leak test writes ([`LeakReport`]), read with its schema version and its test's
-//!   identity checked, written whole or not at all;
-//! - [`summary`] and [`baseline`]: what `cargo ying test` writes for a run and keeps for the gate;
+//!   identity checked, written whole or not at all, and the environment variables through which `cargo ying` asks
+//!   for it;
+//! - [`summary`] and [`baseline`]: what `cargo ying test` writes for a run and keeps for the gate, with the
+//!   [`Figures`] it compares;
 //! - [`TestId`]: which test of which target of which package, with one display form and one file name;
-//! - [`Frame`], the rule that [names] the function at an address whatever the debug-information level,
-//!   the pure rules that [trim](Trim) a symbolised stack and [excuse](excuses) what it allocated, and
-//!   [`FoldedStack`];
+//! - [`Frame`], one symbolised frame of a stack, and [`FoldedStack`], a stack in the folded form baselines and
+//!   flamegraphs keep;
 //! - [`ByteSize`]: the one grammar of sizes (`"64 KiB"`) that budgets, flags and configuration keys use;
-//! - [`KnownCode`]: the functions of a test executable the runtime knows by address, which `cargo ying` reads once
-//!   per executable and passes to its test processes.
+//! - [`exit_code`]: the exit codes `cargo ying` documents.
 //!
-//! It depends on serde alone (and, with the `elf` feature, on object to read an executable's symbol table): no
-//! allocator, no renderer.
+//! The rules that name, trim, fold and excuse the frames of a stack are not part of the contract: they live in
+//! `ying-frames`, which the runtime and `cargo ying` use. This crate depends on serde alone: no allocator, no
+//! renderer, no reader of executables.
 
 pub mod baseline;
-pub mod excuses;
+pub mod exit_code;
 mod figures;
 mod folded;
 mod frame;
 mod json;
 mod keys;
-pub mod known_code;
-pub mod names;
 pub mod report;
 pub mod size;
 pub mod summary;
 mod test_id;
-mod trim;
 
 pub use baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BASELINE};
 pub use figures::{Figure, Figures};
@@ -36,12 +34,7 @@ pub use folded::{FoldedStack, FoldedStackError};
 pub use frame::Frame;
 pub use json::{ReadError, read_text, resolve_symlinks, write_atomic, write_whole};
 pub use keys::closest_key;
-pub use known_code::{ExecutableStamp, KNOWN_CODE_ENV, KnownCode};
-pub use report::LeakReport;
+pub use report::{KNOWN_CODE_ENV, LeakReport};
 pub use size::{ByteSize, SignedByteSize, SizeError};
 pub use summary::{GateVerdict, NotRunTarget, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, TestOutcome};
 pub use test_id::{TargetKind, TestId, TestIdError, as_display, file_name_component, stable_hash};
-pub use trim::{
-    LEAK_TEST_RUNNER, Trim, is_allocation_plumbing, is_allocator_entry, is_in_leak_test_runner, is_leak_test_runner,
-    is_package_code, is_poll_frame, is_thread_entry, leak_site, relative_paths,
-};

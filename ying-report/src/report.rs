@@ -4,7 +4,6 @@
 //! Reports hold nothing that changes between identical runs in the fields that get compared (no addresses, no
 //! timestamps), and source paths are relative to the test's package where they lie inside it.
 
-use crate::folded::FoldedStack;
 use crate::frame::Frame;
 use crate::json::{self, Kind, ReadError};
 use crate::test_id::{TargetKind, TestId};
@@ -44,6 +43,11 @@ pub const RUN_TOKEN_ENV: &str = "YING_RUN_TOKEN";
 /// ended before the test reported (`std::process::exit` in its body, for instance). The report is written in the
 /// mark's file ([`LeakReport::write_over_mark`]): a report cut short says the same as the mark.
 pub const STARTED_EXTENSION: &str = "started";
+
+/// The environment variable in which `cargo ying` passes a test process the code of its executable the runtime
+/// knows by address (the frame rules' `KnownCode`, as its `to_env` writes it). Optional: without it, or for another
+/// executable, the process reads its own.
+pub const KNOWN_CODE_ENV: &str = "YING_KNOWN_CODE";
 
 const KIND: Kind = Kind {
     name: "report",
@@ -124,29 +128,6 @@ impl LeakReport {
     /// Retained bytes as the `max_retained` budget and the gate judge them: excused memory left out.
     pub fn judged_retained_bytes(&self) -> u64 {
         self.figures.judged_retained_bytes(self.excused_bytes)
-    }
-
-    /// Where the judged retained memory was allocated (excused sites left out), as folded stacks, sorted.
-    pub fn retained_stacks(&self) -> Vec<FoldedStack> {
-        let mut stacks: Vec<FoldedStack> = self
-            .retained_sites
-            .iter()
-            .filter(|site| !site.excused)
-            .filter_map(|site| FoldedStack::from_frames(&site.frames, site.bytes))
-            .collect();
-        stacks.sort();
-        stacks
-    }
-
-    /// The sampled stacks by estimated allocated bytes (rounded once, here), as folded stacks, sorted.
-    pub fn allocated_stacks(&self) -> Vec<FoldedStack> {
-        let mut stacks: Vec<FoldedStack> = self
-            .sampled_stacks
-            .iter()
-            .filter_map(|stack| FoldedStack::from_frames(&stack.frames, stack.allocated_bytes.round() as u64))
-            .collect();
-        stacks.sort();
-        stacks
     }
 
     /// Reads the report at `path`, which must be of this version and of test `expected`.
@@ -310,7 +291,7 @@ impl std::fmt::Display for TestIdentity {
 #[non_exhaustive]
 pub struct DeferredSymbols {
     /// The directory of the runtime's source files as the executable's debug information names them (with its
-    /// trailing `/`), for [`Trim::new`](crate::Trim::new): it tells the runtime's frames apart.
+    /// trailing `/`), for the frame rules' `Trim` (`ying_frames`): it tells the runtime's frames apart.
     pub runtime_source: String,
 }
 
@@ -457,7 +438,7 @@ pub struct RetainedSite {
     /// Instead of the code frames, for a test measured from outside under [`DEFER_SYMBOLS_ENV`]: the stack's
     /// instruction addresses in the test executable, innermost first, as in [`SampledStack::addresses`]. The
     /// process judged only what the addresses tell ([`excused`](Self::excused) is false until then): the reader
-    /// symbolises them, judges the frames by [`frames_are_excused`](crate::excuses::frames_are_excused) (no
+    /// symbolises them, judges the frames by the frame rules' `frames_are_excused` (no
     /// patterns) and, for an excused site, sets `excused` and adds its bytes to
     /// [`LeakReport::excused_bytes`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -500,7 +481,7 @@ pub struct SampledStack {
     pub frames: Vec<Frame>,
     /// Instead of the code frames, under [`DEFER_SYMBOLS_ENV`]: the stack's instruction addresses in the test
     /// executable (as its debug information counts them), innermost first, for the reader to symbolise, trim
-    /// with [`Trim`](crate::Trim) (see [`LeakReport::deferred`]) and put before the span frames `frames` then
+    /// with the frame rules' `Trim` (see [`LeakReport::deferred`]) and put before the span frames `frames` then
     /// holds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<u64>,
@@ -601,7 +582,6 @@ mod tests {
         let read = LeakReport::read(&path, &lib).unwrap();
         assert_eq!(read, report);
         assert_eq!(read.judged_retained_bytes(), 1000);
-        assert_eq!(read.retained_stacks().iter().map(ToString::to_string).collect::<Vec<_>>(), ["app::leak 1000"]);
 
         let other = TestId::new("app", TargetKind::Lib, "app", "tests::other");
         let error = LeakReport::read(&path, &other).unwrap_err();

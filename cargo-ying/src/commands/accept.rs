@@ -2,9 +2,10 @@
 
 use crate::baseline::BaselineFile;
 use crate::cli::AcceptArgs;
-use crate::error::{EXIT_OK, Result};
+use crate::error::Result;
 use crate::saved;
 use crate::workspace::Workspace;
+use ying_report::exit_code;
 
 /// Runs `cargo ying accept`; returns the exit code.
 pub fn run(args: AcceptArgs) -> Result<u8> {
@@ -22,5 +23,5 @@ pub fn run(args: AcceptArgs) -> Result<u8> {
     let count = entries.len();
     baseline.save(entries)?;
     eprintln!("{:>12} {} ({count} measured tests from the last run)", "Accepted", baseline.path.display());
-    Ok(EXIT_OK)
+    Ok(exit_code::OK)
 }

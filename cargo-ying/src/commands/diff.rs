@@ -3,10 +3,11 @@
 
 use crate::cli::DiffArgs;
 use crate::config::Config;
-use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, Result};
+use crate::error::{Error, Result};
 use crate::gate;
 use std::collections::BTreeMap;
 use std::path::Path;
+use ying_report::exit_code;
 use ying_report::{Baseline, BaselineEntry, Summary, TestId};
 
 /// Reads a baseline (`tests` is a table) or a summary.json (`tests` is a list) as baseline entries.
@@ -36,5 +37,5 @@ pub fn run(args: DiffArgs) -> Result<u8> {
     for line in crate::outputs::gate_table::render(&comparison, &args.old.display().to_string(), gating.tolerance) {
         println!("{line}");
     }
-    Ok(if comparison.fails(args.gating.check) { EXIT_TEST_FAILED } else { EXIT_OK })
+    Ok(if comparison.fails(args.gating.check) { exit_code::TEST_FAILED } else { exit_code::OK })
 }

@@ -3,10 +3,11 @@
 
 use crate::cli::ListArgs;
 use crate::discover::Selection;
-use crate::error::{EXIT_OK, Result};
+use crate::error::Result;
 use crate::outputs::listing;
 use crate::plan::Plan;
 use crate::workspace::Workspace;
+use ying_report::exit_code;
 
 /// Runs `cargo ying list`; returns the exit code.
 pub fn run(args: ListArgs) -> Result<u8> {
@@ -15,5 +16,5 @@ pub fn run(args: ListArgs) -> Result<u8> {
     let selection = Selection::new(&filter.filters, &filter.filtersets, &filter.test_args)?;
     let plan = Plan::make(filter, &selection, &workspace.metadata, None, |_| {})?;
     listing::print(&plan);
-    Ok(EXIT_OK)
+    Ok(exit_code::OK)
 }

@@ -3,12 +3,13 @@
 
 use crate::baseline::BaselineFile;
 use crate::cli::MergeArgs;
-use crate::error::{EXIT_OK, EXIT_TEST_FAILED, Error, MergeHint, Result};
+use crate::error::{Error, MergeHint, Result};
 use crate::gate;
 use crate::saved;
 use crate::workspace::Workspace;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use ying_report::exit_code;
 use ying_report::{GateVerdict, Summary, TestId};
 
 /// Runs `cargo ying merge`; returns the exit code.
@@ -76,7 +77,7 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     {
         eprintln!("{line}");
     }
-    Ok(if failed > 0 || comparison.fails(args.gating.check) { EXIT_TEST_FAILED } else { EXIT_OK })
+    Ok(if failed > 0 || comparison.fails(args.gating.check) { exit_code::TEST_FAILED } else { exit_code::OK })
 }
 
 /// Whether two paths name one file (through links or `..`).

@@ -4,7 +4,7 @@ use crate::baseline::BaselineFile;
 use crate::build::TestBinary;
 use crate::cli::{Measure, NoTests, TestArgs};
 use crate::discover::{Selection, TestCase};
-use crate::error::{EXIT_NO_TESTS, EXIT_OK, EXIT_TEST_FAILED, Error, Result};
+use crate::error::{Error, Result};
 use crate::interposer;
 use crate::model::Run;
 use crate::outputs::{artifacts, github, junit, listing, terminal};
@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use ying_report::TestId;
+use ying_report::exit_code;
 
 /// The timeout when neither `--timeout` nor the configuration sets one: generous, for slow debug builds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -84,7 +85,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
     };
     if selection.list {
         listing::print(&plan);
-        return Ok(EXIT_OK);
+        return Ok(exit_code::OK);
     }
     if plan.selected == 0 {
         if let Some(build) = interposer.take() {
@@ -161,7 +162,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
     reporter.gate(&run, &baseline.path, args.save_baseline);
     write_ci_outputs(&run, args.junit.as_deref(), workspace.root())?;
     if let Some(signal) = interrupted {
-        return Ok(process::exit_code(signal));
+        return Ok(exit_code::stopped_by(signal));
     }
     let mut regressed = run.regressed();
     if args.save_baseline {
@@ -177,7 +178,7 @@ pub fn run(args: TestArgs) -> Result<u8> {
         eprintln!("{:>12} {} ({all} measured tests{kept})", "Saved", baseline.path.display());
         regressed = false;
     }
-    Ok(if run.failed() || regressed { EXIT_TEST_FAILED } else { EXIT_OK })
+    Ok(if run.failed() || regressed { exit_code::TEST_FAILED } else { exit_code::OK })
 }
 
 /// What a run with no test to run does, as cargo-nextest's `--no-tests`: the exit code.
@@ -187,13 +188,13 @@ fn no_tests(action: NoTests) -> u8 {
             eprintln!(
                 "error: no tests to run\n(hint: check the filters, or use `--no-tests=warn` or `--no-tests=pass`)"
             );
-            EXIT_NO_TESTS
+            exit_code::NO_TESTS
         }
         NoTests::Warn => {
             eprintln!("warning: no tests to run");
-            EXIT_OK
+            exit_code::OK
         }
-        NoTests::Pass => EXIT_OK,
+        NoTests::Pass => exit_code::OK,
     }
 }
 

@@ -125,11 +125,11 @@ pub fn flamegraphs(run: &mut Run, out_dir: &Path, threads: usize) -> Result<()> 
 /// Writes the flamegraphs of `test`, if it is a leak test (it has a report), and returns them.
 fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> {
     let Some(leak) = &test.leak else { return Ok(None) };
-    let retained = leak.report.retained_stacks();
+    let retained = ying_frames::retained_stacks(&leak.report);
     let [retained_name, allocated_name, diff_name] = FLAMEGRAPHS;
     let paths = [
         (test.id.flamegraph_path(retained_name), "retained bytes", retained.clone()),
-        (test.id.flamegraph_path(allocated_name), "allocated bytes", leak.report.allocated_stacks()),
+        (test.id.flamegraph_path(allocated_name), "allocated bytes", ying_frames::allocated_stacks(&leak.report)),
     ];
     for (path, what, stacks) in &paths {
         let file = out_dir.join(path);

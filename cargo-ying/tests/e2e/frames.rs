@@ -71,7 +71,7 @@ fn flamegraphs_name_every_frame_and_a_leak_site_keeps_its_line() {
     for test in ying_report::Summary::read(&out.join("summary.json")).unwrap().tests {
         let Some(report) = &test.report else { continue };
         let report = ying_report::LeakReport::read(&out.join(report), &test.id).unwrap();
-        for stack in report.retained_stacks().iter().chain(&report.allocated_stacks()) {
+        for stack in ying_frames::retained_stacks(&report).iter().chain(&ying_frames::allocated_stacks(&report)) {
             stacks += 1;
             assert!(!stack.functions().iter().any(|name| is_bare_address(name)), "{}: {stack}", test.id);
         }
@@ -96,7 +96,7 @@ fn flamegraphs_name_every_frame_and_a_leak_site_keeps_its_line() {
     let id =
         ying_report::TestId::new("leak-fixtures", ying_report::TargetKind::Test, "leaks", "two_sites_in_one_function");
     let report = ying_report::LeakReport::read(&out.join(two_sites["report"].as_str().unwrap()), &id).unwrap();
-    let retained: Vec<String> = report.retained_stacks().iter().map(|stack| stack.stack()).collect();
+    let retained: Vec<String> = ying_frames::retained_stacks(&report).iter().map(|stack| stack.stack()).collect();
     assert_eq!(retained.len(), 2, "{retained:?}");
     for site in &sites {
         assert_eq!(

@@ -68,7 +68,7 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
     let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "leaks_a_box");
     let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
     let site = report.retained_sites.iter().find(|site| !site.excused).unwrap();
-    assert!(!ying_report::is_allocation_plumbing(&site.frames[0]), "{site:#?}");
+    assert!(!ying_frames::is_allocation_plumbing(&site.frames[0]), "{site:#?}");
     assert!(site.frames.iter().take(4).any(|frame| frame.function == "plain::leaks_a_box"), "{site:#?}");
 }
 

@@ -15,5 +15,5 @@ pub type TestId = TestIdentity;
 /// test, and are left out, except the frames of `tracing` spans (`span:<name>`), which stay at the root.
 /// `None` for zero bytes. See [`ying_report::FoldedStack`] for the typed form.
 pub fn folded_stack(frames: &[crate::Frame], bytes: u64) -> Option<String> {
-    ying_report::FoldedStack::from_frames(frames, bytes).map(|stack| stack.to_string())
+    ying_frames::fold(frames, bytes).map(|stack| stack.to_string())
 }

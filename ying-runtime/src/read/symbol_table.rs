@@ -2,9 +2,10 @@
 //! names them bare (`debug = "line-tables-only"`), and the code known by address ([`KnownCode`]). Read once, on
 //! first need, from the executable file.
 
-use ying_report::KnownCode;
 #[cfg(target_os = "linux")]
-use ying_report::{ExecutableStamp, KNOWN_CODE_ENV};
+use ying_frames::ExecutableStamp;
+use ying_frames::KnownCode;
+use ying_report::KNOWN_CODE_ENV;
 
 /// The demangled name (without hash) of the function the symbol table places at `ip`, an address in this
 /// process's executable; `None` outside it, where the platform is not supported, or without a symbol table.
@@ -50,7 +51,7 @@ fn map_executable() -> Option<&'static [u8]> {
     Some(unsafe { core::slice::from_raw_parts(mapped.cast::<u8>(), len) })
 }
 
-/// Ends the stacks captured from now on at their thread's entry ([`ying_report::is_thread_entry`]: the standard
+/// Ends the stacks captured from now on at their thread's entry ([`ying_frames::is_thread_entry`]: the standard
 /// library's `__rust_begin_short_backtrace`, one copy per kind of thread in the executable), as reports trim them:
 /// a spawned thread's captures then neither walk nor replay the start-up frames past it. Looks the entries up on
 /// the first call; does nothing more on later ones, where the platform is not supported, or without a symbol table.

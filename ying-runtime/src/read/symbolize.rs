@@ -5,9 +5,9 @@ use crate::base::thread::as_profiler;
 use crate::hot::stacks::Ips;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use ying_frames::Trim;
+use ying_frames::names::{DebugFrame, frames_at_address};
 use ying_report::Frame;
-use ying_report::Trim;
-use ying_report::names::{DebugFrame, frames_at_address};
 
 /// Resolved frames per instruction pointer, innermost (inlined) first. Resolution is slow, stacks share most of
 /// their pointers, and the profiler resolves the same stacks at every report.
@@ -111,7 +111,7 @@ fn resolve_ips(ips: &[usize]) -> Vec<Located> {
             // leak-test runner only the test harness: resolving them would load debug information for nothing.
             if resolved
                 .iter()
-                .any(|frame| ying_report::is_thread_entry(frame) || ying_report::is_leak_test_runner(frame))
+                .any(|frame| ying_frames::is_thread_entry(frame) || ying_frames::is_leak_test_runner(frame))
             {
                 break;
             }

@@ -190,7 +190,7 @@ pub(super) mod tests {
     /// Whether the last of `ips` returns into a thread's entry.
     fn ends_at_thread_entry(ips: &[usize]) -> bool {
         let last = ips.last().and_then(|&ip| crate::read::symbol_table::function_at(ip - 1));
-        last.is_some_and(|name| ying_report::is_thread_entry(&ying_report::Frame::new(name, None, None)))
+        last.is_some_and(|name| ying_frames::is_thread_entry(&ying_report::Frame::new(name, None, None)))
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::hot::{live, stacks};
 use crate::read::symbol_table;
 use crate::read::symbolize::{deferrable_addresses, name_test_body, symbolize};
 use std::collections::HashMap;
-use ying_report::excuses::frames_are_excused;
+use ying_frames::excuses::frames_are_excused;
 
 /// Code known by its addresses, without reading debug information: where the test harness and the C library
 /// allocate what they keep on a test's behalf. A test measured from outside (see `unannotated`) sees the whole of

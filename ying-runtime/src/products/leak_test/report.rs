@@ -141,7 +141,7 @@ fn sampled_stacks(manifest_dir: &str) -> Vec<SampledStack> {
 /// Source paths inside the test's package (or the working directory), made relative to it.
 pub(super) fn relative_frames(frames: Vec<Frame>, manifest_dir: &str) -> Vec<Frame> {
     let cwd = std::env::current_dir().ok().map(|dir| dir.display().to_string());
-    ying_report::relative_paths(frames, &[manifest_dir, cwd.as_deref().unwrap_or_default()])
+    ying_frames::relative_paths(frames, &[manifest_dir, cwd.as_deref().unwrap_or_default()])
 }
 
 #[cfg(test)]

@@ -76,7 +76,7 @@ impl Drop for OnThisThread {
 /// Runs a leak test. Called by the code `#[ying::leak_test]` generates; async tests reach it through the sync
 /// function their test attribute (`#[tokio::test]`) generates, so the scope spans the whole runtime.
 ///
-/// Its path is [`ying_report::LEAK_TEST_RUNNER`]: stacks are trimmed at its frame.
+/// Its path is [`ying_frames::LEAK_TEST_RUNNER`]: stacks are trimmed at its frame.
 #[doc(hidden)]
 #[track_caller]
 pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) -> R {
@@ -289,7 +289,7 @@ mod tests {
             runner(&TEST, || ());
         }
         let path = std::any::type_name_of_val(&runner);
-        let rest = path.strip_prefix(ying_report::LEAK_TEST_RUNNER);
+        let rest = path.strip_prefix(ying_frames::LEAK_TEST_RUNNER);
         assert!(rest.is_some_and(|rest| rest.starts_with('<')), "{path}");
     }
 }

@@ -2,8 +2,9 @@
 //! each exceeded budget and the sites of the retained memory. A pure function of budgets, figures and sites.
 
 use crate::read::symbolize::{is_own_frame, name_test_body};
+use ying_frames::is_package_code;
 use ying_report::report::{Budgets, IterationFigures, RetainedSite, ScopeStats};
-use ying_report::{ByteSize, Frame, SignedByteSize, is_package_code};
+use ying_report::{ByteSize, Frame, SignedByteSize};
 
 /// Stacks shown per failure message, and frames per stack.
 const SITES_SHOWN: usize = 5;
@@ -227,7 +228,7 @@ fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
     let frames = &name_test_body(frames.to_vec(), test_function);
     let outside_the_runner =
         || frames.iter().take_while(|frame| !is_own_frame(frame) && !frame.function.starts_with("test::"));
-    // The first is the leak site (`ying_report::leak_site`), as flamegraphs name it.
+    // The first is the leak site (`ying_frames::leak_site`), as flamegraphs name it.
     let user: Vec<&Frame> = outside_the_runner().filter(|frame| is_package_code(frame)).take(FRAMES_SHOWN).collect();
     let shown = if user.is_empty() { outside_the_runner().take(FRAMES_SHOWN).collect() } else { user };
     let mut lines = shown.into_iter().map(Frame::to_string).collect::<Vec<_>>();
@@ -239,8 +240,9 @@ fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::{Findings, Names, Verdict, judge};
+    use ying_frames::LEAK_TEST_RUNNER;
+    use ying_report::Frame;
     use ying_report::report::{Budgets, IterationFigures, RetainedSite, ScopeStats};
-    use ying_report::{Frame, LEAK_TEST_RUNNER};
 
     const NAMES: Names<'static> = Names { harness: "box_leak", function: "leaks::box_leak" };
 

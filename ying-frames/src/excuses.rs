@@ -1,9 +1,9 @@
 //! Excuses by name: retained memory that a test keeps without leaking it, told apart by the frames of the stack
 //! that allocated it. The runtime judges a leak test's stacks with these rules; `cargo ying` judges the stacks a
-//! test measured from outside left for it to symbolise ([`RetainedSite::addresses`](crate::report::RetainedSite::addresses)).
+//! test measured from outside left for it to symbolise ([`RetainedSite::addresses`](ying_report::report::RetainedSite::addresses)).
 
-use crate::Frame;
 use crate::names::last_segment;
+use ying_report::Frame;
 
 /// Frames of the standard library's output functions: memory they retain is libtest's captured output.
 const CAPTURED_OUTPUT: &[&str] = &["std::io::stdio::print_to", "std::io::stdio::_print", "std::io::stdio::_eprint"];
@@ -50,7 +50,7 @@ pub fn frames_are_excused(frames: &[Frame], patterns: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::frames_are_excused;
-    use crate::Frame;
+    use ying_report::Frame;
 
     fn frames(names: &[&str]) -> Vec<Frame> {
         names.iter().map(|name| Frame::new(*name, None, None)).collect()

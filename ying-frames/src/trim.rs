@@ -7,8 +7,8 @@
 //! start-up frames or, in a leak test, in the test harness beyond ying's leak-test runner. Reports keep the part
 //! from the allocating code to the thread's entry (or to the runner), without async `poll` plumbing.
 
-use crate::frame::Frame;
 use crate::names;
+use ying_report::Frame;
 
 /// The function of ying's leak-test runner that calls a test's body. Frames from it outwards are the test
 /// harness's, the same for every test.
@@ -20,7 +20,8 @@ pub const LEAK_TEST_RUNNER: &str = "ying::products::leak_test::runner::run";
 /// (`debug = "line-tables-only"` names an inlined function `alloc<std::alloc::System>`, not by its path).
 ///
 /// ```
-/// use ying_report::{Frame, Trim};
+/// use ying_frames::Trim;
+/// use ying_report::Frame;
 ///
 /// let frame = |name: &str| Frame::new(name, None, None);
 /// let stack = vec![
@@ -118,7 +119,8 @@ impl<'a> Trim<'a> {
     /// location, is put before the runner's.
     ///
     /// ```
-    /// use ying_report::{Frame, LEAK_TEST_RUNNER, Trim};
+    /// use ying_frames::{LEAK_TEST_RUNNER, Trim};
+    /// use ying_report::Frame;
     ///
     /// let frame = |name: &str| Frame::new(name, None, None);
     /// let trim = Trim::new("/src/ying-runtime/src/");
@@ -250,7 +252,8 @@ pub fn is_package_code(frame: &Frame) -> bool {
 /// library allocated on its own).
 ///
 /// ```
-/// use ying_report::{Frame, LEAK_TEST_RUNNER, leak_site};
+/// use ying_frames::{LEAK_TEST_RUNNER, leak_site};
+/// use ying_report::Frame;
 ///
 /// let frames = [
 ///     Frame::new("alloc::boxed::Box<T>::new", Some("/rustc/library/alloc/src/boxed.rs".into()), Some(260)),

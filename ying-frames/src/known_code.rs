@@ -4,14 +4,10 @@
 //! A test process would otherwise search its executable's symbol table itself (a string table of a megabyte or more
 //! in a test binary built without optimisation), for every test. `cargo ying` reads it once per test binary
 //! ([`KnownCode::read`], with the `elf` feature) and hands it to each of the binary's test processes in
-//! [`KNOWN_CODE_ENV`], stamped with the executable's identity; a process whose executable is not the one stamped (a
-//! program the test starts inherits the environment) reads its own.
+//! [`KNOWN_CODE_ENV`](ying_report::KNOWN_CODE_ENV), stamped with the executable's identity; a process whose
+//! executable is not the one stamped (a program the test starts inherits the environment) reads its own.
 
 use serde::{Deserialize, Serialize};
-
-/// The environment variable in which `cargo ying` passes a test process the [`KnownCode`] of its executable, as
-/// [`KnownCode::to_env`] writes it. Optional: without it, or for another executable, the process reads its own.
-pub const KNOWN_CODE_ENV: &str = "YING_KNOWN_CODE";
 
 /// Which file an executable is: its device, inode, length and modification time (nanoseconds since the Unix epoch).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +47,7 @@ pub struct KnownCode {
     /// Whether the executable has the standard library's default global allocator (`__rdl_alloc`, `System` over
     /// `malloc`); `None` when it has no symbol table to tell (stripped, or not an ELF file).
     pub default_allocator: Option<bool>,
-    /// The standard library's thread entries (`__rust_begin_short_backtrace`, see [`crate::is_thread_entry`]), one
+    /// The standard library's thread entries (`__rust_begin_short_backtrace`, see [`is_thread_entry`](crate::trim::is_thread_entry)), one
     /// copy for each kind of thread: stacks end there.
     pub thread_entries: Vec<(u64, u64)>,
     /// libtest's functions that run a test on the test's thread (`test::run_test_in_process`, inlined into a
@@ -61,7 +57,8 @@ pub struct KnownCode {
     pub test_entry: Vec<(u64, u64)>,
 }
 
-/// [`KnownCode`] with the identity of the executable it was read from, as [`KNOWN_CODE_ENV`] carries it.
+/// [`KnownCode`] with the identity of the executable it was read from, as
+/// [`KNOWN_CODE_ENV`](ying_report::KNOWN_CODE_ENV) carries it.
 #[derive(Serialize, Deserialize)]
 struct Stamped {
     executable: ExecutableStamp,
@@ -69,13 +66,13 @@ struct Stamped {
 }
 
 impl KnownCode {
-    /// The value of [`KNOWN_CODE_ENV`] for the executable stamped `executable`.
+    /// The value of [`KNOWN_CODE_ENV`](ying_report::KNOWN_CODE_ENV) for the executable stamped `executable`.
     pub fn to_env(&self, executable: ExecutableStamp) -> String {
         serde_json::to_string(&Stamped { executable, code: self.clone() }).expect("known code is JSON")
     }
 
-    /// The known code in `value` (of [`KNOWN_CODE_ENV`]) when it was read from the executable stamped `executable`;
-    /// `None` when it is another's, or not such a value.
+    /// The known code in `value` (of [`KNOWN_CODE_ENV`](ying_report::KNOWN_CODE_ENV)) when it was read from the
+    /// executable stamped `executable`; `None` when it is another's, or not such a value.
     pub fn from_env(value: &str, executable: ExecutableStamp) -> Option<Self> {
         let stamped: Stamped = serde_json::from_str(value).ok()?;
         (stamped.executable == executable).then_some(stamped.code)
@@ -174,7 +171,7 @@ impl Kind {
     /// Whether the function demangled (without its hash) as `name` is of this kind.
     fn accepts(self, name: &str) -> bool {
         match self {
-            Self::ThreadEntry => crate::is_thread_entry(&crate::Frame::new(name, None, None)),
+            Self::ThreadEntry => crate::trim::is_thread_entry(&ying_report::Frame::new(name, None, None)),
             // `run_test_in_process` is inlined into the closure `run_test` runs on the test's thread (its own
             // symbol where it is not).
             Self::RunTest => {

@@ -8,14 +8,14 @@
 //! does [`function_at_address`] where debug information has only a bare name, as `addr2line -f` and valgrind do:
 //! the runtime and `cargo ying` name frames by this one rule ([`frames_at_address`]).
 
-use crate::frame::Frame;
+use ying_report::Frame;
 
 /// The name of the function really at an address (the outermost of its frames, the others being inlined into
 /// it), from the debug information's name and the symbol table's (both demangled, without hash): the debug
 /// information's when it is a path, the symbol table's when debug information gives a bare name or none.
 ///
 /// ```
-/// use ying_report::names::function_at_address;
+/// use ying_frames::names::function_at_address;
 ///
 /// let symbol = Some("leak_fixtures::open_session");
 /// assert_eq!(function_at_address(Some("open_session"), symbol).as_deref(), Some("leak_fixtures::open_session"));
@@ -44,7 +44,7 @@ pub fn function_at_address(debug_name: Option<&str>, symbol_name: Option<&str>) 
 ///
 /// ```
 /// use ying_report::Frame;
-/// use ying_report::names::{DebugFrame, frames_at_address};
+/// use ying_frames::names::{DebugFrame, frames_at_address};
 ///
 /// let debug = vec![
 ///     DebugFrame::new(Some("alloc::boxed::Box<T>::new".into()), Some("boxed.rs".into()), Some(7)),
@@ -105,7 +105,7 @@ fn names_the_same(bare: &str, symbol: &str) -> bool {
 /// Whether `name` is bare: a single segment (generic arguments aside), not a path.
 ///
 /// ```
-/// use ying_report::names::is_bare;
+/// use ying_frames::names::is_bare;
 ///
 /// assert!(is_bare("open_session") && is_bare("{closure#0}") && is_bare("new<alloc::string::String>"));
 /// assert!(!is_bare("leak_fixtures::open_session") && !is_bare("<alloc::vec::Vec<u8>>::push"));
