@@ -7,55 +7,37 @@
 //! file is left in the user's repository), reads the baseline again and merges the run's entries into what is on
 //! disk then: two runs saving at once both keep their entries.
 
-use crate::error::{Error, Result};
+use crate::error::{BaselineFileError, Error, Result};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use ying_report::{Baseline, BaselineEntry, TestId};
 
 /// The baseline file and what it holds (nothing yet when it does not exist).
-pub struct BaselineFile {
+pub(crate) struct BaselineFile {
     /// Where it is, as given.
     pub path: PathBuf,
     /// Its contents, when it exists.
     pub baseline: Option<Baseline>,
 }
 
-/// Why the baseline cannot be written.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BaselineFileError {
-    /// The file is read-only.
-    #[error("it is read-only (mode {mode:o}); make it writable to save the baseline (chmod u+w)")]
-    ReadOnly {
-        /// Its permission bits.
-        mode: u32,
-    },
-    /// Its directory does not let a file be replaced in it.
-    #[error("its directory {} is not writable, and the baseline is replaced by a rename in it", .0.display())]
-    DirectoryReadOnly(PathBuf),
-    /// It could not be checked.
-    #[error("could not check whether it is writable")]
-    Check(#[source] std::io::Error),
-}
-
 impl BaselineFile {
     /// Reads the baseline at `path`, to compare with. A read-only file is fine; anything but a regular file (or a
     /// link to one) is refused unopened.
-    pub fn open(path: PathBuf) -> Result<Self> {
+    pub(crate) fn open(path: PathBuf) -> Result<Self> {
         let baseline = read(&path)?;
         Ok(Self { path, baseline })
     }
 
     /// Reads the baseline at `path`, which is to be saved: as [`open`](Self::open), and it must be writable.
-    pub fn open_to_save(path: PathBuf) -> Result<Self> {
+    pub(crate) fn open_to_save(path: PathBuf) -> Result<Self> {
         let file = Self::open(path)?;
         file.check_writable()?;
         Ok(file)
     }
 
     /// Its entries (none when it does not exist).
-    pub fn entries(&self) -> &BTreeMap<TestId, BaselineEntry> {
+    pub(crate) fn entries(&self) -> &BTreeMap<TestId, BaselineEntry> {
         static NONE: BTreeMap<TestId, BaselineEntry> = BTreeMap::new();
         self.baseline.as_ref().map_or(&NONE, |baseline| &baseline.tests)
     }
@@ -83,7 +65,7 @@ impl BaselineFile {
 
     /// Writes `entries` into the baseline, over its existing entries of the same tests; the others stay as they
     /// are on disk now (another run may have saved since this one read it).
-    pub fn save(&self, entries: BTreeMap<TestId, BaselineEntry>) -> Result<()> {
+    pub(crate) fn save(&self, entries: BTreeMap<TestId, BaselineEntry>) -> Result<()> {
         let write_error = |source| Error::WriteBaseline { path: self.path.clone(), source };
         let target = ying_report::resolve_symlinks(&self.path).map_err(write_error)?;
         let _lock = lock(directory(&target), &self.path)?;
@@ -143,7 +125,7 @@ struct DirectoryLock(#[expect(dead_code, reason = "held for its lock, released w
 #[cfg(unix)]
 fn lock(dir: &Path, baseline: &Path) -> Result<DirectoryLock> {
     let file = File::open(dir).map_err(Error::io("lock", dir))?;
-    crate::run_lock::take_or_wait(&file, dir, |_| {
+    crate::lock::take_or_wait(&file, dir, |_| {
         format!("waiting for another cargo ying to finish writing {}", baseline.display())
     })?;
     Ok(DirectoryLock(Some(file)))

@@ -1,12 +1,19 @@
-//! The command line: `cargo ying test [OPTIONS] [FILTERS]... [-- TEST ARGS]...`, parsed with clap.
+//! The command line: `cargo ying test [OPTIONS] [FILTERS]... [-- TEST ARGS]...`, parsed with clap. What it says
+//! goes no further than the commands, which resolve it (`settings`) into what the rest of cargo ying takes.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use crate::config::{Measure, NoTests, parse_duration};
+use crate::gate::Growth;
+use crate::outputs::terminal::ColorChoice;
+use crate::run::build::CargoArgs;
+use crate::run::filterset::Filterset;
+use crate::run::partition::Partition;
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 /// `cargo` runs `cargo-ying ying ...`: the outer level is cargo's.
 #[derive(Debug, Parser)]
 #[command(name = "cargo-ying", bin_name = "cargo", version, styles = clap::builder::Styles::plain())]
-pub struct Cargo {
+pub(crate) struct Cargo {
     /// The subcommand cargo ran.
     #[command(subcommand)]
     pub command: CargoCommand,
@@ -14,7 +21,7 @@ pub struct Cargo {
 
 /// The cargo subcommand.
 #[derive(Debug, Subcommand)]
-pub enum CargoCommand {
+pub(crate) enum CargoCommand {
     /// Memory-leak regression testing with ying
     #[command(version, display_name = "cargo-ying", after_help = ying_report::exit_code::help())]
     Ying(Ying),
@@ -22,7 +29,7 @@ pub enum CargoCommand {
 
 /// `cargo ying`'s own subcommands.
 #[derive(Debug, Args)]
-pub struct Ying {
+pub(crate) struct Ying {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -30,7 +37,7 @@ pub struct Ying {
 
 /// A `cargo ying` subcommand.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Build the tests, run each in its own process, and report their memory
     ///
     /// Every test runs alone in a process of its own, several at once, with process attribution
@@ -54,7 +61,7 @@ pub enum Command {
 
 /// Options of `cargo ying merge`.
 #[derive(Debug, Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// The shards' summary.json files (their reports beside them, as `cargo ying test` left them)
     #[arg(required = true, value_name = "SUMMARY")]
     pub summaries: Vec<PathBuf>,
@@ -74,7 +81,7 @@ pub struct MergeArgs {
 
 /// Options of `cargo ying diff`.
 #[derive(Debug, Args)]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// The earlier baseline or summary.json
     pub old: PathBuf,
     /// The later baseline or summary.json
@@ -86,7 +93,7 @@ pub struct DiffArgs {
 
 /// Options of `cargo ying accept`.
 #[derive(Debug, Args)]
-pub struct AcceptArgs {
+pub(crate) struct AcceptArgs {
     /// Path to Cargo.toml
     #[arg(long, value_name = "PATH")]
     pub manifest_path: Option<PathBuf>,
@@ -100,7 +107,7 @@ pub struct AcceptArgs {
 
 /// Which tests: the options `cargo ying test` and `cargo ying list` share.
 #[derive(Debug, Default, Args)]
-pub struct TestFilter {
+pub(crate) struct TestFilter {
     /// Options for building the tests.
     #[command(flatten)]
     pub cargo: CargoOptions,
@@ -108,11 +115,11 @@ pub struct TestFilter {
     /// Run only the tests in this filterset (nextest's syntax: test(), package(), binary(), binary_id(), kind(),
     /// all(), none(); and, or, not, -); a test in any of several runs
     #[arg(short = 'E', long = "filterset", value_name = "EXPR", value_parser = parse_filterset, help_heading = "Filter options")]
-    pub filtersets: Vec<crate::filterset::Filterset>,
+    pub filtersets: Vec<Filterset>,
 
     /// Run only this shard of the tests: count:M/N (the i-th test to shard i mod N) or hash:M/N (by the test's id)
-    #[arg(long, value_name = "SCHEME:M/N", value_parser = crate::partition::Partition::parse, help_heading = "Filter options")]
-    pub partition: Option<crate::partition::Partition>,
+    #[arg(long, value_name = "SCHEME:M/N", value_parser = Partition::parse, help_heading = "Filter options")]
+    pub partition: Option<Partition>,
 
     /// Run only the tests whose names contain one of these
     #[arg(value_name = "TESTNAME")]
@@ -127,7 +134,7 @@ pub struct TestFilter {
 
 /// Options of `cargo ying list`.
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// Which tests.
     #[command(flatten)]
     pub filter: TestFilter,
@@ -135,7 +142,7 @@ pub struct ListArgs {
 
 /// Options of `cargo ying test`.
 #[derive(Debug, Args)]
-pub struct TestArgs {
+pub(crate) struct TestArgs {
     /// Which tests.
     #[command(flatten)]
     pub filter: TestFilter,
@@ -198,33 +205,12 @@ pub struct TestArgs {
     pub junit: Option<PathBuf>,
 }
 
-/// `--measure`: which tests a run measures.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum Measure {
-    /// The leak tests: those with `#[ying::leak_test]`
-    #[default]
-    LeakTests,
-    /// Every test, through the allocation interposer
-    All,
-}
-
-/// `--no-tests`: what a run with no test to run does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum NoTests {
-    /// Stop with exit code 4
-    Fail,
-    /// Say so, and exit 0
-    Warn,
-    /// Exit 0
-    Pass,
-}
-
 /// How the gate judges a run against the baseline; shared by `test`, `diff` and `merge`.
 #[derive(Debug, Default, Args)]
-pub struct GateOptions {
+pub(crate) struct GateOptions {
     /// Growth of retained memory, relative to the baseline, that does not fail the gate [default: 10%]
     #[arg(long, value_name = "PERCENT", help_heading = "Baseline")]
-    pub max_growth: Option<crate::gate::Growth>,
+    pub max_growth: Option<Growth>,
 
     /// Growth of retained memory that never fails the gate, as a size (e.g. "4 KiB") [default: 1 KiB]
     #[arg(long, value_name = "SIZE", help_heading = "Baseline")]
@@ -246,7 +232,7 @@ pub struct GateOptions {
 
 /// The options passed through to `cargo test --no-run`.
 #[derive(Debug, Default, Args)]
-pub struct CargoOptions {
+pub(crate) struct CargoOptions {
     /// Path to Cargo.toml
     #[arg(long, value_name = "PATH", help_heading = "Package selection")]
     pub manifest_path: Option<PathBuf>,
@@ -316,32 +302,12 @@ pub struct CargoOptions {
 }
 
 impl CargoOptions {
-    /// Whether targets are selected (`--lib`, `--bins`, `--tests`, `--examples`, `--all-targets` or named
-    /// ones) rather than cargo's default targets; `cargo test` then runs no doctests either.
-    pub fn selects_targets(&self) -> bool {
-        let targets = [self.lib, self.tests, self.bins, self.examples, self.all_targets];
-        targets.into_iter().any(|flag| flag)
-            || !self.test_targets.is_empty()
-            || !self.bin_targets.is_empty()
-            || !self.example_targets.is_empty()
-    }
-
-    /// Whether cargo builds its default targets (lib, bins, tests), the packages it would by default: only then
-    /// can a run select every test.
-    pub fn builds_default_targets(&self) -> bool {
-        !self.selects_targets() && self.packages.is_empty()
-    }
-
-    /// `--offline` when the run is to stay off the network (`--offline` or `--frozen`), for cargo ying's own
-    /// builds beside the tests' (whose lock files are cargo ying's, not the workspace's).
-    pub fn network_flags(&self) -> Vec<&'static str> {
-        if self.offline || self.frozen { vec!["--offline"] } else { Vec::new() }
-    }
-
-    /// The arguments for `cargo test --no-run` (and `cargo metadata`, for the manifest path).
-    pub fn cargo_args(&self) -> Vec<String> {
+    /// What cargo is asked for: the arguments for `cargo test --no-run` (and `cargo metadata`, for the manifest
+    /// path and the lock file flags), and what cargo ying reads of them.
+    pub(crate) fn to_args(&self) -> CargoArgs {
         let mut args = Vec::new();
-        let mut flag = |condition: bool, name: &str| {
+        let mut lock_flags = Vec::new();
+        let mut flag = |condition: bool, name: &'static str| {
             if condition {
                 args.push(name.to_owned());
             }
@@ -355,9 +321,12 @@ impl CargoOptions {
         flag(self.all_features, "--all-features");
         flag(self.no_default_features, "--no-default-features");
         flag(self.release, "--release");
-        flag(self.locked, "--locked");
-        flag(self.offline, "--offline");
-        flag(self.frozen, "--frozen");
+        for (on, name) in [(self.locked, "--locked"), (self.offline, "--offline"), (self.frozen, "--frozen")] {
+            flag(on, name);
+            if on {
+                lock_flags.push(name);
+            }
+        }
         let mut valued = |name: &str, values: &[String]| {
             for value in values {
                 args.push(name.to_owned());
@@ -382,19 +351,20 @@ impl CargoOptions {
         if let Some(dir) = &self.target_dir {
             args.extend(["--target-dir".to_owned(), dir.display().to_string()]);
         }
-        args
+        let targets = [self.lib, self.tests, self.bins, self.examples, self.all_targets];
+        let selects_targets = targets.into_iter().any(|flag| flag)
+            || !self.test_targets.is_empty()
+            || !self.bin_targets.is_empty()
+            || !self.example_targets.is_empty();
+        CargoArgs {
+            args,
+            manifest_path: self.manifest_path.clone(),
+            target_dir: self.target_dir.clone(),
+            lock_flags,
+            selects_targets,
+            selects_packages: !self.packages.is_empty(),
+        }
     }
-}
-
-/// `--color`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ColorChoice {
-    /// Color when writing to a terminal, unless NO_COLOR is set
-    Auto,
-    /// Always color
-    Always,
-    /// Never color
-    Never,
 }
 
 /// The figures `--gate` takes, by their keys.
@@ -407,34 +377,14 @@ fn figure_parser() -> impl clap::builder::TypedValueParser<Value = ying_report::
 }
 
 /// Parses an `-E` filterset; the error shows where it went wrong.
-fn parse_filterset(text: &str) -> Result<crate::filterset::Filterset, String> {
-    crate::filterset::Filterset::parse(text).map_err(|error| format!("\n{error}"))
-}
-
-/// Parses `90s`, `5m`, `500ms`, `1h` or a plain number of seconds.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a duration; write e.g. 90s, 5m or 500ms"))?;
-    let seconds = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => return Err(format!("unknown unit `{other}` in `{text}`; use ms, s, m or h")),
-    };
-    if seconds <= 0.0 || !seconds.is_finite() {
-        return Err(format!("`{text}` is not a positive duration"));
-    }
-    std::time::Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is too long a duration"))
+fn parse_filterset(text: &str) -> Result<Filterset, String> {
+    Filterset::parse(text).map_err(|error| format!("\n{error}"))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Cargo, CargoCommand, Command, parse_duration};
+    use super::{Cargo, CargoCommand, Command};
     use clap::{CommandFactory, Parser};
-    use std::time::Duration;
 
     #[test]
     fn the_command_line_is_consistent() {
@@ -450,18 +400,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn durations_with_units() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
-        assert!(parse_duration("3 weeks").unwrap_err().contains("unknown unit `weeks`"));
-        assert!(parse_duration("0").is_err());
-        assert!(parse_duration("99999999999999999999h").unwrap_err().contains("too long"));
-    }
-
     /// `cargo ying test <args>`, parsed.
     fn test_args(args: &[&str]) -> super::TestArgs {
         let cli = Cargo::parse_from(["cargo", "ying", "test"].iter().chain(args));
@@ -474,21 +412,21 @@ mod tests {
     fn cargo_options_pass_through() {
         let args = test_args(&["-p", "a", "--features", "x", "--release", "--test", "leaks", "box", "--", "--exact"]);
         assert_eq!(
-            args.filter.cargo.cargo_args(),
+            args.filter.cargo.to_args().args,
             ["--release", "--package", "a", "--test", "leaks", "--features", "x"].map(String::from)
         );
         assert_eq!(args.filter.filters, ["box"]);
         assert_eq!(args.filter.test_args, ["--exact"]);
-        assert!(!args.filter.cargo.builds_default_targets(), "one package");
+        assert!(!args.filter.cargo.to_args().builds_default_targets(), "one package");
         let targets = test_args(&["--bins", "--examples", "--bin", "tool", "--target", "x86_64-unknown-linux-gnu"]);
         assert_eq!(
-            targets.filter.cargo.cargo_args(),
+            targets.filter.cargo.to_args().args,
             ["--bins", "--examples", "--bin", "tool", "--target", "x86_64-unknown-linux-gnu"].map(String::from)
         );
-        assert!(!targets.filter.cargo.builds_default_targets());
+        assert!(!targets.filter.cargo.to_args().builds_default_targets());
         let all = test_args(&["--all-targets", "--frozen", "--workspace"]);
-        assert_eq!(all.filter.cargo.cargo_args(), ["--workspace", "--all-targets", "--frozen"].map(String::from));
-        assert!(test_args(&["--workspace", "--release"]).filter.cargo.builds_default_targets());
+        assert_eq!(all.filter.cargo.to_args().args, ["--workspace", "--all-targets", "--frozen"].map(String::from));
+        assert!(test_args(&["--workspace", "--release"]).filter.cargo.to_args().builds_default_targets());
     }
 
     #[test]
@@ -497,7 +435,7 @@ mod tests {
         assert_eq!(args.jobs, Some(3));
         assert!(args.no_capture && args.quiet);
         assert_eq!(args.retries, Some(2));
-        assert_eq!(args.no_tests, Some(super::NoTests::Warn));
+        assert_eq!(args.no_tests, Some(crate::config::NoTests::Warn));
         let sets = test_args(&["-E", "test(a)", "--filterset", "package(b) - kind(lib)"]);
         assert_eq!(
             sets.filter.filtersets.iter().map(ToString::to_string).collect::<Vec<_>>(),

@@ -1,8 +1,8 @@
 //! `[workspace.metadata.ying]`: defaults for `cargo ying`, overridden by flags. Parsed once, key by key, into
 //! typed values; an error names its key.
 
-use crate::cli::GateOptions;
-use crate::gate::{Gating, Growth, Tolerance};
+use crate::error::ConfigError;
+use crate::gate::Growth;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use ying_report::{ByteSize, Figure};
 
 /// The configuration table, typed.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Config {
+pub(crate) struct Config {
     /// Tests run at once (`jobs`).
     pub jobs: Option<NonZeroUsize>,
     /// Per-test timeout (`timeout = "90s"`).
@@ -30,30 +30,32 @@ pub struct Config {
     /// Retries of a failing test (`retries = 2`).
     pub retries: Option<u32>,
     /// What a run with no test to run does (`no-tests = "warn"`).
-    pub no_tests: Option<crate::cli::NoTests>,
+    pub no_tests: Option<NoTests>,
     /// Which tests a run measures (`measure = "all"`).
-    pub measure: Option<crate::cli::Measure>,
+    pub measure: Option<Measure>,
 }
 
-/// Why the configuration is not valid.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The key at fault, when one is.
-    pub key: Option<String>,
-    /// What is wrong with it.
-    pub message: String,
+/// `measure`, and `--measure`: which tests a run measures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Measure {
+    /// The leak tests: those with `#[ying::leak_test]`
+    #[default]
+    LeakTests,
+    /// Every test, through the allocation interposer
+    All,
 }
 
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.key {
-            Some(key) => write!(f, "`{key}`: {}", self.message),
-            None => f.write_str(&self.message),
-        }
-    }
+/// `no-tests`, and `--no-tests`: what a run with no test to run does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum NoTests {
+    /// Stop with exit code 4
+    #[default]
+    Fail,
+    /// Say so, and exit 0
+    Warn,
+    /// Exit 0
+    Pass,
 }
-
-impl std::error::Error for ConfigError {}
 
 /// The keys, as written in the table.
 const KEYS: &[&str] = &[
@@ -72,7 +74,7 @@ const KEYS: &[&str] = &[
 
 impl Config {
     /// Reads the `ying` table of the workspace metadata (none: the defaults).
-    pub fn from_metadata(metadata: &serde_json::Value) -> Result<Self, ConfigError> {
+    pub(crate) fn from_metadata(metadata: &serde_json::Value) -> Result<Self, ConfigError> {
         let table = match metadata.get("ying") {
             None | Some(serde_json::Value::Null) => return Ok(Self::default()),
             Some(serde_json::Value::Object(table)) => table,
@@ -117,21 +119,6 @@ impl Config {
     }
 }
 
-impl Config {
-    /// How the gate judges: the flags first, then this configuration, then the defaults.
-    pub fn gating(&self, flags: &GateOptions) -> Gating {
-        let defaults = Tolerance::default();
-        let tolerance = Tolerance {
-            relative: flags.max_growth.or(self.max_growth).unwrap_or(defaults.relative),
-            absolute: flags.min_growth.or(self.min_growth).unwrap_or(defaults.absolute),
-        };
-        let also = if flags.gate.is_empty() { self.gate.clone().unwrap_or_default() } else { flags.gate.clone() };
-        let mut gating = Gating::new(tolerance, &also);
-        gating.reruns = flags.reruns.or(self.reruns).unwrap_or(gating.reruns);
-        gating
-    }
-}
-
 fn describe(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(text) => format!("the string {text:?}"),
@@ -170,14 +157,34 @@ fn choice<T: clap::ValueEnum>(value: &serde_json::Value, names: &str) -> Result<
 
 fn timeout(value: &serde_json::Value) -> Result<Duration, String> {
     match value {
-        serde_json::Value::String(text) => crate::cli::parse_duration(text),
+        serde_json::Value::String(text) => parse_duration(text),
         // Written out in full (`1e30` would read as 1 with the unit `e30`).
         serde_json::Value::Number(seconds) => match seconds.as_f64() {
-            Some(seconds) if seconds.is_finite() => crate::cli::parse_duration(&format!("{seconds}")),
+            Some(seconds) if seconds.is_finite() => parse_duration(&format!("{seconds}")),
             _ => Err(expected("a duration like \"90s\" or \"5m\"", value)),
         },
         other => Err(expected("a duration like \"90s\" or \"5m\"", other)),
     }
+}
+
+/// Parses `90s`, `5m`, `500ms`, `1h` or a plain number of seconds: durations as the configuration and the command
+/// line write them.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a duration; write e.g. 90s, 5m or 500ms"))?;
+    let seconds = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => return Err(format!("unknown unit `{other}` in `{text}`; use ms, s, m or h")),
+    };
+    if seconds <= 0.0 || !seconds.is_finite() {
+        return Err(format!("`{text}` is not a positive duration"));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is too long a duration"))
 }
 
 fn max_growth(value: &serde_json::Value) -> Result<Growth, String> {
@@ -209,7 +216,7 @@ fn unknown_key(key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::Config;
+    use super::{Config, parse_duration};
     use serde_json::json;
     use std::time::Duration;
     use ying_report::Figure;
@@ -227,19 +234,17 @@ mod tests {
         .unwrap();
         assert_eq!(read.reruns, Some(4));
         assert_eq!(config(json!({"retries": 3, "no-tests": "warn"})).unwrap().retries, Some(3));
-        assert_eq!(config(json!({"measure": "all"})).unwrap().measure, Some(crate::cli::Measure::All));
+        assert_eq!(config(json!({"measure": "all"})).unwrap().measure, Some(super::Measure::All));
         assert_eq!(
             config(json!({"measure": "everything"})).unwrap_err().to_string(),
             "`measure`: expected \"all\" or \"leak-tests\", found the string \"everything\""
         );
-        assert_eq!(config(json!({"no-tests": "warn"})).unwrap().no_tests, Some(crate::cli::NoTests::Warn));
+        assert_eq!(config(json!({"no-tests": "warn"})).unwrap().no_tests, Some(super::NoTests::Warn));
         assert_eq!(
             config(json!({"no-tests": "never"})).unwrap_err().to_string(),
             "`no-tests`: expected \"fail\", \"warn\" or \"pass\", found the string \"never\""
         );
         assert!(config(json!({"retries": "two"})).unwrap_err().to_string().contains("a whole number of retries"));
-        assert_eq!(read.gating(&crate::cli::GateOptions::default()).reruns, 4);
-        assert_eq!(Config::default().gating(&crate::cli::GateOptions::default()).reruns, 2);
         assert_eq!(read.jobs.map(usize::from), Some(3));
         assert_eq!(read.timeout, Some(Duration::from_secs(90)));
         assert_eq!(read.fail_fast, Some(false));
@@ -249,6 +254,18 @@ mod tests {
         assert_eq!(read.gate, Some(vec![Figure::Peak, Figure::Allocations]));
         assert_eq!(Config::from_metadata(&json!(null)).unwrap(), Config::default());
         assert_eq!(config(json!({"timeout": 30})).unwrap().timeout, Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn durations_with_units() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
+        assert!(parse_duration("3 weeks").unwrap_err().contains("unknown unit `weeks`"));
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("99999999999999999999h").unwrap_err().contains("too long"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use ying_report::exit_code;
 /// What stopped `cargo ying`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub(crate) enum Error {
     /// `cargo metadata` failed.
     #[error("failed to read the workspace metadata")]
     Metadata(#[source] cargo_metadata::Error),
@@ -23,7 +23,7 @@ pub enum Error {
         manifest: PathBuf,
         /// What is wrong, naming the key.
         #[source]
-        source: crate::config::ConfigError,
+        source: ConfigError,
     },
     /// The arguments after `--` are not what a test harness takes.
     #[error("failed to read the test arguments")]
@@ -53,7 +53,7 @@ pub enum Error {
         path: PathBuf,
         /// Why.
         #[source]
-        source: crate::baseline::BaselineFileError,
+        source: BaselineFileError,
     },
     /// Two summaries given to `cargo ying merge` have a test in common: the same shard twice, or shards of
     /// different runs.
@@ -137,13 +137,13 @@ pub enum Error {
 
 impl Error {
     /// An I/O error while doing `action` to `path`.
-    pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| Self::Io { action, path, source }
     }
 
     /// The exit code this error ends `cargo ying` with.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Self::Metadata(_)
             | Self::Config { .. }
@@ -164,7 +164,7 @@ impl Error {
     }
 
     /// The error and its causes, each after a colon: `failed to read X: cause: its cause`.
-    pub fn chain(&self) -> String {
+    pub(crate) fn chain(&self) -> String {
         let mut text = self.to_string();
         let mut source = std::error::Error::source(self);
         while let Some(cause) = source {
@@ -180,10 +180,48 @@ impl Error {
     }
 }
 
+/// Why the configuration is not valid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ConfigError {
+    /// The key at fault, when one is.
+    pub key: Option<String>,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.key {
+            Some(key) => write!(f, "`{key}`: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Why the baseline cannot be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum BaselineFileError {
+    /// The file is read-only.
+    #[error("it is read-only (mode {mode:o}); make it writable to save the baseline (chmod u+w)")]
+    ReadOnly {
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// Its directory does not let a file be replaced in it.
+    #[error("its directory {} is not writable, and the baseline is replaced by a rename in it", .0.display())]
+    DirectoryReadOnly(PathBuf),
+    /// It could not be checked.
+    #[error("could not check whether it is writable")]
+    Check(#[source] std::io::Error),
+}
+
 /// Why the tests could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum BuildError {
+pub(crate) enum BuildError {
     /// cargo could not be started.
     #[error("could not run cargo test --no-run")]
     Spawn(#[source] std::io::Error),
@@ -198,7 +236,7 @@ pub enum BuildError {
 /// Why the allocation interposer could not be had.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum InterposerError {
+pub(crate) enum InterposerError {
     /// This platform has none.
     #[error(
         "there is none for this platform, only for Linux with glibc; here ying measures leak tests \
@@ -216,7 +254,7 @@ pub enum InterposerError {
 /// What to do about summaries that overlap.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum MergeHint {
+pub(crate) enum MergeHint {
     /// The same file was given twice.
     #[error("the same summary is given twice; give each shard's summary once")]
     SameFile,
@@ -228,7 +266,7 @@ pub enum MergeHint {
 /// Why the arguments after `--` are not a test harness's.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum SelectionError {
+pub(crate) enum SelectionError {
     /// An option that takes a value (`--skip`, `--test-threads`, ...) was the last argument.
     #[error("`{0}` needs a value")]
     MissingValue(String),
@@ -240,7 +278,7 @@ pub enum SelectionError {
 /// Why a test binary did not list its tests.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ListError {
+pub(crate) enum ListError {
     /// It could not be started.
     #[error("could not run it")]
     Spawn(#[source] std::io::Error),
@@ -263,7 +301,7 @@ pub enum ListError {
 /// Why a package's Cargo.toml could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ManifestError {
+pub(crate) enum ManifestError {
     /// The file could not be read.
     #[error(transparent)]
     Io(std::io::Error),
@@ -273,7 +311,7 @@ pub enum ManifestError {
 }
 
 /// Results of `cargo ying`'s own steps.
-pub type Result<T> = std::result::Result<T, Error>;
+pub(crate) type Result<T> = std::result::Result<T, Error>;
 
 #[cfg(test)]
 mod tests {

@@ -7,20 +7,20 @@ use std::str::FromStr;
 use ying_report::{BaselineEntry, ByteSize, Figure, GateVerdict, TestId};
 
 /// The default relative tolerance: retained memory may grow by 10% before the gate fails.
-pub const DEFAULT_MAX_GROWTH: Growth = Growth(0.10);
+pub(crate) const DEFAULT_MAX_GROWTH: Growth = Growth(0.10);
 /// The default absolute tolerance: growth of up to 1 KiB never fails the gate.
-pub const DEFAULT_MIN_GROWTH: ByteSize = ByteSize::new(1024);
+pub(crate) const DEFAULT_MIN_GROWTH: ByteSize = ByteSize::new(1024);
 /// The default number of reruns a regression must survive: two, so that a test regresses only when three runs of
 /// it in a row cross the tolerance.
-pub const DEFAULT_RERUNS: u32 = 2;
+pub(crate) const DEFAULT_RERUNS: u32 = 2;
 
 /// A relative growth: `10%` (or the fraction `0.1`).
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
-pub struct Growth(f64);
+pub(crate) struct Growth(f64);
 
 impl Growth {
     /// The growth as a fraction (0.1 for 10%).
-    pub fn fraction(self) -> f64 {
+    pub(crate) fn fraction(self) -> f64 {
         self.0
     }
 }
@@ -56,7 +56,7 @@ impl fmt::Display for Growth {
 /// its allocation sizes (a hash map's capacity, a buffer's growth policy). 10% or 1 KiB, whichever is larger, lets
 /// such churn through and still catches a leak, which grows with what the test does.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Tolerance {
+pub(crate) struct Tolerance {
     /// Growth relative to the baseline.
     pub relative: Growth,
     /// Growth in bytes that never fails (for byte figures).
@@ -72,7 +72,7 @@ impl Default for Tolerance {
 impl Tolerance {
     /// The most `figure` may grow to from `baseline` without regressing: a count of allocations has only the
     /// relative tolerance (the absolute one is bytes).
-    pub fn limit(&self, figure: Figure, baseline: u64) -> u64 {
+    pub(crate) fn limit(&self, figure: Figure, baseline: u64) -> u64 {
         let relative = (baseline as f64 * self.relative.fraction()).floor() as u64;
         let absolute = if figure.is_bytes() { self.absolute.bytes() } else { 0 };
         baseline.saturating_add(relative.max(absolute))
@@ -82,7 +82,7 @@ impl Tolerance {
 /// How the gate judges: the tolerance, the figures gated (retained bytes always, first), and how many reruns a
 /// regression must survive.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Gating {
+pub(crate) struct Gating {
     /// How much a figure may grow.
     pub tolerance: Tolerance,
     /// The gated figures.
@@ -93,7 +93,7 @@ pub struct Gating {
 
 impl Gating {
     /// Gating of retained bytes and `also`, with `tolerance`.
-    pub fn new(tolerance: Tolerance, also: &[Figure]) -> Self {
+    pub(crate) fn new(tolerance: Tolerance, also: &[Figure]) -> Self {
         let mut figures = vec![Figure::Retained];
         figures.extend(also.iter().copied().filter(|figure| *figure != Figure::Retained));
         figures.sort_unstable();
@@ -104,7 +104,7 @@ impl Gating {
 
 /// One figure of one leak test, in both the baseline and this run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Row {
+pub(crate) struct Row {
     /// Which figure.
     pub figure: Figure,
     /// The figure in the baseline.
@@ -115,17 +115,17 @@ pub struct Row {
 
 impl Row {
     /// The change, signed.
-    pub fn delta(&self) -> i128 {
+    pub(crate) fn delta(&self) -> i128 {
         i128::from(self.now) - i128::from(self.baseline)
     }
 
     /// The change relative to the baseline, `+200.0%`; `None` from a baseline of 0.
-    pub fn percent(&self) -> Option<String> {
+    pub(crate) fn percent(&self) -> Option<String> {
         (self.baseline != 0).then(|| format!("{:+.1}%", self.delta() as f64 * 100.0 / self.baseline as f64))
     }
 
     /// The change in bytes and relative to the baseline: `+2000, +200.0%` (`+2000` from a baseline of 0).
-    pub fn growth(&self) -> String {
+    pub(crate) fn growth(&self) -> String {
         let delta = format!("{:+}", self.delta());
         match self.percent() {
             Some(percent) => format!("{delta}, {percent}"),
@@ -134,7 +134,7 @@ impl Row {
     }
 
     /// The row in words, as every output shows it: `retained bytes grew from 1000 to 3000 (+2000, +200.0%)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let moved = if self.now >= self.baseline { "grew" } else { "shrank" };
         format!("{} {moved} from {} to {} ({})", self.figure.name(), self.baseline, self.now, self.growth())
     }
@@ -142,7 +142,7 @@ impl Row {
 
 /// The gate's judgement of one leak test.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TestGate {
+pub(crate) struct TestGate {
     /// The verdict.
     pub verdict: GateVerdict,
     /// The figures that grew past the tolerance (regressed, unstable) or, for retained bytes, shrank (improved).
@@ -156,7 +156,7 @@ pub struct TestGate {
 
 /// What the reruns of a test that crossed the tolerance showed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reruns {
+pub(crate) struct Reruns {
     /// Reruns that crossed the tolerance too.
     pub crossed: u32,
     /// Reruns made.
@@ -165,26 +165,26 @@ pub struct Reruns {
 
 impl Reruns {
     /// The verdict they give: regressed when every rerun crossed the tolerance, else unstable.
-    pub fn verdict(self) -> GateVerdict {
+    pub(crate) fn verdict(self) -> GateVerdict {
         if self.crossed == self.runs { GateVerdict::Regressed } else { GateVerdict::Unstable }
     }
 }
 
 impl TestGate {
     /// A judgement with no reruns (yet).
-    pub fn new(verdict: GateVerdict, rows: Vec<Row>, steady_state: bool) -> Self {
+    pub(crate) fn new(verdict: GateVerdict, rows: Vec<Row>, steady_state: bool) -> Self {
         Self { verdict, rows, steady_state, reruns: None }
     }
 
     /// Settles the verdict of a test that crossed the tolerance with what its reruns showed.
-    pub fn settle(&mut self, reruns: Reruns) {
+    pub(crate) fn settle(&mut self, reruns: Reruns) {
         self.verdict = reruns.verdict();
         self.reruns = Some(reruns);
     }
 
     /// The rows of the figures that regressed: none unless the verdict is that the test regressed (an unstable
     /// test's rows crossed the tolerance, but not in every run).
-    pub fn regressions(&self) -> impl Iterator<Item = &Row> {
+    pub(crate) fn regressions(&self) -> impl Iterator<Item = &Row> {
         let regressed = self.verdict == GateVerdict::Regressed;
         self.rows.iter().filter(move |row| regressed && row.now > row.baseline)
     }
@@ -192,7 +192,7 @@ impl TestGate {
 
 /// The comparison of a run with the baseline.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// Every leak test of the run, judged.
     pub tests: BTreeMap<TestId, TestGate>,
     /// Baseline tests the run should have run but did not report (only known when no filter narrowed the run).
@@ -201,17 +201,17 @@ pub struct Comparison {
 
 impl Comparison {
     /// Every regressed figure, by test.
-    pub fn regressions(&self) -> impl Iterator<Item = (&TestId, &Row)> {
+    pub(crate) fn regressions(&self) -> impl Iterator<Item = (&TestId, &Row)> {
         self.tests.iter().flat_map(|(id, gate)| gate.regressions().map(move |row| (id, row)))
     }
 
     /// The tests with `verdict`.
-    pub fn with(&self, verdict: GateVerdict) -> impl Iterator<Item = &TestId> {
+    pub(crate) fn with(&self, verdict: GateVerdict) -> impl Iterator<Item = &TestId> {
         self.tests.iter().filter(move |(_, gate)| gate.verdict == verdict).map(|(id, _)| id)
     }
 
     /// Whether the gate fails: a regression, or with `check`, a new or missing test.
-    pub fn fails(&self, check: bool) -> bool {
+    pub(crate) fn fails(&self, check: bool) -> bool {
         self.with(GateVerdict::Regressed).next().is_some()
             || (check && (self.with(GateVerdict::New).next().is_some() || !self.missing.is_empty()))
     }
@@ -219,7 +219,7 @@ impl Comparison {
 
 /// Judges `current` (this run's leak tests, as the baseline would record them) against `baseline`. `complete`: the
 /// run covered every test, so baseline entries without a counterpart are missing rather than filtered out.
-pub fn compare(
+pub(crate) fn compare(
     baseline: &BTreeMap<TestId, BaselineEntry>,
     current: &BTreeMap<TestId, BaselineEntry>,
     gating: &Gating,
@@ -241,7 +241,7 @@ pub fn compare(
 
 /// The verdict on one test as it is now (`now`) against its baseline entry (`before`). Figures measured another
 /// way (totals against a steady state) are not compared: the test is new to the baseline.
-pub fn judge(before: &BaselineEntry, now: &BaselineEntry, gating: &Gating) -> TestGate {
+pub(crate) fn judge(before: &BaselineEntry, now: &BaselineEntry, gating: &Gating) -> TestGate {
     if before.steady_state != now.steady_state {
         return TestGate::new(GateVerdict::New, Vec::new(), now.steady_state);
     }

@@ -1,62 +1,49 @@
 //! `cargo ying`: runs a test suite with ying's leak tests, each test in a process of its own, and reports their
 //! memory.
 //!
-//! The binary is a thin wrapper around [`main_impl`]. One job per module:
-//! - the command line and the workspace: [`cli`] parses the command line, [`config`] reads
-//!   `[workspace.metadata.ying]` into typed values, [`workspace`] finds the workspace's files, [`error`] names
-//!   what stops a command and its exit code;
-//! - a run: [`build`] builds the test binaries through cargo, [`not_run`] sets aside and names what cargo ying does
-//!   not run (doctests, `harness = false` targets), [`discover`] lists and selects their tests (with
-//!   [`filterset`]s), [`partition`] splits them across machines, [`plan`] is these together; [`runner`] runs each
-//!   in its own process (started, killed and waited for by [`process`]), with the allocation [`interposer`] loaded
-//!   under `--measure all`, one run per target directory
-//!   ([`run_lock`]), [`known_code`] tells each test process the code its runtime knows by address, [`collect`]
-//!   takes its report, [`symbols`] symbolises the stacks it deferred;
-//! - the verdict: [`model`] is the run model, where each test's result (outcome, figures, gate verdict, files) is
-//!   decided once, judged by [`gate`] against the [`baseline`];
-//! - [`outputs`]: the terminal, the run's files, GitHub Actions and JUnit, each reading the run model;
-//! - [`commands`]: `test`, `list`, `accept`, `diff` and `merge`, the last three from a finished run read back by
-//!   [`saved`].
+//! The binary is a thin wrapper around [`main_impl`], the crate's one public item. One job per module, from the
+//! door inwards:
+//! - the command line: `cli` parses it (clap), `settings` resolves what it says with `[workspace.metadata.ying]`
+//!   (`config`) into the values the rest takes; `commands` (`test`, `list`, `accept`, `diff`, `merge`) each tie the
+//!   modules below together for one job;
+//! - `outputs`: the terminal, the run's files, GitHub Actions and JUnit, each reading the run model and deciding
+//!   nothing;
+//! - `run`: the pipeline, from the build of the test binaries to each test's report (see its module);
+//! - the verdict: `model` is the run model, where each test's result (outcome, figures, gate verdict, files) is
+//!   decided once, judged by `gate` against the `baseline`; `saved` reads a finished run back;
+//! - the ground: `workspace` (metadata, configuration, where files go), `error` (what stops a command, with its
+//!   exit code), `signals` (their names; SIGINT and SIGTERM caught), `lock` (how a lock is waited for).
 //!
-//! What crosses from the runtime (reports) and what is kept (summaries, baselines) is defined once, in the
-//! `ying-report` crate.
+//! What crosses from the runtime (reports) and what is kept (summaries, baselines, exit codes) is defined once, in
+//! the `ying-report` crate; the rules stacks are read by, in `ying-frames`.
 
-pub mod baseline;
-pub mod build;
-pub mod cli;
-pub mod collect;
-pub mod commands;
-pub mod config;
-pub mod discover;
-pub mod error;
-pub mod filterset;
-pub mod gate;
-pub mod interposer;
-pub mod known_code;
-pub mod model;
-pub mod not_run;
-pub mod outputs;
-pub mod partition;
-pub mod plan;
-pub mod process;
-pub mod rerun;
-pub mod run_lock;
-pub mod runner;
-pub mod saved;
-pub mod symbol_cache;
-pub mod symbols;
-pub mod workspace;
+mod baseline;
+mod cli;
+mod commands;
+mod config;
+mod error;
+mod gate;
+mod lock;
+mod model;
+mod outputs;
+mod run;
+mod saved;
+mod settings;
+mod signals;
+mod workspace;
+
+#[cfg(test)]
+mod layers;
 
 use clap::Parser;
 use std::process::ExitCode;
-
 use ying_report::exit_code;
 
 /// Runs `cargo ying` with the process's arguments and returns its exit code.
 pub fn main_impl() -> ExitCode {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|arg| arg == process::WATCHDOG_ARG) {
-        process::watchdog(std::io::stdin().lock());
+    if args.get(1).is_some_and(|arg| arg == run::process::WATCHDOG_ARG) {
+        run::process::watchdog(std::io::stdin().lock());
         return ExitCode::SUCCESS;
     }
     // `cargo ying test` runs `cargo-ying ying test`; `cargo-ying test` (run directly) means the same.
@@ -71,9 +58,9 @@ pub fn main_impl() -> ExitCode {
         }
     };
     let cli::CargoCommand::Ying(ying) = cli.command;
-    let result = match ying.command {
-        cli::Command::Test(args) => commands::test::run(*args),
-        cli::Command::List(args) => commands::list::run(*args),
+    let result = match &ying.command {
+        cli::Command::Test(args) => commands::test::run(args),
+        cli::Command::List(args) => commands::list::run(args),
         cli::Command::Accept(args) => commands::accept::run(args),
         cli::Command::Diff(args) => commands::diff::run(args),
         cli::Command::Merge(args) => commands::merge::run(args),

@@ -3,19 +3,20 @@
 //! shows the same thing. Outputs read a [`Run`]; none decides anything of its own.
 
 use crate::gate::{Comparison, Gating, Reruns, TestGate};
+use crate::signals;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 use ying_report::{BaselineEntry, Figures, GateVerdict, LeakReport, Summary, SummaryTest, TestId, TestOutcome};
 
 /// A duration as `1.234s`, as results show durations.
-pub fn seconds(duration: Duration) -> String {
+pub(crate) fn seconds(duration: Duration) -> String {
     format!("{:.3}s", duration.as_secs_f64())
 }
 
 /// How a test ended, with what is known of why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The test passed.
     Passed,
     /// The test failed (a failed assertion, a budget, an error returned).
@@ -37,7 +38,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The outcome as summaries name it.
-    pub fn kind(&self) -> TestOutcome {
+    pub(crate) fn kind(&self) -> TestOutcome {
         match self {
             Self::Passed => TestOutcome::Passed,
             Self::Failed | Self::Unreported(_) => TestOutcome::Failed,
@@ -49,21 +50,19 @@ impl Outcome {
     }
 
     /// Whether the outcome fails the run.
-    pub fn is_failure(&self) -> bool {
+    pub(crate) fn is_failure(&self) -> bool {
         self.kind().is_failure()
     }
 
     /// Why the test failed, beyond its output: the signal, or the timeout.
-    pub fn reason(&self) -> Option<String> {
+    pub(crate) fn reason(&self) -> Option<String> {
         match self {
             Self::Crashed(signal) => Some(format!("killed by {signal}")),
             Self::TimedOut(after) => Some(format!("timed out after {}", seconds(*after))),
             Self::Unreported(code) => {
                 Some(format!("exited with code {code} before the leak test reported what it retained"))
             }
-            Self::Interrupted(signal) => {
-                Some(format!("the run was stopped by {}", crate::process::signal_name(*signal)))
-            }
+            Self::Interrupted(signal) => Some(format!("the run was stopped by {}", signals::name(*signal))),
             _ => None,
         }
     }
@@ -71,7 +70,7 @@ impl Outcome {
 
 /// A leak test's report, as the run uses it.
 #[derive(Clone, Debug)]
-pub struct Leak {
+pub(crate) struct Leak {
     /// The report, its stacks symbolised.
     pub report: LeakReport,
     /// Where it is stored, relative to the output directory.
@@ -80,14 +79,14 @@ pub struct Leak {
 
 impl Leak {
     /// The report's figures, as judged.
-    pub fn figures(&self) -> Figures {
+    pub(crate) fn figures(&self) -> Figures {
         Figures::of(&self.report)
     }
 }
 
 /// The files of a test, relative to the output directory.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Files {
+pub(crate) struct Files {
     /// Flamegraph of retained memory.
     pub retained_flamegraph: Option<String>,
     /// Flamegraph of allocated memory.
@@ -100,25 +99,23 @@ pub struct Files {
 
 /// A failed attempt of a test that was run again (`--retries`).
 #[derive(Clone, Debug)]
-pub struct Attempt {
+pub(crate) struct Attempt {
     /// How it ended.
     pub outcome: Outcome,
     /// How long it ran.
     pub duration: Duration,
-    /// What it printed.
-    pub output: String,
 }
 
 impl Attempt {
     /// The attempt `record` was.
-    pub fn of(record: TestRecord) -> Self {
-        Self { outcome: record.outcome, duration: record.duration, output: record.output }
+    pub(crate) fn of(record: TestRecord) -> Self {
+        Self { outcome: record.outcome, duration: record.duration }
     }
 }
 
 /// One test of the run, decided once.
 #[derive(Clone, Debug)]
-pub struct TestRecord {
+pub(crate) struct TestRecord {
     /// Which test.
     pub id: TestId,
     /// How its process ended.
@@ -146,7 +143,7 @@ pub struct TestRecord {
 
 impl TestRecord {
     /// A test that ended with `outcome`, nothing else known yet.
-    pub fn new(id: TestId, outcome: Outcome, duration: Duration, output: String) -> Self {
+    pub(crate) fn new(id: TestId, outcome: Outcome, duration: Duration, output: String) -> Self {
         Self {
             id,
             outcome,
@@ -163,29 +160,29 @@ impl TestRecord {
     }
 
     /// How many times the test ran in the run (its retries and the last attempt).
-    pub fn attempts(&self) -> u32 {
+    pub(crate) fn attempts(&self) -> u32 {
         u32::try_from(self.failed_attempts.len()).unwrap_or(u32::MAX).saturating_add(1)
     }
 
     /// Passed after failing: flaky, as cargo-nextest calls it.
-    pub fn is_flaky(&self) -> bool {
+    pub(crate) fn is_flaky(&self) -> bool {
         self.outcome == Outcome::Passed && !self.failed_attempts.is_empty()
     }
 
     /// The gate's verdict, when it judged the test.
-    pub fn verdict(&self) -> Option<GateVerdict> {
+    pub(crate) fn verdict(&self) -> Option<GateVerdict> {
         self.gate.as_ref().map(|gate| gate.verdict)
     }
 
     /// Where the test's source is, when its report says (leak tests' do; a test measured from outside does not):
     /// file relative to its package, line.
-    pub fn source(&self) -> Option<(String, u32)> {
+    pub(crate) fn source(&self) -> Option<(String, u32)> {
         let test = &self.leak.as_ref()?.report.test;
         (!test.file.is_empty()).then(|| (test.file.replace('\\', "/"), test.line))
     }
 
     /// Why the test failed, in a few words or the leak test's message.
-    pub fn failure_message(&self) -> String {
+    pub(crate) fn failure_message(&self) -> String {
         match (&self.outcome, &self.leak) {
             (Outcome::Failed, Some(leak)) => {
                 leak.report.message.clone().unwrap_or_else(|| "the test failed".to_owned())
@@ -195,7 +192,7 @@ impl TestRecord {
     }
 
     /// The test's entry in summary.json.
-    pub fn summary(&self) -> SummaryTest {
+    pub(crate) fn summary(&self) -> SummaryTest {
         let mut test = SummaryTest::new(self.id.clone(), self.outcome.kind());
         test.reason = self.outcome.reason();
         test.gate = self.verdict();
@@ -213,7 +210,7 @@ impl TestRecord {
     }
 
     /// The test's baseline entry: its figures and retained stacks.
-    pub fn baseline_entry(&self) -> Option<BaselineEntry> {
+    pub(crate) fn baseline_entry(&self) -> Option<BaselineEntry> {
         let leak = self.leak.as_ref()?;
         Some(BaselineEntry::of(&leak.report, ying_frames::retained_stacks(&leak.report)))
     }
@@ -221,7 +218,7 @@ impl TestRecord {
 
 /// A run's totals: tests by outcome, and leak tests by the gate's verdicts that matter to a reader.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Totals {
+pub(crate) struct Totals {
     /// Tests that passed.
     pub passed: usize,
     /// Tests that passed after failing (counted in `passed` too).
@@ -244,7 +241,7 @@ pub struct Totals {
 
 impl Totals {
     /// The totals of tests given by outcome, gate verdict and attempts (a run's, or a saved summary's).
-    pub fn of(tests: impl IntoIterator<Item = (TestOutcome, Option<GateVerdict>, u32)>) -> Self {
+    pub(crate) fn of(tests: impl IntoIterator<Item = (TestOutcome, Option<GateVerdict>, u32)>) -> Self {
         let mut totals = Self::default();
         for (outcome, verdict, attempts) in tests {
             if outcome == TestOutcome::Passed && attempts > 1 {
@@ -268,7 +265,7 @@ impl Totals {
     }
 
     /// Tests that ran.
-    pub fn ran(&self) -> usize {
+    pub(crate) fn ran(&self) -> usize {
         self.passed + self.failed + self.crashed + self.timed_out
     }
 }
@@ -308,7 +305,7 @@ impl std::fmt::Display for Totals {
 
 /// What the gate found for the run as a whole.
 #[derive(Clone, Debug)]
-pub struct RunGate {
+pub(crate) struct RunGate {
     /// The baseline file.
     pub baseline: PathBuf,
     /// How it judged.
@@ -321,7 +318,7 @@ pub struct RunGate {
 
 /// A whole run: every test, decided once.
 #[derive(Clone, Debug)]
-pub struct Run {
+pub(crate) struct Run {
     /// Every test, in the order of the binaries and their listing.
     pub tests: Vec<TestRecord>,
     /// How long the tests took.
@@ -337,7 +334,7 @@ pub struct Run {
 impl Run {
     /// Judges every leak test against the baseline's `entries`: each record gets its verdict and its baseline
     /// entry. `complete`: the run covered every test, so baseline entries without a counterpart are missing.
-    pub fn judge(
+    pub(crate) fn judge(
         &mut self,
         baseline: PathBuf,
         entries: &BTreeMap<TestId, BaselineEntry>,
@@ -356,7 +353,7 @@ impl Run {
 
     /// Settles the verdict of test `id`, which crossed the tolerance, with what its reruns showed: in its record
     /// and in the run's comparison alike.
-    pub fn settle(&mut self, id: &TestId, reruns: Reruns) {
+    pub(crate) fn settle(&mut self, id: &TestId, reruns: Reruns) {
         if let Some(gate) = self.tests.iter_mut().find(|test| &test.id == id).and_then(|test| test.gate.as_mut()) {
             gate.settle(reruns);
         }
@@ -366,32 +363,22 @@ impl Run {
     }
 
     /// Whether a test failed, crashed or timed out.
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.tests.iter().any(|test| test.outcome.is_failure())
     }
 
     /// Whether the gate fails the run.
-    pub fn regressed(&self) -> bool {
+    pub(crate) fn regressed(&self) -> bool {
         self.gate.as_ref().is_some_and(|gate| gate.comparison.fails(gate.check))
     }
 
-    /// The number of tests with an outcome of `kind`.
-    pub fn count(&self, kind: TestOutcome) -> usize {
-        self.tests.iter().filter(|test| test.outcome.kind() == kind).count()
-    }
-
-    /// The number of leak tests the gate gave `verdict`.
-    pub fn count_verdict(&self, verdict: GateVerdict) -> usize {
-        self.tests.iter().filter(|test| test.verdict() == Some(verdict)).count()
-    }
-
     /// The run's totals, as every output states them.
-    pub fn totals(&self) -> Totals {
+    pub(crate) fn totals(&self) -> Totals {
         Totals::of(self.tests.iter().map(|test| (test.outcome.kind(), test.verdict(), test.attempts())))
     }
 
     /// The tests that fail the run, failed tests first (in the run's order), then regressed ones.
-    pub fn failures(&self) -> impl Iterator<Item = &TestRecord> {
+    pub(crate) fn failures(&self) -> impl Iterator<Item = &TestRecord> {
         let failed = self.tests.iter().filter(|test| test.outcome.is_failure());
         let regressed = self
             .tests
@@ -401,13 +388,13 @@ impl Run {
     }
 
     /// The leak tests' baseline entries, as this run measured them.
-    pub fn baseline_entries(&self) -> BTreeMap<TestId, BaselineEntry> {
+    pub(crate) fn baseline_entries(&self) -> BTreeMap<TestId, BaselineEntry> {
         self.tests.iter().filter_map(|test| Some((test.id.clone(), test.baseline_entry()?))).collect()
     }
 
     /// The entries `--save-baseline` writes: those of the leak tests whose verdict does not keep the recorded
     /// entry ([`GateVerdict::keeps_baseline_entry`]), so that an unchanged run rewrites the baseline byte for byte.
-    pub fn entries_to_save(&self) -> BTreeMap<TestId, BaselineEntry> {
+    pub(crate) fn entries_to_save(&self) -> BTreeMap<TestId, BaselineEntry> {
         self.tests
             .iter()
             .filter(|test| !test.verdict().is_some_and(GateVerdict::keeps_baseline_entry))
@@ -416,9 +403,9 @@ impl Run {
     }
 
     /// summary.json.
-    pub fn summary(&self) -> Summary {
+    pub(crate) fn summary(&self) -> Summary {
         let mut summary = Summary::new(self.tests.iter().map(TestRecord::summary).collect());
-        summary.interrupted = self.interrupted.map(crate::process::signal_name);
+        summary.interrupted = self.interrupted.map(signals::name);
         summary
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use ying_report::{BaselineEntry, LeakReport, Summary, TestId};
 
 /// Reads the summary at `path`; `hint` says what to do when there is none.
-pub fn read_summary(path: &Path, hint: &'static str) -> Result<Summary> {
+pub(crate) fn read_summary(path: &Path, hint: &'static str) -> Result<Summary> {
     Summary::read(path).map_err(|source| {
         let missing =
             matches!(&source, ying_report::ReadError::Io(error) if error.kind() == std::io::ErrorKind::NotFound);
@@ -16,7 +16,7 @@ pub fn read_summary(path: &Path, hint: &'static str) -> Result<Summary> {
 }
 
 /// The baseline entries of `summary`'s leak tests, from the reports stored in `dir` beside it.
-pub fn entries(summary: &Summary, dir: &Path) -> Result<BTreeMap<TestId, BaselineEntry>> {
+pub(crate) fn entries(summary: &Summary, dir: &Path) -> Result<BTreeMap<TestId, BaselineEntry>> {
     let mut entries = BTreeMap::new();
     for test in &summary.tests {
         let Some(report) = &test.report else { continue };

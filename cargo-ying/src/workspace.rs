@@ -1,14 +1,13 @@
 //! The workspace a command works in: its metadata, its configuration (`[workspace.metadata.ying]`), and where its
 //! outputs and baseline go. Shared by every command.
 
-use crate::cli::CargoOptions;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use cargo_metadata::Metadata;
+use cargo_metadata::{Metadata, MetadataCommand};
 use std::path::{Path, PathBuf};
 
 /// A workspace, read once.
-pub struct Workspace {
+pub(crate) struct Workspace {
     /// `cargo metadata` of the workspace.
     pub metadata: Metadata,
     /// Its configuration.
@@ -16,35 +15,37 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// Reads the workspace `options` name (its manifest path) and its configuration.
-    pub fn open(options: &CargoOptions) -> Result<Self> {
-        let metadata = crate::build::metadata(options)?;
+    /// Reads the workspace whose manifest is `manifest_path` (the current one when `None`) and its configuration;
+    /// `lock_flags`: `--locked`, `--offline`, `--frozen` as the command line gave them.
+    pub(crate) fn open(manifest_path: Option<&Path>, lock_flags: &[&str]) -> Result<Self> {
+        let mut command = MetadataCommand::new();
+        command.no_deps();
+        if let Some(path) = manifest_path {
+            command.manifest_path(path);
+        }
+        command.other_options(lock_flags.iter().map(|flag| (*flag).to_owned()).collect::<Vec<_>>());
+        let metadata = command.exec().map_err(Error::Metadata)?;
         let manifest = metadata.workspace_root.join("Cargo.toml").into_std_path_buf();
         let config =
             Config::from_metadata(&metadata.workspace_metadata).map_err(|source| Error::Config { manifest, source })?;
         Ok(Self { metadata, config })
     }
 
-    /// Reads the workspace whose manifest is `manifest_path` (the current one when `None`).
-    pub fn at(manifest_path: Option<&Path>) -> Result<Self> {
-        Self::open(&CargoOptions { manifest_path: manifest_path.map(Path::to_owned), ..CargoOptions::default() })
-    }
-
     /// The workspace's root directory.
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.metadata.workspace_root.as_std_path()
     }
 
     /// Where `cargo ying` writes a run's files: `<target-dir>/ying`, the target directory being `target_dir` when
     /// given.
-    pub fn out_dir(&self, target_dir: Option<&Path>) -> PathBuf {
+    pub(crate) fn out_dir(&self, target_dir: Option<&Path>) -> PathBuf {
         target_dir
             .map_or_else(|| self.metadata.target_directory.clone().into_std_path_buf(), Path::to_owned)
             .join("ying")
     }
 
     /// The baseline file: the flag, else the configuration (relative to the workspace root), else the default.
-    pub fn baseline_path(&self, flag: Option<&Path>) -> PathBuf {
+    pub(crate) fn baseline_path(&self, flag: Option<&Path>) -> PathBuf {
         match (flag, &self.config.baseline) {
             (Some(path), _) => path.to_owned(),
             (None, Some(configured)) => self.root().join(configured),

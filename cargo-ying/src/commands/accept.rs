@@ -8,8 +8,8 @@ use crate::workspace::Workspace;
 use ying_report::exit_code;
 
 /// Runs `cargo ying accept`; returns the exit code.
-pub fn run(args: AcceptArgs) -> Result<u8> {
-    let workspace = Workspace::at(args.manifest_path.as_deref())?;
+pub(crate) fn run(args: &AcceptArgs) -> Result<u8> {
+    let workspace = Workspace::open(args.manifest_path.as_deref(), &[])?;
     let baseline = BaselineFile::open_to_save(workspace.baseline_path(args.baseline.as_deref()))?;
     let out_dir = workspace.out_dir(args.target_dir.as_deref());
     let summary = saved::read_summary(&out_dir.join("summary.json"), " (run cargo ying test first)")?;

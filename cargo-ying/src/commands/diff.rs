@@ -5,6 +5,8 @@ use crate::cli::DiffArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gate;
+use crate::outputs::gate_table;
+use crate::settings;
 use std::collections::BTreeMap;
 use std::path::Path;
 use ying_report::exit_code;
@@ -28,13 +30,13 @@ fn read_entries(path: &Path) -> Result<BTreeMap<TestId, BaselineEntry>> {
 }
 
 /// Runs `cargo ying diff`; returns the exit code.
-pub fn run(args: DiffArgs) -> Result<u8> {
+pub(crate) fn run(args: &DiffArgs) -> Result<u8> {
     let old = read_entries(&args.old)?;
     let new = read_entries(&args.new)?;
     // No workspace here: the flags, else the defaults.
-    let gating = Config::default().gating(&args.gating);
+    let gating = settings::gating(&args.gating, &Config::default());
     let comparison = gate::compare(&old, &new, &gating, true);
-    for line in crate::outputs::gate_table::render(&comparison, &args.old.display().to_string(), gating.tolerance) {
+    for line in gate_table::render(&comparison, &args.old.display().to_string(), gating.tolerance) {
         println!("{line}");
     }
     Ok(if comparison.fails(args.gating.check) { exit_code::TEST_FAILED } else { exit_code::OK })

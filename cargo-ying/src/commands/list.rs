@@ -2,19 +2,18 @@
 //! Builds the binaries; runs no test and writes nothing under `<target-dir>/ying/`.
 
 use crate::cli::ListArgs;
-use crate::discover::Selection;
 use crate::error::Result;
 use crate::outputs::listing;
-use crate::plan::Plan;
+use crate::run::plan::Plan;
+use crate::settings;
 use crate::workspace::Workspace;
 use ying_report::exit_code;
 
 /// Runs `cargo ying list`; returns the exit code.
-pub fn run(args: ListArgs) -> Result<u8> {
-    let filter = &args.filter;
-    let workspace = Workspace::open(&filter.cargo)?;
-    let selection = Selection::new(&filter.filters, &filter.filtersets, &filter.test_args)?;
-    let plan = Plan::make(filter, &selection, &workspace.metadata, None, |_| {})?;
-    listing::print(&plan);
+pub(crate) fn run(args: &ListArgs) -> Result<u8> {
+    let cargo = args.filter.cargo.to_args();
+    let workspace = Workspace::open(cargo.manifest_path.as_deref(), &cargo.lock_flags)?;
+    let request = settings::request(&args.filter)?;
+    listing::print(&Plan::make(&request, &workspace.metadata, None, |_| {})?);
     Ok(exit_code::OK)
 }

@@ -5,7 +5,9 @@ use crate::baseline::BaselineFile;
 use crate::cli::MergeArgs;
 use crate::error::{Error, MergeHint, Result};
 use crate::gate;
+use crate::outputs::gate_table;
 use crate::saved;
+use crate::settings;
 use crate::workspace::Workspace;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -13,10 +15,10 @@ use ying_report::exit_code;
 use ying_report::{GateVerdict, Summary, TestId};
 
 /// Runs `cargo ying merge`; returns the exit code.
-pub fn run(args: MergeArgs) -> Result<u8> {
-    let workspace = Workspace::at(args.manifest_path.as_deref())?;
+pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
+    let workspace = Workspace::open(args.manifest_path.as_deref(), &[])?;
     let baseline = BaselineFile::open(workspace.baseline_path(args.baseline.as_deref()))?;
-    let gating = workspace.config.gating(&args.gating);
+    let gating = settings::gating(&args.gating, &workspace.config);
 
     let mut tests = Vec::new();
     let mut not_run = BTreeSet::new();
@@ -61,7 +63,7 @@ pub fn run(args: MergeArgs) -> Result<u8> {
     let failed = tests.iter().filter(|test| test.outcome.is_failure()).count();
     let mut merged = Summary::new(tests);
     merged.not_run = not_run.into_iter().collect();
-    let output = args.output.unwrap_or_else(|| workspace.out_dir(None).join("summary.json"));
+    let output = args.output.clone().unwrap_or_else(|| workspace.out_dir(None).join("summary.json"));
     if let Some(dir) = output.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
     }
@@ -73,8 +75,7 @@ pub fn run(args: MergeArgs) -> Result<u8> {
         merged.tests.len(),
         output.display()
     );
-    for line in crate::outputs::gate_table::render(&comparison, &baseline.path.display().to_string(), gating.tolerance)
-    {
+    for line in gate_table::render(&comparison, &baseline.path.display().to_string(), gating.tolerance) {
         eprintln!("{line}");
     }
     Ok(if failed > 0 || comparison.fails(args.gating.check) { exit_code::TEST_FAILED } else { exit_code::OK })

@@ -1,7 +1,8 @@
-//! The subcommands of `cargo ying`, each tying the modules together for one job.
+//! The subcommands of `cargo ying`, each tying the modules together for one job; they share code only through
+//! those modules, never through each other.
 
-pub mod accept;
-pub mod diff;
-pub mod list;
-pub mod merge;
-pub mod test;
+pub(crate) mod accept;
+pub(crate) mod diff;
+pub(crate) mod list;
+pub(crate) mod merge;
+pub(crate) mod test;

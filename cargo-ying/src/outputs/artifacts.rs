@@ -18,7 +18,7 @@ const TEST_FILES: [&str; 3] = ["reports", "flamegraphs", "output"];
 /// Clears what an earlier run left under `out_dir` that no run reads again: refused reports and scratch space.
 /// The tests' reports, flamegraphs and kept outputs stay until [`sweep`]: a test's files are written over its
 /// earlier ones, as creating and deleting a file for every test costs some file systems more than a short test.
-pub fn prepare(out_dir: &Path) -> Result<()> {
+pub(crate) fn prepare(out_dir: &Path) -> Result<()> {
     for dir in ["refused", "tmp"] {
         let path = out_dir.join(dir);
         if path.exists() {
@@ -31,7 +31,7 @@ pub fn prepare(out_dir: &Path) -> Result<()> {
 /// Removes the files of tests an earlier run left under `out_dir` that this run did not write: for a run of every
 /// test (`only` is `None`), every one, so that every file there is this run's; for a filtered run, only those of
 /// the tests in `only`, so the other tests' reports stay.
-pub fn sweep(run: &Run, out_dir: &Path, only: Option<&[TestId]>) -> Result<()> {
+pub(crate) fn sweep(run: &Run, out_dir: &Path, only: Option<&[TestId]>) -> Result<()> {
     let written: HashSet<PathBuf> = run
         .tests
         .iter()
@@ -87,7 +87,7 @@ fn sweep_dir(dir: &Path, kept: &HashSet<PathBuf>, remove: &impl Fn(&Path) -> Res
 
 /// Writes every leak test's flamegraphs, and a differential one for each regressed or unstable test, on
 /// `threads` threads, and records them.
-pub fn flamegraphs(run: &mut Run, out_dir: &Path, threads: usize) -> Result<()> {
+pub(crate) fn flamegraphs(run: &mut Run, out_dir: &Path, threads: usize) -> Result<()> {
     let tests = &run.tests;
     let next = AtomicUsize::new(0);
     let written: Vec<(usize, Files)> = std::thread::scope(|scope| {
@@ -154,7 +154,7 @@ fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> 
 
 /// Writes summary.json and index.html of `summary` to `out_dir`; index.html gives each failed leak test without
 /// another reason the message of its report.
-pub fn summary(summary: &Summary, out_dir: &Path) -> Result<()> {
+pub(crate) fn summary(summary: &Summary, out_dir: &Path) -> Result<()> {
     let path = out_dir.join("summary.json");
     summary.write(&path).map_err(Error::io("write", &path))?;
     let messages: BTreeMap<TestId, String> = summary

@@ -19,13 +19,13 @@ const DECLARATION: &str = "<?xml version=\"1.0\" standalone=\"no\"?>";
 const DRAWING: u32 = 1;
 
 /// Writes a flamegraph of `stacks` to `path`; with no stacks, an SVG that says so.
-pub fn write(stacks: &[FoldedStack], title: &str, path: &std::path::Path) -> std::io::Result<()> {
+pub(crate) fn write(stacks: &[FoldedStack], title: &str, path: &std::path::Path) -> std::io::Result<()> {
     let lines: Vec<String> = stacks.iter().map(ToString::to_string).collect();
     write_lines(&lines, title, path)
 }
 
 /// Writes the differential flamegraph of retained memory from `before` to `after` to `path`.
-pub fn write_differential(
+pub(crate) fn write_differential(
     before: &[FoldedStack],
     after: &[FoldedStack],
     title: &str,
@@ -35,7 +35,7 @@ pub fn write_differential(
 }
 
 /// Folded lines with two counts (`stack before after`), as inferno draws a differential flamegraph.
-pub fn differential_lines(before: &[FoldedStack], after: &[FoldedStack]) -> Vec<String> {
+pub(crate) fn differential_lines(before: &[FoldedStack], after: &[FoldedStack]) -> Vec<String> {
     let by_stack = |stacks: &[FoldedStack]| -> BTreeMap<String, u64> {
         let mut totals = BTreeMap::new();
         for stack in stacks {

@@ -5,7 +5,7 @@ use ying_report::{Figure, GateVerdict};
 
 /// The comparison as lines for a terminal: regressions, unstable tests and improvements, then new and missing
 /// tests.
-pub fn render(comparison: &Comparison, baseline: &str, tolerance: Tolerance) -> Vec<String> {
+pub(crate) fn render(comparison: &Comparison, baseline: &str, tolerance: Tolerance) -> Vec<String> {
     let mut lines = vec![format!(
         "retained memory against {baseline} (tolerance: {} or {} bytes, whichever is larger)",
         tolerance.relative,

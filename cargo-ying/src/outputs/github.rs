@@ -23,7 +23,7 @@ fn annotation(location: Option<(String, u32)>, title: &str, message: &str) -> St
 }
 
 /// GitHub shows at most this many error annotations of a step; the rest are dropped without a word.
-pub const MAX_ERRORS: usize = 10;
+pub(crate) const MAX_ERRORS: usize = 10;
 
 /// Where a test's source line is, relative to the repository root `root` (GitHub attaches annotations by paths
 /// from the repository root, which in a nested workspace is not the package's directory).
@@ -40,7 +40,7 @@ fn location(test: &TestRecord, root: &Path) -> Option<(String, u32)> {
 
 /// The repository root annotations' paths are relative to: `GITHUB_WORKSPACE` (where the checkout is), else git's
 /// top level of `workspace_root`, else `workspace_root`.
-pub fn repository_root(workspace_root: &Path) -> PathBuf {
+pub(crate) fn repository_root(workspace_root: &Path) -> PathBuf {
     if let Some(workspace) = std::env::var_os("GITHUB_WORKSPACE").filter(|value| !value.is_empty()) {
         return PathBuf::from(workspace);
     }
@@ -57,7 +57,7 @@ pub fn repository_root(workspace_root: &Path) -> PathBuf {
 /// The `::error` annotations, at each test's source line where known: one per regressed leak test first (the
 /// figures that grew), then one per failed test; at most [`MAX_ERRORS`], and then a `::notice` that says how many
 /// more there are and where they are all listed. Paths are relative to `root`, the repository root.
-pub fn annotations(run: &Run, root: &Path) -> Vec<String> {
+pub(crate) fn annotations(run: &Run, root: &Path) -> Vec<String> {
     let mut errors = Vec::new();
     for test in &run.tests {
         let rows: Vec<String> = test.gate.iter().flat_map(|gate| gate.regressions()).map(Row::describe).collect();
@@ -82,7 +82,7 @@ pub fn annotations(run: &Run, root: &Path) -> Vec<String> {
 }
 
 /// The job summary in Markdown: totals, regressions against the baseline, failed tests.
-pub fn step_summary(run: &Run) -> String {
+pub(crate) fn step_summary(run: &Run) -> String {
     let mut out = String::from("## cargo ying test\n\n");
     let failed: Vec<&TestRecord> = run.tests.iter().filter(|test| test.outcome.is_failure()).collect();
     // The terminal's Summary line, word for word.

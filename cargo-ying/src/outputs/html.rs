@@ -10,18 +10,18 @@ use std::collections::BTreeMap;
 use ying_report::{ByteSize, GateVerdict, Summary, SummaryTest, TestId, TestOutcome};
 
 /// Escapes text for HTML and SVG.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 /// The terminal's Summary line for these tests: `N tests run: P passed, F failed, ...; memory: R regressed`.
-pub fn totals_line(tests: &[SummaryTest]) -> String {
+pub(crate) fn totals_line(tests: &[SummaryTest]) -> String {
     Totals::of(tests.iter().map(|test| (test.outcome, test.gate, test.attempts.unwrap_or(1)))).to_string()
 }
 
 /// The run's verdict: `failed` when a test failed, crashed or timed out, else `regressed` when the gate found a
 /// regression, else `passed`.
-pub fn run_verdict(tests: &[SummaryTest]) -> &'static str {
+pub(crate) fn run_verdict(tests: &[SummaryTest]) -> &'static str {
     if tests.iter().any(|test| test.outcome.is_failure()) {
         "failed"
     } else if tests.iter().any(|test| test.gate == Some(GateVerdict::Regressed)) {
@@ -42,7 +42,7 @@ fn group(test: &SummaryTest) -> u8 {
 }
 
 /// The tests in the page's order: by `group`, then by id.
-pub fn ordered(tests: &[SummaryTest]) -> Vec<&SummaryTest> {
+pub(crate) fn ordered(tests: &[SummaryTest]) -> Vec<&SummaryTest> {
     let mut ordered: Vec<&SummaryTest> = tests.iter().collect();
     ordered.sort_by(|a, b| (group(a), &a.id).cmp(&(group(b), &b.id)));
     ordered
@@ -239,7 +239,7 @@ td.files{max-width:9em}td.files a{white-space:nowrap}small.warning{color:#8a5a00
 
 /// The self-contained HTML page of `summary`. `messages` holds the leak tests' failure messages, by test, for
 /// failed tests whose summary entry has no reason.
-pub fn index_html(summary: &Summary, messages: &BTreeMap<TestId, String>) -> String {
+pub(crate) fn index_html(summary: &Summary, messages: &BTreeMap<TestId, String>) -> String {
     let rows: String = ordered(&summary.tests).into_iter().map(|test| row(test, messages)).collect();
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\

@@ -126,7 +126,7 @@ fn test_case(test: &TestRecord, suite: &str) -> TestCase {
 }
 
 /// The run as JUnit XML.
-pub fn junit(run: &Run) -> String {
+pub(crate) fn junit(run: &Run) -> String {
     let mut suites: Vec<(String, Vec<&TestRecord>)> = Vec::new();
     for test in &run.tests {
         let suite = test.id.binary_id();

@@ -1,12 +1,12 @@
 //! The listing of `cargo ying list` and `cargo ying test -- --list`: each binary's id, then its tests that would
 //! run, indented, as cargo-nextest lists them, on standard output; the count on standard error.
 
-use crate::plan::Plan;
+use crate::run::plan::Plan;
 use std::fmt::Write as _;
 
 /// Prints the tests of `plan` that run to standard output; their count, and what cargo ying does not run, to
 /// standard error.
-pub fn print(plan: &Plan) {
+pub(crate) fn print(plan: &Plan) {
     print!("{}", listing(plan));
     let running = plan.running().count();
     let ignored = plan.tests.len() - running;
@@ -19,7 +19,7 @@ pub fn print(plan: &Plan) {
         if plan.binaries_with_tests() == 1 { "y" } else { "ies" }
     );
     for target in &plan.not_run {
-        eprintln!("{:>12} {}", "NOT RUN", crate::not_run::describe(target));
+        eprintln!("{:>12} {}", "NOT RUN", crate::run::not_run::describe(target));
     }
 }
 

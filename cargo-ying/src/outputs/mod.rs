@@ -2,11 +2,11 @@
 //! summary.json, index.html), GitHub Actions' annotations and job summary, and JUnit XML; and the listing of the
 //! tests a run would run.
 
-pub mod artifacts;
-pub mod flamegraph;
-pub mod gate_table;
-pub mod github;
-pub mod html;
-pub mod junit;
-pub mod listing;
-pub mod terminal;
+pub(crate) mod artifacts;
+pub(crate) mod flamegraph;
+pub(crate) mod gate_table;
+pub(crate) mod github;
+pub(crate) mod html;
+pub(crate) mod junit;
+pub(crate) mod listing;
+pub(crate) mod terminal;

@@ -1,10 +1,9 @@
 //! What the user sees: a progress bar on a terminal, one line per test like cargo's, the output of failed tests,
 //! a closing table of the measured tests and the gate's table. In CI (`CI` set) or without a terminal, plain lines only.
 
-use crate::cli::ColorChoice;
 use crate::gate::Reruns;
 use crate::model::{Outcome, Run, TestRecord, seconds};
-use crate::runner::RunOptions;
+use crate::signals;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
@@ -28,8 +27,19 @@ fn write_whole(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
+/// `--color`: when to color the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ColorChoice {
+    /// Color when writing to a terminal, unless NO_COLOR is set
+    Auto,
+    /// Always color
+    Always,
+    /// Never color
+    Never,
+}
+
 /// Whether to color, from `--color`, `CARGO_TERM_COLOR` and `NO_COLOR`.
-pub fn use_color(choice: Option<ColorChoice>) -> bool {
+pub(crate) fn use_color(choice: Option<ColorChoice>) -> bool {
     let choice = choice.or_else(|| match std::env::var("CARGO_TERM_COLOR").ok()?.as_str() {
         "always" => Some(ColorChoice::Always),
         "never" => Some(ColorChoice::Never),
@@ -45,7 +55,7 @@ pub fn use_color(choice: Option<ColorChoice>) -> bool {
 }
 
 /// Writes the run's output to standard error.
-pub struct Reporter {
+pub(crate) struct Reporter {
     color: bool,
     /// `--quiet`: no line for a test that passed.
     quiet: bool,
@@ -98,14 +108,14 @@ fn outcome_label(outcome: &Outcome) -> Option<(&'static str, &'static str)> {
 impl Reporter {
     /// A reporter; the progress bar only on a terminal outside CI, and not when the tests print to it
     /// (`no_capture`). `quiet`: no line for a test that passed.
-    pub fn new(color: bool, quiet: bool, no_capture: bool) -> Self {
+    pub(crate) fn new(color: bool, quiet: bool, no_capture: bool) -> Self {
         let interactive = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none() && !no_capture;
         let progress = interactive.then(ProgressBar::hidden);
         Self { color, quiet, no_capture, progress, counts: Counts::default() }
     }
 
     /// A note on the run, before it starts.
-    pub fn note(&self, note: &str) {
+    pub(crate) fn note(&self, note: &str) {
         say!("{} {note}", self.label(YELLOW, "note"));
     }
 
@@ -125,10 +135,9 @@ impl Reporter {
         }
     }
 
-    /// Announces the run: `running` tests, run as `options` say.
-    pub fn start(&mut self, running: usize, binaries: usize, ignored: usize, options: &RunOptions) {
-        let attempts = options.retries.saturating_add(1);
-        self.counts = Counts { total: running, jobs: options.jobs, attempts, done: 0, failed: 0 };
+    /// Announces the run: `running` tests of `binaries`, `jobs` at once, each run at most `attempts` times.
+    pub(crate) fn start(&mut self, running: usize, binaries: usize, ignored: usize, jobs: usize, attempts: u32) {
+        self.counts = Counts { total: running, jobs, attempts, done: 0, failed: 0 };
         let ignored = if ignored > 0 { format!(" ({ignored} ignored)") } else { String::new() };
         // Before the progress bar exists: a bar that is not drawn yet would swallow the line.
         say!(
@@ -162,7 +171,7 @@ impl Reporter {
     }
 
     /// One test's result line (after a line for each failed attempt before it), and its warnings.
-    pub fn result(&mut self, result: &TestRecord) {
+    pub(crate) fn result(&mut self, result: &TestRecord) {
         let Some(line) = self.result_line(result) else { return };
         self.counts.done += 1;
         if result.outcome.is_failure() {
@@ -188,7 +197,7 @@ impl Reporter {
     }
 
     /// What the reruns of a leak test that crossed the tolerance showed.
-    pub fn rerun(&self, id: &TestId, reruns: Reruns) {
+    pub(crate) fn rerun(&self, id: &TestId, reruns: Reruns) {
         let (style, label, what) = match reruns.verdict() {
             GateVerdict::Regressed => (RED, "REGRESSED", "the regression reproduced in"),
             _ => (YELLOW, "UNSTABLE", "the tolerance was crossed again in only"),
@@ -197,7 +206,7 @@ impl Reporter {
     }
 
     /// The output of each failed test, the totals, and the table of leak tests.
-    pub fn finish(&self, run: &Run) {
+    pub(crate) fn finish(&self, run: &Run) {
         if let Some(progress) = &self.progress {
             progress.finish_and_clear();
         }
@@ -242,7 +251,7 @@ impl Reporter {
             say!(
                 "{} the run was stopped by {}: the tests that had not finished did not run; no baseline was written",
                 self.label(RED, "interrupted"),
-                crate::process::signal_name(signal)
+                signals::name(signal)
             );
         } else if totals.not_run > 0 && run.fail_fast {
             say!("{} stopped after the first failure; --no-fail-fast runs every test", self.label(YELLOW, "note"));
@@ -293,7 +302,7 @@ impl Reporter {
     }
 
     /// The gate's table, or how to make a baseline when there is none (unless one is being saved).
-    pub fn gate(&self, run: &Run, baseline: &std::path::Path, saving: bool) {
+    pub(crate) fn gate(&self, run: &Run, baseline: &std::path::Path, saving: bool) {
         match &run.gate {
             Some(gate) => {
                 let shown = gate.baseline.display().to_string();
@@ -313,17 +322,17 @@ impl Reporter {
 
     /// What `cargo test` would run and this run does not, each with the command that runs it: under the Starting
     /// line, and again after the Summary and the table (`after_summary`: then after a blank line).
-    pub fn not_run(&self, targets: &[ying_report::NotRunTarget], after_summary: bool) {
+    pub(crate) fn not_run(&self, targets: &[ying_report::NotRunTarget], after_summary: bool) {
         if after_summary && !targets.is_empty() {
             say!();
         }
         for target in targets {
-            self.line(&format!("{} {}", self.label(YELLOW, "NOT RUN"), crate::not_run::describe(target)));
+            self.line(&format!("{} {}", self.label(YELLOW, "NOT RUN"), crate::run::not_run::describe(target)));
         }
     }
 
     /// Where the reports went.
-    pub fn artifacts(&self, index: &std::path::Path) {
+    pub(crate) fn artifacts(&self, index: &std::path::Path) {
         say!("\n{} {}", self.label(GREEN, "Reports"), index.display());
     }
 }

@@ -12,7 +12,7 @@ use ying_report::{TargetKind, TestId};
 
 /// A parsed filterset.
 #[derive(Clone, Debug)]
-pub struct Filterset {
+pub(crate) struct Filterset {
     source: String,
     expr: Expr,
 }
@@ -48,7 +48,7 @@ enum Matcher {
 
 /// Why a filterset could not be parsed: what was expected, at which character (0-based, in characters).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParseError {
+pub(crate) struct ParseError {
     /// The filterset as given.
     pub source: String,
     /// Where, in characters from the start.
@@ -69,7 +69,7 @@ impl std::error::Error for ParseError {}
 
 impl Filterset {
     /// Parses `source`.
-    pub fn parse(source: &str) -> Result<Self, ParseError> {
+    pub(crate) fn parse(source: &str) -> Result<Self, ParseError> {
         let mut parser = Parser { chars: source.chars().collect(), at: 0, source };
         let expr = parser.or()?;
         parser.skip_space();
@@ -80,7 +80,7 @@ impl Filterset {
     }
 
     /// Whether the test `id` is in the set.
-    pub fn matches(&self, id: &TestId) -> bool {
+    pub(crate) fn matches(&self, id: &TestId) -> bool {
         self.expr.matches(id)
     }
 }

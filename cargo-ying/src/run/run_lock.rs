@@ -1,6 +1,6 @@
-//! The locks cargo ying takes: one run at a time per output directory (runs on one target directory share
-//! `<target-dir>/ying/`: scratch space, reports, summary.json), so a second run waits for the first, saying so,
-//! rather than delete its files; and [`take_or_wait`], how every lock here is taken.
+//! One run at a time per output directory: runs on one target directory share `<target-dir>/ying/` (scratch space,
+//! reports, summary.json), so a second run waits for the first, saying so (`crate::lock`), rather than delete its
+//! files.
 
 use crate::error::{Error, Result};
 use std::fs::File;
@@ -9,14 +9,14 @@ use std::path::Path;
 
 /// The lock, held until dropped.
 #[derive(Debug)]
-pub struct RunLock {
+pub(crate) struct RunLock {
     _file: File,
 }
 
 impl RunLock {
     /// Takes the lock of `out_dir` (`<out_dir>/lock`), waiting for the run that holds it; the lock file then names
     /// this process.
-    pub fn acquire(out_dir: &Path) -> Result<Self> {
+    pub(crate) fn acquire(out_dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(out_dir).map_err(Error::io("create", out_dir))?;
         let path = out_dir.join("lock");
         let mut file = std::fs::OpenOptions::new()
@@ -26,7 +26,7 @@ impl RunLock {
             .truncate(false)
             .open(&path)
             .map_err(Error::io("open", &path))?;
-        take_or_wait(&file, &path, |file| {
+        crate::lock::take_or_wait(&file, &path, |file| {
             let mut holder = String::new();
             let _ = (&*file).read_to_string(&mut holder);
             let holder = holder.trim();
@@ -36,19 +36,6 @@ impl RunLock {
         let wrote = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{}", std::process::id()));
         wrote.map_err(Error::io("write", &path))?;
         Ok(Self { _file: file })
-    }
-}
-
-/// Takes an exclusive lock on `file` (at `path`); while another process holds it, says so (`Blocking` and what
-/// `waiting` gives, as cargo says it waits for its own locks) and waits.
-pub fn take_or_wait(file: &File, path: &Path, waiting: impl FnOnce(&File) -> String) -> Result<()> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            eprintln!("{:>12} {}", "Blocking", waiting(file));
-            file.lock().map_err(Error::io("lock", path))
-        }
-        Err(std::fs::TryLockError::Error(why)) => Err(Error::io("lock", path)(why)),
     }
 }
 

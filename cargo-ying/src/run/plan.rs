@@ -1,17 +1,28 @@
 //! The tests of a run, before any runs: the binaries built, their tests listed, selected and partitioned. What
 //! `cargo ying test` runs and `cargo ying list` lists.
 
-use crate::build::{self, TestBinary};
-use crate::cli::TestFilter;
-use crate::discover::{self, Selection, TestCase};
 use crate::error::Result;
-use crate::not_run;
+use crate::run::build::{self, CargoArgs, TestBinary};
+use crate::run::discover::{self, Selection, TestCase};
+use crate::run::not_run;
+use crate::run::partition::Partition;
 use cargo_metadata::Metadata;
 use std::sync::Arc;
 use ying_report::NotRunTarget;
 
+/// Which tests a run is of: what cargo builds, which of their tests are selected, and which shard of them.
+#[derive(Debug)]
+pub(crate) struct Request {
+    /// What cargo builds.
+    pub cargo: CargoArgs,
+    /// Which tests of the binaries are selected (filters, filtersets, libtest's arguments).
+    pub selection: Selection,
+    /// This shard (`--partition`), if the tests are split across machines.
+    pub partition: Option<Partition>,
+}
+
 /// The tests of a run.
-pub struct Plan {
+pub(crate) struct Plan {
     /// Every test binary built whose tests are listed (libtest's harness).
     pub binaries: Vec<Arc<TestBinary>>,
     /// What cargo ying does not run (doctests, `harness = false` targets), with the command that does.
@@ -26,18 +37,18 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Builds the test binaries of `filter` and selects their tests. `verbosity`: cargo's `--quiet` or `--verbose`;
-    /// `on_built` sees the binaries whose tests are about to be listed.
-    pub fn make(
-        filter: &TestFilter,
-        selection: &Selection,
+    /// Builds the test binaries `request` asks for and selects their tests. `verbosity`: cargo's `--quiet` or
+    /// `--verbose`; `on_built` sees the binaries whose tests are about to be listed.
+    pub(crate) fn make(
+        request: &Request,
         metadata: &Metadata,
         verbosity: Option<&str>,
         on_built: impl FnOnce(&[Arc<TestBinary>]),
     ) -> Result<Self> {
-        let built = build::build(&filter.cargo, metadata, verbosity)?;
+        let Request { cargo, selection, partition } = request;
+        let built = build::build(cargo, metadata, verbosity)?;
         // Doctests and `harness = false` targets: named, with the command that runs them, and never listed.
-        let not_run::Split { binaries, not_run } = not_run::split(built, metadata, &filter.cargo)?;
+        let not_run::Split { binaries, not_run } = not_run::split(built, metadata, cargo.selects_targets)?;
         let binaries: Vec<Arc<TestBinary>> = binaries.into_iter().map(Arc::new).collect();
         on_built(&binaries);
         let listed: Vec<TestCase> = discover::discover(&binaries, selection)?;
@@ -46,25 +57,24 @@ impl Plan {
             .into_iter()
             .enumerate()
             .filter(|(index, test)| {
-                filter.partition.is_none_or(|partition| partition.contains(*index, &test.id().to_string()))
+                partition.is_none_or(|partition| partition.contains(*index, &test.id().to_string()))
             })
             .map(|(_, test)| {
                 let runs = selection.runs(test.ignored);
                 (test, runs)
             })
             .collect();
-        let complete =
-            filter.partition.is_none() && selection.selects_everything() && filter.cargo.builds_default_targets();
+        let complete = partition.is_none() && selection.selects_everything() && cargo.builds_default_targets();
         Ok(Self { binaries, not_run, tests, selected, complete })
     }
 
     /// The tests of this shard that run.
-    pub fn running(&self) -> impl Iterator<Item = &TestCase> {
+    pub(crate) fn running(&self) -> impl Iterator<Item = &TestCase> {
         self.tests.iter().filter(|(_, runs)| *runs).map(|(test, _)| test)
     }
 
     /// How many binaries have a selected test in this shard.
-    pub fn binaries_with_tests(&self) -> usize {
+    pub(crate) fn binaries_with_tests(&self) -> usize {
         self.binaries
             .iter()
             .filter(|binary| self.tests.iter().any(|(test, _)| Arc::ptr_eq(&test.binary, binary)))

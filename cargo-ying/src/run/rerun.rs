@@ -5,15 +5,15 @@
 //!
 //! [`Gating::reruns`]: crate::gate::Gating::reruns
 
-use crate::discover::TestCase;
 use crate::gate::{self, Reruns};
 use crate::model::{Outcome, Run};
-use crate::runner::{self, RunOptions};
+use crate::run::discover::TestCase;
+use crate::run::runner::{self, RunOptions};
 use ying_report::{BaselineEntry, GateVerdict, TestId};
 
 /// Runs again each passing leak test of `run` that the gate found regressed, and settles its verdict with what
 /// the reruns show; `on_settled` sees each test's reruns. `planned` are the run's tests, in the run's order.
-pub fn confirm(
+pub(crate) fn confirm(
     run: &mut Run,
     planned: &[(TestCase, bool)],
     options: &RunOptions,

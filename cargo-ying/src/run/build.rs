@@ -1,17 +1,51 @@
 //! Building the test binaries: `cargo test --no-run --message-format=json-render-diagnostics`, the executables
 //! taken from cargo's `compiler-artifact` messages. Compiler diagnostics reach the user as cargo renders them.
 
-use crate::cli::CargoOptions;
 use crate::error::{BuildError, Error, Result};
-use cargo_metadata::{Message, Metadata, MetadataCommand};
+use cargo_metadata::{Message, Metadata};
 use std::io::BufReader;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use ying_report::TargetKind;
 
+/// What cargo is asked to build, as the command line gave it: the arguments of `cargo test --no-run`, and what cargo
+/// ying reads of them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CargoArgs {
+    /// The arguments, passed on as given: packages, targets, features, profile, target triple, lock file and network
+    /// flags, manifest path, target directory.
+    pub args: Vec<String>,
+    /// `--manifest-path`.
+    pub manifest_path: Option<PathBuf>,
+    /// `--target-dir`.
+    pub target_dir: Option<PathBuf>,
+    /// `--locked`, `--offline` and `--frozen` as given, which `cargo metadata` takes too.
+    pub lock_flags: Vec<&'static str>,
+    /// Targets are selected (`--lib`, `--bins`, `--tests`, `--examples`, `--all-targets` or named ones) rather than
+    /// cargo's default targets: `cargo test` then runs no doctests either.
+    pub selects_targets: bool,
+    /// Packages are selected (`-p`).
+    pub selects_packages: bool,
+}
+
+impl CargoArgs {
+    /// Whether cargo builds its default targets (lib, bins, tests), of the packages it would by default: only then
+    /// can a run select every test.
+    pub(crate) fn builds_default_targets(&self) -> bool {
+        !self.selects_targets && !self.selects_packages
+    }
+
+    /// `--offline` when the run is to stay off the network (`--offline` or `--frozen`), for cargo ying's own
+    /// builds beside the tests' (whose lock files are cargo ying's, not the workspace's).
+    pub(crate) fn network_flags(&self) -> Vec<&'static str> {
+        let offline = self.lock_flags.iter().any(|flag| matches!(*flag, "--offline" | "--frozen"));
+        if offline { vec!["--offline"] } else { Vec::new() }
+    }
+}
+
 /// One test executable.
 #[derive(Clone, Debug)]
-pub struct TestBinary {
+pub(crate) struct TestBinary {
     /// The package it belongs to.
     pub package: String,
     /// The target's name (`leaks` for `tests/leaks.rs`, the library's name for its unit tests).
@@ -26,41 +60,29 @@ pub struct TestBinary {
 
 impl TestBinary {
     /// The id of its test `name`.
-    pub fn test_id(&self, name: &str) -> ying_report::TestId {
+    pub(crate) fn test_id(&self, name: &str) -> ying_report::TestId {
         ying_report::TestId::new(&self.package, self.kind, &self.name, name)
     }
 }
 
 /// The cargo executable: the one that invoked us, or `cargo` on the path.
-pub fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
-/// Reads the workspace's metadata (packages, target directory, `[workspace.metadata]`).
-pub fn metadata(options: &CargoOptions) -> Result<Metadata> {
-    let mut command = MetadataCommand::new();
-    command.no_deps();
-    if let Some(path) = &options.manifest_path {
-        command.manifest_path(path);
-    }
-    let flags = [(options.offline, "--offline"), (options.frozen, "--frozen"), (options.locked, "--locked")];
-    command.other_options(flags.iter().filter(|(on, _)| *on).map(|(_, flag)| (*flag).to_owned()).collect::<Vec<_>>());
-    command.exec().map_err(Error::Metadata)
-}
-
 /// The kind of a target as cargo metadata gives it; `None` for one that has no tests (a build script).
-pub fn target_kind(target: &cargo_metadata::Target) -> Option<TargetKind> {
+pub(crate) fn target_kind(target: &cargo_metadata::Target) -> Option<TargetKind> {
     let kinds: Vec<String> = target.kind.iter().map(ToString::to_string).collect();
     TargetKind::from_cargo(&kinds.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// Builds the test binaries and returns them, in cargo's order. `verbosity`: cargo's `--quiet` or `--verbose`,
 /// if any.
-pub fn build(options: &CargoOptions, metadata: &Metadata, verbosity: Option<&str>) -> Result<Vec<TestBinary>> {
+pub(crate) fn build(cargo_args: &CargoArgs, metadata: &Metadata, verbosity: Option<&str>) -> Result<Vec<TestBinary>> {
     let mut child = cargo()
         .args(["test", "--no-run", "--message-format=json-render-diagnostics"])
         .args(verbosity)
-        .args(options.cargo_args())
+        .args(&cargo_args.args)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

@@ -9,18 +9,18 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use ying_frames::{ExecutableStamp, KnownCode};
 
-pub use ying_report::KNOWN_CODE_ENV;
+pub(crate) use ying_report::KNOWN_CODE_ENV;
 
 /// The [`KNOWN_CODE_ENV`] value of each test binary, read on first need.
 #[derive(Debug, Default)]
-pub struct KnownCodes {
+pub(crate) struct KnownCodes {
     by_executable: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
 }
 
 impl KnownCodes {
     /// The value of [`KNOWN_CODE_ENV`] for the test processes of `executable`; `None` when it cannot be read (each
     /// process then reads its own).
-    pub fn env_value(&self, executable: &Path) -> Option<Arc<str>> {
+    pub(crate) fn env_value(&self, executable: &Path) -> Option<Arc<str>> {
         let lock = || self.by_executable.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(value) = lock().get(executable) {
             return value.clone();
@@ -34,7 +34,7 @@ impl KnownCodes {
 
 /// The [`KNOWN_CODE_ENV`] value of `executable`, stamped with the file read.
 fn read(executable: &Path) -> Option<String> {
-    let (file, bytes) = crate::symbols::map_executable(executable)?;
+    let (file, bytes) = crate::run::symbols::map_executable(executable)?;
     let stamp = ExecutableStamp::of(&file.metadata().ok()?)?;
     Some(KnownCode::read(&bytes).to_env(stamp))
 }

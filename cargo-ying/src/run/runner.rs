@@ -2,13 +2,14 @@
 //! process attribution and a report directory; crashes and timeouts are test results, not errors of the run. A
 //! failing test runs again up to `--retries` times; the last attempt is its result.
 
-use crate::collect::take_report;
-use crate::discover::TestCase;
-use crate::interposer::{PRELOAD_ENV, preload_value};
-use crate::known_code::{KNOWN_CODE_ENV, KnownCodes};
 use crate::model::{Attempt, Outcome, TestRecord};
-use crate::process::{self, Waited};
-use crate::symbols::Symbolizer;
+use crate::run::collect::take_report;
+use crate::run::discover::TestCase;
+use crate::run::interposer::{PRELOAD_ENV, preload_value};
+use crate::run::known_code::{KNOWN_CODE_ENV, KnownCodes};
+use crate::run::process::{self, Waited};
+use crate::run::symbols::Symbolizer;
+use crate::signals;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ use ying_report::report::{
 };
 
 /// How to run the tests.
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     /// Tests run at once.
     pub jobs: usize,
     /// Longest a test may run.
@@ -47,7 +48,7 @@ pub struct RunOptions {
 impl RunOptions {
     /// The options for running tests again outside the run (the gate's reruns): into `out_dir`, never stopping
     /// early, never retrying, output captured.
-    pub fn again(&self, out_dir: PathBuf) -> Self {
+    pub(crate) fn again(&self, out_dir: PathBuf) -> Self {
         Self {
             jobs: self.jobs,
             timeout: self.timeout,
@@ -105,7 +106,7 @@ fn run_token(index: usize) -> String {
 const HARNESS_ARGS: [&str; 2] = ["--nocapture", "--test-threads=1"];
 
 /// How each test is run, in words (for `-v`).
-pub fn describe(options: &RunOptions) -> String {
+pub(crate) fn describe(options: &RunOptions) -> String {
     let passthrough = options.passthrough.iter().map(String::as_str);
     let args: String = HARNESS_ARGS.into_iter().chain(passthrough).map(|arg| format!(" {arg}")).collect();
     let interposer = match &options.interposer {
@@ -135,62 +136,26 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path) 
         return finish(Outcome::Failed, format!("cargo ying: failed to create {}: {error}", scratch.display()));
     }
     let output_path = scratch.join("output");
+    let report_dir = scratch.join("report");
     let token = run_token(index);
-    let spawned = File::create(&output_path).and_then(|file| {
+    let spawned = File::create(&output_path).and_then(|output| {
         let (stdout, stderr) = if options.no_capture {
             (Stdio::inherit(), Stdio::inherit())
         } else {
-            (file.try_clone()?.into(), file.into())
+            (output.try_clone()?.into(), output.into())
         };
-        let mut command = Command::new(&test.binary.path);
-        command
-            .args(["--exact", &test.name])
-            .args(HARNESS_ARGS)
-            .args(test.ignored.then_some("--include-ignored"))
-            .args(&options.passthrough)
-            .current_dir(&test.binary.package_dir)
-            .env(REPORT_DIR_ENV, scratch.join("report"))
-            .env(ATTRIBUTION_ENV, "process")
-            .env(DEFER_SYMBOLS_ENV, "1")
-            .env(RUN_TOKEN_ENV, &token)
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr);
-        if let Some(known_code) = options.known_code.env_value(&test.binary.path) {
-            command.env(KNOWN_CODE_ENV, &*known_code);
-        }
-        if let Some(library) = &options.interposer {
-            let binary = &test.binary;
-            let identity = TestIdentity::listed(&binary.package, binary.kind, &binary.name, &test.name);
-            let identity = serde_json::to_string(&identity).expect("an identity is JSON");
-            command.env(PRELOAD_ENV, preload_value(library)).env(MEASURE_TEST_ENV, identity);
-        }
-        process::spawn(&mut command)
+        let mut command = command(test, options, &report_dir, &token);
+        process::spawn(command.stdout(stdout).stderr(stderr))
     });
     let mut child = match spawned {
         Ok(child) => child,
         Err(error) => {
-            return finish(
-                Outcome::Failed,
-                format!("cargo ying: failed to start {}: {error}", test.binary.path.display()),
-            );
+            let message = format!("cargo ying: failed to start {}: {error}", test.binary.path.display());
+            return finish(Outcome::Failed, message);
         }
     };
-    let mut exit_code = None;
-    let outcome = match process::wait(&mut child, started, options.timeout) {
-        Waited::Exited(status) => {
-            exit_code = status.code();
-            match killed_by(&status) {
-                Some(signal) => Outcome::Crashed(process::signal_name(signal)),
-                None if status.success() => Outcome::Passed,
-                None => Outcome::Failed,
-            }
-        }
-        Waited::TimedOut => Outcome::TimedOut(options.timeout),
-        Waited::Interrupted(signal) => Outcome::Interrupted(signal),
-        Waited::Failed(_) => Outcome::Failed,
-    };
-    let collected = take_report(&id, &scratch.join("report"), &options.out_dir, &token, |report| {
+    let (outcome, exit_code) = outcome(process::wait(&mut child, started, options.timeout), options.timeout);
+    let collected = take_report(&id, &report_dir, &options.out_dir, &token, |report| {
         options.symbolizer.complete(report, &test.binary.path, &test.binary.package_dir)
     });
     let outcome = match (outcome, exit_code) {
@@ -200,36 +165,84 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path) 
         }
         (outcome, _) => outcome,
     };
-    let (mut output, cut) = output_tail(&output_path).unwrap_or_default();
-    let mut kept = None;
-    if outcome.is_failure() && !options.no_capture {
-        let log = options.out_dir.join(id.output_path());
-        let moved =
-            log.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::rename(&output_path, &log));
-        if moved.is_ok() {
-            kept = Some(id.output_path());
-        }
-        if cut {
-            let shown = match moved {
-                Ok(()) => format!("the whole of it is in {}", log.display()),
-                Err(error) => format!("it could not be kept: {error}"),
-            };
-            output.insert_str(
-                0,
-                &format!(
-                    "[cargo ying: the start of this output is cut, only its last {OUTPUT_TAIL} bytes shown; {shown}]\n"
-                ),
-            );
-        }
-    }
+    let keep = outcome.is_failure() && !options.no_capture;
+    let (output, kept) = read_output(&output_path, keep.then(|| (options.out_dir.as_path(), id.output_path())));
     let mut record = finish(outcome, output);
     record.package_dir = Some(test.binary.package_dir.clone());
     record.leak = collected.leak;
     record.warnings = collected.warnings;
     record.files.output = kept;
-    clear(&scratch.join("report"));
+    clear(&report_dir);
     let _ = std::fs::remove_file(&output_path);
     record
+}
+
+/// The command that runs `test` alone: its binary with libtest's arguments, in its package's directory, with the
+/// environment that asks a leak test for its report (in `report_dir`, carrying `token`) and, under `--measure all`,
+/// preloads the interposer.
+fn command(test: &TestCase, options: &RunOptions, report_dir: &Path, token: &str) -> Command {
+    let mut command = Command::new(&test.binary.path);
+    command
+        .args(["--exact", &test.name])
+        .args(HARNESS_ARGS)
+        .args(test.ignored.then_some("--include-ignored"))
+        .args(&options.passthrough)
+        .current_dir(&test.binary.package_dir)
+        .env(REPORT_DIR_ENV, report_dir)
+        .env(ATTRIBUTION_ENV, "process")
+        .env(DEFER_SYMBOLS_ENV, "1")
+        .env(RUN_TOKEN_ENV, token)
+        .stdin(Stdio::null());
+    if let Some(known_code) = options.known_code.env_value(&test.binary.path) {
+        command.env(KNOWN_CODE_ENV, &*known_code);
+    }
+    if let Some(library) = &options.interposer {
+        let binary = &test.binary;
+        let identity = TestIdentity::listed(&binary.package, binary.kind, &binary.name, &test.name);
+        let identity = serde_json::to_string(&identity).expect("an identity is JSON");
+        command.env(PRELOAD_ENV, preload_value(library)).env(MEASURE_TEST_ENV, identity);
+    }
+    command
+}
+
+/// How a test process ended, as a test's outcome, and its exit code when it exited.
+fn outcome(waited: Waited, timeout: Duration) -> (Outcome, Option<i32>) {
+    match waited {
+        Waited::Exited(status) => {
+            let outcome = match killed_by(&status) {
+                Some(signal) => Outcome::Crashed(signals::name(signal)),
+                None if status.success() => Outcome::Passed,
+                None => Outcome::Failed,
+            };
+            (outcome, status.code())
+        }
+        Waited::TimedOut => (Outcome::TimedOut(timeout), None),
+        Waited::Interrupted(signal) => (Outcome::Interrupted(signal), None),
+        Waited::Failed(_) => (Outcome::Failed, None),
+    }
+}
+
+/// The end of a test's output in `path` (see [`output_tail`]) and, when `keep` gives the output directory and the
+/// path under it (`output/<test>.log`), that path once the whole output is moved there; the output says where the
+/// whole of it is when only its end is shown.
+fn read_output(path: &Path, keep: Option<(&Path, String)>) -> (String, Option<String>) {
+    let (mut output, cut) = output_tail(path).unwrap_or_default();
+    let Some((out_dir, kept)) = keep else { return (output, None) };
+    let log = out_dir.join(&kept);
+    let moved = log.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::rename(path, &log));
+    if cut {
+        let shown = match &moved {
+            Ok(()) => format!("the whole of it is in {}", log.display()),
+            Err(error) => format!("it could not be kept: {error}"),
+        };
+        output.insert_str(
+            0,
+            &format!(
+                "[cargo ying: the start of this output is cut, only its last {OUTPUT_TAIL} bytes shown; {shown}]\n"
+            ),
+        );
+    }
+    (output, moved.is_ok().then_some(kept))
 }
 
 /// Removes what is left in `dir` (a test's start mark, what could not be moved), for the next test.
@@ -253,7 +266,7 @@ fn skipped(test: &TestCase, outcome: Outcome) -> TestRecord {
 
 /// Runs the `tests` that run (the others are ignored), `options.jobs` at once; `on_result` sees each record as it
 /// arrives. Returns every test's record (ignored and not-run tests included), in the order of `tests`.
-pub fn run(
+pub(crate) fn run(
     tests: &[(TestCase, bool)],
     options: &RunOptions,
     mut on_result: impl FnMut(&TestRecord),
@@ -279,7 +292,7 @@ pub fn run(
             let scratch = options.out_dir.join("tmp").join(worker.to_string());
             scope.spawn(move || {
                 loop {
-                    if stop.load(Ordering::Relaxed) || process::interrupted().is_some() {
+                    if stop.load(Ordering::Relaxed) || signals::interrupted().is_some() {
                         break;
                     }
                     let Some((index, test)) = queue.lock().unwrap().pop_front() else { break };
@@ -287,7 +300,7 @@ pub fn run(
                     let mut failed_attempts = Vec::new();
                     while result.outcome.is_failure()
                         && failed_attempts.len() < options.retries as usize
-                        && process::interrupted().is_none()
+                        && signals::interrupted().is_none()
                     {
                         failed_attempts.push(Attempt::of(result));
                         result = run_one(test, index, options, &scratch);
@@ -308,7 +321,7 @@ pub fn run(
             results[index] = Some(result);
         }
     });
-    let not_run = match process::interrupted() {
+    let not_run = match signals::interrupted() {
         Some(signal) => Outcome::Interrupted(signal),
         None => Outcome::NotRun,
     };

@@ -1,10 +1,11 @@
 //! Finding the tests: each binary's `--list --format terse` (and `--ignored` to know which are ignored), filtered
 //! the way libtest filters them.
 
-use crate::build::TestBinary;
 use crate::error::{Error, ListError, Result, SelectionError};
-use crate::filterset::Filterset;
-use crate::process::{self, Waited};
+use crate::run::build::TestBinary;
+use crate::run::filterset::Filterset;
+use crate::run::process::{self, Waited};
+use crate::signals;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use ying_report::TestId;
 
 /// One test of one binary.
 #[derive(Clone, Debug)]
-pub struct TestCase {
+pub(crate) struct TestCase {
     /// The binary it is in.
     pub binary: Arc<TestBinary>,
     /// Its name as libtest lists it (`module::name`).
@@ -23,7 +24,7 @@ pub struct TestCase {
 
 impl TestCase {
     /// The test's id.
-    pub fn id(&self) -> TestId {
+    pub(crate) fn id(&self) -> TestId {
         self.binary.test_id(&self.name)
     }
 }
@@ -33,7 +34,7 @@ impl TestCase {
 /// ying's to honour (listing, not capturing, running that many at once), never passed on; other arguments go to
 /// every test process.
 #[derive(Debug, Default)]
-pub struct Selection {
+pub(crate) struct Selection {
     /// Names (or parts of names) to run; all tests when empty.
     pub filters: Vec<String>,
     /// Filters and skips match whole names.
@@ -61,7 +62,7 @@ const PASSED_WITH_VALUE: [&str; 5] = ["--color", "--format", "--logfile", "--shu
 
 impl Selection {
     /// Reads the positional filters, the `-E` filtersets and the arguments after `--`.
-    pub fn new(filters: &[String], filtersets: &[Filterset], test_args: &[String]) -> Result<Self> {
+    pub(crate) fn new(filters: &[String], filtersets: &[Filterset], test_args: &[String]) -> Result<Self> {
         let mut selection = Self::parse(filters, test_args).map_err(Error::TestArgs)?;
         selection.filtersets = filtersets.to_vec();
         Ok(selection)
@@ -118,7 +119,7 @@ impl Selection {
 
     /// Whether the test `id` passes the name filters, the skips and the filtersets (as in nextest: the union of
     /// the filtersets intersected with the union of the name filters).
-    pub fn selects(&self, id: &TestId) -> bool {
+    pub(crate) fn selects(&self, id: &TestId) -> bool {
         let name = id.name.as_str();
         (self.filters.is_empty() || self.filters.iter().any(|filter| self.matches(filter, name)))
             && !self.skip.iter().any(|skip| self.matches(skip, name))
@@ -127,18 +128,18 @@ impl Selection {
 
     /// Whether every test of the built binaries is selected (ignored ones as ignored): only then is a test of the
     /// baseline that did not run missing, rather than filtered out.
-    pub fn selects_everything(&self) -> bool {
+    pub(crate) fn selects_everything(&self) -> bool {
         self.filters.is_empty() && self.skip.is_empty() && self.filtersets.is_empty() && !self.ignored_only
     }
 
     /// Whether a test with this ignored flag runs (rather than being reported as ignored).
-    pub fn runs(&self, ignored: bool) -> bool {
+    pub(crate) fn runs(&self, ignored: bool) -> bool {
         if self.ignored_only { ignored } else { self.include_ignored || !ignored }
     }
 }
 
 /// The longest a test binary may take to list its tests.
-pub const LIST_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const LIST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs `command` (a binary's `--list`) to the end, in its own process group, for at most [`LIST_TIMEOUT`].
 fn list_output(mut command: Command) -> std::result::Result<Output, ListError> {
@@ -149,7 +150,7 @@ fn list_output(mut command: Command) -> std::result::Result<Output, ListError> {
     let status = match process::wait(&mut child, started, LIST_TIMEOUT) {
         Waited::Exited(status) => status,
         Waited::TimedOut => return Err(ListError::TimedOut(LIST_TIMEOUT)),
-        Waited::Interrupted(signal) => return Err(ListError::Interrupted(process::signal_name(signal))),
+        Waited::Interrupted(signal) => return Err(ListError::Interrupted(signals::name(signal))),
         Waited::Failed(error) => return Err(ListError::Spawn(error)),
     };
     let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
@@ -188,7 +189,7 @@ fn list(binary: &TestBinary, ignored: bool) -> Result<Vec<String>> {
 
 /// Lists every test of every binary that passes `selection`'s filters (ignored ones included, marked). Under
 /// `--ignored` the tests that are not ignored are filtered out, as libtest counts them: they are not ignored tests.
-pub fn discover(binaries: &[Arc<TestBinary>], selection: &Selection) -> Result<Vec<TestCase>> {
+pub(crate) fn discover(binaries: &[Arc<TestBinary>], selection: &Selection) -> Result<Vec<TestCase>> {
     let mut tests = Vec::new();
     for binary in binaries {
         let ignored = list(binary, true)?;
@@ -205,7 +206,7 @@ pub fn discover(binaries: &[Arc<TestBinary>], selection: &Selection) -> Result<V
 #[cfg(test)]
 mod tests {
     use super::Selection;
-    use crate::filterset::Filterset;
+    use crate::run::filterset::Filterset;
     use ying_report::{TargetKind, TestId};
 
     fn owned(items: &[&str]) -> Vec<String> {
@@ -269,14 +270,14 @@ mod tests {
 
     /// A test binary that lists `a` and `b`, of which only `b` is ignored, as libtest does.
     #[cfg(unix)]
-    fn listing_binary(dir: &std::path::Path) -> std::sync::Arc<crate::build::TestBinary> {
+    fn listing_binary(dir: &std::path::Path) -> std::sync::Arc<crate::run::build::TestBinary> {
         use std::os::unix::fs::PermissionsExt;
         let path = dir.join("lists");
         let script =
             "#!/bin/sh\ncase \"$*\" in *--ignored*) echo 'b: test' ;; *) printf 'a: test\\nb: test\\n' ;; esac\n";
         std::fs::write(&path, script).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::sync::Arc::new(crate::build::TestBinary {
+        std::sync::Arc::new(crate::run::build::TestBinary {
             package: "p".to_owned(),
             name: "t".to_owned(),
             kind: ying_report::TargetKind::Test,

@@ -11,7 +11,7 @@ use ying_report::{LeakReport, TestId};
 
 /// What a test's report directory held.
 #[derive(Debug, Default)]
-pub struct Collected {
+pub(crate) struct Collected {
     /// The test's report, stored under `reports/`.
     pub leak: Option<Leak>,
     /// A leak test started in the process (it left its mark with the run's token): a report was due.
@@ -23,7 +23,7 @@ pub struct Collected {
 /// Takes the report of test `id` written in the run whose token is `run_token` from `dir` (the directory its
 /// process wrote reports to) into `out_dir`, after `complete` has filled in what the test deferred (it returns
 /// whether it changed the report).
-pub fn take_report(
+pub(crate) fn take_report(
     id: &TestId,
     dir: &Path,
     out_dir: &Path,

@@ -6,22 +6,21 @@
 //! `cargo metadata` does not tell a target's `harness`: it is read from the package's Cargo.toml (`[lib]`,
 //! `[[bin]]`, `[[test]]`, `[[bench]]`, `[[example]]` with `harness = false`).
 
-use crate::build::TestBinary;
-use crate::cli::CargoOptions;
 use crate::error::{Error, ManifestError, Result};
+use crate::run::build::TestBinary;
 use cargo_metadata::Metadata;
 use std::collections::BTreeSet;
 use std::path::Path;
 use ying_report::{NotRunTarget, TargetKind};
 
 /// Why a doctest is not run.
-pub const DOCTEST_REASON: &str = "doctests are built and run by rustdoc, not listed by a test binary";
+pub(crate) const DOCTEST_REASON: &str = "doctests are built and run by rustdoc, not listed by a test binary";
 /// Why a target with its own harness is not run.
-pub const CUSTOM_HARNESS_REASON: &str = "harness = false: its own main, which cannot list its tests";
+pub(crate) const CUSTOM_HARNESS_REASON: &str = "harness = false: its own main, which cannot list its tests";
 
 /// The test binaries to discover, and what is not run.
 #[derive(Debug)]
-pub struct Split {
+pub(crate) struct Split {
     /// Binaries with libtest's harness: their tests are listed and run.
     pub binaries: Vec<TestBinary>,
     /// Doctests and custom-harness targets, in the order of the packages and their binaries.
@@ -30,9 +29,9 @@ pub struct Split {
 
 /// Sets aside the built `binaries` that have their own harness and names the doctests `cargo test` would run
 /// (only when no target is selected: `--lib`, `--bins`, `--tests`, `--examples`, `--all-targets` and the named
-/// targets leave doctests out under `cargo test` too). The packages considered are those with a test binary built.
-pub fn split(binaries: Vec<TestBinary>, metadata: &Metadata, options: &CargoOptions) -> Result<Split> {
-    let targets_selected = options.selects_targets();
+/// targets leave doctests out under `cargo test` too: `targets_selected`). The packages considered are those with a
+/// test binary built.
+pub(crate) fn split(binaries: Vec<TestBinary>, metadata: &Metadata, targets_selected: bool) -> Result<Split> {
     let mut packages: Vec<String> = Vec::new();
     for binary in &binaries {
         if !packages.contains(&binary.package) {
@@ -53,7 +52,7 @@ pub fn split(binaries: Vec<TestBinary>, metadata: &Metadata, options: &CargoOpti
         let doctested = package
             .targets
             .iter()
-            .find(|target| target.doctest && crate::build::target_kind(target) == Some(TargetKind::Lib));
+            .find(|target| target.doctest && crate::run::build::target_kind(target) == Some(TargetKind::Lib));
         if let (false, Some(lib)) = (targets_selected, doctested) {
             not_run.push(NotRunTarget {
                 package: name.clone(),
@@ -87,7 +86,7 @@ fn is_custom(custom: &BTreeSet<(String, TargetKind, Option<String>)>, binary: &T
 }
 
 /// The command that runs the target `name` of kind `kind` of `package` as `cargo test` does.
-pub fn command(package: &str, kind: TargetKind, name: &str) -> String {
+pub(crate) fn command(package: &str, kind: TargetKind, name: &str) -> String {
     match kind {
         TargetKind::Lib => format!("cargo test -p {package} --lib"),
         kind => format!("cargo test -p {package} --{kind} {name}"),
@@ -95,7 +94,7 @@ pub fn command(package: &str, kind: TargetKind, name: &str) -> String {
 }
 
 /// A line for the terminal: `leak-fixtures::custom_harness (harness = false: ...): cargo test -p ...`.
-pub fn describe(target: &NotRunTarget) -> String {
+pub(crate) fn describe(target: &NotRunTarget) -> String {
     let what = if target.kind == "doctest" {
         format!("{} doctests", target.package)
     } else {

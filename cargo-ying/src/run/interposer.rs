@@ -7,8 +7,8 @@
 //! built from are recorded beside it ([`Inputs`]); while none of them changed no cargo runs, and when one did,
 //! cargo's check runs while the tests are built and listed, not after.
 
-use crate::build::cargo;
 use crate::error::{Error, InterposerError, Result};
+use crate::run::build::cargo;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,10 +16,10 @@ use std::time::{Duration, SystemTime};
 
 /// Whether this platform has the interposer: Linux with glibc (`LD_PRELOAD`, and glibc's allocator under its own
 /// names to forward to).
-pub const SUPPORTED: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
+pub(crate) const SUPPORTED: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
 
 /// The environment variable that loads a shared library into a process before its own.
-pub const PRELOAD_ENV: &str = "LD_PRELOAD";
+pub(crate) const PRELOAD_ENV: &str = "LD_PRELOAD";
 
 /// ying-preload in the source tree cargo ying was built from.
 const SOURCE_TREE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../ying-preload");
@@ -31,7 +31,7 @@ const LIBRARY: &str = "libying_interposer.so";
 
 /// The interposer's build, started by [`start`] beside the tests' build; [`Build::finish`] waits for it and gives
 /// the library's path.
-pub struct Build {
+pub(crate) struct Build {
     library: PathBuf,
     /// The crate's directory, where [`Inputs`] are recorded.
     dir: PathBuf,
@@ -55,7 +55,7 @@ enum Cargo {
 /// Writes the interposer's crate under `out_dir` (`<target-dir>/ying`) and starts building it, unless it needs a
 /// build that shows its output (see `Cargo`). `verbosity`: cargo's `--quiet` or `--verbose`; `cargo_flags`:
 /// `--offline` when the run stays off the network.
-pub fn start(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> Result<Build> {
+pub(crate) fn start(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> Result<Build> {
     if !SUPPORTED {
         return Err(Error::Interposer(InterposerError::Unsupported));
     }
@@ -107,7 +107,7 @@ pub fn start(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str]) -> R
 impl Build {
     /// Waits for the build (or runs it) and returns the library's path. A check's output is shown when it failed,
     /// or with `--verbose` (`verbose`).
-    pub fn finish(self, verbose: bool) -> Result<PathBuf> {
+    pub(crate) fn finish(self, verbose: bool) -> Result<PathBuf> {
         let status = match self.cargo {
             Cargo::Fresh => return Ok(self.library),
             Cargo::Building(mut command) => command.stderr(Stdio::inherit()).status().map_err(spawn_failed)?,
@@ -129,7 +129,7 @@ impl Build {
 
     /// Ends the build unused (the tests' build failed, or no test is selected): a check started is waited for, so
     /// that no cargo outlives the run; a build not started is not run.
-    pub fn abandon(self) {
+    pub(crate) fn abandon(self) {
         if let Cargo::Checking(child) = self.cargo {
             let _ = child.wait_with_output();
         }
@@ -275,7 +275,7 @@ fn dep_info_files(dep_info: &str) -> Vec<String> {
 }
 
 /// `LD_PRELOAD` for a test process: the interposer first, then whatever the environment preloads already.
-pub fn preload_value(library: &Path) -> std::ffi::OsString {
+pub(crate) fn preload_value(library: &Path) -> std::ffi::OsString {
     let mut value = library.as_os_str().to_owned();
     if let Some(existing) = std::env::var_os(PRELOAD_ENV).filter(|existing| !existing.is_empty()) {
         value.push(":");

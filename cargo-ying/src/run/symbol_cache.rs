@@ -38,7 +38,7 @@ fn file_stamp(path: &Path) -> Option<(u64, u128)> {
 }
 
 /// The frames kept for one executable, and where they are kept.
-pub struct SymbolCache {
+pub(crate) struct SymbolCache {
     /// The kept file.
     path: PathBuf,
     /// `None` when the executable or cargo ying's own cannot be told apart from another (nothing is kept).
@@ -50,7 +50,7 @@ pub struct SymbolCache {
 impl SymbolCache {
     /// The kept frames of `executable` in `dir` when they hold for it, else none; and the cache to
     /// [`save`](Self::save) them to.
-    pub fn open(dir: &Path, executable: &Path) -> (Self, HashMap<u64, Vec<Frame>>) {
+    pub(crate) fn open(dir: &Path, executable: &Path) -> (Self, HashMap<u64, Vec<Frame>>) {
         let name = executable.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
         // The executable's name, and its path's hash: the same name in two directories (profiles, workspaces).
         let hash = twox_hash::XxHash3_128::oneshot(executable.as_os_str().as_encoded_bytes());
@@ -72,13 +72,13 @@ impl SymbolCache {
     }
 
     /// Whether frames were kept for the executable (a run names none of its addresses from its debug information).
-    pub fn was_kept(&self) -> bool {
+    pub(crate) fn was_kept(&self) -> bool {
         self.read > 0
     }
 
     /// Keeps `frames` for the next run, when there are more than were read: written aside, then moved over the
     /// kept file, so that a run reading it meanwhile (another run on this target directory) reads one whole.
-    pub fn save(&self, frames: &HashMap<u64, Vec<Frame>>) -> std::io::Result<()> {
+    pub(crate) fn save(&self, frames: &HashMap<u64, Vec<Frame>>) -> std::io::Result<()> {
         let Some(identity) = &self.identity else { return Ok(()) };
         if frames.len() <= self.read {
             return Ok(());

@@ -2,7 +2,7 @@
 //! every test process loading the executable's debug information for its report; and, while the executable does
 //! not change, once for all runs ([`SymbolCache`]).
 
-use crate::symbol_cache::SymbolCache;
+use crate::run::symbol_cache::SymbolCache;
 use addr2line::Loader;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use ying_report::LeakReport;
 /// Debug information of the test executables, each loaded on first use. The runner's workers share it, each
 /// executable behind a lock of its own: reports of two executables are named at once.
 #[derive(Default)]
-pub struct Symbolizer {
+pub(crate) struct Symbolizer {
     executables: Mutex<HashMap<PathBuf, Arc<Slot>>>,
     /// Where each executable's frames are kept from one run to the next; `None`: nowhere.
     kept: Option<PathBuf>,
@@ -119,7 +119,7 @@ fn library_unit_addresses(executable: &Path) -> Vec<(&'static str, u64)> {
 
 impl Symbolizer {
     /// A symbolizer that keeps each executable's frames in `kept` from one run to the next (see [`SymbolCache`]).
-    pub fn keeping_frames_in(kept: PathBuf) -> Self {
+    pub(crate) fn keeping_frames_in(kept: PathBuf) -> Self {
         Self { executables: Mutex::default(), kept: Some(kept) }
     }
 
@@ -138,7 +138,7 @@ impl Symbolizer {
     /// information and parses its [`LIBRARY_UNITS`], for a thread with nothing else to do while the tests are
     /// listed: naming the first report then takes a fraction of the time. A report of the executable waits until
     /// this is done (it would do the same work).
-    pub fn prepare(&self, executable: &Path) {
+    pub(crate) fn prepare(&self, executable: &Path) {
         let slot = self.slot(executable);
         let mut opened = self.opened(&slot, executable).lock().unwrap_or_else(PoisonError::into_inner);
         if opened.cache.as_ref().is_some_and(SymbolCache::was_kept) {
@@ -154,7 +154,7 @@ impl Symbolizer {
 
     /// Keeps each executable's frames for the next run, where there are new ones. A file that cannot be written is
     /// not kept: the next run names those frames from the debug information again.
-    pub fn save(&self) {
+    pub(crate) fn save(&self) {
         let slots: Vec<Arc<Slot>> =
             self.executables.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
         for slot in slots {
@@ -188,7 +188,7 @@ impl Symbolizer {
     /// trimmed as the runtime trims them, the test body's frame named after the test, and with paths relative to
     /// `package_dir`; judges each deferred retained site's excuse by its frames, as the runtime would have. Returns
     /// whether anything changed.
-    pub fn complete(&self, report: &mut LeakReport, executable: &Path, package_dir: &Path) -> bool {
+    pub(crate) fn complete(&self, report: &mut LeakReport, executable: &Path, package_dir: &Path) -> bool {
         let deferred_sites = report.retained_sites.iter().any(|site| !site.addresses.is_empty());
         if !deferred_sites && report.sampled_stacks.iter().all(|stack| stack.addresses.is_empty()) {
             return false;

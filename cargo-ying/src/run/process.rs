@@ -1,15 +1,15 @@
 //! The child processes cargo ying starts to list and run tests: each in a process group of its own, killed as a
 //! group (what a test started dies with it), and with cargo ying however it ends (a watchdog process kills the
-//! groups still running when cargo ying is gone), waited for with a deadline; and SIGINT/SIGTERM to cargo ying,
-//! which stop the run instead of killing it outright.
+//! groups still running when cargo ying is gone), and waited for with a deadline or until cargo ying is asked to
+//! stop (`signals`).
 //!
 //! A test process is started with `posix_spawn` (the standard library's choice when nothing runs between fork
 //! and exec): copying cargo ying's address space for each test, as `fork` does, costs milliseconds once cargo ying
 //! holds the tests' debug information.
 
+use crate::signals;
 use std::io::{BufRead, Write as _};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -21,7 +21,7 @@ const CHECK: Duration = Duration::from_millis(50);
 
 /// Starts `command` in a process group of its own, watched: if cargo ying ends before the group is killed (see
 /// [`kill_group`]), the watchdog kills it.
-pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
+pub(crate) fn spawn(command: &mut Command) -> std::io::Result<Child> {
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(command, 0);
     let child = command.spawn()?;
@@ -31,7 +31,7 @@ pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
 
 /// The argument that makes `cargo-ying` the watchdog of the cargo ying that starts it (see [`watchdog`]): not a
 /// command of the command line.
-pub const WATCHDOG_ARG: &str = "__ying-watchdog";
+pub(crate) const WATCHDOG_ARG: &str = "__ying-watchdog";
 
 /// The watchdog's input, once it is started (with the first process cargo ying watches); `None` when it could not
 /// be.
@@ -59,7 +59,7 @@ fn tell_watchdog(change: char, group: u32) {
 
 /// The watchdog (`cargo-ying __ying-watchdog`): `outlive` the cargo ying that started it, whose input it
 /// reads. Interrupts are ignored: it ends with its input.
-pub fn watchdog(input: impl BufRead) {
+pub(crate) fn watchdog(input: impl BufRead) {
     #[cfg(unix)]
     // SAFETY: ignoring signals changes no memory; the watchdog runs no code on SIGINT or SIGTERM.
     unsafe {
@@ -94,7 +94,7 @@ fn outlive(input: impl BufRead) {
 
 /// Kills the process group `child` leads (the child and whatever it started that stayed in its group), and tells
 /// the watchdog it is gone.
-pub fn kill_group(child: &mut Child) {
+pub(crate) fn kill_group(child: &mut Child) {
     #[cfg(unix)]
     {
         if let Ok(group) = i32::try_from(child.id()) {
@@ -110,7 +110,7 @@ pub fn kill_group(child: &mut Child) {
 
 /// How waiting for a child ended.
 #[derive(Debug)]
-pub enum Waited {
+pub(crate) enum Waited {
     /// It exited.
     Exited(ExitStatus),
     /// It ran past the deadline and was killed with its group.
@@ -124,13 +124,13 @@ pub enum Waited {
 /// Waits for `child` until `timeout` has passed since `started`, or cargo ying is interrupted; kills its group
 /// when it is not waited for to the end, and in any case once it exited (what it left running in its group goes
 /// with it).
-pub fn wait(child: &mut Child, started: Instant, timeout: Duration) -> Waited {
+pub(crate) fn wait(child: &mut Child, started: Instant, timeout: Duration) -> Waited {
     let exit = ExitNotice::of(child);
     let waited = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Waited::Exited(status),
             Ok(None) => {
-                if let Some(signal) = interrupted() {
+                if let Some(signal) = signals::interrupted() {
                     break Waited::Interrupted(signal);
                 }
                 let Some(left) = timeout.checked_sub(started.elapsed()).filter(|left| !left.is_zero()) else {
@@ -193,61 +193,6 @@ impl ExitNotice {
         #[cfg(not(target_os = "linux"))]
         std::thread::sleep(at_most.min(POLL));
     }
-}
-
-/// The signal that asked cargo ying to stop, 0 while none has.
-static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(signal: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    INTERRUPTED.store(signal, Ordering::SeqCst);
-}
-
-/// From now on, SIGINT and SIGTERM to cargo ying stop the run: [`interrupted`] says which came, and [`wait`] kills
-/// the test it waits for.
-pub fn catch_interrupts() {
-    #[cfg(unix)]
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        let handler: extern "C" fn(libc::c_int) = on_signal;
-        // SAFETY: the handler only stores to an atomic; sigaction is given a zeroed, then filled, struct.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = handler as libc::sighandler_t;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
-        }
-    }
-}
-
-/// The signal that asked cargo ying to stop, if one has.
-pub fn interrupted() -> Option<i32> {
-    match INTERRUPTED.load(Ordering::SeqCst) {
-        0 => None,
-        signal => Some(signal),
-    }
-}
-
-/// The name of a signal.
-pub fn signal_name(signal: i32) -> String {
-    #[cfg(unix)]
-    {
-        let name = match signal {
-            libc::SIGABRT => "SIGABRT",
-            libc::SIGSEGV => "SIGSEGV",
-            libc::SIGBUS => "SIGBUS",
-            libc::SIGILL => "SIGILL",
-            libc::SIGFPE => "SIGFPE",
-            libc::SIGKILL => "SIGKILL",
-            libc::SIGTERM => "SIGTERM",
-            libc::SIGINT => "SIGINT",
-            libc::SIGTRAP => "SIGTRAP",
-            _ => return format!("signal {signal}"),
-        };
-        name.to_owned()
-    }
-    #[cfg(not(unix))]
-    format!("signal {signal}")
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -5,7 +5,7 @@ use std::fmt;
 
 /// How tests are assigned to shards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheme {
+pub(crate) enum Scheme {
     /// The i-th test of the run goes to shard i mod N: even shards, but a new test moves the others.
     Count,
     /// A test goes to the shard its id hashes to: stable as tests come and go.
@@ -14,7 +14,7 @@ pub enum Scheme {
 
 /// Shard `shard` (1-based) of `total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Partition {
+pub(crate) struct Partition {
     /// How tests are assigned.
     pub scheme: Scheme,
     /// This shard, from 1.
@@ -35,7 +35,7 @@ impl fmt::Display for Partition {
 
 impl Partition {
     /// Parses `count:M/N` or `hash:M/N` (1 <= M <= N).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let usage = || format!("`{text}` is not a partition; write count:M/N or hash:M/N, e.g. hash:1/3");
         let (scheme, shards) = text.split_once(':').ok_or_else(usage)?;
         let scheme = match scheme {
@@ -52,7 +52,7 @@ impl Partition {
     }
 
     /// Whether the `index`-th test of the run, with id `id`, belongs to this shard.
-    pub fn contains(&self, index: usize, id: &str) -> bool {
+    pub(crate) fn contains(&self, index: usize, id: &str) -> bool {
         let key = match self.scheme {
             Scheme::Count => index as u64,
             Scheme::Hash => ying_report::stable_hash(id),

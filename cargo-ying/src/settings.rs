@@ -1,0 +1,152 @@
+//! What a command runs with, resolved once: each setting from its flag, else from `[workspace.metadata.ying]`,
+//! else its default. This is where the command line ends: the rest of cargo ying takes these values, never clap's
+//! structs.
+
+use crate::cli::{GateOptions, TestArgs, TestFilter};
+use crate::config::{Config, Measure, NoTests};
+use crate::error::Result;
+use crate::gate::{Gating, Tolerance};
+use crate::outputs::terminal;
+use crate::run::discover::Selection;
+use crate::run::plan::Request;
+use crate::workspace::Workspace;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The timeout when neither `--timeout` nor the configuration sets one: generous, for slow debug builds.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The settings of `cargo ying test`.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    /// Which tests.
+    pub request: Request,
+    /// `<target-dir>/ying`, where the run's files go.
+    pub out_dir: PathBuf,
+    /// The baseline file.
+    pub baseline: PathBuf,
+    /// Write this run's figures into the baseline.
+    pub save_baseline: bool,
+    /// How the gate judges.
+    pub gating: Gating,
+    /// New and missing tests fail the gate too.
+    pub check: bool,
+    /// Which tests are measured.
+    pub measure: Measure,
+    /// What a run with no test to run does.
+    pub no_tests: NoTests,
+    /// Tests run at once (1 when they print straight to the terminal).
+    pub jobs: usize,
+    /// Longest a test may run.
+    pub timeout: Duration,
+    /// Stop starting tests after the first failure.
+    pub fail_fast: bool,
+    /// Runs of a failing test after its first.
+    pub retries: u32,
+    /// Tests print straight to the terminal.
+    pub no_capture: bool,
+    /// Color the output.
+    pub color: bool,
+    /// No line for a test that passed, no build progress.
+    pub quiet: bool,
+    /// Cargo's build commands and each test's command line.
+    pub verbose: bool,
+    /// Where to write JUnit XML, if anywhere.
+    pub junit: Option<PathBuf>,
+}
+
+impl Settings {
+    /// The settings of `cargo ying test` run with `args` in `workspace`.
+    pub(crate) fn resolve(args: &TestArgs, workspace: &Workspace) -> Result<Self> {
+        let config = &workspace.config;
+        let request = request(&args.filter)?;
+        let selection = &request.selection;
+        // Output straight to the terminal is readable one test at a time, as under cargo-nextest.
+        let no_capture = args.no_capture || selection.no_capture;
+        let jobs =
+            if no_capture { Some(1) } else { args.jobs.or(selection.test_threads).or(config.jobs.map(usize::from)) }
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+                .max(1);
+        Ok(Self {
+            out_dir: workspace.out_dir(request.cargo.target_dir.as_deref()),
+            baseline: workspace.baseline_path(args.baseline.as_deref()),
+            save_baseline: args.save_baseline,
+            gating: gating(&args.gating, config),
+            check: args.gating.check,
+            measure: args.measure.or(config.measure).unwrap_or_default(),
+            no_tests: args.no_tests.or(config.no_tests).unwrap_or_default(),
+            jobs,
+            timeout: args.timeout.or(config.timeout).unwrap_or(DEFAULT_TIMEOUT),
+            fail_fast: !args.no_fail_fast && config.fail_fast.unwrap_or(true),
+            retries: args.retries.or(config.retries).unwrap_or(0),
+            no_capture,
+            color: terminal::use_color(args.color),
+            quiet: args.quiet,
+            verbose: args.verbose,
+            junit: args.junit.clone(),
+            request,
+        })
+    }
+
+    /// Cargo's `--quiet` or `--verbose`, for the builds.
+    pub(crate) fn verbosity(&self) -> Option<&'static str> {
+        if self.quiet {
+            Some("--quiet")
+        } else if self.verbose {
+            Some("--verbose")
+        } else {
+            None
+        }
+    }
+}
+
+/// Which tests `filter` asks for; the arguments after `--` must be a test harness's.
+pub(crate) fn request(filter: &TestFilter) -> Result<Request> {
+    Ok(Request {
+        cargo: filter.cargo.to_args(),
+        selection: Selection::new(&filter.filters, &filter.filtersets, &filter.test_args)?,
+        partition: filter.partition,
+    })
+}
+
+/// How the gate judges: the flags first, then the configuration, then the defaults.
+pub(crate) fn gating(flags: &GateOptions, config: &Config) -> Gating {
+    let defaults = Tolerance::default();
+    let tolerance = Tolerance {
+        relative: flags.max_growth.or(config.max_growth).unwrap_or(defaults.relative),
+        absolute: flags.min_growth.or(config.min_growth).unwrap_or(defaults.absolute),
+    };
+    let also = if flags.gate.is_empty() { config.gate.clone().unwrap_or_default() } else { flags.gate.clone() };
+    let mut gating = Gating::new(tolerance, &also);
+    gating.reruns = flags.reruns.or(config.reruns).unwrap_or(gating.reruns);
+    gating
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gating;
+    use crate::cli::GateOptions;
+    use crate::config::Config;
+    use crate::gate::{Gating, Tolerance};
+    use ying_report::{ByteSize, Figure};
+
+    #[test]
+    fn the_gate_takes_each_flag_before_the_configuration_and_the_configuration_before_the_default() {
+        let config = Config {
+            reruns: Some(4),
+            min_growth: Some(ByteSize::new(4096)),
+            gate: Some(vec![Figure::Peak]),
+            ..Config::default()
+        };
+        let expected = |absolute: u64, also: Figure, reruns: u32| {
+            let tolerance = Tolerance { absolute: ByteSize::new(absolute), ..Tolerance::default() };
+            let mut gating = Gating::new(tolerance, &[also]);
+            gating.reruns = reruns;
+            gating
+        };
+        assert_eq!(gating(&GateOptions::default(), &config), expected(4096, Figure::Peak, 4));
+        assert_eq!(gating(&GateOptions::default(), &Config::default()), expected(1024, Figure::Retained, 2));
+        let flags = GateOptions { reruns: Some(0), gate: vec![Figure::Allocations], ..GateOptions::default() };
+        assert_eq!(gating(&flags, &config), expected(4096, Figure::Allocations, 0));
+    }
+}
