@@ -9,12 +9,15 @@
 //!   the pure rules that [trim](Trim) a symbolised stack and [excuse](excuses) what it allocated, and
 //!   [`FoldedStack`];
 //! - [`ByteSize`]: the one grammar of sizes (`"64 KiB"`) that budgets, flags and configuration keys use;
+//! - [`arguments`]: the arguments of `#[ying::leak_test]` in one table ([`ARGUMENTS`]), which the macro checks
+//!   against, the runtime resolves through and the runtime's documentation lists;
 //! - [`KnownCode`]: the functions of a test executable the runtime knows by address, which `cargo ying` reads once
 //!   per executable and passes to its test processes.
 //!
 //! It depends on serde alone (and, with the `elf` feature, on object to read an executable's symbol table): no
 //! allocator, no renderer.
 
+pub mod arguments;
 pub mod baseline;
 pub mod excuses;
 mod figures;
@@ -30,6 +33,7 @@ pub mod summary;
 mod test_id;
 mod trim;
 
+pub use arguments::{ARGUMENTS, Argument};
 pub use baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BASELINE};
 pub use figures::{Figure, Figures};
 pub use folded::{FoldedStack, FoldedStackError};
