@@ -2,6 +2,7 @@
 //! attributes say.
 
 use proc_macro2::TokenStream;
+use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Ident, Token};
@@ -14,8 +15,8 @@ pub(crate) struct Arg {
 
 impl Parse for Arg {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        let key: Ident = input
-            .parse()
+        // Keywords too: `crate = "..."` is an argument.
+        let key = Ident::parse_any(input)
             .map_err(|error| syn::Error::new(error.span(), "expected an argument like `max_retained = \"64 KiB\"`"))?;
         if !input.peek(Token![=]) {
             return Err(syn::Error::new(

@@ -2,11 +2,13 @@
 //! holds the compile-time half only.
 //!
 //! The attribute goes through three steps, each in its own module: [`args`] parses the arguments keeping every
-//! value with its span, [`validate`] checks them (unknown, duplicate and mistyped keys, sizes and their units) into
-//! a [`validate::LeakTestArgs`], and [`expand`] writes the test. On an error the function is still emitted, with
-//! the error beside it, so that one mistake does not bury the rest of the crate under follow-on errors. [`source`]
-//! reads the function back from its file for the one thing its input cannot tell: a `#[test]` written before the
-//! leak test, which has already registered the test.
+//! value with its span, [`validate`] checks them against the one table of the attribute's arguments
+//! ([`ying_report::arguments::ARGUMENTS`]: unknown, duplicate and mistyped keys, limits, sizes and their units, an
+//! argument written without the one it needs) into a [`validate::LeakTestArgs`], and [`expand`] writes the test,
+//! which carries the arguments as written for the runtime to resolve through the same table. On an error the
+//! function is still emitted, with the error beside it, so that one mistake does not bury the rest of the crate
+//! under follow-on errors. [`source`] reads the function back from its file for the one thing its input cannot
+//! tell: a `#[test]` written before the leak test, which has already registered the test.
 
 mod args;
 mod expand;
@@ -32,7 +34,9 @@ pub fn leak_test(args: TokenStream, item: TokenStream) -> TokenStream {
     let raw_args = proc_macro2::TokenStream::from(args);
     let checked = args::parse(raw_args.clone()).and_then(|args| validate::validate(args, &function));
     match checked {
-        Ok(_) if function.sig.asyncness.is_some() => expand::defer_to_async_attribute(raw_args, function).into(),
+        Ok(args) if function.sig.asyncness.is_some() => {
+            expand::defer_to_async_attribute(raw_args, &args.runtime, function).into()
+        }
         Ok(args) => {
             let registered = function.attrs.iter().any(args::is_test_attribute)
                 || source::has_test_attribute(&function).unwrap_or(false);

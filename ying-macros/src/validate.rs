@@ -1,102 +1,77 @@
-//! Validation: every argument checked against what `leak_test` accepts, errors on the offending tokens naming the
-//! fix; all errors reported at once.
+//! Validation: every argument checked against the table of what `leak_test` accepts
+//! ([`ying_report::arguments::ARGUMENTS`]), errors on the offending tokens naming the fix; all errors reported at
+//! once.
 
 use crate::args::Arg;
+use proc_macro2::Span;
 use syn::spanned::Spanned;
-use syn::{Expr, ExprLit, Lit};
+use syn::{Expr, ExprLit, Lit, LitStr};
+use ying_report::arguments::{self, ATTRIBUTIONS, Argument, Kind};
 
-/// How a test's figures are attributed, as written in `attribution = "..."`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Attribution {
-    Thread,
-    Process,
-}
-
-/// The arguments of one `#[leak_test(...)]`, checked; `None` where not written.
-#[derive(Debug, Default)]
+/// The arguments of one `#[leak_test(...)]`, checked.
 pub(crate) struct LeakTestArgs {
-    pub(crate) max_retained: Option<u64>,
-    pub(crate) max_peak: Option<u64>,
-    pub(crate) max_allocated: Option<u64>,
-    pub(crate) max_allocations: Option<u64>,
-    pub(crate) max_growth_per_iteration: Option<u64>,
-    pub(crate) warmup: u32,
-    pub(crate) iterations: Option<u32>,
-    pub(crate) attribution: Option<Attribution>,
-    pub(crate) allow: Vec<String>,
+    /// The arguments the runtime reads, each by its name in the table, in the order written.
+    pub(crate) written: Vec<(&'static str, Value)>,
+    /// The path the generated code names the runtime by: `crate = "..."`, or `::ying`.
+    pub(crate) runtime: syn::Path,
     /// The function also carries `#[should_panic]`.
     pub(crate) should_panic: bool,
 }
 
-/// What kind of value a key takes.
-#[derive(Clone, Copy)]
-enum Kind {
-    Size,
-    Count,
-    NonZeroCount,
-    Attribution,
-    Patterns,
+/// A checked value the runtime reads, in the form its kind is written into the test
+/// ([`ying_report::arguments::Value`]); strings keep the spans they were written with.
+pub(crate) enum Value {
+    Number(u64),
+    Text(LitStr),
+    List(Vec<LitStr>),
 }
 
-const KEYS: &[(&str, Kind)] = &[
-    ("max_retained", Kind::Size),
-    ("max_peak", Kind::Size),
-    ("max_allocated", Kind::Size),
-    ("max_allocations", Kind::Count),
-    ("max_growth_per_iteration", Kind::Size),
-    ("warmup", Kind::Count),
-    ("iterations", Kind::NonZeroCount),
-    ("attribution", Kind::Attribution),
-    ("allow", Kind::Patterns),
-];
+/// A checked value: one the runtime reads, or the runtime's path ([`Kind::RuntimePath`]), which the expansion
+/// names the runtime by.
+enum Checked {
+    Value(Value),
+    RuntimePath(syn::Path),
+}
 
-/// A checked value.
-enum Value {
-    Bytes(u64),
-    Count(u64),
-    Attribution(Attribution),
-    Patterns(Vec<String>),
+/// The path the generated code names the runtime by when `crate` is not written.
+fn default_runtime() -> syn::Path {
+    syn::parse_quote!(::ying)
 }
 
 /// Checks `args` (and the function's own attributes) into [`LeakTestArgs`].
 pub(crate) fn validate(args: Vec<Arg>, function: &syn::ItemFn) -> syn::Result<LeakTestArgs> {
     let mut checked = LeakTestArgs {
+        written: Vec::new(),
+        runtime: default_runtime(),
         should_panic: function.attrs.iter().any(|attr| attr.path().is_ident("should_panic")),
-        ..LeakTestArgs::default()
     };
     let mut errors: Option<syn::Error> = None;
     let mut push = |error: syn::Error| match &mut errors {
         Some(errors) => errors.combine(error),
         None => errors = Some(error),
     };
-    let mut seen: Vec<String> = Vec::new();
-    let mut growth_key = None;
+    let mut seen: Vec<(&'static Argument, Span)> = Vec::new();
     for arg in args {
         let key = arg.key.to_string();
-        let Some(&(_, kind)) = KEYS.iter().find(|(name, _)| *name == key) else {
+        let Some(argument) = arguments::argument(&key) else {
             push(syn::Error::new(arg.key.span(), unknown_key_message(&key)));
             continue;
         };
-        if seen.contains(&key) {
+        if seen.iter().any(|(earlier, _)| earlier.name == argument.name) {
             push(syn::Error::new(arg.key.span(), format!("duplicate argument `{key}`; give it once")));
             continue;
         }
-        seen.push(key.clone());
-        if key == "max_growth_per_iteration" {
-            growth_key = Some(arg.key.span());
-        }
-        match check_value(&key, kind, &arg.value) {
-            Ok(value) => store(&mut checked, &key, value),
+        seen.push((argument, arg.key.span()));
+        match check_value(argument, &arg.value) {
+            Ok(Checked::Value(value)) => checked.written.push((argument.name, value)),
+            Ok(Checked::RuntimePath(path)) => checked.runtime = path,
             Err(error) => push(error),
         }
     }
-    if let Some(span) = growth_key.filter(|_| !seen.iter().any(|key| key == "iterations")) {
-        push(syn::Error::new(
-            span,
-            "`max_growth_per_iteration` is judged over measured runs, and without `iterations` there is one: add \
-             `iterations = N` (and `warmup = 1` for one-time initialisation), or budget the one run with \
-             `max_retained`",
-        ));
+    for (argument, span) in &seen {
+        if let Some(need) = argument.needs.filter(|need| !seen.iter().any(|(other, _)| other.name == need.argument)) {
+            push(syn::Error::new(*span, need.message));
+        }
     }
     if let Some(second) = function.attrs.iter().find(|attr| crate::args::is_leak_test_attribute(attr)) {
         push(syn::Error::new_spanned(
@@ -120,73 +95,63 @@ pub(crate) fn validate(args: Vec<Arg>, function: &syn::ItemFn) -> syn::Result<Le
     }
 }
 
-fn store(args: &mut LeakTestArgs, key: &str, value: Value) {
-    match (key, value) {
-        ("max_retained", Value::Bytes(bytes)) => args.max_retained = Some(bytes),
-        ("max_peak", Value::Bytes(bytes)) => args.max_peak = Some(bytes),
-        ("max_allocated", Value::Bytes(bytes)) => args.max_allocated = Some(bytes),
-        ("max_growth_per_iteration", Value::Bytes(bytes)) => args.max_growth_per_iteration = Some(bytes),
-        ("max_allocations", Value::Count(count)) => args.max_allocations = Some(count),
-        ("warmup", Value::Count(count)) => args.warmup = count as u32,
-        ("iterations", Value::Count(count)) => args.iterations = Some(count as u32),
-        ("attribution", Value::Attribution(attribution)) => args.attribution = Some(attribution),
-        ("allow", Value::Patterns(patterns)) => args.allow = patterns,
-        _ => unreachable!("`KEYS` and `check_value` agree on every key's kind"),
-    }
-}
-
-fn check_value(key: &str, kind: Kind, value: &Expr) -> syn::Result<Value> {
-    match kind {
-        Kind::Size => match literal(value) {
+/// Checks `value` against the kind of `argument`.
+fn check_value(argument: &Argument, value: &Expr) -> syn::Result<Checked> {
+    let Argument { name: key, example, .. } = *argument;
+    match argument.kind {
+        Kind::Size(_) => match literal(value) {
             // One grammar for every size ying reads: the attribute's, the command line's and the configuration's.
             Some(Lit::Str(text)) => size(&text.value()).map_err(|why| syn::Error::new(text.span(), why)),
             Some(Lit::Int(int)) => size(&int.to_string()).map_err(|why| syn::Error::new(int.span(), why)),
             _ => Err(syn::Error::new(
                 value.span(),
-                format!("expected a size for `{key}`, like `{key} = \"64 KiB\"` or a number of bytes"),
+                format!("expected a size for `{key}`, like `{key} = {example}` or a number of bytes"),
             )),
         },
-        Kind::Count | Kind::NonZeroCount => {
+        Kind::Count { min, max, .. } => {
             let Some(Lit::Int(int)) = literal(value) else {
                 return Err(syn::Error::new(
                     value.span(),
-                    format!("expected a whole number for `{key}`, like `{key} = {}`", example_count(key)),
+                    format!("expected a whole number for `{key}`, like `{key} = {example}`"),
                 ));
             };
-            let limit = if key == "max_allocations" { u64::MAX } else { u64::from(u32::MAX) };
             let too_large =
-                || syn::Error::new(int.span(), format!("`{key} = {int}` is too large; `{key}` is at most {limit}"));
+                || syn::Error::new(int.span(), format!("`{key} = {int}` is too large; `{key}` is at most {max}"));
             let count = int.base10_parse::<u64>().map_err(|_| too_large())?;
-            if count > limit {
+            if count > max {
                 return Err(too_large());
             }
-            if matches!(kind, Kind::NonZeroCount) && count == 0 {
+            if count < min {
                 return Err(syn::Error::new(
                     int.span(),
-                    format!("`{key} = 0` would measure nothing; use at least 1, or leave `{key}` out for one run"),
+                    format!(
+                        "`{key} = {count}` would measure nothing; use at least {min}, or leave `{key}` out for one run"
+                    ),
                 ));
             }
-            Ok(Value::Count(count))
+            Ok(Checked::Value(Value::Number(count)))
         }
-        Kind::Attribution => match literal(value) {
-            Some(Lit::Str(text)) if text.value() == "thread" => Ok(Value::Attribution(Attribution::Thread)),
-            Some(Lit::Str(text)) if text.value() == "process" => Ok(Value::Attribution(Attribution::Process)),
+        Kind::Attribution(_) => match literal(value) {
+            Some(Lit::Str(text)) if ATTRIBUTIONS.iter().any(|(name, _)| *name == text.value()) => {
+                Ok(Checked::Value(Value::Text(text.clone())))
+            }
             _ => {
-                Err(syn::Error::new(value.span(), "expected `attribution = \"thread\"` or `attribution = \"process\"`"))
+                let choices: Vec<String> = ATTRIBUTIONS.iter().map(|(name, _)| format!("`{key} = {name:?}`")).collect();
+                Err(syn::Error::new(value.span(), format!("expected {}", choices.join(" or "))))
             }
         },
-        Kind::Patterns => {
+        Kind::Patterns(_) => {
             let Expr::Array(array) = value else {
                 return Err(syn::Error::new(
                     value.span(),
-                    "expected a list of patterns, like `allow = [\"regex::\", \"my_crate::interner\"]`",
+                    format!("expected a list of patterns, like `{key} = {example}`"),
                 ));
             };
             array
                 .elems
                 .iter()
                 .map(|element| match literal(element) {
-                    Some(Lit::Str(text)) if !text.value().is_empty() => Ok(text.value()),
+                    Some(Lit::Str(text)) if !text.value().is_empty() => Ok(text.clone()),
                     Some(Lit::Str(text)) => {
                         Err(syn::Error::new(text.span(), "an empty pattern would excuse everything"))
                     }
@@ -196,14 +161,38 @@ fn check_value(key: &str, kind: Kind, value: &Expr) -> syn::Result<Value> {
                     )),
                 })
                 .collect::<syn::Result<Vec<_>>>()
-                .map(Value::Patterns)
+                .map(|patterns| Checked::Value(Value::List(patterns)))
+        }
+        Kind::RuntimePath => {
+            // The example is a string holding the name of a renamed dependency: `"yr"`.
+            let renamed = example.trim_matches('"');
+            let Some(Lit::Str(text)) = literal(value) else {
+                return Err(syn::Error::new(
+                    value.span(),
+                    format!(
+                        "expected the path of `ying-runtime` as a string for `{key}`, like `{key} = {example}` \
+                         when this crate depends on it as `{renamed}`"
+                    ),
+                ));
+            };
+            // A path without generic arguments, as `use` takes: `yr`, `::yr`, `support::ying`.
+            text.parse_with(syn::Path::parse_mod_style).map(Checked::RuntimePath).map_err(|_| {
+                syn::Error::new(
+                    text.span(),
+                    format!(
+                        "`{key} = {:?}` is not a path; give the name this crate depends on `ying-runtime` by, like \
+                         `{key} = {example}` for `{renamed} = {{ package = \"ying-runtime\", .. }}`",
+                        text.value()
+                    ),
+                )
+            })
         }
     }
 }
 
 /// A size in ying's one size grammar.
-fn size(text: &str) -> Result<Value, ying_report::SizeError> {
-    ying_report::ByteSize::parse(text).map(|size| Value::Bytes(size.bytes()))
+fn size(text: &str) -> Result<Checked, ying_report::SizeError> {
+    ying_report::ByteSize::parse(text).map(|size| Checked::Value(Value::Number(size.bytes())))
 }
 
 fn literal(value: &Expr) -> Option<&Lit> {
@@ -214,16 +203,8 @@ fn literal(value: &Expr) -> Option<&Lit> {
     }
 }
 
-fn example_count(key: &str) -> &'static str {
-    match key {
-        "max_allocations" => "10_000",
-        "iterations" => "5",
-        _ => "1",
-    }
-}
-
 fn unknown_key_message(key: &str) -> String {
-    let names: Vec<&str> = KEYS.iter().map(|(name, _)| *name).collect();
+    let names: Vec<&str> = arguments::names().collect();
     let hint =
         ying_report::closest_key(key, &names).map_or_else(String::new, |name| format!("did you mean `{name}`? "));
     format!("unknown argument `{key}`; {hint}expected one of: {}", names.join(", "))
@@ -231,15 +212,21 @@ fn unknown_key_message(key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Kind, Value, check_value, unknown_key_message};
+    use super::{Checked, Value, check_value, unknown_key_message};
+    use ying_report::arguments::argument;
+
+    /// The value of argument `key` written as `tokens`, checked, or its error.
+    fn check(key: &str, tokens: &str) -> Result<Checked, String> {
+        let expr: syn::Expr = syn::parse_str(tokens).unwrap_or_else(|error| panic!("{tokens}: {error}"));
+        check_value(argument(key).unwrap(), &expr).map_err(|error| error.to_string())
+    }
 
     /// The bytes a size argument written as `tokens` means, or its error.
     fn size(tokens: &str) -> Result<u64, String> {
-        let expr: syn::Expr = syn::parse_str(tokens).unwrap_or_else(|error| panic!("{tokens}: {error}"));
-        match check_value("max_retained", Kind::Size, &expr) {
-            Ok(Value::Bytes(bytes)) => Ok(bytes),
+        match check("max_retained", tokens) {
+            Ok(Checked::Value(Value::Number(bytes))) => Ok(bytes),
             Ok(_) => panic!("a size argument gives bytes"),
-            Err(error) => Err(error.to_string()),
+            Err(error) => Err(error),
         }
     }
 
@@ -266,21 +253,39 @@ mod tests {
 
     #[test]
     fn an_oversized_count_names_the_key_and_its_limit() {
-        let check = |key: &str, tokens: &str| {
-            let expr: syn::Expr = syn::parse_str(tokens).unwrap();
-            check_value(key, Kind::Count, &expr).err().map(|error| error.to_string())
-        };
+        let error = |key: &str, tokens: &str| check(key, tokens).err();
         assert_eq!(
-            check("max_allocations", "99999999999999999999").as_deref(),
+            error("max_allocations", "99999999999999999999").as_deref(),
             Some(
                 "`max_allocations = 99999999999999999999` is too large; `max_allocations` is at most 18446744073709551615"
             )
         );
         assert_eq!(
-            check("warmup", "4294967296").as_deref(),
+            error("warmup", "4294967296").as_deref(),
             Some("`warmup = 4294967296` is too large; `warmup` is at most 4294967295")
         );
-        assert_eq!(check("warmup", "4294967295"), None);
+        assert_eq!(error("warmup", "4294967295"), None);
+    }
+
+    #[test]
+    fn the_runtime_path_is_a_path_without_generic_arguments_written_as_a_string() {
+        let path = |tokens: &str| match check("crate", tokens) {
+            Ok(Checked::RuntimePath(path)) => Ok(quote::ToTokens::to_token_stream(&path).to_string()),
+            Ok(_) => panic!("`crate` gives a path"),
+            Err(error) => Err(error),
+        };
+        assert_eq!(path(r#""yr""#).as_deref(), Ok("yr"));
+        assert_eq!(path(r#""::yr""#).as_deref(), Ok(":: yr"));
+        assert_eq!(path(r#""support::ying""#).as_deref(), Ok("support :: ying"));
+        let fix = concat!(
+            r#"give the name this crate depends on `ying-runtime` by, like `crate = "yr"` "#,
+            r#"for `yr = { package = "ying-runtime", .. }`"#,
+        );
+        for refused in [r#""ying<u8>""#, r#""""#, r#""yr::""#, r#""not a path""#] {
+            let error = path(refused).unwrap_err();
+            assert_eq!(error, format!("`crate = {refused}` is not a path; {fix}"));
+        }
+        assert!(path("yr").unwrap_err().starts_with("expected the path of `ying-runtime` as a string for `crate`"));
     }
 
     #[test]

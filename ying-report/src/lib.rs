@@ -10,12 +10,15 @@
 //! - [`Frame`], one symbolised frame of a stack, and [`FoldedStack`], a stack in the folded form baselines and
 //!   flamegraphs keep;
 //! - [`ByteSize`]: the one grammar of sizes (`"64 KiB"`) that budgets, flags and configuration keys use;
+//! - [`arguments`]: the arguments of `#[ying::leak_test]` in one table ([`ARGUMENTS`]), which the macro checks
+//!   against, the runtime resolves through and the runtime's documentation lists;
 //! - [`exit_code`]: the exit codes `cargo ying` documents.
 //!
 //! The rules that name, trim, fold and excuse the frames of a stack are not part of the contract: they live in
 //! `ying-frames`, which the runtime and `cargo ying` use. This crate depends on serde alone: no allocator, no
 //! renderer, no reader of executables.
 
+pub mod arguments;
 pub mod baseline;
 pub mod exit_code;
 mod figures;
@@ -28,6 +31,7 @@ pub mod size;
 pub mod summary;
 mod test_id;
 
+pub use arguments::{ARGUMENTS, Argument};
 pub use baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BASELINE};
 pub use figures::{Figure, Figures};
 pub use folded::{FoldedStack, FoldedStackError};

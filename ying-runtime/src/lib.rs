@@ -160,23 +160,17 @@ pub use read::stack_stats::StackStats;
 /// Sizes are strings with a unit (`B`, `KB`/`KiB`, `MB`/`MiB`, `GB`/`GiB`, `TB`/`TiB`, any case, decimals allowed)
 /// or plain integers of bytes. Invalid arguments are compile errors on the offending tokens.
 ///
-/// | argument | meaning |
-/// |---|---|
-/// | `max_retained` | bytes the measured runs may leave allocated; default `"0"` for a single run, unchecked with `iterations` unless written |
-/// | `max_peak` | bytes the measured runs may hold at once |
-/// | `max_allocated` | bytes each measured run may allocate |
-/// | `max_allocations` | allocations each measured run may make |
-/// | `max_growth_per_iteration` | net heap growth (allocated minus freed bytes, whatever their age) allowed per measured run; the test fails when every run grew by more; default `"0"` with `iterations`, which it needs |
-/// | `warmup` | unmeasured runs of the body first (one-time initialisation) |
-/// | `iterations` | measured runs of the body (at least 1) |
-/// | `attribution` | `"thread"`: allocations of the test's thread and of threads that [enter](Scope::enter) its scope; `"process"`: every allocation in the process |
-/// | `allow` | retained memory allocated under a function whose name contains one of these is excused |
+#[doc = ying_report::leak_test_arguments_doc!()]
 ///
 /// # Forms
 ///
 /// `#[test]`, or an async test attribute such as `#[tokio::test]`, may be written before the leak test, after it,
 /// or not at all: the test is registered once. Inner attributes (`#![allow(..)]`) apply to the body. A leak test
 /// returns what a test may: `()`, a `Result`, an `ExitCode` or `impl Termination`.
+///
+/// A crate that depends on `ying-runtime` under another name gives that name to `crate`, so that the generated code
+/// finds the runtime: with `yr = { package = "ying-runtime", version = "0.1" }` in `[dev-dependencies]`, write
+/// `#[yr::leak_test(crate = "yr", max_retained = "1 KiB")]`.
 ///
 /// A leak test's function cannot be called from another leak test's body (the two would share one measured
 /// scope): the call panics at once, naming both tests. Move the shared body into a plain function and call that.
@@ -217,9 +211,8 @@ pub use ying_report::report::ATTRIBUTION_ENV;
 /// Internals for ying's own macros and tests; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::hot::scope::Attribution;
     pub use crate::products::leak_test::{LeakTest, TestResult, run};
-    pub use crate::report::Budgets;
+    pub use ying_report::arguments::Value;
 
     /// What the allocation interposer (`ying-preload`) tells the runtime.
     pub mod interposer {

@@ -1,5 +1,6 @@
 //! The forms `#[ying::leak_test]` accepts: a test attribute in either order registers the test once, inner
-//! attributes apply to the body, `-> impl Termination` works; and a leak test called from another's body fails at
+//! attributes apply to the body, `-> impl Termination` works, the runtime can be named by the path `crate` gives
+//! (`fixtures/renamed-runtime` depends on it under another name); and a leak test called from another's body fails at
 //! once, naming both, whatever the attribution.
 
 use std::hint::black_box;
@@ -40,6 +41,17 @@ async fn tokio_attribute_written_after() {
 fn inner_attributes_apply_to_the_body() {
     #![expect(unused_variables, reason = "an inner attribute of a leak test applies to its body")]
     let unused = black_box(vec![0u8; 16]);
+}
+
+#[ying::leak_test(crate = "ying", max_retained = "1 KiB")]
+fn runtime_named_by_its_path() {
+    drop(black_box(vec![0u8; 64]));
+}
+
+#[ying::leak_test(crate = "::ying", max_retained = "1 KiB")]
+#[tokio::test]
+async fn runtime_named_by_its_path_in_an_async_test() {
+    tokio::task::yield_now().await;
 }
 
 #[ying::leak_test]
@@ -93,6 +105,8 @@ fn each_test_is_listed_once_whatever_the_attribute_order() {
         "tokio_attribute_written_after",
         "inner_attributes_apply_to_the_body",
         "returns_impl_termination",
+        "runtime_named_by_its_path",
+        "runtime_named_by_its_path_in_an_async_test",
     ] {
         let line = format!("{name}: test");
         assert_eq!(lines.iter().filter(|listed| **listed == line).count(), 1, "{name}:\n{listing}");

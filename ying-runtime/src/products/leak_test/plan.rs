@@ -1,9 +1,10 @@
-//! The plan of a leak test: what `#[ying::leak_test]` wrote, resolved into budgets with their defaults, runs and
-//! attribution.
+//! The plan of a leak test: what `#[ying::leak_test]` wrote, resolved through the table of the attribute's arguments
+//! (`ying_report::arguments`) into budgets with their defaults, runs, attribution and excuses.
 
 use crate::hot::allocator::is_installed;
 use crate::products::measure::INSTALL_HINT;
 use std::sync::{Mutex, MutexGuard};
+use ying_report::arguments::{self, Value, Written};
 use ying_report::report::{ATTRIBUTION_ENV, Attribution, Budgets, DEFER_SYMBOLS_ENV, TestIdentity};
 
 /// Process-attributed tests count every allocation in the process: two at once would count each other's.
@@ -21,13 +22,9 @@ pub struct LeakTest {
     pub file: &'static str,
     pub line: u32,
     pub manifest_dir: &'static str,
-    /// Budgets as written; defaults are applied by the runner.
-    pub budgets: Budgets,
-    pub warmup: u32,
-    /// `None`: one measured run, no growth budget by default.
-    pub iterations: Option<u32>,
-    pub attribution: Option<Attribution>,
-    pub allow: &'static [&'static str],
+    /// The arguments as written, each by its name in `ying_report::arguments::ARGUMENTS`; the plan resolves them
+    /// through that table and applies the defaults.
+    pub arguments: &'static [(&'static str, Value)],
     pub should_panic: bool,
 }
 
@@ -49,29 +46,30 @@ impl LeakTest {
             file,
             line,
             manifest_dir,
-            budgets: Budgets {
-                max_retained: None,
-                max_peak: None,
-                max_allocated: None,
-                max_allocations: None,
-                max_growth_per_iteration: None,
-            },
-            warmup: 0,
-            iterations: None,
-            attribution: None,
-            allow: &[],
+            arguments: &[],
             should_panic: false,
         }
     }
+
+    /// The arguments as written, resolved through the table; a list the table does not allow (which only code
+    /// written by hand against `__private` can make) fails the test, naming it.
+    fn written(&self) -> Written {
+        arguments::resolve(self.arguments)
+            .unwrap_or_else(|error| panic!("ying: the arguments of leak test `{}` cannot be read: {error}", self.name))
+    }
 }
 
-/// The resolved plan of a run: budgets with defaults, attribution and iterations.
+/// The resolved plan of a run: budgets with defaults, attribution, runs and excuses.
 pub(super) struct Plan {
     pub(super) test: &'static LeakTest,
     pub(super) identity: TestIdentity,
     pub(super) budgets: Budgets,
     pub(super) attribution: Attribution,
+    /// Unmeasured runs of the body before the measured ones.
+    pub(super) warmup: u32,
     pub(super) iterations: u32,
+    /// Patterns of the function names whose retained memory is excused.
+    pub(super) allow: &'static [&'static str],
     /// What the report says of how the figures were taken (see `LeakReport::notes`).
     pub(super) notes: Vec<String>,
 }
@@ -79,24 +77,30 @@ pub(super) struct Plan {
 impl Plan {
     /// The plan of `test`, whose attribution defaults to `default_attribution`.
     pub(super) fn new(test: &'static LeakTest, default_attribution: Attribution) -> Self {
+        let written = test.written();
         Self {
             test,
             identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
-            budgets: budgets_with_defaults(test.budgets, test.iterations.is_some()),
-            attribution: test.attribution.unwrap_or(default_attribution),
-            iterations: test.iterations.unwrap_or(1).max(1),
+            budgets: budgets_with_defaults(written.budgets, written.iterations.is_some()),
+            attribution: written.attribution.unwrap_or(default_attribution),
+            warmup: written.warmup,
+            iterations: written.iterations.unwrap_or(1).max(1),
+            allow: written.allow,
             notes: Vec::new(),
         }
     }
 
     /// The plan of `test` measured from outside (see `unannotated`): no budgets, one run, process attribution.
     pub(super) fn unannotated(test: &'static LeakTest) -> Self {
+        let written = test.written();
         Self {
             test,
             identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
-            budgets: test.budgets,
+            budgets: written.budgets,
             attribution: Attribution::Process,
+            warmup: written.warmup,
             iterations: 1,
+            allow: written.allow,
             notes: Vec::new(),
         }
     }
@@ -159,6 +163,7 @@ pub(super) fn default_attribution() -> Attribution {
 #[cfg(test)]
 mod tests {
     use super::{LeakTest, Plan, budgets_with_defaults};
+    use ying_report::arguments::Value;
     use ying_report::report::{Attribution, Budgets};
 
     #[test]
@@ -170,6 +175,35 @@ mod tests {
         let written = Budgets { max_retained: Some(64), max_growth_per_iteration: Some(8), ..Budgets::default() };
         assert_eq!(budgets_with_defaults(written, true), written);
         assert_eq!(budgets_with_defaults(written, false), written);
+    }
+
+    #[test]
+    fn a_plan_resolves_the_arguments_written_and_applies_the_defaults() {
+        static TEST: LeakTest = LeakTest {
+            arguments: &[
+                ("iterations", Value::Number(3)),
+                ("warmup", Value::Number(2)),
+                ("attribution", Value::Text("process")),
+                ("allow", Value::List(&["regex::"])),
+                ("max_peak", Value::Number(4096)),
+            ],
+            ..LeakTest::unconfigured("app", "app::tests", "cache", "src/lib.rs", 3, "/w")
+        };
+        let plan = Plan::new(&TEST, Attribution::Thread);
+        assert_eq!((plan.warmup, plan.iterations, plan.attribution), (2, 3, Attribution::Process));
+        assert_eq!(plan.allow, ["regex::"]);
+        let budgets = Budgets { max_peak: Some(4096), max_growth_per_iteration: Some(0), ..Budgets::default() };
+        assert_eq!(plan.budgets, budgets);
+    }
+
+    #[test]
+    #[should_panic = "ying: the arguments of leak test `cache` cannot be read: `max_retain` is not an argument"]
+    fn arguments_the_table_does_not_allow_fail_the_test_naming_it() {
+        static TEST: LeakTest = LeakTest {
+            arguments: &[("max_retain", Value::Number(0))],
+            ..LeakTest::unconfigured("app", "app::tests", "cache", "src/lib.rs", 3, "/w")
+        };
+        let _ = Plan::new(&TEST, Attribution::Thread);
     }
 
     #[test]

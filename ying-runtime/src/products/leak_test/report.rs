@@ -24,7 +24,7 @@ pub(super) fn write(
     let Some(dir) = std::env::var_os(REPORT_DIR_ENV) else { return };
     as_profiler(|| {
         let mut report = LeakReport::new(plan.identity.clone(), plan.attribution, plan.budgets);
-        report.warmup = plan.test.warmup;
+        report.warmup = plan.warmup;
         report.iterations = plan.iterations;
         report.outcome = outcome;
         report.message = message;

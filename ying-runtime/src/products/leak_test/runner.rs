@@ -89,7 +89,7 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     crate::read::symbol_table::end_stacks_at_thread_entries();
     report::started(&plan);
     let _running = super::exit::Running::enter(test);
-    for _ in 0..test.warmup {
+    for _ in 0..plan.warmup {
         let result = body();
         if !result.is_success() {
             return result;
@@ -167,7 +167,7 @@ impl Session {
     /// Opens the measured scope, recording every stack. Whatever the session itself needs while measuring is
     /// allocated before.
     pub(super) fn open(plan: &Plan) -> Self {
-        let excuses = Excuses::new(plan.test.allow, plan.function_path(), plan.defers_excuses());
+        let excuses = Excuses::new(plan.allow, plan.function_path(), plan.defers_excuses());
         let per_iteration = Vec::with_capacity(plan.iterations as usize);
         let scope = OpenScope::open(plan.attribution, true);
         Self { scope: Some(scope), excuses, per_iteration, at_start: ScopeStats::default(), excused_at_start: 0 }
