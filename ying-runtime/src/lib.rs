@@ -219,7 +219,7 @@ pub use ying_report::report::ATTRIBUTION_ENV;
 pub mod __private {
     pub use crate::hot::scope::Attribution;
     pub use crate::products::leak_test::{LeakTest, TestResult, run};
-    pub use crate::report::Budgets;
+    pub use crate::products::report::Budgets;
 
     /// What the allocation interposer (`ying-preload`) tells the runtime.
     pub mod interposer {
