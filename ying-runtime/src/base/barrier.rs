@@ -18,8 +18,8 @@ const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 8;
 #[cfg(target_os = "linux")]
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 16;
 
-/// Registers the process, once: when the first thread first allocates (`hot::counters`). A thread that read `false`
-/// before runs full fences, which are always enough.
+/// Registers the process, once: when the first thread first allocates (`hot::first_event`). A thread that read
+/// `false` before runs full fences, which are always enough.
 pub(crate) fn register_once() {
     if !TRIED.swap(true, Ordering::AcqRel) {
         register();

@@ -1,7 +1,7 @@
 //! The ids the profiler's tables hand out and every part passes around: a scope's and a recorded stack's.
 //!
 //! Typed, so that "none" is `None` rather than a magic 0, at no cost: `Option<ScopeId>` is one `u64`, as the bare
-//! id was, and a [`StackId`] is the `u32` index it wraps.
+//! id was, a [`StackId`] is the `u32` index it wraps, and an optional stack packs in one `u32` ([`StackId::pack`]).
 
 use core::num::NonZeroU64;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -76,7 +76,8 @@ const fn bits(id: Option<ScopeId>) -> u64 {
     }
 }
 
-/// A stack recorded in the stack table (see `hot::stacks`): its index there.
+/// A stack recorded in the stack table (see `hot::stacks`): its index there, below `u32::MAX` (the table refuses the
+/// last index), so that an optional stack packs in a `u32`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct StackId(u32);
 
@@ -99,11 +100,14 @@ impl StackId {
         self.0 as usize
     }
 
-    /// An optional stack in one `u32`, as the nurseries and the live table keep it: its index plus one, 0 for
-    /// none; `None` for the one index that does not fit.
+    /// An optional stack in one `u32`, as the nurseries, the live table and each thread's pending stack figures
+    /// keep it: its index plus one, 0 for none.
     #[inline]
-    pub(crate) fn pack(stack: Option<Self>) -> Option<u32> {
-        stack.map_or(Some(0), |stack| stack.0.checked_add(1))
+    pub(crate) const fn pack(stack: Option<Self>) -> u32 {
+        match stack {
+            Some(stack) => stack.0 + 1,
+            None => 0,
+        }
     }
 
     /// The optional stack [`pack`](Self::pack) gave `packed` for.

@@ -1,10 +1,12 @@
 //! The per-thread state the allocator keeps: re-entrancy guard, sampler countdown, counter shard and scope.
 //!
-//! Everything here is a `const`-initialised thread-local made only of `Cell`s of plain integers and pointers: no lazy
-//! initialisation (which could allocate inside `alloc`) and no `Drop` (so no destructor is registered, which could
-//! also allocate, and the state stays readable while the thread tears down). Access goes through
-//! [`LocalKey::try_with`](std::thread::LocalKey::try_with); when that fails the event is counted as dropped.
+//! Everything here is a `const`-initialised thread-local made only of `Cell`s of plain integers, ids and handles
+//! (see `base::handles`): no lazy initialisation (which could allocate inside `alloc`) and no `Drop` (so no
+//! destructor is registered, which could also allocate, and the state stays readable while the thread tears down).
+//! Access goes through [`LocalKey::try_with`](std::thread::LocalKey::try_with); when that fails the event is counted
+//! as dropped.
 
+use crate::base::handles::{NurseryHandle, PartHandle, PartsIndex, PendingIndex, ShardHandle};
 use crate::base::ids::ScopeId;
 use core::cell::Cell;
 
@@ -22,9 +24,8 @@ pub(crate) struct ThreadState {
     pub(crate) interval: Cell<usize>,
     /// Random state for the countdown draws (xorshift64*); 0 until seeded.
     pub(crate) rng: Cell<u64>,
-    /// This thread's counter shard (see `hot::counters`), its lowest address bit set for a shared one; null until
-    /// assigned.
-    shard: Cell<*const u8>,
+    /// This thread's counter shard (see `hot::counters`), and whether it writes it alone; `None` until assigned.
+    shard: Cell<Option<ShardHandle>>,
     /// Live-byte changes not yet folded into the process peak (see `hot::counters`).
     pub(crate) pending_live: Cell<i64>,
     /// The scope this thread's allocations are attributed to, if any.
@@ -40,15 +41,15 @@ pub(crate) struct ThreadState {
     /// An address in the frame of ying's leak-test runner while it runs a body on this thread (0: none). Stacks
     /// captured on this thread stop at the first frame past it: what lies beyond is the test harness.
     pub(crate) capture_limit: Cell<usize>,
-    /// This thread's nursery (see `hot::live::nursery`); null for none.
-    nursery: Cell<*const u8>,
-    /// The part this thread last took to write in another thread's scope (see `hot::parts`; the part says which
-    /// scope it counts for); null for none.
-    pub(crate) part: Cell<*const u8>,
-    /// The block of parts this thread owns, plus one (0: none yet; see `hot::parts`).
-    pub(crate) parts: Cell<u32>,
-    /// This thread's pending stack figures, plus one (0: none yet; see `hot::stacks`).
-    pub(crate) pending: Cell<u32>,
+    /// This thread's nursery (see `hot::live::nursery`), if it holds one.
+    nursery: Cell<Option<NurseryHandle>>,
+    /// The part this thread last took to write in another thread's scope (see `hot::scope::parts`; the part says
+    /// which scope it counts for), if any.
+    part: Cell<Option<PartHandle>>,
+    /// The block of parts this thread owns (`None`: none yet; see `hot::scope::parts`).
+    pub(crate) parts: Cell<Option<PartsIndex>>,
+    /// This thread's pending stack figures (`None`: none yet; see `hot::stacks`).
+    pub(crate) pending: Cell<Option<PendingIndex>>,
 }
 
 impl ThreadState {
@@ -59,17 +60,17 @@ impl ThreadState {
             countdown: Cell::new(0),
             interval: Cell::new(usize::MAX),
             rng: Cell::new(0),
-            shard: Cell::new(core::ptr::null()),
+            shard: Cell::new(None),
             pending_live: Cell::new(0),
             scope: Cell::new(None),
             entered_from: Cell::new(None),
             home_scope: Cell::new(None),
             main: Cell::new(0),
             capture_limit: Cell::new(0),
-            nursery: Cell::new(core::ptr::null()),
-            part: Cell::new(core::ptr::null()),
-            parts: Cell::new(0),
-            pending: Cell::new(0),
+            nursery: Cell::new(None),
+            part: Cell::new(None),
+            parts: Cell::new(None),
+            pending: Cell::new(None),
         }
     }
 
@@ -135,29 +136,42 @@ impl ThreadState {
         self.home_scope.replace(id)
     }
 
-    /// This thread's nursery as `hot::live::nursery` stored it (null: none).
-    pub(crate) fn nursery(&self) -> *const u8 {
+    /// This thread's nursery as `hot::live::nursery` stored it, if it holds one.
+    #[inline(always)]
+    pub(crate) fn nursery(&self) -> Option<NurseryHandle> {
         self.nursery.get()
     }
 
-    /// Gives this thread a nursery (null: none).
-    pub(crate) fn set_nursery(&self, nursery: *const u8) {
+    /// Gives this thread a nursery (`None`: none).
+    pub(crate) fn set_nursery(&self, nursery: Option<NurseryHandle>) {
         self.nursery.set(nursery);
     }
 
-    /// This thread's counter shard as `hot::counters` tagged it (null until assigned).
-    pub(crate) fn shard(&self) -> *const u8 {
+    /// The part this thread last took to write in another thread's scope, if any.
+    #[inline(always)]
+    pub(crate) fn part(&self) -> Option<PartHandle> {
+        self.part.get()
+    }
+
+    /// Records the part this thread takes to write in another thread's scope.
+    pub(crate) fn set_part(&self, part: PartHandle) {
+        self.part.set(Some(part));
+    }
+
+    /// This thread's counter shard as `hot::counters` assigned it (`None` until assigned).
+    #[inline(always)]
+    pub(crate) fn shard(&self) -> Option<ShardHandle> {
         self.shard.get()
     }
 
-    /// Gives this thread its counter shard, tagged as `hot::counters` does (lowest bit set: shared).
-    pub(crate) fn set_shard(&self, tagged: *const u8) {
-        self.shard.set(tagged);
+    /// Gives this thread its counter shard.
+    pub(crate) fn set_shard(&self, shard: ShardHandle) {
+        self.shard.set(Some(shard));
         self.refresh();
     }
 
     /// Whether the fast path may count this thread's activity (see the `plain` field). When it returns true,
-    /// [`shard`](Self::shard) is the untagged address of a shard this thread alone writes.
+    /// [`shard`](Self::shard) is a shard this thread alone writes.
     #[inline(always)]
     pub(crate) fn plain(&self) -> bool {
         self.plain.get()
@@ -165,8 +179,7 @@ impl ThreadState {
 
     #[inline]
     fn refresh(&self) {
-        let shard = self.shard.get();
-        let exclusive = !shard.is_null() && shard.addr() & 1 == 0;
+        let exclusive = self.shard.get().is_some_and(ShardHandle::exclusive);
         self.plain.set(exclusive && !self.busy.get() && self.scope.get().is_none());
     }
 

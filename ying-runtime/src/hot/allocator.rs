@@ -4,6 +4,7 @@ use crate::base::ids::ScopeId;
 use crate::base::stderr::Stderr;
 use crate::base::thread::{THREAD, ThreadState};
 use crate::hot::counters::{self, HeapStats};
+use crate::hot::first_event;
 use crate::hot::live::{self, Entry, Sample};
 use crate::hot::sampler::{self, DEFAULT_SAMPLE_INTERVAL, Weight};
 use crate::hot::{scope, stacks};
@@ -173,7 +174,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
                 own_alloc(ptr, size);
                 return;
             }
-            counters::on_alloc(Some(thread), size);
+            counters::on_alloc(first_event::counter(thread), size);
             let scope = scope::attributed(thread);
             // The recording path, inlined once for the sampler's picks and once for a scope's other allocations (nearly
             // every allocation of a leak test): each copy is compiled knowing whether the allocation was sampled.
@@ -291,7 +292,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         old: usize,
         new: usize,
     ) -> Option<(Option<ScopeId>, Option<usize>)> {
-        counters::on_resize(Some(thread), old, new);
+        counters::on_resize(first_event::counter(thread), old, new);
         let current = scope::attributed(thread);
         if let Some(current) = current {
             scope::on_resize(thread, current, old, new);
@@ -454,21 +455,21 @@ fn own_alloc(ptr: usize, size: usize) {
 /// Counts an allocation made while the thread's local storage is gone.
 #[cold]
 fn dropped_alloc(size: usize) {
-    counters::on_alloc(None, size);
+    counters::on_alloc(counters::without_thread(), size);
     counters::on_dropped();
 }
 
 /// Counts a free made while the thread's local storage is gone.
 #[cold]
 fn dropped_free(size: usize) {
-    counters::on_free(None, size);
+    counters::on_free(counters::without_thread(), size);
     counters::on_dropped();
 }
 
 /// Counts a realloc made while the thread's local storage is gone.
 #[cold]
 fn dropped_resize(old: usize, new: usize) {
-    counters::on_resize(None, old, new);
+    counters::on_resize(counters::without_thread(), old, new);
     counters::on_dropped();
 }
 
@@ -514,7 +515,7 @@ fn fast_path(passes: impl FnOnce(&ThreadState) -> bool, count: impl FnOnce(&Thre
 #[inline(never)]
 fn count_free_full(size: usize) {
     let recorded = THREAD.try_with(|thread| {
-        counters::on_free(Some(thread), size);
+        counters::on_free(first_event::counter(thread), size);
         if let Some(scope) = scope::attributed(thread) {
             scope::on_free(thread, scope, size);
         }
@@ -540,7 +541,7 @@ fn on_free_tracked(entry: &Entry, size: usize) {
         return;
     }
     let counted = THREAD.try_with(|thread| {
-        counters::on_free(Some(thread), size);
+        counters::on_free(first_event::counter(thread), size);
         match scope::attributed(thread) {
             None => release(entry),
             // Freed by the scope that owns it: one update of the scope for both.
@@ -560,7 +561,9 @@ fn on_free_tracked(entry: &Entry, size: usize) {
     }
 }
 
-/// Settles what a freed block's entry recorded: its owner's figures and its stack's lifetime histogram.
+/// Settles what a freed block's entry recorded: its owner's figures and its stack's lifetime histogram. Inlined, so
+/// that the entry of a block freed in a scope stays in registers.
+#[inline]
 fn release(entry: &Entry) {
     if let Some(owner) = entry.scope {
         scope::disown(owner, entry.owned, entry.owns_block);

@@ -13,6 +13,7 @@
 //! short of the true peak by less than `PEAK_BATCH`; with several, each other thread's unfolded changes (less than
 //! `PEAK_BATCH` bytes, either way) can put it off by as much, above or below. Scopes keep their own peak exactly.
 
+use crate::base::handles::ShardHandle;
 use crate::base::thread::ThreadState;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
@@ -26,7 +27,7 @@ pub(crate) const PEAK_BATCH: i64 = 64 * 1024;
 
 /// Event counters: allocations, frees and their bytes. Their only writer updates them with plain loads and stores
 /// (`exclusive`), several writers with atomic adds. The process keeps them in per-thread blocks ([`Shard`]), a
-/// scope in per-thread parts (`hot::parts`).
+/// scope in per-thread parts (`hot::scope::parts`).
 pub(crate) struct Events {
     allocated_bytes: AtomicU64,
     allocations: AtomicU64,
@@ -89,39 +90,48 @@ pub(crate) fn observed() -> bool {
     OBSERVED.load(Relaxed)
 }
 
-/// The counter block of the calling thread, and whether the thread is its only writer. `None` (thread-local
-/// storage gone) uses a shared block.
-#[inline]
-fn shard(thread: Option<&ThreadState>) -> (&'static Shard, bool) {
-    let Some(thread) = thread else { return (&SHARED[0], false) };
-    let tagged = thread.shard();
-    if tagged.is_null() {
-        return assign_shard(thread);
-    }
-    let shard = tagged.map_addr(|address| address & !1).cast::<Shard>();
-    // SAFETY: a non-null `thread.shard` is the address of one of the `static` blocks, as `assign_shard` stored it
-    // (its lowest bit, free in a 128-byte aligned address, marks a shared block).
-    (unsafe { &*shard }, tagged.addr() & 1 == 0)
+/// Where an event is counted: a counter block, whether the caller is its only writer, and the thread whose
+/// live-byte changes are batched (`None`: its local storage is gone, and they are folded at once).
+#[derive(Clone, Copy)]
+pub(crate) struct Counter<'a> {
+    shard: &'static Shard,
+    exclusive: bool,
+    thread: Option<&'a ThreadState>,
 }
 
-/// Gives the calling thread its counter block, on its first allocation or free through the ying allocator.
+/// The counter of the calling thread (`thread`), which writes the block `shard` names: the thread's own (see
+/// [`ThreadState::shard`], and `hot::first_event`, which gives a thread its block with [`assign`]).
+#[inline(always)]
+pub(crate) fn of_thread(thread: &ThreadState, shard: ShardHandle) -> Counter<'_> {
+    Counter { shard: block(shard), exclusive: shard.exclusive(), thread: Some(thread) }
+}
+
+/// The counter of a thread whose local storage is gone: a shared block.
+#[inline]
+pub(crate) fn without_thread() -> Counter<'static> {
+    Counter { shard: &SHARED[0], exclusive: false, thread: None }
+}
+
+/// Gives the calling thread (`thread`) its counter block, on its first allocation or free through the ying
+/// allocator (see `hot::first_event`); returns the block's handle.
 #[cold]
-fn assign_shard(thread: &ThreadState) -> (&'static Shard, bool) {
+pub(crate) fn assign(thread: &ThreadState) -> ShardHandle {
     let index = NEXT_SHARD.fetch_add(1, Relaxed);
     OBSERVED.store(true, Relaxed);
-    // Before this thread takes any lock of the allocation path.
-    #[cfg(unix)]
-    crate::hot::fork::register();
-    // Before any scope opens, and while the process most likely has one thread: registering a process with several
-    // threads waits for an RCU grace period (about 14 ms here).
-    crate::base::barrier::register_once();
     let (shard, exclusive) = match OWNED.get(index) {
         Some(owned) => (owned, true),
         None => (&SHARED[index % SHARED_SHARDS], false),
     };
-    let address = core::ptr::from_ref(shard).cast::<u8>();
-    thread.set_shard(if exclusive { address } else { address.map_addr(|address| address | 1) });
-    (shard, exclusive)
+    let handle = ShardHandle::new(shard, exclusive);
+    thread.set_shard(handle);
+    handle
+}
+
+/// The block `shard` names.
+#[inline(always)]
+fn block(shard: ShardHandle) -> &'static Shard {
+    // SAFETY: every shard handle is made by `assign`, from one of the `static` blocks.
+    unsafe { shard.block::<Shard>() }
 }
 
 /// Adds `value` to `counter`: a plain load and store for the block's only writer, an atomic add otherwise.
@@ -190,37 +200,33 @@ impl Events {
     }
 }
 
-/// Counts one allocation of `size` bytes.
+/// Counts one allocation of `size` bytes with `counter`.
 #[inline]
-pub(crate) fn on_alloc(thread: Option<&ThreadState>, size: usize) {
-    let (shard, exclusive) = shard(thread);
-    shard.count_alloc(size, exclusive);
-    track_live(thread, size as i64);
+pub(crate) fn on_alloc(counter: Counter<'_>, size: usize) {
+    counter.shard.count_alloc(size, counter.exclusive);
+    track_live(counter.thread, size as i64);
 }
 
-/// Counts one free of `size` bytes.
+/// Counts one free of `size` bytes with `counter`.
 #[inline]
-pub(crate) fn on_free(thread: Option<&ThreadState>, size: usize) {
-    let (shard, exclusive) = shard(thread);
-    shard.count_free(size, exclusive);
-    track_live(thread, -(size as i64));
+pub(crate) fn on_free(counter: Counter<'_>, size: usize) {
+    counter.shard.count_free(size, counter.exclusive);
+    track_live(counter.thread, -(size as i64));
 }
 
-/// Counts a successful realloc from `old` to `new` bytes.
+/// Counts a successful realloc from `old` to `new` bytes with `counter`.
 #[inline]
-pub(crate) fn on_resize(thread: Option<&ThreadState>, old: usize, new: usize) {
-    let (shard, exclusive) = shard(thread);
-    shard.count_resize(old, new, exclusive);
-    track_live(thread, new as i64 - old as i64);
+pub(crate) fn on_resize(counter: Counter<'_>, old: usize, new: usize) {
+    counter.shard.count_resize(old, new, counter.exclusive);
+    track_live(counter.thread, new as i64 - old as i64);
 }
 
 /// The counter block of a [`plain`](ThreadState::plain) thread.
 #[inline(always)]
 fn plain_shard(thread: &ThreadState) -> &'static Shard {
     debug_assert!(thread.plain());
-    // SAFETY: a plain thread's `shard` is the untagged, non-null address of one of the `static` blocks, which only
-    // this thread writes (`ThreadState::plain` is set only then, and `assign_shard` stored that address).
-    unsafe { &*thread.shard().cast::<Shard>() }
+    // SAFETY: a plain thread has its shard, which only it writes (`ThreadState::plain` is set only then).
+    block(unsafe { thread.shard().unwrap_unchecked() })
 }
 
 /// [`on_alloc`] for a [`plain`](ThreadState::plain) thread: its block's only writer, no checks.

@@ -3,7 +3,7 @@
 //! A child process starts with one thread, the one that called `fork`, and a copy of the parent's memory as it was:
 //! a spin lock that another thread held at that moment would stay locked in the child for ever, and the child's
 //! first allocation that needs it would hang. So the profiler registers `pthread_atfork` handlers, once, when the
-//! first thread first allocates through it (`counters` gives each thread its counter block then, out of line):
+//! first thread first allocates through it (`first_event`, out of line, as the thread gets its counter block):
 //!
 //! - before the fork, the forking thread takes every lock the allocation path can hold: the call-frame rules'
 //!   writer lock (`unwind`), the stack table's (`stacks`), the live table's shards (`live`) and the scopes' peak

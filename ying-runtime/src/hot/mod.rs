@@ -5,8 +5,11 @@
 //! scopes to open and close, copies of the live entries and of the stack table.
 //!
 //! - `allocator`: [`YingProfiler`](allocator::YingProfiler), the `GlobalAlloc` wrapper, and its fast path;
-//! - `counters`, `sampler`, `scope`, `parts`: the exact figures of the process, the Poisson sampler, the exact
-//!   figures of scopes and the per-thread parts they are kept in (with the exact peak over all of them);
+//! - `first_event`: what a thread's first event through the allocator sets up (the fork handlers, `membarrier`,
+//!   the thread's counter block), called from the allocator's paths past the fast one;
+//! - `counters`, `sampler`: the exact figures of the process and the Poisson sampler;
+//! - `scope/`: the exact figures of scopes (the handles, the slots, the update protocol, and the per-thread parts
+//!   the figures are kept in, with the exact peak over all of them);
 //! - `live`: the entries of the blocks the profiler must recognise when they are freed (the live table and the
 //!   nurseries, behind one entry point);
 //! - `stacks`, `unwind`: stack capture (with a caching walker) and the stack table with its per-stack estimates;
@@ -18,11 +21,11 @@
 
 pub(crate) mod allocator;
 pub(crate) mod counters;
+pub(crate) mod first_event;
 #[cfg(unix)]
 pub(crate) mod fork;
 pub(crate) mod histogram;
 pub(crate) mod live;
-pub(crate) mod parts;
 pub(crate) mod sampler;
 pub(crate) mod scope;
 pub(crate) mod stacks;

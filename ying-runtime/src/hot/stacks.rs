@@ -4,6 +4,7 @@
 //! interns it in the stack table, which also accumulates the per-stack allocation estimates and the lifetime
 //! histogram of freed samples. Symbols are resolved later, outside the allocator, by [`crate::read::symbolize`].
 
+use crate::base::handles::PendingIndex;
 use crate::base::ids::StackId;
 use crate::base::raw::{RawSystem, RawVec};
 use crate::base::sync::{SeqCount, SpinLock};
@@ -142,7 +143,7 @@ struct Pending {
     /// Odd while its thread writes.
     seq: SeqCount,
     events: AtomicU32,
-    /// Each stack's index plus one (0: none).
+    /// Each place's stack, packed ([`StackId::pack`]: 0 for none).
     stacks: [AtomicU32; PENDING_STACKS],
     /// `f64` bits.
     objects: [AtomicU64; PENDING_STACKS],
@@ -171,9 +172,8 @@ static NEXT_PENDING: AtomicUsize = AtomicUsize::new(0);
 /// record is taken.
 #[inline]
 fn pending_of(thread: &ThreadState) -> Option<&'static Pending> {
-    let index = thread.pending.get();
-    if index != 0 {
-        return PENDING.get(index as usize - 1);
+    if let Some(index) = thread.pending.get() {
+        return PENDING.get(index.get());
     }
     take_pending(thread)
 }
@@ -182,7 +182,7 @@ fn pending_of(thread: &ThreadState) -> Option<&'static Pending> {
 fn take_pending(thread: &ThreadState) -> Option<&'static Pending> {
     let index = NEXT_PENDING.fetch_add(1, Ordering::Relaxed);
     let pending = PENDING.get(index)?;
-    thread.pending.set(index as u32 + 1);
+    thread.pending.set(PendingIndex::new(index));
     Some(pending)
 }
 
@@ -196,7 +196,7 @@ impl Pending {
     /// Adds an event of stack `id` (on the record's thread).
     #[inline]
     fn add(&self, id: StackId, objects: f64, bytes: f64) {
-        let stack = id.get() + 1;
+        let stack = StackId::pack(Some(id));
         let events = self.events.load(Ordering::Relaxed);
         // The stack's place, or a free one.
         let place = self.stacks.iter().position(|held| {
@@ -214,8 +214,8 @@ impl Pending {
         self.seq.end_write(seq);
     }
 
-    /// Moves the figures held to the table and starts again with an event of stack `stack` (index plus one), under
-    /// the table's lock.
+    /// Moves the figures held to the table and starts again with an event of stack `stack` (packed), under the
+    /// table's lock.
     #[cold]
     #[inline(never)]
     fn restart(&self, stack: u32, objects: f64, bytes: f64) {
@@ -243,10 +243,10 @@ impl Pending {
     /// between two reads of the sequence number).
     fn for_each_own(&self, mut f: impl FnMut(usize, f64, f64)) {
         for place in 0..PENDING_STACKS {
-            if let Some(index) = self.stacks[place].load(Ordering::Relaxed).checked_sub(1) {
+            if let Some(stack) = StackId::unpack(self.stacks[place].load(Ordering::Relaxed)) {
                 let objects = f64::from_bits(self.objects[place].load(Ordering::Relaxed));
                 let bytes = f64::from_bits(self.bytes[place].load(Ordering::Relaxed));
-                f(index as usize, objects, bytes);
+                f(stack.index(), objects, bytes);
             }
         }
     }
@@ -353,7 +353,8 @@ fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<StackId> {
     let id = match table.index.find(hash, |&id| records[id.index()].ips.same(ips)) {
         Some(&id) => id,
         None => {
-            let id = StackId::new(u32::try_from(records.len()).ok()?);
+            // The last index is refused: every stack packs in a `u32` (`StackId::pack`).
+            let id = StackId::new(u32::try_from(records.len()).ok().filter(|&index| index < u32::MAX)?);
             records.push(StackRecord {
                 ips: *ips,
                 allocated_objects: 0.0,

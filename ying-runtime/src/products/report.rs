@@ -14,6 +14,6 @@ pub type TestId = TestIdentity;
 /// given innermost first. Frames from ying's leak-test runner outwards are the test harness's, the same for every
 /// test, and are left out, except the frames of `tracing` spans (`span:<name>`), which stay at the root.
 /// `None` for zero bytes. See [`ying_report::FoldedStack`] for the typed form.
-pub fn folded_stack(frames: &[crate::Frame], bytes: u64) -> Option<String> {
+pub fn folded_stack(frames: &[ying_report::Frame], bytes: u64) -> Option<String> {
     ying_frames::fold(frames, bytes).map(|stack| stack.to_string())
 }

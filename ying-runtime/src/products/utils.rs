@@ -23,8 +23,8 @@
 
 use crate::hot::allocator::YingProfiler;
 use crate::products::callstack::Measurement;
+use crate::products::report::folded_stack;
 use crate::read::stack_stats::StackStats;
-use crate::report::folded_stack;
 use core::alloc::GlobalAlloc;
 use std::fmt::Write as _;
 use std::io;

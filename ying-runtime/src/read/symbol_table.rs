@@ -1,6 +1,7 @@
 //! The executable's symbol table: the full path of the function at an address, for frames whose debug information
 //! names them bare (`debug = "line-tables-only"`), and the code known by address ([`KnownCode`]). Read once, on
-//! first need, from the executable file.
+//! first need, from the executable file. And where the executable lies in the process: an address's place in the
+//! executable's file ([`executable_address`]) and the load bias between the two ([`executable_bias`]).
 
 #[cfg(target_os = "linux")]
 use ying_frames::ExecutableStamp;
@@ -14,7 +15,7 @@ pub(crate) fn function_at(ip: usize) -> Option<String> {
     {
         use object::read::{Object, SymbolMap, SymbolMapName};
         static SYMBOLS: std::sync::OnceLock<Option<SymbolMap<SymbolMapName<'static>>>> = std::sync::OnceLock::new();
-        let address = super::symbolize::executable_address(ip)?;
+        let address = executable_address(ip)?;
         let symbols =
             SYMBOLS.get_or_init(|| object::File::parse(executable_file()?).ok().map(|file| file.symbol_map()));
         let name = symbols.as_ref()?.containing(address)?.name();
@@ -88,7 +89,7 @@ pub(crate) fn known_code() -> &'static KnownCode {
 pub(crate) fn in_process(ranges: &[(u64, u64)]) -> Vec<(usize, usize)> {
     #[cfg(target_os = "linux")]
     {
-        let Some(bias) = super::symbolize::executable_bias() else { return Vec::new() };
+        let Some(bias) = executable_bias() else { return Vec::new() };
         ranges
             .iter()
             .filter_map(|&(start, end)| {
@@ -136,6 +137,42 @@ pub(crate) fn shared_function(name: &core::ffi::CStr) -> Option<(usize, usize)> 
         let _ = name;
         None
     }
+}
+
+/// The address of `ip` in the process's executable file (as its debug information counts addresses), or `None`
+/// when `ip` lies outside the executable or the platform is not supported. Lets another process symbolise.
+pub(crate) fn executable_address(ip: usize) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let (start, end, bias) = *executable_range();
+        (start..end).contains(&ip).then(|| (ip - bias) as u64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = ip;
+        None
+    }
+}
+
+/// The executable's load bias (its addresses in this process less those in its file), when known.
+#[cfg(target_os = "linux")]
+pub(crate) fn executable_bias() -> Option<usize> {
+    let (start, end, bias) = *executable_range();
+    (start < end).then_some(bias)
+}
+
+/// The executable's mapped range and load bias: (start, end, bias); empty when unknown.
+#[cfg(target_os = "linux")]
+fn executable_range() -> &'static (usize, usize, usize) {
+    static RANGE: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
+    RANGE.get_or_init(|| {
+        // The first object is the executable.
+        crate::base::loaded::find_map(|object| {
+            let (start, end) = object.loaded_range();
+            core::ops::ControlFlow::Break(if start < end { (start, end, object.bias) } else { (0, 0, 0) })
+        })
+        .unwrap_or_default()
+    })
 }
 
 #[cfg(all(test, target_os = "linux"))]

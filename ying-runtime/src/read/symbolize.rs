@@ -1,6 +1,8 @@
 //! Symbol resolution, outside the allocator: instruction pointers to demangled frames with inlined frames expanded,
 //! the profiler's own frames and async `poll` plumbing filtered.
 
+#[cfg(target_os = "linux")]
+use super::symbol_table::executable_address;
 use crate::base::thread::as_profiler;
 use crate::hot::stacks::Ips;
 use std::collections::HashMap;
@@ -148,21 +150,6 @@ pub(crate) fn places(stack: &Ips) -> Vec<Place> {
     places
 }
 
-/// The address of `ip` in the process's executable file (as its debug information counts addresses), or `None`
-/// when `ip` lies outside the executable or the platform is not supported. Lets another process symbolise.
-pub(crate) fn executable_address(ip: usize) -> Option<u64> {
-    #[cfg(target_os = "linux")]
-    {
-        let (start, end, bias) = *executable_range();
-        (start..end).contains(&ip).then(|| (ip - bias) as u64)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = ip;
-        None
-    }
-}
-
 /// `ips` as addresses in the process's executable file, for another process to symbolise, when that names the
 /// allocation: the first frame outside this runtime's own object (the allocation interposer's library, whose frames
 /// a report trims) is the executable's. The frames of shared libraries further out (the unwinder's
@@ -200,27 +187,6 @@ fn own_object_range() -> &'static (usize, usize) {
             core::ops::ControlFlow::Break(object.loaded_range())
         })
         .filter(|(start, end)| start < end)
-        .unwrap_or_default()
-    })
-}
-
-/// The executable's load bias (its addresses in this process less those in its file), when known.
-#[cfg(target_os = "linux")]
-pub(crate) fn executable_bias() -> Option<usize> {
-    let (start, end, bias) = *executable_range();
-    (start < end).then_some(bias)
-}
-
-/// The executable's mapped range and load bias: (start, end, bias); empty when unknown.
-#[cfg(target_os = "linux")]
-fn executable_range() -> &'static (usize, usize, usize) {
-    static RANGE: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
-    RANGE.get_or_init(|| {
-        // The first object is the executable.
-        crate::base::loaded::find_map(|object| {
-            let (start, end) = object.loaded_range();
-            core::ops::ControlFlow::Break(if start < end { (start, end, object.bias) } else { (0, 0, 0) })
-        })
         .unwrap_or_default()
     })
 }

@@ -39,6 +39,7 @@
 //! update is never a data race; an entry that moves to the live table while a reader runs may be read twice.
 
 use super::entry::Entry;
+use crate::base::handles::NurseryHandle;
 use crate::base::ids::{AtomicScopeId, ScopeId, StackId};
 use crate::base::raw::RawSystem;
 use crate::base::thread::{THREAD, ThreadState};
@@ -75,8 +76,8 @@ struct Bucket([Slot; WAYS]);
 /// below 2^48, a stack index from 2^19 - 1 on): the live table takes such a block.
 #[inline]
 fn word(ptr: usize, stack: Option<StackId>) -> Option<u64> {
-    let stack = StackId::pack(stack).filter(|&stack| stack < 1 << STACK_BITS)?;
-    let fits = ptr.is_multiple_of(8) && (ptr as u64) < 1 << (64 - STACK_BITS + 3);
+    let stack = StackId::pack(stack);
+    let fits = stack < 1 << STACK_BITS && ptr.is_multiple_of(8) && (ptr as u64) < 1 << (64 - STACK_BITS + 3);
     fits.then_some((ptr as u64 >> 3) << STACK_BITS | u64::from(stack))
 }
 
@@ -223,15 +224,15 @@ fn own(thread: &ThreadState) -> Option<&'static Nursery> {
 /// The calling thread's nursery, if it holds one.
 #[inline]
 fn of_calling_thread() -> Option<&'static Nursery> {
-    of_thread(THREAD.try_with(ThreadState::nursery).unwrap_or(core::ptr::null()))
+    of_thread(THREAD.try_with(ThreadState::nursery).unwrap_or(None))
 }
 
-/// The nursery a thread's `nursery` field points to.
+/// The nursery a thread's `nursery` handle names.
 #[inline]
-fn of_thread(nursery: *const u8) -> Option<&'static Nursery> {
-    // SAFETY: a thread's `nursery` is null or was set by `claim` to a nursery of the pool, never freed and only
-    // used through shared references (all its fields are atomics).
-    unsafe { nursery.cast::<Nursery>().as_ref() }
+fn of_thread(nursery: Option<NurseryHandle>) -> Option<&'static Nursery> {
+    // SAFETY: every nursery handle is made by `claim`, from a nursery of the pool, never freed and only used through
+    // shared references (all its fields are atomics).
+    nursery.map(|nursery| unsafe { nursery.nursery::<Nursery>() })
 }
 
 /// Takes a nursery from the pool for the calling thread (creating it on first use); `None` when all are held.
@@ -259,7 +260,7 @@ fn claim(thread: &ThreadState) -> Option<&'static Nursery> {
         }
     }
     let nursery = get(index)?;
-    thread.set_nursery(core::ptr::from_ref(nursery).cast());
+    thread.set_nursery(Some(NurseryHandle::new(nursery)));
     Some(nursery)
 }
 
@@ -367,7 +368,7 @@ pub(crate) fn on_scope_close(home: Option<ScopeId>, moved: MoveOut) {
     }
     nursery.empty_into(moved);
     if home.is_none() {
-        let _ = THREAD.try_with(|thread| thread.set_nursery(core::ptr::null()));
+        let _ = THREAD.try_with(|thread| thread.set_nursery(None));
         let index = (0..POOL).find(|&index| get(index).is_some_and(|held| core::ptr::eq(held, nursery)));
         if let Some(index) = index {
             // Release: a thread that sees the bit cleared also sees the entries in the live table.

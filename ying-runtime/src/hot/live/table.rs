@@ -67,11 +67,11 @@ struct OwnedEntry {
 const _: () = assert!(size_of::<(usize, OwnedEntry)>() == 32, "an owned block's entry and key take 32 bytes");
 
 impl OwnedEntry {
-    /// `entry` as an owned block, when it is one (and its stack's index fits).
+    /// `entry` as an owned block, when it is one.
     #[inline]
     fn of(entry: &Entry) -> Option<Self> {
         let (scope, stack) = entry.owned_block_parts()?;
-        Some(Self { size: entry.size, scope, stack: StackId::pack(stack)? })
+        Some(Self { size: entry.size, scope, stack: StackId::pack(stack) })
     }
 
     #[inline]

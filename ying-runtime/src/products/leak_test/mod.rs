@@ -6,7 +6,8 @@
 //! keeps without leaking it; [`hook`] keeps the panic hook's work out of the figures; [`exit`] fails a process that
 //! exits inside a body; [`verdict`] judges budgets against figures and writes the failure message, as a pure
 //! function; [`report`] writes the JSON report; [`unannotated`] measures a test without the attribute from outside,
-//! for the allocation interposer.
+//! for the allocation interposer; [`interposer`] tells that interposer when a leak test starts, so that it stops
+//! measuring.
 //!
 //! Stacks: the scope records the stack of every allocation it owns. That names the site of even a single small
 //! leaked block, lets `allow` patterns excuse what they match, and recognises two kinds of memory that a test
@@ -19,6 +20,7 @@
 mod excuses;
 mod exit;
 mod hook;
+mod interposer;
 mod plan;
 mod report;
 mod runner;

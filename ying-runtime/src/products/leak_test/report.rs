@@ -5,7 +5,8 @@ use super::plan::Plan;
 use super::verdict::Findings;
 use crate::base::thread::as_profiler;
 use crate::read::stack_stats;
-use crate::read::symbolize::{OWN_SOURCE, executable_address, span_frames, symbolize};
+use crate::read::symbol_table::executable_address;
+use crate::read::symbolize::{OWN_SOURCE, span_frames, symbolize};
 use ying_report::report::{
     DEFER_SYMBOLS_ENV, DeferredSymbols, LeakReport, Outcome, REPORT_DIR_ENV, RUN_TOKEN_ENV, RetainedSite,
     STARTED_EXTENSION, SampledStack, TestIdentity,

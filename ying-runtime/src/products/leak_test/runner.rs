@@ -83,7 +83,7 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     let _here = OnThisThread::enter(test);
     let plan = Plan::new(test, default_attribution());
     let _serial = plan.prepare();
-    super::unannotated::hand_over_to_leak_test();
+    super::interposer::hand_over_to_leak_test();
     super::hook::install();
     // Stacks captured on the threads the body spawns end at their entry, as reports trim them.
     crate::read::symbol_table::end_stacks_at_thread_entries();

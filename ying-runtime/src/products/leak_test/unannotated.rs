@@ -15,9 +15,7 @@ use super::runner::Session;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use ying_report::report::{
-    INTERPOSER_LEAK_TEST_STARTED, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
-};
+use ying_report::report::{MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity};
 
 /// Longest thread name the system keeps (Linux: 15 bytes and the terminating zero); the standard library cuts
 /// longer names to it before naming the thread.
@@ -147,28 +145,13 @@ pub fn thread_named(name: &[u8]) {
 }
 
 /// The leak test that starts on this thread measures itself: the window open on it, if any, closes unread (its
-/// report is the leak test's). Called through the interposer's [`INTERPOSER_LEAK_TEST_STARTED`], by the runtime
-/// in the test binary.
+/// report is the leak test's). Called through the interposer's
+/// [`INTERPOSER_LEAK_TEST_STARTED`](ying_report::report::INTERPOSER_LEAK_TEST_STARTED), by the runtime in the test
+/// binary (`interposer::hand_over_to_leak_test`).
 pub fn leak_test_started() {
     let window = WINDOW.try_with(|window| window.borrow_mut().take());
     if let Ok(Some(mut window)) = window {
         drop(window.session.take());
-    }
-}
-
-/// Tells the allocation interposer, when one measures this process, that a leak test starts on this thread (see
-/// [`leak_test_started`]): it stops measuring, and the test's allocations no longer go through a second scope.
-pub(super) fn hand_over_to_leak_test() {
-    #[cfg(unix)]
-    {
-        // SAFETY: `dlsym` with the default scope and a NUL-terminated name: null, or the interposer's function.
-        let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, INTERPOSER_LEAK_TEST_STARTED.as_ptr()) };
-        if !address.is_null() {
-            // SAFETY: the interposer exports the function under this name with this C signature (the contract in
-            // `ying-report`).
-            let started = unsafe { core::mem::transmute::<*mut libc::c_void, extern "C" fn()>(address) };
-            started();
-        }
     }
 }
 

@@ -26,13 +26,14 @@
 //! instruction per allocation of a leak test that stays on its thread. Frees only lower a part's live bytes.
 
 use crate::base::barrier;
+use crate::base::handles::PartsIndex;
 use crate::base::ids::{AtomicScopeId, ScopeId};
 use crate::base::sync::{SeqCount, SpinLock};
 use crate::hot::counters::{self, Events};
 use core::sync::atomic::{AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Parts a scope registers; threads beyond write its shared part.
-pub(crate) const REGISTERED: usize = 30;
+const REGISTERED: usize = 30;
 /// Parts one thread owns (one per scope it counts in at a time).
 const PER_THREAD: usize = 4;
 /// Threads that can own parts; the threads after them write scopes' shared parts.
@@ -46,8 +47,8 @@ pub(crate) struct Part {
     /// The scope these figures count for (`None`: free for its thread to take). Unused for home and shared parts.
     scope: AtomicScopeId,
     /// Odd while the owner writes.
-    pub(crate) seq: SeqCount,
-    pub(crate) events: Events,
+    pub(super) seq: SeqCount,
+    pub(super) events: Events,
     live_blocks: AtomicU64,
     live_bytes: AtomicI64,
     /// The most live bytes this part may reach without taking the peak lock (see the module's notes).
@@ -56,17 +57,17 @@ pub(crate) struct Part {
 
 /// A scope's figures as the sum of its parts.
 #[derive(Clone, Copy, Default)]
-pub(crate) struct Sums {
-    pub(crate) allocated_bytes: u64,
-    pub(crate) allocations: u64,
-    pub(crate) freed_bytes: u64,
-    pub(crate) frees: u64,
-    pub(crate) live_blocks: i64,
-    pub(crate) live_bytes: i64,
+pub(super) struct Sums {
+    pub(super) allocated_bytes: u64,
+    pub(super) allocations: u64,
+    pub(super) freed_bytes: u64,
+    pub(super) frees: u64,
+    pub(super) live_blocks: i64,
+    pub(super) live_bytes: i64,
 }
 
 impl Part {
-    pub(crate) const fn new() -> Self {
+    const fn new() -> Self {
         Self {
             scope: AtomicScopeId::none(),
             seq: SeqCount::new(),
@@ -79,12 +80,12 @@ impl Part {
 
     /// Whether the part counts for scope `id`.
     #[inline(always)]
-    pub(crate) fn counts_for(&self, id: ScopeId) -> bool {
+    pub(super) fn counts_for(&self, id: ScopeId) -> bool {
         id == self.scope.load(Ordering::Relaxed)
     }
 
     /// Zeroes the figures (while nobody else writes the part).
-    pub(crate) fn reset(&self) {
+    fn reset(&self) {
         self.events.reset();
         self.live_blocks.store(0, Ordering::Relaxed);
         self.live_bytes.store(0, Ordering::Relaxed);
@@ -112,7 +113,7 @@ impl Part {
     /// `bytes` more live bytes and `blocks` more live blocks: a rise, checked against the ceiling (see the module's
     /// notes).
     #[inline(always)]
-    pub(crate) fn add_live(&self, figures: &Figures, id: ScopeId, bytes: usize, blocks: i64, exclusive: bool) {
+    pub(super) fn add_live(&self, figures: &Figures, id: ScopeId, bytes: usize, blocks: i64, exclusive: bool) {
         counters::add(&self.live_blocks, blocks as u64, exclusive);
         if !exclusive {
             self.live_bytes.fetch_add(bytes as i64, Ordering::SeqCst);
@@ -148,7 +149,7 @@ impl Part {
 
     /// `bytes` fewer live bytes and `blocks` fewer live blocks.
     #[inline(always)]
-    pub(crate) fn sub_live(&self, bytes: usize, blocks: i64, exclusive: bool) {
+    pub(super) fn sub_live(&self, bytes: usize, blocks: i64, exclusive: bool) {
         counters::add(&self.live_blocks, blocks.wrapping_neg() as u64, exclusive);
         if exclusive {
             self.live_bytes.store(self.live_bytes.load(Ordering::Relaxed) - bytes as i64, Ordering::Relaxed);
@@ -199,22 +200,22 @@ impl Peak {
 }
 
 /// A scope's figures: its home part, its shared part, the parts of other threads it registered, and its peak.
-pub(crate) struct Figures {
+pub(super) struct Figures {
     /// Written by the scope's home thread alone.
-    pub(crate) home: Part,
+    pub(super) home: Part,
     /// Written with atomic adds by any thread without a part of its own.
-    pub(crate) shared: Part,
+    pub(super) shared: Part,
     peak: Peak,
     registry: Registry,
 }
 
 impl Figures {
-    pub(crate) const fn new() -> Self {
+    pub(super) const fn new() -> Self {
         Self { home: Part::new(), shared: Part::new(), peak: Peak::new(), registry: Registry::new() }
     }
 
     /// Zeroes everything, for a scope opening (before its id is published).
-    pub(crate) fn reset(&self) {
+    pub(super) fn reset(&self) {
         self.home.reset();
         self.shared.reset();
         self.peak.reset();
@@ -222,7 +223,7 @@ impl Figures {
     }
 
     /// The sums of every part of scope `id` (on its home thread, which reads its own part as it wrote it).
-    pub(crate) fn sums(&self, id: ScopeId) -> Sums {
+    pub(super) fn sums(&self, id: ScopeId) -> Sums {
         let mut sums = self.home.read_torn();
         sums.add(self.shared.read_torn());
         self.registry.for_each(id, |part| sums.add(part.read()));
@@ -230,12 +231,12 @@ impl Figures {
     }
 
     /// The peak of the sum of the parts' live bytes.
-    pub(crate) fn peak(&self) -> i64 {
+    pub(super) fn peak(&self) -> i64 {
         self.peak.bytes.load(Ordering::Relaxed)
     }
 
     /// At the close of `id`, once read: the thread parts go back to their threads.
-    pub(crate) fn release(&self, id: ScopeId) {
+    pub(super) fn release(&self, id: ScopeId) {
         self.registry.for_each(id, |part| {
             let _ = part.scope.compare_exchange(Some(id), None, Ordering::AcqRel, Ordering::Relaxed);
         });
@@ -303,7 +304,7 @@ impl Figures {
 
     /// Takes the peak lock before the process forks (see `hot::fork`).
     #[cfg(unix)]
-    pub(crate) fn lock_for_fork(&self) {
+    pub(super) fn lock_for_fork(&self) {
         self.peak.reserved.lock_for_fork();
     }
 
@@ -313,7 +314,7 @@ impl Figures {
     ///
     /// The calling thread took the lock with `lock_for_fork` (in a child: the thread that forked it did).
     #[cfg(unix)]
-    pub(crate) unsafe fn unlock_after_fork(&self) {
+    pub(super) unsafe fn unlock_after_fork(&self) {
         // SAFETY: as this function's contract says.
         unsafe { self.peak.reserved.unlock_after_fork() };
     }
@@ -372,24 +373,28 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// The calling thread's part for scope `id` (whose figures are `figures`, open while `open` says so): `Some(part)`, or
 /// `Some(None)` when the thread must write the shared part, or `None` when the scope closed meanwhile.
-/// `owned` is the thread's block of parts (index plus one; 0: none yet), which this may assign.
+/// `owned` is the thread's block of parts (`None`: none yet), which this may assign.
 #[cold]
 #[inline(never)]
-pub(crate) fn take(
-    owned: &core::cell::Cell<u32>,
+pub(super) fn take(
+    owned: &core::cell::Cell<Option<PartsIndex>>,
     id: ScopeId,
     figures: &Figures,
     open: impl Fn() -> bool,
 ) -> Option<Option<&'static Part>> {
-    if owned.get() == 0 {
-        let index = NEXT.fetch_add(1, Ordering::Relaxed);
-        if index >= THREADS {
-            NEXT.store(THREADS, Ordering::Relaxed);
-            return Some(None);
+    let index = match owned.get() {
+        Some(index) => index,
+        None => {
+            let index = NEXT.fetch_add(1, Ordering::Relaxed);
+            let Some(index) = PartsIndex::new(index).filter(|_| index < THREADS) else {
+                NEXT.store(THREADS, Ordering::Relaxed);
+                return Some(None);
+            };
+            owned.set(Some(index));
+            index
         }
-        owned.set(index as u32 + 1);
-    }
-    let block = &POOL[owned.get() as usize - 1];
+    };
+    let block = &POOL[index.get()];
     if let Some(part) = block.iter().find(|part| id == part.scope.load(Ordering::Relaxed)) {
         return Some(Some(part));
     }
@@ -412,8 +417,10 @@ pub(crate) fn take(
     Some(Some(part))
 }
 
-/// In a child process, just after the fork: parts other threads were writing at the fork are whole again (their
-/// writers are not in the child).
+/// In a child process, just after the fork: the parts other threads of the parent were writing are whole again
+/// (their writers are not in the child, and the forking thread itself was writing none: it was in `fork`), so no
+/// close in the child waits for them. The scopes other threads opened stay open, with no home thread: the child's
+/// updates of them take its own parts.
 #[cfg(unix)]
 pub(crate) fn forget_other_threads() {
     for part in POOL.iter().take(NEXT.load(Ordering::Relaxed).min(THREADS)).flatten() {
@@ -424,8 +431,8 @@ pub(crate) fn forget_other_threads() {
 /// Starts a write of a fresh part for `id`, registered with `registry`, that no thread finishes until
 /// [`end_stuck_write`]: a test's stand-in for another thread caught in an update.
 #[cfg(all(test, unix))]
-pub(crate) fn begin_stuck_write(id: ScopeId, figures: &Figures) -> &'static Part {
-    let owned = core::cell::Cell::new(0);
+pub(super) fn begin_stuck_write(id: ScopeId, figures: &Figures) -> &'static Part {
+    let owned = core::cell::Cell::new(None);
     let part = take(&owned, id, figures, || true).flatten().expect("a free part");
     part.seq.begin_write();
     part
@@ -433,6 +440,6 @@ pub(crate) fn begin_stuck_write(id: ScopeId, figures: &Figures) -> &'static Part
 
 /// Ends the write [`begin_stuck_write`] began.
 #[cfg(all(test, unix))]
-pub(crate) fn end_stuck_write(part: &Part) {
+pub(super) fn end_stuck_write(part: &Part) {
     part.seq.end_abandoned_write();
 }
