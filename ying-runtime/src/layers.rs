@@ -174,21 +174,25 @@ fn test_modules(code: &str) -> Vec<std::ops::Range<usize>> {
         if item.as_bytes()[brace] != b'{' || !head.contains(&"mod") {
             continue;
         }
-        let open = item_start + brace;
-        let mut depth = 0;
-        let close = code[open..].char_indices().find_map(|(offset, c)| {
-            match c {
-                '{' => depth += 1,
-                '}' => depth -= 1,
-                _ => {}
-            }
-            (depth == 0).then_some(open + offset)
-        });
-        let end = close.map_or(code.len(), |close| close + 1);
+        let end = block_end(code, item_start + brace);
         modules.push(start..end);
         from = end;
     }
     modules
+}
+
+/// Where the block that opens at `open` (a `{` of `code`) ends: just past its matching `}`, or at the end of `code`.
+fn block_end(code: &str, open: usize) -> usize {
+    let mut depth = 0;
+    let close = code[open..].char_indices().find_map(|(offset, c)| {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => {}
+        }
+        (depth == 0).then_some(open + offset)
+    });
+    close.map_or(code.len(), |close| close + 1)
 }
 
 /// The words (identifiers and keywords) of `text`.
@@ -270,16 +274,7 @@ fn inline_modules(code: &str) -> Vec<std::ops::Range<usize>> {
             continue;
         }
         let open = code.len() - after_name.trim_start().len();
-        let mut depth = 0;
-        let close = code[open..].char_indices().find_map(|(offset, c)| {
-            match c {
-                '{' => depth += 1,
-                '}' => depth -= 1,
-                _ => {}
-            }
-            (depth == 0).then_some(open + offset)
-        });
-        modules.push(open..close.map_or(code.len(), |close| close + 1));
+        modules.push(open..block_end(code, open));
     }
     modules
 }

@@ -8,8 +8,9 @@
 //! `fixtures-lines`, `fixtures-release`, `fixtures-release-lines`), shared between runs, with a cleaned
 //! environment.
 
+mod fixture_cargo;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What a fixture test must do.
@@ -187,10 +188,6 @@ const NESTED_PROCESS: &[(&str, &str)] = &[
 const HELPER_THREAD_LEAK: &[&str] =
     &["  max_retained = 0 B: retained 512 B in 1 block, 512 B over", "      leaks::helper_thread_leak"];
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 /// The result of one `cargo test` run of a fixture test binary.
 struct Run {
     outcomes: BTreeMap<String, String>,
@@ -205,26 +202,13 @@ fn cargo_test(binary: &str, args: &[&str], envs: &[(&str, &str)]) -> Run {
 
 /// Runs `cargo test --test <binary> -- <args>` in the fixture workspace, built with `profile`.
 fn cargo_test_with(profile: Profile, binary: &str, args: &[&str], envs: &[(&str, &str)]) -> Run {
-    let root = repository();
-    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let target_dir = format!("target/{}", profile.target());
+    let mut command = fixture_cargo::cargo_test("fixtures/leak-tests/Cargo.toml", &target_dir);
     command
-        .args(["test", "--no-fail-fast", "--test", binary])
+        .args(["--test", binary])
         .args(profile.cargo_args())
-        .arg("--manifest-path")
-        .arg(root.join("fixtures/leak-tests/Cargo.toml"))
         .arg("--")
-        .args(args);
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy();
-        let keep = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"].contains(&key.as_ref());
-        if (key.starts_with("CARGO_") && !keep) || key.starts_with("YING_") || key.starts_with("RUST_TEST_") {
-            command.env_remove(key.as_ref());
-        }
-    }
-    command
-        .env("CARGO_TARGET_DIR", root.join("target").join(profile.target()))
-        .env("CARGO_TERM_COLOR", "never")
-        .env("RUST_BACKTRACE", "0")
+        .args(args)
         .envs(profile.envs().iter().copied())
         .envs(envs.iter().copied());
     let output = command.output().expect("cargo runs");
@@ -266,7 +250,7 @@ fn failures(stdout: &str) -> BTreeMap<String, String> {
 /// Redacts what differs between machines and runs: the repository's path, the toolchain's source path, thread
 /// ids.
 fn redact(text: &str) -> String {
-    let root = repository().display().to_string();
+    let root = fixture_cargo::repository().display().to_string();
     let mut out = Vec::new();
     for line in text.lines() {
         let mut line = line.replace(&root, "[REPO]");
@@ -407,7 +391,7 @@ fn a_binary_without_the_allocator_fails_with_the_lines_to_add() {
 
 #[test]
 fn a_process_that_exits_inside_a_leak_test_fails() {
-    let root = repository();
+    let root = fixture_cargo::repository();
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     command
         .args(["test", "--test", "exits", "--manifest-path"])

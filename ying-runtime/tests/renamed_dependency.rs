@@ -5,9 +5,10 @@
 //! The fixture builds into `target/fixtures` of this workspace, beside `fixtures/leak-tests` (same dependencies and
 //! profile, so the runtime is built once for both), with a cleaned environment.
 
+mod fixture_cargo;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// The tests of `tests/renamed.rs` that keep 100 bytes: they pass only under the budget written (1 KiB), since by
 /// default a leak test retains nothing.
@@ -17,31 +18,11 @@ const WITHIN: &[&str] =
 /// The ignored tests of `tests/renamed.rs` that keep 4 KiB.
 const OVER: &[&str] = &["over_its_budget", "async_over_its_budget"];
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 /// Runs `cargo test` on the fixture with `args` after `--`, with a cleaned environment; its output, and each
 /// test's outcome (`ok`, `FAILED`, `ignored`) by name.
 fn cargo_test(args: &[&str]) -> (Output, BTreeMap<String, String>) {
-    let root = repository();
-    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    command
-        .args(["test", "--no-fail-fast", "--test", "renamed", "--manifest-path"])
-        .arg(root.join("fixtures/renamed-runtime/Cargo.toml"))
-        .arg("--")
-        .args(args);
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy();
-        let keep = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"].contains(&key.as_ref());
-        if (key.starts_with("CARGO_") && !keep) || key.starts_with("YING_") || key.starts_with("RUST_TEST_") {
-            command.env_remove(key.as_ref());
-        }
-    }
-    command
-        .env("CARGO_TARGET_DIR", root.join("target/fixtures"))
-        .env("CARGO_TERM_COLOR", "never")
-        .env("RUST_BACKTRACE", "0");
+    let mut command = fixture_cargo::cargo_test("fixtures/renamed-runtime/Cargo.toml", "target/fixtures");
+    command.args(["--test", "renamed", "--"]).args(args);
     let output = command.output().expect("cargo runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("test result:"), "the fixture did not run:\n{}", String::from_utf8_lossy(&output.stderr));

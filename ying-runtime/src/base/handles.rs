@@ -6,6 +6,7 @@
 //! that makes a kind of handle turns it back into a reference, in one place. An index handle keeps an index plus
 //! one in a `NonZeroU32`, so that an optional one is a `u32` with 0 for none, as the bare integer was.
 
+use core::marker::PhantomData;
 use core::num::NonZeroU32;
 use core::ptr::NonNull;
 
@@ -45,79 +46,67 @@ impl ShardHandle {
     }
 }
 
-/// A thread's nursery (`hot::live::nursery`): one of the pool's, never freed.
+/// A handle on one value of a `static` pool of `hot` (or of memory that pool never gives back), for the use `U`
+/// names ([`OfNursery`], [`OfPart`]): handles of two uses are two types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct NurseryHandle(NonNull<u8>);
+pub(crate) struct PoolRef<U>(NonNull<u8>, PhantomData<U>);
 
-impl NurseryHandle {
-    /// The handle of `nursery`.
+/// The use of a thread's nursery (`hot::live::nursery`): one of the pool's, never freed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OfNursery {}
+
+/// The use of the part a thread last took to write in another thread's scope (`hot::scope::parts`): one of the
+/// pool's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OfPart {}
+
+/// A thread's nursery.
+pub(crate) type NurseryHandle = PoolRef<OfNursery>;
+/// The part a thread last took to write in another thread's scope.
+pub(crate) type PartHandle = PoolRef<OfPart>;
+
+impl<U> PoolRef<U> {
+    /// The handle of `value`.
     #[inline]
-    pub(crate) fn new<T>(nursery: &'static T) -> Self {
-        Self(NonNull::from(nursery).cast())
+    pub(crate) fn new<T>(value: &'static T) -> Self {
+        Self(NonNull::from(value).cast(), PhantomData)
     }
 
-    /// The nursery.
+    /// The value.
     ///
     /// # Safety
     ///
-    /// `T` is the type of the nursery the handle was made from.
+    /// `T` is the type of the value the handle was made from.
     #[inline(always)]
-    pub(crate) unsafe fn nursery<T>(self) -> &'static T {
+    pub(crate) unsafe fn get<T>(self) -> &'static T {
         // SAFETY: as in `ShardHandle::block`.
         unsafe { self.0.cast::<T>().as_ref() }
     }
 }
 
-/// The part a thread last took to write in another thread's scope (`hot::scope::parts`): one of the pool's.
+/// An index into one of `hot`'s pools, for the use `U` names ([`OfPartsBlock`], [`OfPending`]), kept plus one so
+/// that an optional one is a `u32` with 0 for none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PartHandle(NonNull<u8>);
+pub(crate) struct PoolIndex<U>(NonZeroU32, PhantomData<U>);
 
-impl PartHandle {
-    /// The handle of `part`.
-    #[inline]
-    pub(crate) fn new<T>(part: &'static T) -> Self {
-        Self(NonNull::from(part).cast())
-    }
-
-    /// The part.
-    ///
-    /// # Safety
-    ///
-    /// `T` is the type of the part the handle was made from.
-    #[inline(always)]
-    pub(crate) unsafe fn part<T>(self) -> &'static T {
-        // SAFETY: as in `ShardHandle::block`.
-        unsafe { self.0.cast::<T>().as_ref() }
-    }
-}
-
-/// The block of scope parts a thread owns (`hot::scope::parts`): its index in the pool.
+/// The use of the block of scope parts a thread owns (`hot::scope::parts`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PartsIndex(NonZeroU32);
+pub(crate) enum OfPartsBlock {}
 
-impl PartsIndex {
-    /// The block at `index`; `None` when the index does not fit.
+/// The use of a thread's record of pending stack figures (`hot::stacks`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OfPending {}
+
+/// The block of scope parts a thread owns: its index in the pool.
+pub(crate) type PartsIndex = PoolIndex<OfPartsBlock>;
+/// A thread's record of pending stack figures: its index in the pool.
+pub(crate) type PendingIndex = PoolIndex<OfPending>;
+
+impl<U> PoolIndex<U> {
+    /// The value at `index`; `None` when the index does not fit.
     #[inline]
     pub(crate) fn new(index: usize) -> Option<Self> {
-        plus_one(index).map(Self)
-    }
-
-    /// Its index in the pool.
-    #[inline(always)]
-    pub(crate) fn get(self) -> usize {
-        self.0.get() as usize - 1
-    }
-}
-
-/// A thread's record of pending stack figures (`hot::stacks`): its index in the pool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PendingIndex(NonZeroU32);
-
-impl PendingIndex {
-    /// The record at `index`; `None` when the index does not fit.
-    #[inline]
-    pub(crate) fn new(index: usize) -> Option<Self> {
-        plus_one(index).map(Self)
+        plus_one(index).map(|index| Self(index, PhantomData))
     }
 
     /// Its index in the pool.

@@ -232,7 +232,7 @@ fn of_calling_thread() -> Option<&'static Nursery> {
 fn of_thread(nursery: Option<NurseryHandle>) -> Option<&'static Nursery> {
     // SAFETY: every nursery handle is made by `claim`, from a nursery of the pool, never freed and only used through
     // shared references (all its fields are atomics).
-    nursery.map(|nursery| unsafe { nursery.nursery::<Nursery>() })
+    nursery.map(|nursery| unsafe { nursery.get::<Nursery>() })
 }
 
 /// Takes a nursery from the pool for the calling thread (creating it on first use); `None` when all are held.

@@ -61,7 +61,7 @@ fn other_writer(thread: Option<&ThreadState>, id: ScopeId) -> Option<Writer> {
 fn held_part(thread: &ThreadState, id: ScopeId) -> Option<&'static Part> {
     let part = thread.part()?;
     // SAFETY: every part handle is made by `take_part`, from a part of the static pool.
-    let part = unsafe { part.part::<Part>() };
+    let part = unsafe { part.get::<Part>() };
     part.counts_for(id).then_some(part)
 }
 
