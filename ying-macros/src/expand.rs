@@ -45,6 +45,8 @@ pub(crate) fn expand(args: &LeakTestArgs, function: ItemFn, registered: bool) ->
     let line = quote_spanned!(sig.ident.span()=> ::core::line!());
     let test_attribute = (!registered).then(|| quote!(#[::core::prelude::v1::test]));
     let runtime = &args.runtime;
+    // The path as a user writes it in an attribute (`yr`, `support::ying`), for the messages that name a fix.
+    let runtime_name = runtime.segments.iter().map(|segment| segment.ident.to_string()).collect::<Vec<_>>().join("::");
     let written = written(args);
     let should_panic = args.should_panic;
 
@@ -72,6 +74,7 @@ pub(crate) fn expand(args: &LeakTestArgs, function: ItemFn, registered: bool) ->
                 manifest_dir: ::core::env!("CARGO_MANIFEST_DIR"),
                 arguments: &[#(#written),*],
                 should_panic: #should_panic,
+                runtime: #runtime_name,
             };
             #runtime::__private::run(&__YING_LEAK_TEST, #body)
         }

@@ -3,9 +3,11 @@
 use crate::hot::allocator::is_installed;
 use crate::hot::scope::{Attribution, OpenScope, ScopeStats};
 
-/// The lines that install the ying allocator, shown when it is missing.
-pub(crate) const INSTALL_HINT: &str =
-    "#[global_allocator]\nstatic ALLOC: ying::YingProfiler = ying::YingProfiler::new();";
+/// The lines that install the ying allocator, shown when it is missing, in a crate that names the runtime by
+/// `runtime` (`ying`, or another name it depends on `ying-runtime` by).
+pub(crate) fn install_hint(runtime: &str) -> String {
+    format!("#[global_allocator]\nstatic ALLOC: {runtime}::YingProfiler = {runtime}::YingProfiler::new();")
+}
 
 /// Runs `body` and returns its result with the exact heap figures of what it did on this thread (and on threads
 /// that entered its [`Scope`](crate::Scope)).
@@ -51,7 +53,8 @@ pub fn measure<R>(body: impl FnOnce() -> R) -> (R, ScopeStats) {
 pub fn measure_with<R>(attribution: Attribution, body: impl FnOnce() -> R) -> (R, ScopeStats) {
     assert!(
         is_installed(),
-        "ying: the global allocator is not ying's, so nothing can be measured; add to the crate root:\n\n{INSTALL_HINT}\n"
+        "ying: the global allocator is not ying's, so nothing can be measured; add to the crate root:\n\n{}\n",
+        install_hint("ying")
     );
     let scope = OpenScope::open(attribution, false);
     let result = body();

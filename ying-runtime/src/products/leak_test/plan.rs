@@ -2,7 +2,7 @@
 //! (`ying_report::arguments`) into budgets with their defaults, runs, attribution and excuses.
 
 use crate::hot::allocator::is_installed;
-use crate::products::measure::INSTALL_HINT;
+use crate::products::measure::install_hint;
 use std::sync::{Mutex, MutexGuard};
 use ying_report::arguments::{self, Value, Written};
 use ying_report::report::{ATTRIBUTION_ENV, Attribution, Budgets, DEFER_SYMBOLS_ENV, TestIdentity};
@@ -26,6 +26,9 @@ pub struct LeakTest {
     /// through that table and applies the defaults.
     pub arguments: &'static [(&'static str, Value)],
     pub should_panic: bool,
+    /// The path the test's crate names the runtime by (`ying`, or what `crate = ".."` gave): messages that name a
+    /// fix write it so.
+    pub runtime: &'static str,
 }
 
 impl LeakTest {
@@ -48,6 +51,7 @@ impl LeakTest {
             manifest_dir,
             arguments: &[],
             should_panic: false,
+            runtime: "ying",
         }
     }
 
@@ -131,8 +135,9 @@ impl Plan {
         assert!(
             is_installed(),
             "ying: leak test `{}` cannot measure anything: the global allocator of this test binary is not ying's. \
-             Add to the crate root of the test (or to the library, for unit tests):\n\n{INSTALL_HINT}\n",
-            self.harness_name()
+             Add to the crate root of the test (or to the library, for unit tests):\n\n{}\n",
+            self.harness_name(),
+            install_hint(self.test.runtime)
         );
         let _ = std::io::stdout();
         (self.attribution == Attribution::Process)

@@ -264,7 +264,7 @@ impl Measured {
     pub(super) fn judge(mut self, plan: &Plan) {
         let function = plan.function_path();
         let sites = self.sites(plan.test.manifest_dir, &function);
-        let names = Names { harness: plan.harness_name(), function: &function };
+        let names = Names { harness: plan.harness_name(), function: &function, runtime: plan.test.runtime };
         match verdict::judge(names, &plan.budgets, &self.findings(), &sites) {
             Verdict::Passed => report::write(plan, &self.findings(), Outcome::Passed, None, sites),
             Verdict::Failed(message) => {

@@ -34,12 +34,14 @@ impl Findings<'_> {
     }
 }
 
-/// Which test the message is about: its name as the harness lists it, and its function's path (the closure the
-/// body runs in is shown as the function itself).
+/// Which test the message is about: its name as the harness lists it, its function's path (the closure the body
+/// runs in is shown as the function itself), and the path its crate names the runtime by (`ying`, or what
+/// `crate = ".."` gave), which the fix a message names is written with.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Names<'a> {
     pub(super) harness: &'a str,
     pub(super) function: &'a str,
+    pub(super) runtime: &'a str,
 }
 
 /// The verdict: passed, or failed with the message.
@@ -193,7 +195,8 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
         let patterns: Vec<String> = dependencies.iter().map(|name| format!("\"{name}::\"")).collect();
         message.push_str(&format!(
             "\n\nmemory a dependency keeps on purpose (a table for the whole process, say) is excused with \
-             `#[ying::leak_test(allow = [{}])]`",
+             `#[{}::leak_test(allow = [{}])]`",
+            names.runtime,
             patterns.join(", ")
         ));
     }
@@ -244,7 +247,7 @@ mod tests {
     use ying_report::Frame;
     use ying_report::report::{Budgets, IterationFigures, RetainedSite, ScopeStats};
 
-    const NAMES: Names<'static> = Names { harness: "box_leak", function: "leaks::box_leak" };
+    const NAMES: Names<'static> = Names { harness: "box_leak", function: "leaks::box_leak", runtime: "ying" };
 
     fn stats(retained_bytes: u64, retained_blocks: u64, peak_bytes: u64) -> ScopeStats {
         let mut stats = ScopeStats::default();
@@ -351,6 +354,16 @@ mod tests {
              std::rt::lang_start\n\n\
              memory a dependency keeps on purpose (a table for the whole process, say) is excused with \
              `#[ying::leak_test(allow = [\"parking_lot_core::\", \"hashbrown::\"])]`"
+        );
+        // A crate that names the runtime otherwise (`crate = "yr"`) is shown the fix as it writes it.
+        let renamed = Names { runtime: "yr", ..NAMES };
+        let Verdict::Failed(message) = judge(renamed, &budgets, &findings(stats(1056, 2, 1056), 0, &runs), &sites)
+        else {
+            panic!("the same verdict under another name");
+        };
+        assert!(
+            message.ends_with("`#[yr::leak_test(allow = [\"parking_lot_core::\", \"hashbrown::\"])]`"),
+            "{message}"
         );
     }
 
