@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
-use ying_report::{BaselineEntry, ByteSize, Figure, GateVerdict, TestId};
+use ying_report::{BaselineEntry, ByteSize, Figure, GateVerdict, LeakReport, TestId};
 
 /// The default relative tolerance: retained memory may grow by 10% before the gate fails.
 pub(crate) const DEFAULT_MAX_GROWTH: Growth = Growth(0.10);
@@ -215,6 +215,12 @@ impl Comparison {
         self.with(GateVerdict::Regressed).next().is_some()
             || (check && (self.with(GateVerdict::New).next().is_some() || !self.missing.is_empty()))
     }
+}
+
+/// What the gate compares of a leak test's `report`, and the baseline keeps: its figures (or steady state) and its
+/// retained memory's stacks, folded by the frame rules.
+pub(crate) fn entry(report: &LeakReport) -> BaselineEntry {
+    BaselineEntry::of(report, ying_frames::retained_stacks(report))
 }
 
 /// Judges `current` (this run's leak tests, as the baseline would record them) against `baseline`. `complete`: the

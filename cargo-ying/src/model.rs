@@ -2,7 +2,7 @@
 //! output (terminal, summary.json, baseline, JUnit, GitHub annotations and step summary, index.html, flamegraphs)
 //! shows the same thing. Outputs read a [`Run`]; none decides anything of its own.
 
-use crate::gate::{Comparison, Gating, Reruns, TestGate};
+use crate::gate::{self, Comparison, Gating, Reruns, TestGate};
 use crate::signals;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -212,7 +212,7 @@ impl TestRecord {
     /// The test's baseline entry: its figures and retained stacks.
     pub(crate) fn baseline_entry(&self) -> Option<BaselineEntry> {
         let leak = self.leak.as_ref()?;
-        Some(BaselineEntry::of(&leak.report, ying_frames::retained_stacks(&leak.report)))
+        Some(gate::entry(&leak.report))
     }
 }
 

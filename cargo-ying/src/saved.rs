@@ -2,6 +2,7 @@
 //! saved results (`accept`, `merge`, `diff`).
 
 use crate::error::{Error, Result};
+use crate::gate;
 use std::collections::BTreeMap;
 use std::path::Path;
 use ying_report::{BaselineEntry, LeakReport, Summary, TestId};
@@ -22,7 +23,7 @@ pub(crate) fn entries(summary: &Summary, dir: &Path) -> Result<BTreeMap<TestId, 
         let Some(report) = &test.report else { continue };
         let path = dir.join(report);
         let report = LeakReport::read(&path, &test.id).map_err(|source| Error::ReadReport { path, source })?;
-        entries.insert(test.id.clone(), BaselineEntry::of(&report, ying_frames::retained_stacks(&report)));
+        entries.insert(test.id.clone(), gate::entry(&report));
     }
     Ok(entries)
 }

@@ -7,6 +7,7 @@ use crate::config::{Config, Measure, NoTests};
 use crate::error::Result;
 use crate::gate::{Gating, Tolerance};
 use crate::outputs::terminal;
+use crate::run::build::CargoArgs;
 use crate::run::discover::Selection;
 use crate::run::plan::Request;
 use crate::workspace::Workspace;
@@ -56,10 +57,11 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// The settings of `cargo ying test` run with `args` in `workspace`.
-    pub(crate) fn resolve(args: &TestArgs, workspace: &Workspace) -> Result<Self> {
+    /// The settings of `cargo ying test` run with `args` in `workspace`; `cargo`: what `args` ask cargo for
+    /// (`CargoOptions::to_args`), which opened the workspace.
+    pub(crate) fn resolve(args: &TestArgs, cargo: CargoArgs, workspace: &Workspace) -> Result<Self> {
         let config = &workspace.config;
-        let request = request(&args.filter)?;
+        let request = request(&args.filter, cargo)?;
         let selection = &request.selection;
         // Output straight to the terminal is readable one test at a time, as under cargo-nextest.
         let no_capture = args.no_capture || selection.no_capture;
@@ -100,10 +102,11 @@ impl Settings {
     }
 }
 
-/// Which tests `filter` asks for; the arguments after `--` must be a test harness's.
-pub(crate) fn request(filter: &TestFilter) -> Result<Request> {
+/// Which tests `filter` asks for, built by `cargo` (`filter.cargo`, converted); the arguments after `--` must be a
+/// test harness's.
+pub(crate) fn request(filter: &TestFilter, cargo: CargoArgs) -> Result<Request> {
     Ok(Request {
-        cargo: filter.cargo.to_args(),
+        cargo,
         selection: Selection::new(&filter.filters, &filter.filtersets, &filter.test_args)?,
         partition: filter.partition,
     })

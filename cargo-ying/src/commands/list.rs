@@ -13,7 +13,7 @@ use ying_report::exit_code;
 pub(crate) fn run(args: &ListArgs) -> Result<u8> {
     let cargo = args.filter.cargo.to_args();
     let workspace = Workspace::open(cargo.manifest_path.as_deref(), &cargo.lock_flags)?;
-    let request = settings::request(&args.filter)?;
+    let request = settings::request(&args.filter, cargo)?;
     listing::print(&Plan::make(&request, &workspace.metadata, None, |_| {})?);
     Ok(exit_code::OK)
 }

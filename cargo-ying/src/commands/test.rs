@@ -26,7 +26,7 @@ use ying_report::{TestId, exit_code};
 pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     let cargo = args.filter.cargo.to_args();
     let workspace = Workspace::open(cargo.manifest_path.as_deref(), &cargo.lock_flags)?;
-    let settings = Settings::resolve(args, &workspace)?;
+    let settings = Settings::resolve(args, cargo, &workspace)?;
     let list = settings.request.selection.list;
     // Another run on this target directory finishes first: its files, and the baseline it may save, are whole.
     let _lock = if list { None } else { Some(RunLock::acquire(&settings.out_dir)?) };
@@ -67,9 +67,9 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Option<(Plan, R
     let symbolizer = Arc::new(Symbolizer::keeping_frames_in(settings.out_dir.join("symbols")));
     // Every test of a run of every test reports, so every binary's first report is named: the slowest part of that
     // is done while the tests are listed, one binary after another, when the other cores have little to do.
-    let prepare = interposer.is_some() && settings.request.selection.selects_everything();
+    let name_while_listing = interposer.is_some() && settings.request.selection.selects_everything();
     let planned = Plan::make(&settings.request, &workspace.metadata, verbosity, |binaries| {
-        if prepare {
+        if name_while_listing {
             prepare_symbols(&symbolizer, binaries);
         }
     });

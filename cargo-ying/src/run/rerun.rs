@@ -9,7 +9,7 @@ use crate::gate::{self, Reruns};
 use crate::model::{Outcome, Run};
 use crate::run::discover::TestCase;
 use crate::run::runner::{self, RunOptions};
-use ying_report::{BaselineEntry, GateVerdict, TestId};
+use ying_report::{GateVerdict, TestId};
 
 /// Runs again each passing leak test of `run` that the gate found regressed, and settles its verdict with what
 /// the reruns show; `on_settled` sees each test's reruns. `planned` are the run's tests, in the run's order.
@@ -42,11 +42,9 @@ pub(crate) fn confirm(
         let crossed = records
             .iter()
             .filter(|record| {
-                let now = record
-                    .leak
-                    .as_ref()
-                    .map(|leak| BaselineEntry::of(&leak.report, ying_frames::retained_stacks(&leak.report)));
-                now.is_some_and(|now| gate::judge(before, &now, &gating).verdict == GateVerdict::Regressed)
+                record
+                    .baseline_entry()
+                    .is_some_and(|now| gate::judge(before, &now, &gating).verdict == GateVerdict::Regressed)
             })
             .count();
         let settled = Reruns { crossed: crossed as u32, runs: reruns as u32 };
