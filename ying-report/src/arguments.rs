@@ -160,6 +160,14 @@ arguments! {
         }),
     },
     Argument {
+        name: "max_lost",
+        doc: "retained bytes that nothing points to any more (lost, or in a cycle of lost blocks) the measured runs \
+              may leave; judged even where `max_retained` is not",
+        kind: Kind::Size(|written, bytes| written.budgets.max_lost = Some(bytes)),
+        example: "\"0\"",
+        needs: None,
+    },
+    Argument {
         name: "warmup",
         doc: "unmeasured runs of the body first (one-time initialisation)",
         kind: Kind::Count { min: 0, max: u32::MAX as u64, fill: |written, count| written.warmup = runs(count) },
@@ -295,6 +303,7 @@ mod tests {
             ("max_allocated", Value::Number(3)),
             ("max_allocations", Value::Number(4)),
             ("max_growth_per_iteration", Value::Number(5)),
+            ("max_lost", Value::Number(8)),
             ("warmup", Value::Number(6)),
             ("iterations", Value::Number(7)),
             ("attribution", Value::Text("process")),
@@ -307,6 +316,7 @@ mod tests {
             max_allocated: Some(3),
             max_allocations: Some(4),
             max_growth_per_iteration: Some(5),
+            max_lost: Some(8),
         };
         assert_eq!(
             written,

@@ -10,7 +10,7 @@ use crate::test_id::{TargetKind, TestId};
 use std::path::Path;
 
 /// The version of the report format; bumped on any change a reader must know about.
-pub const REPORT_SCHEMA_VERSION: u32 = 3;
+pub const REPORT_SCHEMA_VERSION: u32 = 4;
 
 /// The environment variable naming the directory where leak tests write their reports.
 pub const REPORT_DIR_ENV: &str = "YING_REPORT_DIR";
@@ -128,6 +128,11 @@ impl LeakReport {
     /// Retained bytes as the `max_retained` budget and the gate judge them: excused memory left out.
     pub fn judged_retained_bytes(&self) -> u64 {
         self.figures.judged_retained_bytes(self.excused_bytes)
+    }
+
+    /// Retained bytes that nothing reaches any more ([`Reach::is_lost`]), excused sites left out.
+    pub fn lost_bytes(&self) -> u64 {
+        self.retained_sites.iter().filter(|site| !site.excused).map(RetainedSite::lost_bytes).sum()
     }
 
     /// Reads the report at `path`, which must be of this version and of test `expected`.
@@ -374,6 +379,10 @@ pub struct Budgets {
     pub max_allocations: Option<u64>,
     /// Net growth of the heap each measured run may cause (checked against the smallest growth among them).
     pub max_growth_per_iteration: Option<u64>,
+    /// Retained bytes that nothing reaches any more ([`Reach::is_lost`]: lost, or in a cycle only lost blocks
+    /// reach) the measured runs may leave.
+    #[serde(default)]
+    pub max_lost: Option<u64>,
 }
 
 /// How a leak test ended.
@@ -443,24 +452,122 @@ pub struct RetainedSite {
     /// [`LeakReport::excused_bytes`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<u64>,
+    /// The Rust type of what was allocated here (`my_crate::Session` for a `Box<Session>`, `u8` for a `Vec<u8>`'s
+    /// buffer), when the stack's frames tell it; `None` rather than a guess.
+    #[serde(rename = "type", default)]
+    pub type_name: Option<String>,
+    /// Why the retained bytes are still there, at the end of the test: what reaches them, by kind and root, the
+    /// most bytes first. The bytes add up to [`bytes`](Self::bytes). Empty when the test did not look (a test
+    /// that did not pass, or a platform where memory is not scanned).
+    #[serde(default)]
+    pub why: Vec<Why>,
 }
 
 impl RetainedSite {
     /// `bytes` in `blocks` blocks allocated at `frames`.
     pub fn new(bytes: u64, blocks: u64, excused: bool, frames: Vec<Frame>) -> Self {
-        Self { bytes, blocks, excused, frames, addresses: Vec::new() }
+        Self { bytes, blocks, excused, frames, addresses: Vec::new(), type_name: None, why: Vec::new() }
     }
 
     /// `bytes` in `blocks` blocks allocated at the instruction `addresses` of the test executable, for the reader
     /// to symbolise and judge (see [`addresses`](Self::addresses)); `frames` holds what follows the code frames
     /// (the `tracing` spans the stack was captured in).
     pub fn deferred(bytes: u64, blocks: u64, addresses: Vec<u64>, frames: Vec<Frame>) -> Self {
-        Self { bytes, blocks, excused: false, frames, addresses }
+        Self { bytes, blocks, excused: false, frames, addresses, type_name: None, why: Vec::new() }
     }
 
     /// Puts `sites` in a report's order: the most bytes first, then by frames.
     pub fn sort(sites: &mut [Self]) {
         sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
+    }
+
+    /// Bytes of this site that nothing reaches any more (lost, or in a cycle of lost blocks).
+    pub fn lost_bytes(&self) -> u64 {
+        self.why.iter().filter(|why| why.kind.is_lost()).map(|why| why.bytes).sum()
+    }
+}
+
+/// What keeps retained memory allocated at the end of a test: how it is reached, and from where. A block gets the
+/// first kind that reaches it, in this order from [`Static`](Self::Static) on; [`Lost`](Self::Lost) and
+/// [`Cycle`](Self::Cycle) are what nothing reaches.
+///
+/// Roots are found by a conservative scan: any aligned word whose value points into a block reaches it, so a word
+/// that only looks like a pointer (an integer, a stale copy in memory freed since) can keep a lost block reachable.
+/// The other way round it does not err: a block reported lost is pointed to by no word the scan read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reach {
+    /// Reachable from a static: the writable data of a loaded object (`root`: the symbol holding the word).
+    Static,
+    /// Reachable from a thread-local of a live thread (`root`: its path, when its symbol is known).
+    ThreadLocal,
+    /// Reachable from a live thread's stack (`root`: the thread's name).
+    ThreadStack,
+    /// Reachable only through memory allocated before the test (`root`: the static behind it, when known).
+    Heap,
+    /// In a cycle of blocks that nothing else reaches (a reference cycle, for `Rc` and `Arc` allocations), or
+    /// reached only from one.
+    Cycle,
+    /// Nothing points to it, nor to the blocks that do: no pointer to it remains (`mem::forget`, `Box::leak`
+    /// whose reference was dropped).
+    Lost,
+}
+
+impl Reach {
+    /// Every kind, in order.
+    pub const ALL: [Reach; 6] =
+        [Self::Static, Self::ThreadLocal, Self::ThreadStack, Self::Heap, Self::Cycle, Self::Lost];
+
+    /// Whether nothing reaches memory of this kind any more: [`Lost`](Self::Lost) or [`Cycle`](Self::Cycle).
+    pub fn is_lost(self) -> bool {
+        matches!(self, Self::Lost | Self::Cycle)
+    }
+
+    /// Its name in the report: `static`, `thread_local`, `thread_stack`, `heap`, `cycle`, `lost`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Static => "static",
+            Self::ThreadLocal => "thread_local",
+            Self::ThreadStack => "thread_stack",
+            Self::Heap => "heap",
+            Self::Cycle => "cycle",
+            Self::Lost => "lost",
+        }
+    }
+}
+
+/// Retained bytes of one site reached one way ([`RetainedSite::why`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Why {
+    /// How they are reached.
+    pub kind: Reach,
+    /// From where: the static's or thread-local's path, or the thread's name; `None` where there is none.
+    pub root: Option<String>,
+    /// Retained bytes reached so.
+    pub bytes: u64,
+    /// Retained blocks reached so.
+    pub blocks: u64,
+}
+
+impl Why {
+    /// What keeps these bytes, in words: `lost`, `a reference cycle` (`cycle` of `Rc`/`Arc` allocations, as
+    /// `counted` says), `held by static my_crate::CACHE`, `held by thread-local my_crate::BUF`, `held on the
+    /// stack of thread worker`, `held through memory allocated before the test`.
+    pub fn describe(&self, counted: bool) -> String {
+        let root = self.root.as_deref();
+        match (self.kind, root) {
+            (Reach::Lost, _) => "lost (nothing points to it)".to_owned(),
+            (Reach::Cycle, _) if counted => "lost in a reference cycle".to_owned(),
+            (Reach::Cycle, _) => "lost in a cycle (only lost blocks point to it)".to_owned(),
+            (Reach::Static, Some(root)) => format!("held by static {root}"),
+            (Reach::Static, None) => "held by a static".to_owned(),
+            (Reach::ThreadLocal, Some(root)) => format!("held by thread-local {root}"),
+            (Reach::ThreadLocal, None) => "held by a thread-local".to_owned(),
+            (Reach::ThreadStack, Some(root)) => format!("held on the stack of thread `{root}`"),
+            (Reach::ThreadStack, None) => "held on a thread's stack".to_owned(),
+            (Reach::Heap, Some(root)) => format!("held through memory allocated before the test (from {root})"),
+            (Reach::Heap, None) => "held through memory allocated before the test".to_owned(),
+        }
     }
 }
 
