@@ -7,6 +7,7 @@
 //!   and the leak site are;
 //! - [`fold`]: the [`FoldedStack`](ying_report::FoldedStack) of a stack, and a report's folded stacks;
 //! - [`excuses`]: what retained memory is excused by the names of its stack;
+//! - [`why`]: why retained memory is still there, in the words every output uses;
 //! - [`KnownCode`]: the functions of a test executable the runtime knows by address, which `cargo ying` reads once
 //!   per executable (with the `elf` feature) and passes to its test processes.
 //!
@@ -18,6 +19,7 @@ mod fold;
 pub mod known_code;
 pub mod names;
 mod trim;
+pub mod why;
 
 pub use fold::{allocated_stacks, fold, retained_stacks};
 pub use known_code::{ExecutableStamp, KnownCode};
