@@ -89,8 +89,13 @@ pub(crate) fn remove_anywhere(ptr: usize) -> Option<Entry> {
 /// Calls `f` with every entry, from the nurseries, then from the live table (under its shards' locks: `f` must not
 /// allocate through the global allocator). An entry that moves to the table meanwhile may be seen twice.
 fn for_each(mut f: impl FnMut(&Entry)) {
-    nursery::for_each(|_, entry| f(&entry));
-    table::for_each(f);
+    for_each_at(|_, entry| f(entry));
+}
+
+/// [`for_each`] with each entry's address.
+fn for_each_at(mut f: impl FnMut(usize, &Entry)) {
+    nursery::for_each(|ptr, entry| f(ptr, &entry));
+    table::for_each_at(f);
 }
 
 /// One sampled live block, as [`sampled`] returns it.
@@ -127,6 +132,10 @@ pub(crate) fn census() -> (usize, usize, usize) {
 /// A block a scope owns bytes of, as [`owned_by`] returns it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OwnedBlock {
+    /// Its address.
+    pub(crate) address: usize,
+    /// Its size.
+    pub(crate) size: usize,
     /// The stack the block was sampled with, if it was.
     pub(crate) stack: Option<StackId>,
     /// Bytes of the block the scope owns.
@@ -138,9 +147,11 @@ pub(crate) struct OwnedBlock {
 /// Every live block that scope `id` owns bytes of (the scope may have closed since).
 pub(crate) fn owned_by(id: ScopeId) -> RawVec<OwnedBlock> {
     let mut out = RawVec::new_in(RawSystem);
-    for_each(|entry| {
+    for_each_at(|address, entry| {
         if id == entry.scope && !entry.internal {
             out.push(OwnedBlock {
+                address,
+                size: entry.size,
                 stack: entry.sample.map(|sample| sample.stack),
                 owned: entry.owned,
                 owns_block: entry.owns_block,

@@ -150,9 +150,9 @@ impl Shard {
         }
     }
 
-    fn for_each(&self, mut f: impl FnMut(&Entry)) {
-        self.owned_blocks.values().for_each(|block| f(&block.entry()));
-        self.others.values().for_each(f);
+    fn for_each(&self, mut f: impl FnMut(usize, &Entry)) {
+        self.owned_blocks.iter().for_each(|(&ptr, block)| f(ptr, &block.entry()));
+        self.others.iter().for_each(|(&ptr, entry)| f(ptr, entry));
     }
 }
 
@@ -329,7 +329,7 @@ pub(crate) unsafe fn unlock_after_fork() {
 
 /// Calls `f` with every entry of the live table, shard by shard, each under its shard's lock: `f` must not
 /// allocate through the global allocator (raw-system memory is fine).
-pub(crate) fn for_each(mut f: impl FnMut(&Entry)) {
+pub(crate) fn for_each_at(mut f: impl FnMut(usize, &Entry)) {
     for shard in &SHARD_MAPS {
         if let Some(shard) = shard.lock().as_ref() {
             shard.for_each(&mut f);
@@ -339,7 +339,7 @@ pub(crate) fn for_each(mut f: impl FnMut(&Entry)) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Entry, for_each, hand_over, insert, insert_moved, may_hold, remove};
+    use super::{Entry, for_each_at, hand_over, insert, insert_moved, may_hold, remove};
     use crate::base::ids::{ScopeId, StackId};
     use crate::hot::live::Sample;
     use crate::hot::sampler::Weight;
@@ -401,7 +401,7 @@ mod tests {
         insert(second, grown);
         hand_over(from, to);
         let mut owners = Vec::new();
-        for_each(|entry| {
+        for_each_at(|_, entry| {
             if entry.scope == Some(from) || entry.scope == Some(to) {
                 owners.push((entry.scope, entry.owned));
             }

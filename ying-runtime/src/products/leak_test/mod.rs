@@ -4,8 +4,9 @@
 //! One job per module: [`plan`] resolves what the attribute wrote into budgets, runs and attribution;
 //! [`runner`] runs the body in the measured scope and reads what it retained; [`excuses`] tells the memory a test
 //! keeps without leaking it; [`hook`] keeps the panic hook's work out of the figures; [`exit`] fails a process that
-//! exits inside a body; [`verdict`] judges budgets against figures and writes the failure message, as a pure
-//! function; [`report`] writes the JSON report; [`unannotated`] measures a test without the attribute from outside,
+//! exits inside a body; [`why`] says why each retained block is still there (the reachability scan of
+//! `read::reach`, summed per site); [`verdict`] judges budgets against figures and writes the failure message, as
+//! a pure function; [`report`] writes the JSON report; [`unannotated`] measures a test without the attribute from outside,
 //! for the allocation interposer; [`interposer`] tells that interposer when a leak test starts, so that it stops
 //! measuring.
 //!
@@ -26,6 +27,7 @@ mod report;
 mod runner;
 mod unannotated;
 mod verdict;
+mod why;
 
 pub use plan::LeakTest;
 pub use runner::{TestResult, run};

@@ -5,6 +5,7 @@ use super::excuses::Excuses;
 use super::plan::{LeakTest, Plan, default_attribution};
 use super::report::{self, relative_frames};
 use super::verdict::{self, Findings, Names, Verdict};
+use super::why;
 use crate::base::ids::{ScopeId, StackId};
 use crate::base::thread::{THREAD, as_profiler};
 use crate::hot::scope::{OpenScope, ScopeStats};
@@ -212,40 +213,59 @@ impl Session {
 
 impl Measured {
     /// The retained blocks of the closed scope grouped by stack, largest first, the body's frame named after the
-    /// test `function`.
+    /// test `function`, each with why its blocks are still there.
     fn sites(&mut self, manifest_dir: &str, function: &str) -> Vec<RetainedSite> {
         as_profiler(|| {
-            let mut by_stack: HashMap<Option<StackId>, (u64, u64)> = HashMap::new();
-            for block in live::owned_by(self.scope_id).iter() {
-                let (bytes, blocks) = by_stack.entry(block.stack).or_default();
+            let blocks = live::owned_by(self.scope_id);
+            let mut reach = why::Why::scan(&blocks);
+            let mut by_stack: HashMap<Option<StackId>, (u64, u64, why::Whys)> = HashMap::new();
+            for block in blocks.iter() {
+                let (bytes, count, whys) = by_stack.entry(block.stack).or_default();
                 *bytes += block.owned as u64;
-                *blocks += u64::from(block.owns_block);
+                *count += u64::from(block.owns_block);
+                if let Some(reach) = &mut reach {
+                    whys.add(reach.of(block.address), block.owned as u64, block.owns_block);
+                }
             }
             let mut sites: Vec<RetainedSite> = by_stack
                 .into_iter()
-                .map(|(stack, (bytes, blocks))| {
-                    if let Some(stack) = stack
-                        && let Some(addresses) = self.excuses.deferred(stack)
-                    {
-                        // Named and judged by the reader; the spans are what follows the code frames.
-                        let spans = stacks::ips(stack).map(|ips| span_frames(&ips)).unwrap_or_default();
-                        let spans = relative_frames(spans, manifest_dir);
-                        return RetainedSite::deferred(bytes, blocks, addresses, spans);
-                    }
-                    let frames = match stack.and_then(|stack| self.excuses.known(stack)) {
-                        Some(known) => vec![Frame::new(known, None, None)],
-                        None => stack
-                            .and_then(stacks::ips)
-                            .map(|ips| relative_frames(name_test_body(symbolize(&ips), function), manifest_dir))
-                            .unwrap_or_default(),
-                    };
-                    let excused = stack.is_some_and(|stack| self.excuses.is_excused(stack));
-                    RetainedSite::new(bytes, blocks, excused, frames)
+                .map(|(stack, (bytes, blocks, whys))| {
+                    let mut site = self.site(stack, bytes, blocks, manifest_dir, function);
+                    site.why = whys.into_list();
+                    site
                 })
                 .collect();
             RetainedSite::sort(&mut sites);
             sites
         })
+    }
+
+    /// The site of the blocks allocated at `stack`, named (or left as addresses for the reader).
+    fn site(
+        &mut self,
+        stack: Option<StackId>,
+        bytes: u64,
+        blocks: u64,
+        manifest_dir: &str,
+        function: &str,
+    ) -> RetainedSite {
+        if let Some(stack) = stack
+            && let Some(addresses) = self.excuses.deferred(stack)
+        {
+            // Named and judged by the reader; the spans are what follows the code frames.
+            let spans = stacks::ips(stack).map(|ips| span_frames(&ips)).unwrap_or_default();
+            let spans = relative_frames(spans, manifest_dir);
+            return RetainedSite::deferred(bytes, blocks, addresses, spans);
+        }
+        let frames = match stack.and_then(|stack| self.excuses.known(stack)) {
+            Some(known) => vec![Frame::new(known, None, None)],
+            None => stack
+                .and_then(stacks::ips)
+                .map(|ips| relative_frames(name_test_body(symbolize(&ips), function), manifest_dir))
+                .unwrap_or_default(),
+        };
+        let excused = stack.is_some_and(|stack| self.excuses.is_excused(stack));
+        RetainedSite::new(bytes, blocks, excused, frames)
     }
 
     fn findings(&self) -> Findings<'_> {

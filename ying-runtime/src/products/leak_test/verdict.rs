@@ -54,7 +54,8 @@ pub(super) enum Verdict {
 /// Judges `budgets` against `findings`; a failure's message lists the exceeded budgets and the largest retained
 /// `sites` that are not excused.
 pub(super) fn judge(names: Names<'_>, budgets: &Budgets, findings: &Findings<'_>, sites: &[RetainedSite]) -> Verdict {
-    let breaches = breaches(budgets, findings);
+    let lost = sites.iter().filter(|site| !site.excused).map(RetainedSite::lost_bytes).sum();
+    let breaches = breaches(budgets, findings, lost);
     if breaches.is_empty() { Verdict::Passed } else { Verdict::Failed(message(names, &breaches, findings, sites)) }
 }
 
@@ -67,7 +68,8 @@ struct Breach {
     finding: String,
 }
 
-fn breaches(budgets: &Budgets, findings: &Findings<'_>) -> Vec<Breach> {
+/// The exceeded budgets; `lost`: retained bytes that nothing reaches any more, excused sites left out.
+fn breaches(budgets: &Budgets, findings: &Findings<'_>, lost: u64) -> Vec<Breach> {
     let mut breaches = Vec::new();
     let size = |bytes: u64| ByteSize::new(bytes).to_string();
     let retained = findings.retained();
@@ -83,6 +85,19 @@ fn breaches(budgets: &Budgets, findings: &Findings<'_>) -> Vec<Breach> {
                 size(retained),
                 plural(blocks),
                 size(retained - limit)
+            ),
+        });
+    }
+    if let Some(limit) = budgets.max_lost
+        && lost > limit
+    {
+        breaches.push(Breach {
+            budget: "max_lost",
+            limit: size(limit),
+            finding: format!(
+                "{} retained that nothing points to any more (lost, or in a cycle of lost blocks), {} over",
+                size(lost),
+                size(lost - limit)
             ),
         });
     }
@@ -168,6 +183,12 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
             message.push_str(&format!("\n  {bytes} grown in blocks allocated before"));
         } else {
             message.push_str(&format!("\n  {bytes} in {} block{}", site.blocks, plural(site.blocks)));
+        }
+        if let Some(type_name) = &site.type_name {
+            message.push_str(&format!(" of {type_name}"));
+        }
+        if let Some(why) = ying_frames::why::describe(site) {
+            message.push_str(&format!(", {why}"));
         }
         if let Some(dependency) = dependency_frame(&site.frames) {
             // The frames below show the package's call; the library that allocated is named here.
@@ -280,6 +301,30 @@ mod tests {
             judge(NAMES, &Budgets::default(), &findings(stats(1 << 30, 9, 1 << 30), 0, &runs), &[]),
             Verdict::Passed
         );
+    }
+
+    #[test]
+    fn max_lost_judges_only_the_bytes_nothing_reaches_and_each_site_says_why() {
+        use ying_report::report::{Reach, Why};
+        let why = |kind, root: Option<&str>, bytes| Why { kind, root: root.map(str::to_owned), bytes, blocks: 1 };
+        let mut forgotten = site(512, false, &[("leaks::forgotten", Some("tests/leaks.rs"))]);
+        forgotten.why = vec![why(Reach::Lost, None, 512)];
+        let mut cached = site(24_576, false, &[("leaks::forgotten", Some("tests/leaks.rs"))]);
+        cached.why = vec![why(Reach::Static, Some("leaks::CACHE"), 24_576)];
+        let budgets = Budgets { max_lost: Some(256), ..Budgets::default() };
+        let findings = findings(stats(25_088, 2, 25_088), 0, &[]);
+        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings, &[forgotten.clone(), cached.clone()]) else {
+            panic!("512 B lost is over a budget of 256 B")
+        };
+        assert!(
+            message.contains("max_lost = 256 B: 512 B retained that nothing points to any more (lost, or in a cycle of lost blocks), 256 B over"),
+            "{message}"
+        );
+        assert!(message.contains("512 B in 1 block, lost (nothing points to it)"), "{message}");
+        assert!(message.contains("24.0 KiB (24576 bytes) in 1 block, held by static leaks::CACHE"), "{message}");
+        assert_eq!(judge(NAMES, &budgets, &findings, &[cached]), Verdict::Passed, "a static is not lost");
+        forgotten.excused = true;
+        assert_eq!(judge(NAMES, &budgets, &findings, &[forgotten]), Verdict::Passed, "excused bytes are not judged");
     }
 
     #[test]

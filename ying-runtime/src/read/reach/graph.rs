@@ -1,0 +1,232 @@
+//! The retained blocks as a graph: a word that points into a block is an edge to it. Roots are marked in the order
+//! of their kinds, and each block takes the first kind (and root) that reaches it, passed on to every block it
+//! reaches in turn; what no root reaches is lost, or in a cycle of blocks that nothing else reaches.
+
+use super::memory::Reader;
+use crate::base::raw::{RawSystem, RawVec};
+use ying_report::report::Reach;
+
+/// Where a block is reached from, named once the scan is over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Root {
+    /// No root: lost, a cycle, or the heap with no static known.
+    None,
+    /// The address of the root word: in a static, or in a thread's thread-local storage.
+    Word(usize),
+    /// The thread whose stack holds the root word (its index in the scan's threads).
+    Thread(usize),
+}
+
+/// What reaches a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Reached {
+    pub(crate) kind: Reach,
+    pub(crate) root: Root,
+}
+
+/// The retained blocks, sorted by address, and what reaches each.
+pub(super) struct Graph {
+    /// `(start, end)` of each block, sorted by start.
+    blocks: RawVec<(usize, usize)>,
+    reached: RawVec<Option<Reached>>,
+    /// Blocks reached whose words are still to follow.
+    pending: RawVec<usize>,
+}
+
+impl Graph {
+    /// The graph of the blocks at `(start, end)`, unreached.
+    pub(super) fn new(blocks: impl IntoIterator<Item = (usize, usize)>) -> Self {
+        let mut sorted = RawVec::new_in(RawSystem);
+        sorted.extend(blocks);
+        sorted.sort_unstable();
+        let mut reached = RawVec::with_capacity_in(sorted.len(), RawSystem);
+        reached.resize(sorted.len(), None);
+        Self { blocks: sorted, reached, pending: RawVec::new_in(RawSystem) }
+    }
+
+    /// The block `address` points into, if any.
+    fn find(&self, address: usize) -> Option<usize> {
+        block_at(&self.blocks, address)
+    }
+
+    /// What reaches the block at `start`, once the scan is over.
+    pub(super) fn reached(&self, start: usize) -> Option<Reached> {
+        let index = self.blocks.binary_search_by_key(&start, |&(start, _)| start).ok()?;
+        self.reached[index]
+    }
+
+    /// Whether every block has been reached.
+    pub(super) fn all_reached(&self) -> bool {
+        self.reached.iter().all(Option::is_some)
+    }
+
+    /// A root word: when it points into a block not reached yet, that block and all it reaches are `reached`.
+    pub(super) fn root(&mut self, word: usize, reached: Reached, reader: &mut Reader) {
+        if let Some(index) = self.find(word)
+            && self.reached[index].is_none()
+        {
+            self.reached[index] = Some(reached);
+            self.pending.push(index);
+            self.follow(reached, reader);
+        }
+    }
+
+    /// The words of `[start, end)` as roots, the blocks' own words left out (those are edges, not roots), each
+    /// reaching what `reached(address of the word)` says.
+    pub(super) fn roots_in(
+        &mut self,
+        start: usize,
+        end: usize,
+        reader: &mut Reader,
+        mut reached: impl FnMut(usize) -> Reached,
+    ) {
+        // The pieces of the range between blocks.
+        let mut at = start;
+        let mut next = self.blocks.partition_point(|&(_, block_end)| block_end <= start);
+        while at < end {
+            let (piece_end, skip_to) = match self.blocks.get(next) {
+                Some(&(block_start, block_end)) if block_start < end => (block_start.max(at), block_end),
+                _ => (end, end),
+            };
+            if at < piece_end {
+                let mut words = RawVec::new_in(RawSystem);
+                reader.words(at, piece_end, |address, word| {
+                    if self.find(word).is_some_and(|index| self.reached[index].is_none()) {
+                        words.push((address, word));
+                    }
+                });
+                for (address, word) in words {
+                    self.root(word, reached(address), reader);
+                }
+            }
+            at = skip_to.max(at);
+            next += 1;
+        }
+    }
+
+    /// Passes `reached` on to every block the pending ones point to.
+    fn follow(&mut self, reached: Reached, reader: &mut Reader) {
+        while let Some(index) = self.pending.pop() {
+            let (start, end) = self.blocks[index];
+            let Self { blocks, reached: marks, pending } = self;
+            reader.words(start, end, |_, word| {
+                if let Some(found) = block_at(blocks, word)
+                    && marks[found].is_none()
+                {
+                    marks[found] = Some(reached);
+                    pending.push(found);
+                }
+            });
+        }
+    }
+
+    /// What no root reached: `Lost` for the blocks no other unreached block points to and everything they reach;
+    /// `Cycle` for the rest (reached only from a cycle among unreached blocks).
+    pub(super) fn settle_unreached(&mut self, reader: &mut Reader) {
+        let mut pointed_to = RawVec::with_capacity_in(self.blocks.len(), RawSystem);
+        pointed_to.resize(self.blocks.len(), false);
+        for index in 0..self.blocks.len() {
+            if self.reached[index].is_some() {
+                continue;
+            }
+            let (start, end) = self.blocks[index];
+            let Self { blocks, reached, .. } = &*self;
+            reader.words(start, end, |_, word| {
+                if let Some(found) = block_at(blocks, word)
+                    && found != index
+                    && reached[found].is_none()
+                {
+                    pointed_to[found] = true;
+                }
+            });
+        }
+        let lost = Reached { kind: Reach::Lost, root: Root::None };
+        for index in 0..self.blocks.len() {
+            if self.reached[index].is_none() && !pointed_to[index] {
+                self.reached[index] = Some(lost);
+                self.pending.push(index);
+                self.follow(lost, reader);
+            }
+        }
+        for reached in self.reached.iter_mut().filter(|reached| reached.is_none()) {
+            *reached = Some(Reached { kind: Reach::Cycle, root: Root::None });
+        }
+    }
+}
+
+/// The block of `blocks` (sorted `(start, end)`) that `word` points into, if any.
+///
+/// A word 16-aligned from the block's start in its last 16 bytes is not taken for a pointer into it: the C library
+/// keeps the header of the next chunk there (a block of 24 bytes takes a chunk of 32, the next chunk's header at
+/// 16), and its lists of free chunks point at such headers.
+fn block_at(blocks: &[(usize, usize)], word: usize) -> Option<usize> {
+    let index = blocks.partition_point(|&(start, _)| start <= word).checked_sub(1)?;
+    let (start, end) = blocks[index];
+    if word == start {
+        return Some(index);
+    }
+    let next_header = (word - start).is_multiple_of(16) && word.saturating_add(16) > end;
+    (word < end && !next_header).then_some(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Graph, Reach, Reached, Root};
+    use crate::read::reach::memory::Reader;
+
+    /// Blocks of eight words each, in one array the test owns: block `i` is words `8 * i ..`.
+    struct Heap([usize; 64]);
+
+    impl Heap {
+        fn block(&self, index: usize) -> (usize, usize) {
+            let start = self.0.as_ptr() as usize + index * 64;
+            (start, start + 64)
+        }
+
+        fn point(&mut self, from: usize, word: usize, to: usize) {
+            // An interior pointer counts: a hash table's pointer to its control bytes points into the middle.
+            self.0[from * 8 + word] = self.block(to).0 + 8;
+        }
+    }
+
+    #[test]
+    fn blocks_take_the_first_root_that_reaches_them_and_the_rest_are_lost_or_in_a_cycle() {
+        let mut heap = Box::new(Heap([0; 64]));
+        // 0 -> 1 (reached from a root); 2 -> 3 (2 lost, 3 reached only through it); 4 <-> 5, 5 -> 6 (a cycle and
+        // what hangs from it); 7 points to itself only (lost).
+        heap.point(0, 3, 1);
+        heap.point(2, 0, 3);
+        heap.point(4, 7, 5);
+        heap.point(5, 1, 4);
+        heap.point(5, 2, 6);
+        heap.point(7, 0, 7);
+        let mut graph = Graph::new((0..8).map(|index| heap.block(index)));
+        let mut reader = Reader::new();
+        let root = Reached { kind: Reach::Static, root: Root::Word(0x1000) };
+        graph.root(heap.block(0).0, root, &mut reader);
+        graph.root(heap.block(1).0, Reached { kind: Reach::Heap, root: Root::None }, &mut reader);
+        assert!(!graph.all_reached());
+        graph.settle_unreached(&mut reader);
+        let kinds: Vec<Reach> = (0..8).map(|index| graph.reached(heap.block(index).0).unwrap().kind).collect();
+        use Reach::{Cycle, Lost, Static};
+        assert_eq!(kinds, [Static, Static, Lost, Lost, Cycle, Cycle, Cycle, Lost]);
+        assert_eq!(graph.reached(heap.block(1).0).unwrap().root, Root::Word(0x1000));
+    }
+
+    #[test]
+    fn words_of_a_range_are_roots_and_the_blocks_inside_it_are_not() {
+        let mut heap = Box::new(Heap([0; 64]));
+        heap.point(0, 0, 2);
+        heap.point(1, 0, 3);
+        let blocks = [heap.block(1), heap.block(2), heap.block(3)];
+        let mut graph = Graph::new(blocks);
+        let mut reader = Reader::new();
+        // Blocks 0 (not retained) and 1 lie in the range; only 0's word is a root.
+        let (start, end) = (heap.block(0).0, heap.block(2).0);
+        graph.roots_in(start, end, &mut reader, |address| Reached { kind: Reach::Heap, root: Root::Word(address) });
+        graph.settle_unreached(&mut reader);
+        assert_eq!(graph.reached(heap.block(2).0).unwrap(), Reached { kind: Reach::Heap, root: Root::Word(start) });
+        assert_eq!(graph.reached(heap.block(1).0).unwrap().kind, Reach::Lost);
+        assert_eq!(graph.reached(heap.block(3).0).unwrap().kind, Reach::Lost);
+    }
+}

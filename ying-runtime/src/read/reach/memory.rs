@@ -1,0 +1,157 @@
+//! The process's memory as the scan reads it: its mappings (`/proc/self/maps`) and their words, read through the
+//! kernel (`process_vm_readv`, else `/proc/self/mem`), which answers an error for a page that is not mapped any
+//! more instead of faulting. Words are copied into a buffer mapped apart from the heap, so that no copy of a
+//! pointer the scan reads lands in memory the scan reads later.
+
+use crate::base::raw::{RawSystem, RawVec};
+use std::os::unix::fs::FileExt;
+
+const WORD: usize = size_of::<usize>();
+const PAGE: usize = 4096;
+/// Words read per call.
+const CHUNK: usize = 8192;
+
+/// One mapping of the process, as `/proc/self/maps` lists it.
+#[derive(Clone, Debug)]
+pub(super) struct Mapping {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) readable: bool,
+    pub(super) writable: bool,
+    /// The file mapped, `[heap]`, `[stack]`, ...; empty for anonymous memory.
+    pub(super) path: String,
+}
+
+impl Mapping {
+    /// Whether `address` lies in it.
+    pub(super) fn holds(&self, address: usize) -> bool {
+        (self.start..self.end).contains(&address)
+    }
+
+    /// Anonymous memory the process may write: a thread's stack, a heap of the C library's, or memory mapped by
+    /// other code.
+    pub(super) fn is_anonymous_data(&self) -> bool {
+        self.readable && self.writable && self.path.is_empty()
+    }
+}
+
+/// The process's mappings, in address order.
+pub(super) fn mappings() -> Vec<Mapping> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
+    text.lines().filter_map(parse_mapping).collect()
+}
+
+/// One line of `/proc/self/maps`: `start-end perms offset dev inode path`.
+fn parse_mapping(line: &str) -> Option<Mapping> {
+    let mut fields = line.split_ascii_whitespace();
+    let (start, end) = fields.next()?.split_once('-')?;
+    let perms = fields.next()?.as_bytes();
+    let path = fields.nth(3).map(str::to_owned).unwrap_or_default();
+    Some(Mapping {
+        start: usize::from_str_radix(start, 16).ok()?,
+        end: usize::from_str_radix(end, 16).ok()?,
+        readable: perms.first() == Some(&b'r'),
+        writable: perms.get(1) == Some(&b'w'),
+        path,
+    })
+}
+
+/// Reads the process's words without ever faulting.
+pub(super) struct Reader {
+    buffer: RawVec<usize>,
+    /// `/proc/self/mem`, once `process_vm_readv` has been refused (a sandbox may forbid it).
+    mem: Option<std::fs::File>,
+    vm_refused: bool,
+}
+
+impl Reader {
+    pub(super) fn new() -> Self {
+        let mut buffer = RawVec::with_capacity_in(CHUNK, RawSystem);
+        buffer.resize(CHUNK, 0);
+        Self { buffer, mem: None, vm_refused: false }
+    }
+
+    /// The word at `address`, if it is mapped and readable.
+    pub(super) fn word(&mut self, address: usize) -> Option<usize> {
+        if !address.is_multiple_of(WORD) {
+            return None;
+        }
+        (self.read(address, WORD) == WORD).then(|| self.buffer[0])
+    }
+
+    /// Calls `f(address, word)` with each aligned word of `[start, end)` that can be read; unmapped pages are
+    /// skipped.
+    pub(super) fn words(&mut self, start: usize, end: usize, mut f: impl FnMut(usize, usize)) {
+        let mut at = start.next_multiple_of(WORD);
+        while at.saturating_add(WORD) <= end {
+            let len = ((end - at) / WORD).min(CHUNK) * WORD;
+            let read = self.read(at, len) / WORD * WORD;
+            for (index, &word) in self.buffer[..read / WORD].iter().enumerate() {
+                f(at + index * WORD, word);
+            }
+            at += read;
+            if read < len {
+                // The page at `at` cannot be read: on to the next.
+                at = (at & !(PAGE - 1)).saturating_add(PAGE);
+            }
+        }
+    }
+
+    /// Reads up to `len` bytes (at most the buffer) at `address` into the buffer; returns how many were read.
+    fn read(&mut self, address: usize, len: usize) -> usize {
+        let len = len.min(CHUNK * WORD);
+        if !self.vm_refused {
+            let local = libc::iovec { iov_base: self.buffer.as_mut_ptr().cast(), iov_len: len };
+            let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: len };
+            // SAFETY: `local` is the reader's own buffer, at least `len` bytes; the kernel reads `remote` for us
+            // and answers an error (rather than a fault) for memory that is not mapped.
+            let read = unsafe { libc::process_vm_readv(libc::getpid(), &raw const local, 1, &raw const remote, 1, 0) };
+            if let Ok(read) = usize::try_from(read) {
+                return read;
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EFAULT | libc::ESRCH) => return 0,
+                _ => self.vm_refused = true,
+            }
+        }
+        if self.mem.is_none() {
+            self.mem = std::fs::File::open("/proc/self/mem").ok();
+        }
+        let Some(mem) = &self.mem else { return 0 };
+        // SAFETY: the buffer is `CHUNK` words, `len` bytes of it are written as bytes; any bytes are a valid
+        // `usize`.
+        let bytes = unsafe { core::slice::from_raw_parts_mut(self.buffer.as_mut_ptr().cast::<u8>(), len) };
+        mem.read_at(bytes, address as u64).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Reader, mappings, parse_mapping};
+
+    #[test]
+    fn a_line_of_the_maps_reads_as_its_range_rights_and_path() {
+        let mapping = parse_mapping("7f00-7f10 rw-p 00000000 00:00 0                  [heap]").unwrap();
+        assert_eq!((mapping.start, mapping.end, mapping.readable, mapping.writable), (0x7f00, 0x7f10, true, true));
+        assert_eq!(mapping.path, "[heap]");
+        let anonymous = parse_mapping("1000-2000 r--p 00000000 00:00 0").unwrap();
+        assert!(!anonymous.writable && anonymous.path.is_empty() && !anonymous.is_anonymous_data());
+    }
+
+    #[test]
+    fn words_are_read_where_mapped_and_unmapped_pages_are_skipped_without_a_fault() {
+        let values: Vec<usize> = (0..5000).collect();
+        let (start, end) = (values.as_ptr() as usize, values.as_ptr() as usize + values.len() * 8);
+        let mut reader = Reader::new();
+        let mut seen = Vec::new();
+        reader.words(start, end, |_, word| seen.push(word));
+        assert_eq!(seen, values);
+        assert_eq!(reader.word(start + 8), Some(1));
+        // Nothing is mapped at the first page.
+        assert_eq!(reader.word(8), None);
+        let mut count = 0;
+        reader.words(0, 3 * 4096, |_, _| count += 1);
+        assert_eq!(count, 0);
+        assert!(mappings().iter().any(|mapping| mapping.holds(start)));
+    }
+}

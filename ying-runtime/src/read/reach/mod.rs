@@ -1,0 +1,58 @@
+//! Why each block a test retained is still there: a conservative scan of the process at the end of the test, as
+//! LeakSanitizer makes at the end of a process, for one test's blocks.
+//!
+//! The blocks are known exactly (the scope's). The roots are read for words that point into them (`roots`: the
+//! writable data of every loaded object, each live thread's thread-local storage and stack, and the C library's
+//! heap outside the blocks), and the pointers between blocks are followed (`graph`). Memory is read through the
+//! kernel, which answers an error for a page that is gone (`memory`), into buffers mapped apart from the heap.
+//! Roots are named by their symbols (`names`). Nothing of this runs for a test that retained nothing.
+
+mod graph;
+mod memory;
+mod names;
+mod roots;
+
+use graph::Graph;
+pub(crate) use graph::Root;
+use memory::Reader;
+use names::Namer;
+use roots::Process;
+use ying_report::report::Reach;
+
+/// What reaches each retained block, and names for the roots.
+pub(crate) struct Reachability {
+    graph: Graph,
+    process: Process,
+    namer: Namer,
+}
+
+impl Reachability {
+    /// Scans the process for what reaches the `blocks` (`(address, size)`). `own_stack`: an address in the
+    /// leak-test runner's frame on the calling thread, above which its stack is the harness's (roots); `None` when
+    /// the calling thread ends with the test, its stack and thread-locals no roots.
+    pub(crate) fn scan(blocks: impl IntoIterator<Item = (usize, usize)>, own_stack: Option<usize>) -> Self {
+        let mut graph = Graph::new(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
+        let process = Process::now(own_stack);
+        let mut reader = Reader::new();
+        process.mark_roots(&mut graph, &mut reader);
+        if !graph.all_reached() {
+            graph.settle_unreached(&mut reader);
+        }
+        Self { graph, process, namer: Namer::default() }
+    }
+
+    /// What reaches the block at `address`: its kind and the root's name, when it has one.
+    pub(crate) fn of(&mut self, address: usize) -> (Reach, Option<String>) {
+        let Some(reached) = self.graph.reached(address) else { return (Reach::Lost, None) };
+        let name = match (reached.kind, reached.root) {
+            (_, Root::None) => None,
+            (_, Root::Thread(index)) => self.process.threads.get(index).map(|thread| thread.name.clone()),
+            (Reach::ThreadLocal, Root::Word(word)) => {
+                let offset = self.process.thread_local_at(word).and_then(|(_, offset)| offset);
+                offset.and_then(|offset| self.namer.thread_local_at(offset))
+            }
+            (_, Root::Word(word)) => self.namer.static_at(word),
+        };
+        (reached.kind, name)
+    }
+}

@@ -1,0 +1,215 @@
+//! Where the scan looks for root words, in the order of their kinds: the writable data of every loaded object
+//! (statics), each live thread's thread-local storage and stack, and the C library's heap (memory allocated before
+//! the test: the test's own blocks in it are not roots).
+
+use super::graph::{Graph, Reached, Root};
+use super::memory::{Mapping, Reader};
+use core::ops::ControlFlow;
+use ying_report::report::Reach;
+
+/// A live thread of the process, as the scan reads it.
+pub(crate) struct Thread {
+    /// Its name (`/proc/self/task/<id>/comm`).
+    pub(crate) name: String,
+    /// Its stack in use, `(stack pointer, end of its mapping)`, when known.
+    stack: Option<(usize, usize)>,
+    /// Its thread-local storage (and thread control block), `(start, end)`, when known.
+    locals: Option<(usize, usize)>,
+    /// The start of the executable's thread-local block, for naming a thread-local by its offset.
+    executable_locals: Option<usize>,
+}
+
+/// What the scan knows of the process: its mappings and threads, and the executable's thread-local segment.
+pub(super) struct Process {
+    pub(super) mappings: Vec<Mapping>,
+    pub(crate) threads: Vec<Thread>,
+}
+
+/// The executable's thread-local segment: `(size in memory rounded up to its alignment)`, when it has one.
+fn executable_tls_size() -> Option<usize> {
+    crate::base::loaded::find_map(|object| {
+        let size = object.segments(libc::PT_TLS).next().map(|(start, end, header)| {
+            let align = (header.p_align as usize).max(1);
+            (end - start).next_multiple_of(align)
+        });
+        ControlFlow::Break(size)
+    })
+    .flatten()
+}
+
+/// The calling thread's thread pointer (x86-64: the thread control block, above the static thread-local blocks).
+#[cfg(target_arch = "x86_64")]
+fn thread_pointer() -> Option<usize> {
+    let pointer: usize;
+    // SAFETY: reads the first word of the thread control block, which holds its own address (x86-64 TLS ABI).
+    unsafe { core::arch::asm!("mov {}, fs:0", out(reg) pointer, options(nostack, readonly, preserves_flags)) };
+    Some(pointer)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn thread_pointer() -> Option<usize> {
+    None
+}
+
+/// The stack pointer of thread `id` while it waits in a system call (`/proc/self/task/<id>/syscall`); `None` while
+/// it runs. Tried a few times: a busy thread is caught between two calls.
+fn stack_pointer(id: &str) -> Option<usize> {
+    for _ in 0..20 {
+        let text = std::fs::read_to_string(format!("/proc/self/task/{id}/syscall")).ok()?;
+        let fields: Vec<&str> = text.split_ascii_whitespace().collect();
+        if fields.len() >= 9 {
+            return usize::from_str_radix(fields[7].trim_start_matches("0x"), 16).ok();
+        }
+        std::thread::yield_now();
+    }
+    None
+}
+
+impl Process {
+    /// The process now. `own_stack`: where the calling thread's stack stops being the test's (an address in the
+    /// frame of the leak-test runner: above it are the test harness's frames, which are roots); `None` when the
+    /// calling thread is ending, its stack and thread-locals no roots.
+    pub(super) fn now(own_stack: Option<usize>) -> Self {
+        let mappings = super::memory::mappings();
+        let tls_size = executable_tls_size();
+        let mapping_end = |address: usize| mappings.iter().find(|mapping| mapping.holds(address)).map(|m| m.end);
+        // Where the thread control block lies below the end of a thread's stack mapping: the same for every thread
+        // the C library made, read from the calling thread's (when it is one such: the main thread's is elsewhere).
+        let own_pointer = thread_pointer();
+        let tcb_offset = own_pointer.and_then(|pointer| Some(mapping_end(pointer)? - pointer));
+        let locals_of = |end: usize, reader: &mut Reader| -> Option<((usize, usize), Option<usize>)> {
+            let pointer = end.checked_sub(tcb_offset?)?;
+            // The thread control block starts with its own address.
+            (reader.word(pointer) == Some(pointer)).then_some(())?;
+            let executable = tls_size.map(|size| pointer - size);
+            Some(((executable.unwrap_or(pointer), end), executable))
+        };
+        let mut reader = Reader::new();
+        // SAFETY: `gettid` has no preconditions.
+        let own_thread = unsafe { libc::gettid() }.to_string();
+        let mut threads = Vec::new();
+        let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten();
+        for task in tasks {
+            let id = task.file_name().to_string_lossy().into_owned();
+            let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default().trim_end().to_owned();
+            if id == own_thread {
+                let Some(limit) = own_stack else { continue };
+                let Some(end) = mapping_end(limit) else { continue };
+                let (locals, executable_locals) = match locals_of(end, &mut reader) {
+                    Some((locals, executable)) => (Some(locals), executable),
+                    None => (None, None),
+                };
+                let stack_end = locals.map_or(end, |(start, _)| start);
+                threads.push(Thread { name, stack: Some((limit, stack_end)), locals, executable_locals });
+                continue;
+            }
+            let Some(pointer) = stack_pointer(&id) else {
+                threads.push(Thread { name, stack: None, locals: None, executable_locals: None });
+                continue;
+            };
+            let Some(end) = mapping_end(pointer) else { continue };
+            let (locals, executable_locals) = match locals_of(end, &mut reader) {
+                Some((locals, executable)) => (Some(locals), executable),
+                None => (None, None),
+            };
+            // The red zone below the stack pointer may hold a leaf function's words.
+            let stack_start = pointer.saturating_sub(128);
+            let stack_end = locals.map_or(end, |(start, _)| start);
+            threads.push(Thread { name, stack: Some((stack_start, stack_end)), locals, executable_locals });
+        }
+        Self { mappings, threads }
+    }
+
+    /// Marks every block a root reaches, in the order of the kinds: statics, thread-locals, thread stacks, the heap.
+    pub(super) fn mark_roots(&self, graph: &mut Graph, reader: &mut Reader) {
+        for (start, end) in writable_segments() {
+            graph.roots_in(start, end, reader, |address| Reached { kind: Reach::Static, root: Root::Word(address) });
+        }
+        for thread in &self.threads {
+            if let Some((start, end)) = thread.locals {
+                graph.roots_in(start, end, reader, |address| Reached {
+                    kind: Reach::ThreadLocal,
+                    root: Root::Word(address),
+                });
+            }
+        }
+        for (index, thread) in self.threads.iter().enumerate() {
+            if let Some((start, end)) = thread.stack {
+                let reached = Reached { kind: Reach::ThreadStack, root: Root::Thread(index) };
+                graph.roots_in(start, end, reader, |_| reached);
+            }
+        }
+        for (start, end) in self.heaps(reader) {
+            graph.roots_in(start, end, reader, |_| Reached { kind: Reach::Heap, root: Root::None });
+        }
+    }
+
+    /// The thread whose thread-local storage holds `address`, and the offset of `address` in the executable's
+    /// thread-local block (when it lies there).
+    pub(super) fn thread_local_at(&self, address: usize) -> Option<(&Thread, Option<usize>)> {
+        let thread =
+            self.threads.iter().find(|thread| thread.locals.is_some_and(|(s, e)| (s..e).contains(&address)))?;
+        Some((thread, thread.executable_locals.and_then(|start| address.checked_sub(start))))
+    }
+
+    /// The C library's heap: its main heap (`[heap]`), the heaps of its other arenas (each at a 64 MiB boundary,
+    /// opening with its size), and blocks it mapped on their own (each opening with its size and the bit that
+    /// says so). Memory mapped by others (ying's own tables among them) is not read.
+    fn heaps(&self, reader: &mut Reader) -> Vec<(usize, usize)> {
+        const ARENA_HEAP: usize = 64 << 20;
+        const IS_MMAPPED: usize = 2;
+        let stacks: Vec<(usize, usize)> = self.threads.iter().filter_map(|thread| thread.stack).collect();
+        let mut heaps = Vec::new();
+        for mapping in &self.mappings {
+            if mapping.path == "[heap]" && mapping.writable {
+                heaps.push((mapping.start, mapping.end));
+                continue;
+            }
+            if !mapping.is_anonymous_data() || stacks.iter().any(|&(sp, _)| mapping.holds(sp)) {
+                continue;
+            }
+            let mut at = mapping.start;
+            while at < mapping.end {
+                if at.is_multiple_of(ARENA_HEAP)
+                    && let Some(size) = reader.word(at + 2 * size_of::<usize>())
+                    && (4096..=ARENA_HEAP).contains(&size)
+                    && at + size <= mapping.end
+                {
+                    heaps.push((at, at + size));
+                    at += size.next_multiple_of(4096);
+                    continue;
+                }
+                let correction = reader.word(at).unwrap_or(usize::MAX);
+                let header = reader.word(at + size_of::<usize>()).unwrap_or(0);
+                let size = header & !7;
+                if header & IS_MMAPPED != 0
+                    && correction < 4096
+                    && correction.is_multiple_of(16)
+                    && size.is_multiple_of(4096)
+                    && size > 0
+                    && at + correction + size <= mapping.end
+                {
+                    heaps.push((at, at + correction + size));
+                    at += correction + size;
+                    continue;
+                }
+                at += 4096;
+            }
+        }
+        heaps
+    }
+}
+
+/// The writable data of every loaded object: its statics.
+fn writable_segments() -> Vec<(usize, usize)> {
+    let mut segments = Vec::new();
+    crate::base::loaded::find_map(|object| {
+        for (start, end, header) in object.segments(libc::PT_LOAD) {
+            if header.p_flags & libc::PF_W != 0 {
+                segments.push((start, end));
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    segments
+}

@@ -1,0 +1,180 @@
+//! Why retained memory is still there: leak tests of known cause, each run alone in a child process with a report
+//! directory, and the kind (and root) the report gives the site of each leaked buffer, told apart by its size.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::process::{Command, Output};
+use std::rc::Rc;
+use std::sync::Mutex;
+use ying::report::{LeakReport, Reach, RetainedSite};
+
+#[global_allocator]
+static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
+
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn forgotten_buffer() {
+    std::mem::forget(black_box(vec![0u8; 513]));
+}
+
+/// What a leaked `Box<Session>` holds.
+struct Session {
+    id: u64,
+    _name: [u8; 509],
+}
+
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn leaked_box_whose_reference_is_dropped() {
+    let session: &'static mut Session = Box::leak(black_box(Box::new(Session { id: 7, _name: [0; 509] })));
+    assert_eq!(black_box(session).id, 7);
+}
+
+static CACHE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn pushed_into_a_static() {
+    CACHE.lock().unwrap().push(black_box(vec![0u8; 1531]));
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn thread_local_grown() {
+    SCRATCH.with(|scratch| scratch.borrow_mut().extend_from_slice(&[1u8; 2045]));
+}
+
+/// A node of a reference cycle.
+struct Node {
+    _payload: Vec<u8>,
+    next: Option<Rc<RefCell<Node>>>,
+}
+
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn reference_cycle() {
+    let first = Rc::new(RefCell::new(Node { _payload: vec![0; 777], next: None }));
+    let second = Rc::new(RefCell::new(Node { _payload: vec![0; 778], next: Some(Rc::clone(&first)) }));
+    first.borrow_mut().next = Some(second);
+}
+
+#[ying::leak_test(attribution = "process")]
+#[ignore = "run in a child process"]
+fn held_by_a_thread_that_never_ends() {
+    let (started, wait) = std::sync::mpsc::sync_channel(0);
+    std::thread::Builder::new()
+        .name("keeper".to_owned())
+        .spawn(move || {
+            let held = black_box(vec![1u8; 3067]);
+            started.send(()).unwrap();
+            loop {
+                std::thread::park();
+                black_box(&held);
+            }
+        })
+        .unwrap();
+    wait.recv().unwrap();
+}
+
+static TABLE: Mutex<Option<HashMap<u32, String>>> = Mutex::new(None);
+
+/// The table is made (with room to spare) in the warm-up run; the measured run stores an entry in it.
+#[ying::leak_test(warmup = 1, iterations = 1, max_retained = "0")]
+#[ignore = "run in a child process"]
+fn stored_in_a_table_made_before_the_test() {
+    let mut table = TABLE.lock().unwrap();
+    let table = table.get_or_insert_with(|| HashMap::with_capacity(64));
+    let key = table.len() as u32;
+    table.insert(key, black_box("x".repeat(4093)));
+}
+
+/// Runs the ignored test `name` alone in a child process with a report directory; returns its output and report.
+fn run_alone(name: &str) -> (Output, LeakReport) {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--ignored", "--nocapture", "--test-threads=1"])
+        .env_remove(ying::ATTRIBUTION_ENV)
+        .env(ying::report::REPORT_DIR_ENV, dir.path())
+        .output()
+        .unwrap();
+    let report = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|extension| extension == "json"))
+        .map(|path| serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap())
+        .unwrap_or_else(|| panic!("no report: {}", String::from_utf8_lossy(&output.stderr)));
+    (output, report)
+}
+
+/// The site of the block of `bytes`.
+fn site(report: &LeakReport, bytes: u64) -> &RetainedSite {
+    report
+        .retained_sites
+        .iter()
+        .find(|site| site.bytes == bytes)
+        .unwrap_or_else(|| panic!("no site of {bytes} B in {:#?}", report.retained_sites))
+}
+
+/// The kinds and roots of the site of `bytes`.
+fn why(report: &LeakReport, bytes: u64) -> Vec<(Reach, Option<String>)> {
+    site(report, bytes).why.iter().map(|why| (why.kind, why.root.clone())).collect()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_forgotten_buffer_is_lost_and_the_failure_says_so() {
+    let (output, report) = run_alone("forgotten_buffer");
+    assert_eq!(why(&report, 513), [(Reach::Lost, None)]);
+    assert_eq!(site(&report, 513).why[0].blocks, 1);
+    assert!(stderr(&output).contains("513 B in 1 block, lost (nothing points to it)"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_leaked_box_whose_reference_is_dropped_is_lost() {
+    let (_, report) = run_alone("leaked_box_whose_reference_is_dropped");
+    assert_eq!(why(&report, 520), [(Reach::Lost, None)]);
+}
+
+#[test]
+fn a_push_into_a_static_is_held_by_the_static_named() {
+    let (output, report) = run_alone("pushed_into_a_static");
+    assert_eq!(why(&report, 1531), [(Reach::Static, Some("why::CACHE".to_owned()))]);
+    assert!(stderr(&output).contains("held by static why::CACHE"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_thread_local_grown_is_held_by_the_thread_local_named() {
+    let (_, report) = run_alone("thread_local_grown");
+    assert_eq!(why(&report, 2045), [(Reach::ThreadLocal, Some("why::SCRATCH".to_owned()))]);
+}
+
+#[test]
+fn two_rcs_pointing_at_each_other_are_a_reference_cycle() {
+    let (output, report) = run_alone("reference_cycle");
+    assert_eq!(why(&report, 777), [(Reach::Cycle, None)]);
+    assert_eq!(why(&report, 778), [(Reach::Cycle, None)]);
+    let rc_sites: Vec<_> = report.retained_sites.iter().filter(|site| site.blocks == 2 && site.bytes > 778).collect();
+    assert!(rc_sites.iter().all(|site| site.why.iter().all(|why| why.kind == Reach::Cycle)), "{rc_sites:#?}");
+    assert!(stderr(&output).contains("lost in a reference cycle"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_buffer_held_by_a_thread_that_never_ends_is_on_its_stack() {
+    let (_, report) = run_alone("held_by_a_thread_that_never_ends");
+    assert_eq!(why(&report, 3067), [(Reach::ThreadStack, Some("keeper".to_owned()))]);
+}
+
+#[test]
+fn an_entry_stored_in_a_table_made_before_the_test_is_not_lost() {
+    let (output, report) = run_alone("stored_in_a_table_made_before_the_test");
+    assert_eq!(why(&report, 4093), [(Reach::Heap, None)]);
+    assert!(stderr(&output).contains("held through memory allocated before the test"), "{}", stderr(&output));
+}
