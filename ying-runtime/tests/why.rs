@@ -175,6 +175,7 @@ fn a_buffer_held_by_a_thread_that_never_ends_is_on_its_stack() {
 #[test]
 fn an_entry_stored_in_a_table_made_before_the_test_is_not_lost() {
     let (output, report) = run_alone("stored_in_a_table_made_before_the_test");
-    assert_eq!(why(&report, 4093), [(Reach::Heap, None)]);
-    assert!(stderr(&output).contains("held through memory allocated before the test"), "{}", stderr(&output));
+    assert_eq!(why(&report, 4093), [(Reach::Heap, Some("why::TABLE".to_owned()))]);
+    let stderr = stderr(&output);
+    assert!(stderr.contains("held through memory allocated before the test (from why::TABLE)"), "{stderr}");
 }

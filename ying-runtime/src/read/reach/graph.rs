@@ -2,6 +2,7 @@
 //! of their kinds, and each block takes the first kind (and root) that reaches it, passed on to every block it
 //! reaches in turn; what no root reaches is lost, or in a cycle of blocks that nothing else reaches.
 
+use super::heap::Chunks;
 use super::memory::Reader;
 use crate::base::raw::{RawSystem, RawVec};
 use ying_report::report::Reach;
@@ -31,6 +32,12 @@ pub(super) struct Graph {
     reached: RawVec<Option<Reached>>,
     /// Blocks reached whose words are still to follow.
     pending: RawVec<usize>,
+    /// The blocks in use of the C library's heaps (the test's own among them, which are looked up first).
+    chunks: Option<Chunks>,
+    /// Chunks reached so far.
+    visited: RawVec<bool>,
+    /// Chunks reached whose words are still to read, with what reaches the test's blocks through them.
+    through: RawVec<(usize, Reached)>,
 }
 
 impl Graph {
@@ -41,7 +48,53 @@ impl Graph {
         sorted.sort_unstable();
         let mut reached = RawVec::with_capacity_in(sorted.len(), RawSystem);
         reached.resize(sorted.len(), None);
-        Self { blocks: sorted, reached, pending: RawVec::new_in(RawSystem) }
+        Self {
+            blocks: sorted,
+            reached,
+            pending: RawVec::new_in(RawSystem),
+            chunks: None,
+            visited: RawVec::new_in(RawSystem),
+            through: RawVec::new_in(RawSystem),
+        }
+    }
+
+    /// Roots reach the test's blocks through these chunks of the heap too (see [`through_heap`](Self::through_heap)).
+    pub(super) fn with_heap(mut self, chunks: Chunks) -> Self {
+        self.visited = RawVec::with_capacity_in(chunks.len(), RawSystem);
+        self.visited.resize(chunks.len(), false);
+        self.chunks = Some(chunks);
+        self
+    }
+
+    /// The chunk of the heap (not a block of the test's) that `word` points into, when not reached yet.
+    fn unvisited_chunk(&self, word: usize) -> Option<usize> {
+        let chunk = self.chunks.as_ref()?.find(word)?;
+        (!self.visited[chunk]).then_some(chunk)
+    }
+
+    /// Chunk `chunk` is reached: what it points to is reached through the heap, from `reached`'s root.
+    fn visit(&mut self, chunk: usize, reached: Reached) {
+        if !self.visited[chunk] {
+            self.visited[chunk] = true;
+            self.through.push((chunk, Reached { kind: Reach::Heap, root: reached.root }));
+        }
+    }
+
+    /// Follows the chunks the roots reached, and the chunks they point to in turn: the test's blocks found so are
+    /// reached through the heap, from the root the chain started at.
+    pub(super) fn through_heap(&mut self, reader: &mut Reader) {
+        while let Some((chunk, reached)) = self.through.pop() {
+            let Some((start, end)) = self.chunks.as_ref().map(|chunks| chunks.range(chunk)) else { return };
+            let mut words = RawVec::new_in(RawSystem);
+            reader.words(start, end, |_, word| words.push(word));
+            for word in words {
+                if self.find(word).is_some() {
+                    self.root(word, reached, reader);
+                } else if let Some(next) = self.unvisited_chunk(word) {
+                    self.visit(next, reached);
+                }
+            }
+        }
     }
 
     /// The block `address` points into, if any.
@@ -91,12 +144,22 @@ impl Graph {
             if at < piece_end {
                 let mut words = RawVec::new_in(RawSystem);
                 reader.words(at, piece_end, |address, word| {
-                    if self.find(word).is_some_and(|index| self.reached[index].is_none()) {
+                    let block = self.find(word);
+                    if block.is_some_and(|index| self.reached[index].is_none())
+                        || (block.is_none() && self.unvisited_chunk(word).is_some())
+                    {
                         words.push((address, word));
                     }
                 });
                 for (address, word) in words {
-                    self.root(word, reached(address), reader);
+                    match self.find(word) {
+                        Some(_) => self.root(word, reached(address), reader),
+                        None => {
+                            if let Some(chunk) = self.unvisited_chunk(word) {
+                                self.visit(chunk, reached(address));
+                            }
+                        }
+                    }
                 }
             }
             at = skip_to.max(at);
@@ -104,19 +167,28 @@ impl Graph {
         }
     }
 
-    /// Passes `reached` on to every block the pending ones point to.
+    /// Passes `reached` on to every block the pending ones point to (and, while roots are marked, to the chunks of
+    /// the heap they point to, for [`through_heap`](Self::through_heap)).
     fn follow(&mut self, reached: Reached, reader: &mut Reader) {
         while let Some(index) = self.pending.pop() {
             let (start, end) = self.blocks[index];
-            let Self { blocks, reached: marks, pending } = self;
-            reader.words(start, end, |_, word| {
-                if let Some(found) = block_at(blocks, word)
-                    && marks[found].is_none()
-                {
-                    marks[found] = Some(reached);
-                    pending.push(found);
+            let mut words = RawVec::new_in(RawSystem);
+            reader.words(start, end, |_, word| words.push(word));
+            for word in words {
+                match self.find(word) {
+                    Some(found) if self.reached[found].is_none() => {
+                        self.reached[found] = Some(reached);
+                        self.pending.push(found);
+                    }
+                    Some(_) => {}
+                    None if !reached.kind.is_lost() => {
+                        if let Some(chunk) = self.unvisited_chunk(word) {
+                            self.visit(chunk, reached);
+                        }
+                    }
+                    None => {}
                 }
-            });
+            }
         }
     }
 

@@ -2,12 +2,14 @@
 //! LeakSanitizer makes at the end of a process, for one test's blocks.
 //!
 //! The blocks are known exactly (the scope's). The roots are read for words that point into them (`roots`: the
-//! writable data of every loaded object, each live thread's thread-local storage and stack, and the C library's
-//! heap outside the blocks), and the pointers between blocks are followed (`graph`). Memory is read through the
+//! writable data of every loaded object, each live thread's thread-local storage and stack), and the pointers
+//! between blocks are followed (`graph`), and through the chunks in use of the C library's heap that the roots
+//! reach (`heap`: blocks allocated before the test). Memory is read through the
 //! kernel, which answers an error for a page that is gone (`memory`), into buffers mapped apart from the heap.
 //! Roots are named by their symbols (`names`). Nothing of this runs for a test that retained nothing.
 
 mod graph;
+mod heap;
 mod memory;
 mod names;
 mod roots;
@@ -31,14 +33,16 @@ impl Reachability {
     /// leak-test runner's frame on the calling thread, above which its stack is the harness's (roots); `None` when
     /// the calling thread ends with the test, its stack and thread-locals no roots.
     pub(crate) fn scan(blocks: impl IntoIterator<Item = (usize, usize)>, own_stack: Option<usize>) -> Self {
-        let mut graph = Graph::new(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
+        let graph = Graph::new(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
         let process = Process::now(own_stack);
         let mut reader = Reader::new();
-        process.mark_roots(&mut graph, &mut reader);
+        let mut graph = graph.with_heap(process.heap(&mut reader));
+        let mut namer = Namer::default();
+        process.mark_roots(&mut graph, &mut reader, &mut namer);
         if !graph.all_reached() {
             graph.settle_unreached(&mut reader);
         }
-        Self { graph, process, namer: Namer::default() }
+        Self { graph, process, namer }
     }
 
     /// What reaches the block at `address`: its kind and the root's name, when it has one.

@@ -57,6 +57,9 @@ pub(super) fn user_path(name: &str) -> String {
     cut.map_or(name, |cut| &name[..cut]).to_owned()
 }
 
+/// The paths of the statics that are not the program's roots (see [`Namer::own_statics`]).
+const OWN_STATICS: [&str; 4] = ["ying::", "ying_preload::", "backtrace::", "std::backtrace_rs::"];
+
 /// Names roots, reading each object's symbols once.
 #[derive(Default)]
 pub(super) struct Namer {
@@ -77,6 +80,19 @@ impl Namer {
         })?;
         let symbols = self.symbols(&path)?;
         covering(&symbols.data, (address - bias) as u64).map(user_path)
+    }
+
+    /// The statics of ying's own code and of the symbolisers it and the standard library use (their caches, their
+    /// tables) in the object loaded at `bias` from `path`, as `(start, end)` in the process: not roots of the
+    /// program's memory, and the empty slots of their tables hold stale words.
+    pub(super) fn own_statics(&mut self, path: &str, bias: usize) -> Vec<(usize, usize)> {
+        let Some(symbols) = self.symbols(path) else { return Vec::new() };
+        symbols
+            .data
+            .iter()
+            .filter(|(_, _, name)| OWN_STATICS.iter().any(|prefix| name.starts_with(prefix)))
+            .map(|&(start, size, _)| (start as usize + bias, (start + size) as usize + bias))
+            .collect()
     }
 
     /// The executable's thread-local at `offset` in its thread-local block.

@@ -3,7 +3,9 @@
 //! the test: the test's own blocks in it are not roots).
 
 use super::graph::{Graph, Reached, Root};
+use super::heap::Chunks;
 use super::memory::{Mapping, Reader};
+use super::names::Namer;
 use core::ops::ControlFlow;
 use ying_report::report::Reach;
 
@@ -120,9 +122,16 @@ impl Process {
         Self { mappings, threads }
     }
 
-    /// Marks every block a root reaches, in the order of the kinds: statics, thread-locals, thread stacks, the heap.
-    pub(super) fn mark_roots(&self, graph: &mut Graph, reader: &mut Reader) {
-        for (start, end) in writable_segments() {
+    /// The chunks in use of the C library's heaps, thread stacks left out.
+    pub(super) fn heap(&self, reader: &mut Reader) -> Chunks {
+        let stacks: Vec<usize> = self.threads.iter().filter_map(|thread| thread.stack.map(|(sp, _)| sp)).collect();
+        Chunks::walk(&self.mappings, &stacks, reader)
+    }
+
+    /// Marks every block a root reaches, in the order of the kinds: statics, thread-locals, thread stacks, then
+    /// what they reach through the heap.
+    pub(super) fn mark_roots(&self, graph: &mut Graph, reader: &mut Reader, namer: &mut Namer) {
+        for (start, end) in writable_segments(namer) {
             graph.roots_in(start, end, reader, |address| Reached { kind: Reach::Static, root: Root::Word(address) });
         }
         for thread in &self.threads {
@@ -139,9 +148,7 @@ impl Process {
                 graph.roots_in(start, end, reader, |_| reached);
             }
         }
-        for (start, end) in self.heaps(reader) {
-            graph.roots_in(start, end, reader, |_| Reached { kind: Reach::Heap, root: Root::None });
-        }
+        graph.through_heap(reader);
     }
 
     /// The thread whose thread-local storage holds `address`, and the offset of `address` in the executable's
@@ -151,65 +158,45 @@ impl Process {
             self.threads.iter().find(|thread| thread.locals.is_some_and(|(s, e)| (s..e).contains(&address)))?;
         Some((thread, thread.executable_locals.and_then(|start| address.checked_sub(start))))
     }
-
-    /// The C library's heap: its main heap (`[heap]`), the heaps of its other arenas (each at a 64 MiB boundary,
-    /// opening with its size), and blocks it mapped on their own (each opening with its size and the bit that
-    /// says so). Memory mapped by others (ying's own tables among them) is not read.
-    fn heaps(&self, reader: &mut Reader) -> Vec<(usize, usize)> {
-        const ARENA_HEAP: usize = 64 << 20;
-        const IS_MMAPPED: usize = 2;
-        let stacks: Vec<(usize, usize)> = self.threads.iter().filter_map(|thread| thread.stack).collect();
-        let mut heaps = Vec::new();
-        for mapping in &self.mappings {
-            if mapping.path == "[heap]" && mapping.writable {
-                heaps.push((mapping.start, mapping.end));
-                continue;
-            }
-            if !mapping.is_anonymous_data() || stacks.iter().any(|&(sp, _)| mapping.holds(sp)) {
-                continue;
-            }
-            let mut at = mapping.start;
-            while at < mapping.end {
-                if at.is_multiple_of(ARENA_HEAP)
-                    && let Some(size) = reader.word(at + 2 * size_of::<usize>())
-                    && (4096..=ARENA_HEAP).contains(&size)
-                    && at + size <= mapping.end
-                {
-                    heaps.push((at, at + size));
-                    at += size.next_multiple_of(4096);
-                    continue;
-                }
-                let correction = reader.word(at).unwrap_or(usize::MAX);
-                let header = reader.word(at + size_of::<usize>()).unwrap_or(0);
-                let size = header & !7;
-                if header & IS_MMAPPED != 0
-                    && correction < 4096
-                    && correction.is_multiple_of(16)
-                    && size.is_multiple_of(4096)
-                    && size > 0
-                    && at + correction + size <= mapping.end
-                {
-                    heaps.push((at, at + correction + size));
-                    at += correction + size;
-                    continue;
-                }
-                at += 4096;
-            }
-        }
-        heaps
-    }
 }
 
-/// The writable data of every loaded object: its statics.
-fn writable_segments() -> Vec<(usize, usize)> {
-    let mut segments = Vec::new();
+/// The writable data of every loaded object: its statics. The C library's and the dynamic loader's are left out
+/// (their allocator's lists point at freed chunks), and so are ying's own statics (its caches' tables hold stale
+/// words in their empty slots).
+fn writable_segments(namer: &mut Namer) -> Vec<(usize, usize)> {
+    let mut objects = Vec::new();
     crate::base::loaded::find_map(|object| {
-        for (start, end, header) in object.segments(libc::PT_LOAD) {
-            if header.p_flags & libc::PF_W != 0 {
-                segments.push((start, end));
-            }
+        let name = object.name.to_bytes();
+        let file = name.rsplit(|&byte| byte == b'/').next().unwrap_or(name);
+        if file.starts_with(b"libc.so") || file.starts_with(b"ld-linux") {
+            return ControlFlow::Continue(());
         }
+        let path =
+            if name.is_empty() { "/proc/self/exe".to_owned() } else { object.name.to_string_lossy().into_owned() };
+        let writable: Vec<(usize, usize)> = object
+            .segments(libc::PT_LOAD)
+            .filter(|(_, _, header)| header.p_flags & libc::PF_W != 0)
+            .map(|(start, end, _)| (start, end))
+            .collect();
+        objects.push((path, object.bias, writable));
         ControlFlow::<()>::Continue(())
     });
+    let mut segments = Vec::new();
+    for (path, bias, writable) in objects {
+        let mut own = namer.own_statics(&path, bias);
+        own.sort_unstable();
+        for (start, end) in writable {
+            let mut at = start;
+            for &(own_start, own_end) in own.iter().filter(|&&(s, e)| s < end && e > start) {
+                if at < own_start {
+                    segments.push((at, own_start));
+                }
+                at = at.max(own_end);
+            }
+            if at < end {
+                segments.push((at, end));
+            }
+        }
+    }
     segments
 }

@@ -1,0 +1,175 @@
+//! The C library's heap, chunk by chunk: the blocks in use that the test did not allocate, through which a root can
+//! reach the test's blocks. Each heap is walked from its first chunk by the sizes in the chunks' headers (glibc's
+//! layout: a chunk's size is the second word of its header, with the bit "the previous chunk is in use"), so that
+//! freed chunks, whose bytes are stale, are never read as pointers.
+//!
+//! The heaps are the main one (`[heap]`), those of the other arenas (each at a 64 MiB boundary, opening with its
+//! size) and the blocks mapped on their own (each opening with its size and the bit that says so). A heap whose
+//! chain of sizes does not end where the heap does is left out whole.
+
+use super::memory::{Mapping, Reader};
+use crate::base::raw::{RawSystem, RawVec};
+
+const WORD: usize = size_of::<usize>();
+const ARENA_HEAP: usize = 64 << 20;
+const PREV_INUSE: usize = 1;
+const IS_MMAPPED: usize = 2;
+const SIZE_BITS: usize = !7;
+/// glibc's per-thread cache of freed chunks (`tcache_perthread_struct`: 64 counts, then 64 lists): its lists point
+/// at freed chunks, which it keeps looking in use.
+const TCACHE_CHUNK: usize = 0x290;
+const TCACHE_BINS: usize = 64;
+
+/// The blocks in use of the C library's heaps, `(start, end)` of each one's bytes, sorted.
+pub(super) struct Chunks {
+    ranges: RawVec<(usize, usize)>,
+}
+
+impl Chunks {
+    /// Walks the heaps among `mappings`, leaving out those holding a thread's stack pointer (`stacks`).
+    pub(super) fn walk(mappings: &[Mapping], stacks: &[usize], reader: &mut Reader) -> Self {
+        let mut ranges = RawVec::new_in(RawSystem);
+        for mapping in mappings {
+            if mapping.path == "[heap]" && mapping.writable {
+                let copy = Copy::of(mapping.start, mapping.end, reader);
+                copy.walk_from_any(mapping.start, mapping.start + 4096, mapping.end, &mut ranges);
+                continue;
+            }
+            if !mapping.is_anonymous_data() || stacks.iter().any(|&sp| mapping.holds(sp)) {
+                continue;
+            }
+            let mut at = mapping.start;
+            while at < mapping.end {
+                if at.is_multiple_of(ARENA_HEAP)
+                    && let Some(size) = reader.word(at + 2 * WORD)
+                    && (4096..=ARENA_HEAP).contains(&size)
+                    && at + size <= mapping.end
+                {
+                    // After the heap's header (and, in an arena's first heap, the arena itself).
+                    let copy = Copy::of(at, at + size, reader);
+                    copy.walk_from_any(at + 4 * WORD, at + 8192, at + size, &mut ranges);
+                    at += size.next_multiple_of(4096);
+                    continue;
+                }
+                let correction = reader.word(at).unwrap_or(usize::MAX);
+                let header = reader.word(at + WORD).unwrap_or(0);
+                let size = header & SIZE_BITS;
+                if header & IS_MMAPPED != 0
+                    && correction < 4096
+                    && correction.is_multiple_of(16)
+                    && size.is_multiple_of(4096)
+                    && size > 0
+                    && at + correction + size <= mapping.end
+                {
+                    ranges.push((at + correction + 2 * WORD, at + correction + size));
+                    at += correction + size;
+                    continue;
+                }
+                at += 4096;
+            }
+        }
+        ranges.sort_unstable();
+        Self { ranges }
+    }
+
+    /// The index of the block `word` points into, if any.
+    pub(super) fn find(&self, word: usize) -> Option<usize> {
+        let index = self.ranges.partition_point(|&(start, _)| start <= word).checked_sub(1)?;
+        (word < self.ranges[index].1).then_some(index)
+    }
+
+    /// How many blocks there are.
+    pub(super) fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// The bytes of block `index`.
+    pub(super) fn range(&self, index: usize) -> (usize, usize) {
+        self.ranges[index]
+    }
+}
+
+/// A heap's words, copied once.
+struct Copy {
+    start: usize,
+    words: RawVec<usize>,
+}
+
+impl Copy {
+    fn of(start: usize, end: usize, reader: &mut Reader) -> Self {
+        let mut words = RawVec::with_capacity_in((end - start) / WORD, RawSystem);
+        words.resize((end - start) / WORD, 0);
+        reader.words(start, end, |address, word| words[(address - start) / WORD] = word);
+        Self { start, words }
+    }
+
+    fn word(&self, address: usize) -> usize {
+        self.words.get((address - self.start) / WORD).copied().unwrap_or(0)
+    }
+
+    /// Walks from the first position in `[from, until)` (16-aligned) whose chain of chunks ends at `end`, adding
+    /// the chunks in use (and not the cache of freed ones) to `ranges`.
+    fn walk_from_any(&self, from: usize, until: usize, end: usize, ranges: &mut RawVec<(usize, usize)>) {
+        let mut first = from.next_multiple_of(16);
+        while first < until.min(end) {
+            if self.chain_ends_at(first, end) {
+                self.add_in_use(first, end, ranges);
+                return;
+            }
+            first += 16;
+        }
+    }
+
+    /// Whether the chunks from `first` on follow one another to `end` (or to the two closing chunks an arena's
+    /// older heap ends with, the last of size 0).
+    fn chain_ends_at(&self, first: usize, end: usize) -> bool {
+        let mut at = first;
+        let mut chunks = 0;
+        while at < end {
+            let size = self.word(at + WORD) & SIZE_BITS;
+            if size == 0 {
+                return chunks > 1 && end - at <= 64;
+            }
+            if !size.is_multiple_of(16) || at + size > end {
+                return false;
+            }
+            at += size;
+            chunks += 1;
+        }
+        at == end && chunks > 1
+    }
+
+    fn add_in_use(&self, first: usize, end: usize, ranges: &mut RawVec<(usize, usize)>) {
+        let mut at = first;
+        while at < end {
+            let size = self.word(at + WORD) & SIZE_BITS;
+            if size == 0 {
+                return;
+            }
+            let next = at + size;
+            let in_use = next < end && self.word(next + WORD) & PREV_INUSE != 0;
+            if in_use && !self.is_free_chunk_cache(at, size) {
+                ranges.push((at + 2 * WORD, next));
+            }
+            at = next;
+        }
+    }
+
+    /// Whether the chunk at `at` is a thread's cache of freed chunks: its size, counts of at most a few hundred,
+    /// and a list for each count that is not zero.
+    fn is_free_chunk_cache(&self, at: usize, size: usize) -> bool {
+        if size != TCACHE_CHUNK {
+            return false;
+        }
+        let user = at + 2 * WORD;
+        let counts: Vec<u16> = (0..TCACHE_BINS / 4)
+            .flat_map(|index| {
+                let word = self.word(user + index * WORD);
+                (0..4).map(move |part| (word >> (16 * part)) as u16)
+            })
+            .collect();
+        let lists = user + TCACHE_BINS * 2;
+        counts.iter().all(|&count| count <= 1024)
+            && (0..TCACHE_BINS).all(|bin| (counts[bin] == 0) == (self.word(lists + bin * WORD) == 0))
+    }
+}
