@@ -1,5 +1,5 @@
 //! The gate: a run's leak tests against the baseline, as a pure function of both. A leak test regresses when a
-//! gated figure (retained bytes always) grows past the tolerance; each test gets one verdict.
+//! gated figure (retained and lost bytes always) grows past the tolerance; each test gets one verdict.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,6 +10,9 @@ use ying_report::{BaselineEntry, ByteSize, Figure, GateVerdict, LeakReport, Test
 pub(crate) const DEFAULT_MAX_GROWTH: Growth = Growth(0.10);
 /// The default absolute tolerance: growth of up to 1 KiB never fails the gate.
 pub(crate) const DEFAULT_MIN_GROWTH: ByteSize = ByteSize::new(1024);
+/// The most lost bytes may grow by without regressing (less when the absolute tolerance is less): memory nothing
+/// reaches any more is a leak whatever else the test keeps, so it has no relative tolerance.
+pub(crate) const LOST_FLOOR: ByteSize = ByteSize::new(256);
 /// The default number of reruns a regression must survive: two, so that a test regresses only when three runs of
 /// it in a row cross the tolerance.
 pub(crate) const DEFAULT_RERUNS: u32 = 2;
@@ -50,11 +53,14 @@ impl fmt::Display for Growth {
     }
 }
 
-/// How much a figure may grow: the larger of `relative` of the baseline and `absolute` bytes.
+/// How much a figure may grow: the larger of `relative` of the baseline and `absolute` bytes; lost bytes, only
+/// [`LOST_FLOOR`] (or `absolute`, when it is smaller).
 ///
 /// Retained bytes are exact, but they legitimately move a little when a dependency or the standard library changes
 /// its allocation sizes (a hash map's capacity, a buffer's growth policy). 10% or 1 KiB, whichever is larger, lets
-/// such churn through and still catches a leak, which grows with what the test does.
+/// such churn through and still catches a leak, which grows with what the test does. Churn of that kind stays
+/// reachable, though: a block nothing points to any more is lost whatever the size of the statics beside it, so a
+/// 512 B `mem::forget` next to a 24 KiB static floor (whose 10% would hide it) regresses on its own figure.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Tolerance {
     /// Growth relative to the baseline.
@@ -71,16 +77,24 @@ impl Default for Tolerance {
 
 impl Tolerance {
     /// The most `figure` may grow to from `baseline` without regressing: a count of allocations has only the
-    /// relative tolerance (the absolute one is bytes).
+    /// relative tolerance (the absolute one is bytes); lost bytes only the absolute one, at most [`LOST_FLOOR`].
     pub(crate) fn limit(&self, figure: Figure, baseline: u64) -> u64 {
+        if figure == Figure::Lost {
+            return baseline.saturating_add(self.lost_floor());
+        }
         let relative = (baseline as f64 * self.relative.fraction()).floor() as u64;
         let absolute = if figure.is_bytes() { self.absolute.bytes() } else { 0 };
         baseline.saturating_add(relative.max(absolute))
     }
+
+    /// How many bytes lost bytes may grow by: [`LOST_FLOOR`], or the absolute tolerance when it is smaller.
+    pub(crate) fn lost_floor(&self) -> u64 {
+        self.absolute.bytes().min(LOST_FLOOR.bytes())
+    }
 }
 
-/// How the gate judges: the tolerance, the figures gated (retained bytes always, first), and how many reruns a
-/// regression must survive.
+/// How the gate judges: the tolerance, the figures gated (retained and lost bytes always, first), and how many
+/// reruns a regression must survive.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Gating {
     /// How much a figure may grow.
@@ -92,10 +106,10 @@ pub(crate) struct Gating {
 }
 
 impl Gating {
-    /// Gating of retained bytes and `also`, with `tolerance`.
+    /// Gating of retained and lost bytes and `also`, with `tolerance`.
     pub(crate) fn new(tolerance: Tolerance, also: &[Figure]) -> Self {
-        let mut figures = vec![Figure::Retained];
-        figures.extend(also.iter().copied().filter(|figure| *figure != Figure::Retained));
+        let mut figures = vec![Figure::Retained, Figure::Lost];
+        figures.extend(also.iter().copied());
         figures.sort_unstable();
         figures.dedup();
         Self { tolerance, figures, reruns: DEFAULT_RERUNS }
@@ -145,7 +159,8 @@ impl Row {
 pub(crate) struct TestGate {
     /// The verdict.
     pub verdict: GateVerdict,
-    /// The figures that grew past the tolerance (regressed, unstable) or, for retained bytes, shrank (improved).
+    /// The figures that grew past the tolerance (regressed, unstable) or, for retained and lost bytes, shrank
+    /// (improved).
     pub rows: Vec<Row>,
     /// The rows are of a steady state (the smallest figures of one measured run), not of totals.
     pub steady_state: bool,
@@ -263,12 +278,18 @@ pub(crate) fn judge(before: &BaselineEntry, now: &BaselineEntry, gating: &Gating
     if !regressed.is_empty() {
         return TestGate::new(GateVerdict::Regressed, regressed, steady_state);
     }
-    // Shrinking is judged as growth is, from now back to the baseline: within the tolerance, it is churn.
-    let retained = row(Figure::Retained);
-    if retained.baseline > gating.tolerance.limit(Figure::Retained, retained.now) {
-        TestGate::new(GateVerdict::Improved, vec![retained], steady_state)
-    } else {
+    // Shrinking is judged as growth is, from now back to the baseline: within the tolerance, it is churn. A leak
+    // mended improves the test even when the statics beside it hide it in the retained bytes, so that saving
+    // records it gone and its return regresses.
+    let improved: Vec<Row> = [Figure::Retained, Figure::Lost]
+        .map(row)
+        .into_iter()
+        .filter(|row| row.baseline > gating.tolerance.limit(row.figure, row.now))
+        .collect();
+    if improved.is_empty() {
         TestGate::new(GateVerdict::Unchanged, Vec::new(), steady_state)
+    } else {
+        TestGate::new(GateVerdict::Improved, improved, steady_state)
     }
 }
 
@@ -363,6 +384,45 @@ mod tests {
         let comparison = compare(&before, &now, &Gating::new(Tolerance::default(), &[]), true);
         assert_eq!(comparison.tests[&id("totals")].verdict, GateVerdict::New, "not an improvement of 50,000 B");
         assert_eq!(comparison.tests[&id("steady")].verdict, GateVerdict::Regressed);
+    }
+
+    /// A test's entry with `retained` bytes, `lost` of them lost.
+    fn with_lost(retained_bytes: u64, lost_bytes: u64) -> BaselineEntry {
+        BaselineEntry::new(Figures { retained_bytes, lost_bytes, ..Figures::default() }, Vec::new())
+    }
+
+    /// The judgement of one test from `before` to `now`, with the default tolerance.
+    fn judged(before: BaselineEntry, now: BaselineEntry) -> super::TestGate {
+        super::judge(&before, &now, &Gating::new(Tolerance::default(), &[]))
+    }
+
+    #[test]
+    fn lost_bytes_regress_past_an_absolute_floor_whatever_the_statics_beside_them() {
+        // A 512 B `mem::forget` beside a 24 KiB static floor: 2% more retained, well within 10%.
+        let forgotten = judged(with_lost(24_576, 0), with_lost(25_088, 512));
+        assert_eq!(forgotten.verdict, GateVerdict::Regressed);
+        assert_eq!(forgotten.rows, [super::Row { figure: Figure::Lost, baseline: 0, now: 512 }]);
+        // A static cache that grows by 2 KiB, within 10% of 24 KiB, and loses nothing.
+        assert_eq!(judged(with_lost(24_576, 0), with_lost(26_624, 0)).verdict, GateVerdict::Unchanged);
+        // Lost bytes that grow by less than the floor: churn of a conservative scan, not a leak.
+        assert_eq!(judged(with_lost(24_576, 0), with_lost(24_776, 200)).verdict, GateVerdict::Unchanged);
+        assert_eq!(judged(with_lost(24_576, 300), with_lost(24_576, 556)).verdict, GateVerdict::Unchanged);
+        assert_eq!(judged(with_lost(24_576, 300), with_lost(24_576, 557)).verdict, GateVerdict::Regressed);
+        // Retained growth past the tolerance still regresses on its own figure, beside the lost one.
+        let both = judged(with_lost(1000, 0), with_lost(9000, 8000));
+        let figures: Vec<Figure> = both.rows.iter().map(|row| row.figure).collect();
+        assert_eq!((both.verdict, figures), (GateVerdict::Regressed, vec![Figure::Retained, Figure::Lost]));
+    }
+
+    #[test]
+    fn the_lost_floor_is_never_more_than_the_absolute_tolerance_and_a_mended_leak_is_an_improvement() {
+        let strict = Tolerance { relative: Growth(0.5), absolute: ByteSize::new(64) };
+        assert_eq!(strict.limit(Figure::Lost, 1000), 1064, "no relative tolerance for lost bytes");
+        assert_eq!(Tolerance::default().limit(Figure::Lost, 1000), 1256);
+        // The leak mended: 512 B fewer beside the static floor, within its tolerance, yet past the lost floor.
+        let mended = judged(with_lost(25_088, 512), with_lost(24_576, 0));
+        assert_eq!(mended.verdict, GateVerdict::Improved);
+        assert_eq!(mended.rows, [super::Row { figure: Figure::Lost, baseline: 512, now: 0 }]);
     }
 
     #[test]

@@ -94,9 +94,10 @@ pub(crate) fn step_summary(run: &Run) -> String {
         } else {
             let tolerance = gate.gating.tolerance;
             out.push_str(&format!(
-                "### Memory regressions (tolerance {} or {} bytes)\n\n| test | figure | baseline | now | change |\n|---|---|---:|---:|---:|\n",
+                "### Memory regressions (tolerance {} or {} bytes; lost bytes {} bytes)\n\n| test | figure | baseline | now | change |\n|---|---|---:|---:|---:|\n",
                 tolerance.relative,
-                tolerance.absolute.bytes()
+                tolerance.absolute.bytes(),
+                tolerance.lost_floor()
             ));
             for (id, row) in regressions {
                 out.push_str(&format!(

@@ -319,7 +319,13 @@ mod tests {
     #[test]
     fn sizes_are_rounded_with_their_bytes_on_hover_and_failures_give_their_reason() {
         let mut grown = test("grown", TestOutcome::Failed, Some(GateVerdict::Regressed));
-        grown.figures = Some(Figures { retained_bytes: 3000, peak_bytes: 3000, allocated_bytes: 2048, allocations: 1 });
+        grown.figures = Some(Figures {
+            retained_bytes: 3000,
+            peak_bytes: 3000,
+            allocated_bytes: 2048,
+            allocations: 1,
+            lost_bytes: 0,
+        });
         grown.baseline_retained_bytes = Some(1000);
         let messages = BTreeMap::from([(
             grown.id.clone(),
@@ -343,9 +349,10 @@ mod tests {
     #[test]
     fn a_steady_state_is_compared_with_the_baseline_per_measured_run() {
         let mut steady = test("steady", TestOutcome::Passed, Some(GateVerdict::Unchanged));
-        steady.figures = Some(Figures { retained_bytes: 176, peak_bytes: 176, allocated_bytes: 176, allocations: 5 });
+        steady.figures =
+            Some(Figures { retained_bytes: 176, peak_bytes: 176, allocated_bytes: 176, allocations: 5, lost_bytes: 0 });
         steady.steady_state =
-            Some(Figures { retained_bytes: 16, peak_bytes: 176, allocated_bytes: 16, allocations: 1 });
+            Some(Figures { retained_bytes: 16, peak_bytes: 176, allocated_bytes: 16, allocations: 1, lost_bytes: 0 });
         steady.baseline_retained_bytes = Some(16);
         let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new());
         assert!(html.contains("<td class=\"n change\" title=\"0 bytes per measured run\">0 B</td>"), "{html}");
