@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use ying_report::report::RetainedSite;
 use ying_report::{BaselineEntry, ByteSize, Figure, GateVerdict, LeakReport, TestId};
 
 /// The default relative tolerance: retained memory may grow by 10% before the gate fails.
@@ -238,6 +239,40 @@ pub(crate) fn entry(report: &LeakReport) -> BaselineEntry {
     BaselineEntry::of(report, ying_frames::retained_stacks(report))
 }
 
+/// The sites of `report` its retained memory grew at against `before`: those whose folded stack holds more bytes
+/// now than in the baseline's retained stacks, the most grown first (sites of one stack by their bytes); when the
+/// baseline kept no stacks for the test, its largest sites. Excused sites are never among them.
+pub(crate) fn grown_sites<'a>(before: &BaselineEntry, report: &'a LeakReport) -> Vec<&'a RetainedSite> {
+    let sites: Vec<(&RetainedSite, String)> = report
+        .retained_sites
+        .iter()
+        .filter(|site| !site.excused)
+        .filter_map(|site| Some((site, ying_frames::fold(&site.frames, site.bytes)?.stack())))
+        .collect();
+    if before.retained_stacks.is_empty() {
+        let mut largest: Vec<&RetainedSite> = sites.into_iter().map(|(site, _)| site).collect();
+        largest.sort_by_key(|site| std::cmp::Reverse(site.bytes));
+        return largest;
+    }
+    let mut was: BTreeMap<String, u64> = BTreeMap::new();
+    for stack in &before.retained_stacks {
+        *was.entry(stack.stack()).or_default() += stack.bytes();
+    }
+    let mut now: BTreeMap<&str, u64> = BTreeMap::new();
+    for (site, stack) in &sites {
+        *now.entry(stack.as_str()).or_default() += site.bytes;
+    }
+    let mut grown: Vec<(u64, &RetainedSite)> = sites
+        .iter()
+        .filter_map(|(site, stack)| {
+            let growth = now[stack.as_str()].saturating_sub(was.get(stack).copied().unwrap_or_default());
+            (growth > 0).then_some((growth, *site))
+        })
+        .collect();
+    grown.sort_by(|(a, a_site), (b, b_site)| b.cmp(a).then_with(|| b_site.bytes.cmp(&a_site.bytes)));
+    grown.into_iter().map(|(_, site)| site).collect()
+}
+
 /// Judges `current` (this run's leak tests, as the baseline would record them) against `baseline`. `complete`: the
 /// run covered every test, so baseline entries without a counterpart are missing rather than filtered out.
 pub(crate) fn compare(
@@ -423,6 +458,49 @@ mod tests {
         let mended = judged(with_lost(25_088, 512), with_lost(24_576, 0));
         assert_eq!(mended.verdict, GateVerdict::Improved);
         assert_eq!(mended.rows, [super::Row { figure: Figure::Lost, baseline: 512, now: 0 }]);
+    }
+
+    /// A report whose retained sites are `sites`: bytes, the function that allocated them, and whether excused.
+    fn report(sites: &[(u64, &str, bool)]) -> ying_report::LeakReport {
+        use ying_report::report::{Attribution, Budgets, RetainedSite, TestIdentity};
+        let identity = TestIdentity::new("p", None, "leaks", "t", "tests/leaks.rs", 3);
+        let mut report = ying_report::LeakReport::new(identity, Attribution::Process, Budgets::default());
+        report.retained_sites = sites
+            .iter()
+            .map(|&(bytes, function, excused)| {
+                RetainedSite::new(bytes, 1, excused, vec![ying_report::Frame::new(function, None, None)])
+            })
+            .collect();
+        report
+    }
+
+    fn functions(sites: &[&ying_report::report::RetainedSite]) -> Vec<String> {
+        sites.iter().map(|site| site.frames[0].function.clone()).collect()
+    }
+
+    #[test]
+    fn grown_sites_are_those_whose_stacks_hold_more_than_the_baseline_kept_the_most_grown_first() {
+        let before =
+            report(&[(24_576, "app::fill_cache", false), (100, "app::shrinks", false), (64, "app::twice", false)]);
+        let before = super::entry(&before);
+        let now = report(&[
+            (24_600, "app::fill_cache", false),
+            (512, "app::forgotten", false),
+            (50, "app::shrinks", false),
+            (40, "app::twice", false),
+            (40, "app::twice", false),
+            (4096, "std::io::stdio::_print", true),
+        ]);
+        // The forgotten buffer is new (+512); two sites of one stack grew together (+16); the cache by 24 B.
+        let grown = super::grown_sites(&before, &now);
+        assert_eq!(functions(&grown), ["app::forgotten", "app::fill_cache", "app::twice", "app::twice"]);
+        // A baseline without stacks for the test: the largest sites, excused ones left out.
+        let bare = BaselineEntry::new(figures(24_576), Vec::new());
+        let largest = super::grown_sites(&bare, &now);
+        assert_eq!(
+            functions(&largest),
+            ["app::fill_cache", "app::forgotten", "app::shrinks", "app::twice", "app::twice"]
+        );
     }
 
     #[test]

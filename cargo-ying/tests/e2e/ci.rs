@@ -40,7 +40,7 @@ fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and
     assert!(commands[10].contains("::9 more failed or regressed tests are not annotated"), "{commands:#?}");
     assert_eq!(commands.len(), 11);
 
-    // After the Summary: what failed the run, failures then the regression.
+    // After the Summary: what failed the run, failures then the regression with the site it grew at.
     let summary_at = stderr.find("     Summary [").expect("a Summary line");
     let summary_line = stderr[summary_at..].lines().next().unwrap();
     let totals = &summary_line[summary_line.find("] ").unwrap() + 2..];
@@ -48,10 +48,13 @@ fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and
     let after: Vec<&str> = stderr[summary_at..].lines().skip(1).take_while(|line| !line.is_empty()).collect();
     assert!(after.iter().any(|line| line.trim_start().starts_with("FAIL [") && line.ends_with("leaks box_leak")));
     assert!(after.iter().any(|line| line.trim_start().starts_with("CRASH [")), "{after:#?}");
-    let last = after.last().unwrap();
-    assert!(last.trim_start().starts_with("REGRESSED"), "{after:#?}");
-    assert!(last.ends_with("leak-fixtures::leaks budget_passes: retained bytes 1000 -> 3000"), "{last}");
-    assert_eq!(after.len(), 19, "18 failed tests and 1 regressed: {after:#?}");
+    let [regressed, site] = &after[after.len() - 2..] else { unreachable!() };
+    assert!(regressed.trim_start().starts_with("REGRESSED"), "{after:#?}");
+    assert!(regressed.starts_with(&format!("{:>12} ", "REGRESSED")), "{regressed}");
+    assert!(regressed.ends_with("leak-fixtures::leaks budget_passes: retained bytes 1000 -> 3000"), "{regressed}");
+    assert!(site.starts_with(&format!("{:12} 2.9 KiB (3000 bytes) in 1 block", "")), "{site}");
+    assert!(site.ends_with(", at tests/leaks.rs:69 in leaks::budget_passes"), "{site}");
+    assert_eq!(after.len(), 20, "18 failed tests, 1 regressed and the site it grew at: {after:#?}");
 
     // The job summary states the terminal's totals.
     let step_summary = std::fs::read_to_string(summary_file.path()).unwrap();
