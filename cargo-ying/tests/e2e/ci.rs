@@ -32,7 +32,12 @@ fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and
     let regression = format!("::error file={workspace_dir}/tests/leaks.rs,line=");
     assert!(commands[0].starts_with(&regression), "{commands:#?}");
     assert!(commands[0].contains("title=memory regression leak-fixtures%3A%3Aleaks budget_passes::"), "{commands:#?}");
-    assert!(commands[0].ends_with("retained bytes grew from 1000 to 3000 (+2000, +200.0%25)"), "{commands:#?}");
+    assert!(
+        commands[0]
+            .contains("retained bytes grew from 1000 to 3000 (+2000, +200.0%25)%0Agrown at:%0A  2.9 KiB (3000 bytes)"),
+        "{commands:#?}"
+    );
+    assert!(commands[0].ends_with(", at tests/leaks.rs:69 in leaks::budget_passes"), "{commands:#?}");
     // The fixture fails 18 tests (2 of them crash): 10 errors in all, then a notice of the 9 left out.
     assert_eq!(commands.iter().filter(|line| line.starts_with("::error ")).count(), 10, "{commands:#?}");
     assert!(commands[1..10].iter().all(|line| line.contains("title=failed ") || line.contains("title=crashed ")));
