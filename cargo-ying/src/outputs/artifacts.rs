@@ -2,7 +2,9 @@
 //! memory, and for a regression retained memory baseline against now), summary.json and index.html. Every file of
 //! a test is named after its [`TestId`](ying_report::TestId), so no two tests share one.
 
+use super::html::Regression;
 use crate::error::{Error, Result};
+use crate::gate::Row;
 use crate::model::{Files, Run, TestRecord};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -152,9 +154,10 @@ fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> 
     Ok(Some(files))
 }
 
-/// Writes summary.json and index.html of `summary` to `out_dir`; index.html gives each failed leak test without
-/// another reason the message of its report.
-pub(crate) fn summary(summary: &Summary, out_dir: &Path) -> Result<()> {
+/// Writes summary.json and index.html of `summary` (of `run`) to `out_dir`; index.html gives each failed leak test
+/// without another reason the message of its report, and each regressed test the figures that regressed and the
+/// sites they grew at.
+pub(crate) fn summary(run: &Run, summary: &Summary, out_dir: &Path) -> Result<()> {
     let path = out_dir.join("summary.json");
     summary.write(&path).map_err(Error::io("write", &path))?;
     let messages: BTreeMap<TestId, String> = summary
@@ -166,8 +169,18 @@ pub(crate) fn summary(summary: &Summary, out_dir: &Path) -> Result<()> {
             Some((test.id.clone(), report.message?))
         })
         .collect();
+    let regressions: BTreeMap<TestId, Regression> = run
+        .tests
+        .iter()
+        .filter_map(|test| {
+            let gate = test.gate.as_ref().filter(|gate| gate.verdict == GateVerdict::Regressed)?;
+            let figures = gate.regressions().map(Row::describe).collect();
+            Some((test.id.clone(), Regression { figures, sites: test.grown_sites() }))
+        })
+        .collect();
     let index = out_dir.join("index.html");
-    std::fs::write(&index, super::html::index_html(summary, &messages)).map_err(Error::io("write", &index))
+    std::fs::write(&index, super::html::index_html(summary, &messages, &regressions))
+        .map_err(Error::io("write", &index))
 }
 
 #[cfg(test)]
