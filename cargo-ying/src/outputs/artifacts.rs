@@ -87,8 +87,9 @@ fn sweep_dir(dir: &Path, kept: &HashSet<PathBuf>, remove: &impl Fn(&Path) -> Res
     Ok(())
 }
 
-/// Writes every leak test's flamegraphs, and a differential one for each regressed or unstable test, on
-/// `threads` threads, and records them.
+/// Writes every leak test's flamegraphs (retained memory with why it is still there), and a differential one for
+/// each regressed or unstable test (by stack alone, as the baseline keeps it), on `threads` threads, and records
+/// them.
 pub(crate) fn flamegraphs(run: &mut Run, out_dir: &Path, threads: usize) -> Result<()> {
     let tests = &run.tests;
     let next = AtomicUsize::new(0);
@@ -130,7 +131,11 @@ fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> 
     let retained = ying_frames::retained_stacks(&leak.report);
     let [retained_name, allocated_name, diff_name] = FLAMEGRAPHS;
     let paths = [
-        (test.id.flamegraph_path(retained_name), "retained bytes", retained.clone()),
+        (
+            test.id.flamegraph_path(retained_name),
+            "retained bytes",
+            super::flamegraph::retained_stacks_by_kind(&leak.report),
+        ),
         (test.id.flamegraph_path(allocated_name), "allocated bytes", ying_frames::allocated_stacks(&leak.report)),
     ];
     for (path, what, stacks) in &paths {
