@@ -216,7 +216,8 @@ pub(crate) struct GateOptions {
     #[arg(long, value_name = "SIZE", help_heading = "Baseline")]
     pub min_growth: Option<ying_report::ByteSize>,
 
-    /// Also gate on these figures, with the same tolerance (retained bytes are always gated)
+    /// Also gate on these figures, with the same tolerance (retained bytes are always gated, and lost bytes by their
+    /// growth alone, 256 B at most)
     #[arg(long, value_name = "FIGURE", value_delimiter = ',', value_parser = figure_parser(), help_heading = "Baseline")]
     pub gate: Vec<ying_report::Figure>,
 
@@ -476,7 +477,7 @@ mod tests {
         assert!(
             gating(&["--gate", "heap"])
                 .unwrap_err()
-                .contains("[possible values: retained, peak, allocated, allocations]")
+                .contains("[possible values: retained, lost, peak, allocated, allocations]")
         );
     }
 }

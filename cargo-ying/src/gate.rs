@@ -1,15 +1,19 @@
 //! The gate: a run's leak tests against the baseline, as a pure function of both. A leak test regresses when a
-//! gated figure (retained bytes always) grows past the tolerance; each test gets one verdict.
+//! gated figure (retained and lost bytes always) grows past the tolerance; each test gets one verdict.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use ying_report::report::RetainedSite;
 use ying_report::{BaselineEntry, ByteSize, Figure, GateVerdict, LeakReport, TestId};
 
 /// The default relative tolerance: retained memory may grow by 10% before the gate fails.
 pub(crate) const DEFAULT_MAX_GROWTH: Growth = Growth(0.10);
 /// The default absolute tolerance: growth of up to 1 KiB never fails the gate.
 pub(crate) const DEFAULT_MIN_GROWTH: ByteSize = ByteSize::new(1024);
+/// The most lost bytes may grow by without regressing (less when the absolute tolerance is less): memory nothing
+/// reaches any more is a leak whatever else the test keeps, so it has no relative tolerance.
+pub(crate) const LOST_FLOOR: ByteSize = ByteSize::new(256);
 /// The default number of reruns a regression must survive: two, so that a test regresses only when three runs of
 /// it in a row cross the tolerance.
 pub(crate) const DEFAULT_RERUNS: u32 = 2;
@@ -50,11 +54,14 @@ impl fmt::Display for Growth {
     }
 }
 
-/// How much a figure may grow: the larger of `relative` of the baseline and `absolute` bytes.
+/// How much a figure may grow: the larger of `relative` of the baseline and `absolute` bytes; lost bytes, only
+/// [`LOST_FLOOR`] (or `absolute`, when it is smaller).
 ///
 /// Retained bytes are exact, but they legitimately move a little when a dependency or the standard library changes
 /// its allocation sizes (a hash map's capacity, a buffer's growth policy). 10% or 1 KiB, whichever is larger, lets
-/// such churn through and still catches a leak, which grows with what the test does.
+/// such churn through and still catches a leak, which grows with what the test does. Churn of that kind stays
+/// reachable, though: a block nothing points to any more is lost whatever the size of the statics beside it, so a
+/// 512 B `mem::forget` next to a 24 KiB static floor (whose 10% would hide it) regresses on its own figure.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Tolerance {
     /// Growth relative to the baseline.
@@ -71,16 +78,24 @@ impl Default for Tolerance {
 
 impl Tolerance {
     /// The most `figure` may grow to from `baseline` without regressing: a count of allocations has only the
-    /// relative tolerance (the absolute one is bytes).
+    /// relative tolerance (the absolute one is bytes); lost bytes only the absolute one, at most [`LOST_FLOOR`].
     pub(crate) fn limit(&self, figure: Figure, baseline: u64) -> u64 {
+        if figure == Figure::Lost {
+            return baseline.saturating_add(self.lost_floor());
+        }
         let relative = (baseline as f64 * self.relative.fraction()).floor() as u64;
         let absolute = if figure.is_bytes() { self.absolute.bytes() } else { 0 };
         baseline.saturating_add(relative.max(absolute))
     }
+
+    /// How many bytes lost bytes may grow by: [`LOST_FLOOR`], or the absolute tolerance when it is smaller.
+    pub(crate) fn lost_floor(&self) -> u64 {
+        self.absolute.bytes().min(LOST_FLOOR.bytes())
+    }
 }
 
-/// How the gate judges: the tolerance, the figures gated (retained bytes always, first), and how many reruns a
-/// regression must survive.
+/// How the gate judges: the tolerance, the figures gated (retained and lost bytes always, first), and how many
+/// reruns a regression must survive.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Gating {
     /// How much a figure may grow.
@@ -92,10 +107,10 @@ pub(crate) struct Gating {
 }
 
 impl Gating {
-    /// Gating of retained bytes and `also`, with `tolerance`.
+    /// Gating of retained and lost bytes and `also`, with `tolerance`.
     pub(crate) fn new(tolerance: Tolerance, also: &[Figure]) -> Self {
-        let mut figures = vec![Figure::Retained];
-        figures.extend(also.iter().copied().filter(|figure| *figure != Figure::Retained));
+        let mut figures = vec![Figure::Retained, Figure::Lost];
+        figures.extend(also.iter().copied());
         figures.sort_unstable();
         figures.dedup();
         Self { tolerance, figures, reruns: DEFAULT_RERUNS }
@@ -145,7 +160,8 @@ impl Row {
 pub(crate) struct TestGate {
     /// The verdict.
     pub verdict: GateVerdict,
-    /// The figures that grew past the tolerance (regressed, unstable) or, for retained bytes, shrank (improved).
+    /// The figures that grew past the tolerance (regressed, unstable) or, for retained and lost bytes, shrank
+    /// (improved).
     pub rows: Vec<Row>,
     /// The rows are of a steady state (the smallest figures of one measured run), not of totals.
     pub steady_state: bool,
@@ -223,6 +239,40 @@ pub(crate) fn entry(report: &LeakReport) -> BaselineEntry {
     BaselineEntry::of(report, ying_frames::retained_stacks(report))
 }
 
+/// The sites of `report` its retained memory grew at against `before`: those whose folded stack holds more bytes
+/// now than in the baseline's retained stacks, the most grown first (sites of one stack by their bytes); when the
+/// baseline kept no stacks for the test, its largest sites. Excused sites are never among them.
+pub(crate) fn grown_sites<'a>(before: &BaselineEntry, report: &'a LeakReport) -> Vec<&'a RetainedSite> {
+    let sites: Vec<(&RetainedSite, String)> = report
+        .retained_sites
+        .iter()
+        .filter(|site| !site.excused)
+        .filter_map(|site| Some((site, ying_frames::fold(&site.frames, site.bytes)?.stack())))
+        .collect();
+    if before.retained_stacks.is_empty() {
+        let mut largest: Vec<&RetainedSite> = sites.into_iter().map(|(site, _)| site).collect();
+        largest.sort_by_key(|site| std::cmp::Reverse(site.bytes));
+        return largest;
+    }
+    let mut was: BTreeMap<String, u64> = BTreeMap::new();
+    for stack in &before.retained_stacks {
+        *was.entry(stack.stack()).or_default() += stack.bytes();
+    }
+    let mut now: BTreeMap<&str, u64> = BTreeMap::new();
+    for (site, stack) in &sites {
+        *now.entry(stack.as_str()).or_default() += site.bytes;
+    }
+    let mut grown: Vec<(u64, &RetainedSite)> = sites
+        .iter()
+        .filter_map(|(site, stack)| {
+            let growth = now[stack.as_str()].saturating_sub(was.get(stack).copied().unwrap_or_default());
+            (growth > 0).then_some((growth, *site))
+        })
+        .collect();
+    grown.sort_by(|(a, a_site), (b, b_site)| b.cmp(a).then_with(|| b_site.bytes.cmp(&a_site.bytes)));
+    grown.into_iter().map(|(_, site)| site).collect()
+}
+
 /// Judges `current` (this run's leak tests, as the baseline would record them) against `baseline`. `complete`: the
 /// run covered every test, so baseline entries without a counterpart are missing rather than filtered out.
 pub(crate) fn compare(
@@ -263,12 +313,18 @@ pub(crate) fn judge(before: &BaselineEntry, now: &BaselineEntry, gating: &Gating
     if !regressed.is_empty() {
         return TestGate::new(GateVerdict::Regressed, regressed, steady_state);
     }
-    // Shrinking is judged as growth is, from now back to the baseline: within the tolerance, it is churn.
-    let retained = row(Figure::Retained);
-    if retained.baseline > gating.tolerance.limit(Figure::Retained, retained.now) {
-        TestGate::new(GateVerdict::Improved, vec![retained], steady_state)
-    } else {
+    // Shrinking is judged as growth is, from now back to the baseline: within the tolerance, it is churn. A leak
+    // mended improves the test even when the statics beside it hide it in the retained bytes, so that saving
+    // records it gone and its return regresses.
+    let improved: Vec<Row> = [Figure::Retained, Figure::Lost]
+        .map(row)
+        .into_iter()
+        .filter(|row| row.baseline > gating.tolerance.limit(row.figure, row.now))
+        .collect();
+    if improved.is_empty() {
         TestGate::new(GateVerdict::Unchanged, Vec::new(), steady_state)
+    } else {
+        TestGate::new(GateVerdict::Improved, improved, steady_state)
     }
 }
 
@@ -363,6 +419,88 @@ mod tests {
         let comparison = compare(&before, &now, &Gating::new(Tolerance::default(), &[]), true);
         assert_eq!(comparison.tests[&id("totals")].verdict, GateVerdict::New, "not an improvement of 50,000 B");
         assert_eq!(comparison.tests[&id("steady")].verdict, GateVerdict::Regressed);
+    }
+
+    /// A test's entry with `retained` bytes, `lost` of them lost.
+    fn with_lost(retained_bytes: u64, lost_bytes: u64) -> BaselineEntry {
+        BaselineEntry::new(Figures { retained_bytes, lost_bytes, ..Figures::default() }, Vec::new())
+    }
+
+    /// The judgement of one test from `before` to `now`, with the default tolerance.
+    fn judged(before: BaselineEntry, now: BaselineEntry) -> super::TestGate {
+        super::judge(&before, &now, &Gating::new(Tolerance::default(), &[]))
+    }
+
+    #[test]
+    fn lost_bytes_regress_past_an_absolute_floor_whatever_the_statics_beside_them() {
+        // A 512 B `mem::forget` beside a 24 KiB static floor: 2% more retained, well within 10%.
+        let forgotten = judged(with_lost(24_576, 0), with_lost(25_088, 512));
+        assert_eq!(forgotten.verdict, GateVerdict::Regressed);
+        assert_eq!(forgotten.rows, [super::Row { figure: Figure::Lost, baseline: 0, now: 512 }]);
+        // A static cache that grows by 2 KiB, within 10% of 24 KiB, and loses nothing.
+        assert_eq!(judged(with_lost(24_576, 0), with_lost(26_624, 0)).verdict, GateVerdict::Unchanged);
+        // Lost bytes that grow by less than the floor: churn of a conservative scan, not a leak.
+        assert_eq!(judged(with_lost(24_576, 0), with_lost(24_776, 200)).verdict, GateVerdict::Unchanged);
+        assert_eq!(judged(with_lost(24_576, 300), with_lost(24_576, 556)).verdict, GateVerdict::Unchanged);
+        assert_eq!(judged(with_lost(24_576, 300), with_lost(24_576, 557)).verdict, GateVerdict::Regressed);
+        // Retained growth past the tolerance still regresses on its own figure, beside the lost one.
+        let both = judged(with_lost(1000, 0), with_lost(9000, 8000));
+        let figures: Vec<Figure> = both.rows.iter().map(|row| row.figure).collect();
+        assert_eq!((both.verdict, figures), (GateVerdict::Regressed, vec![Figure::Retained, Figure::Lost]));
+    }
+
+    #[test]
+    fn the_lost_floor_is_never_more_than_the_absolute_tolerance_and_a_mended_leak_is_an_improvement() {
+        let strict = Tolerance { relative: Growth(0.5), absolute: ByteSize::new(64) };
+        assert_eq!(strict.limit(Figure::Lost, 1000), 1064, "no relative tolerance for lost bytes");
+        assert_eq!(Tolerance::default().limit(Figure::Lost, 1000), 1256);
+        // The leak mended: 512 B fewer beside the static floor, within its tolerance, yet past the lost floor.
+        let mended = judged(with_lost(25_088, 512), with_lost(24_576, 0));
+        assert_eq!(mended.verdict, GateVerdict::Improved);
+        assert_eq!(mended.rows, [super::Row { figure: Figure::Lost, baseline: 512, now: 0 }]);
+    }
+
+    /// A report whose retained sites are `sites`: bytes, the function that allocated them, and whether excused.
+    fn report(sites: &[(u64, &str, bool)]) -> ying_report::LeakReport {
+        use ying_report::report::{Attribution, Budgets, RetainedSite, TestIdentity};
+        let identity = TestIdentity::new("p", None, "leaks", "t", "tests/leaks.rs", 3);
+        let mut report = ying_report::LeakReport::new(identity, Attribution::Process, Budgets::default());
+        report.retained_sites = sites
+            .iter()
+            .map(|&(bytes, function, excused)| {
+                RetainedSite::new(bytes, 1, excused, vec![ying_report::Frame::new(function, None, None)])
+            })
+            .collect();
+        report
+    }
+
+    fn functions(sites: &[&ying_report::report::RetainedSite]) -> Vec<String> {
+        sites.iter().map(|site| site.frames[0].function.clone()).collect()
+    }
+
+    #[test]
+    fn grown_sites_are_those_whose_stacks_hold_more_than_the_baseline_kept_the_most_grown_first() {
+        let before =
+            report(&[(24_576, "app::fill_cache", false), (100, "app::shrinks", false), (64, "app::twice", false)]);
+        let before = super::entry(&before);
+        let now = report(&[
+            (24_600, "app::fill_cache", false),
+            (512, "app::forgotten", false),
+            (50, "app::shrinks", false),
+            (40, "app::twice", false),
+            (40, "app::twice", false),
+            (4096, "std::io::stdio::_print", true),
+        ]);
+        // The forgotten buffer is new (+512); two sites of one stack grew together (+16); the cache by 24 B.
+        let grown = super::grown_sites(&before, &now);
+        assert_eq!(functions(&grown), ["app::forgotten", "app::fill_cache", "app::twice", "app::twice"]);
+        // A baseline without stacks for the test: the largest sites, excused ones left out.
+        let bare = BaselineEntry::new(figures(24_576), Vec::new());
+        let largest = super::grown_sites(&bare, &now);
+        assert_eq!(
+            functions(&largest),
+            ["app::fill_cache", "app::forgotten", "app::shrinks", "app::twice", "app::twice"]
+        );
     }
 
     #[test]

@@ -9,6 +9,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 use ying_report::{BaselineEntry, Figures, GateVerdict, LeakReport, Summary, SummaryTest, TestId, TestOutcome};
 
+/// How many grown sites a regressed test lists ([`TestRecord::grown_sites`]); a line says how many more there are.
+pub(crate) const SHOWN_SITES: usize = 5;
+
 /// A duration as `1.234s`, as results show durations.
 pub(crate) fn seconds(duration: Duration) -> String {
     format!("{:.3}s", duration.as_secs_f64())
@@ -189,6 +192,23 @@ impl TestRecord {
             }
             (outcome, _) => outcome.reason().unwrap_or_else(|| "the test failed".to_owned()),
         }
+    }
+
+    /// Where a regressed test's memory grew ([`gate::grown_sites`]), as every output lists it: a line per site in
+    /// the words of [`ying_frames::why::site_line`] (size, blocks, type, why it is still there, file:line), at most
+    /// [`SHOWN_SITES`], then `... and 3 more`. Empty unless the gate's verdict is that the test regressed.
+    pub(crate) fn grown_sites(&self) -> Vec<String> {
+        let (Some(leak), Some(before), Some(GateVerdict::Regressed)) = (&self.leak, &self.baseline, self.verdict())
+        else {
+            return Vec::new();
+        };
+        let sites = gate::grown_sites(before, &leak.report);
+        let mut lines: Vec<String> =
+            sites.iter().take(SHOWN_SITES).map(|site| ying_frames::why::site_line(site)).collect();
+        if sites.len() > SHOWN_SITES {
+            lines.push(format!("... and {} more", sites.len() - SHOWN_SITES));
+        }
+        lines
     }
 
     /// The test's entry in summary.json.
@@ -493,6 +513,43 @@ mod tests {
         // Saving writes the tests that moved (and new ones); the unstable and unchanged keep their entries.
         let saved: Vec<_> = run.entries_to_save().into_keys().map(|id| id.name).collect();
         assert_eq!(saved, ["fresh", "leaky"]);
+    }
+
+    #[test]
+    fn a_regressed_test_lists_its_grown_sites_in_the_words_of_every_output_five_at_most() {
+        use ying_report::Frame;
+        use ying_report::report::{Reach, RetainedSite, Why};
+        let mut record = leak_test("forgets", 0, Outcome::Passed);
+        let report = &mut record.leak.as_mut().unwrap().report;
+        report.figures.retained_bytes = 24_576 + 7 * 512;
+        let site = |bytes, line, reach| {
+            let frames = vec![
+                Frame::new("alloc::raw_vec::RawVec<T>::allocate_in", None, None),
+                Frame::new("leaks::forgets", Some("tests/leaks.rs".into()), Some(line)),
+            ];
+            let mut site = RetainedSite::new(bytes, 1, false, frames);
+            site.type_name = Some("u8".into());
+            site.why = vec![Why { kind: reach, root: None, bytes, blocks: 1 }];
+            site
+        };
+        report.retained_sites = vec![site(24_576, 10, Reach::Static)];
+        report.retained_sites.extend((0..7).map(|line| site(512, 20 + line, Reach::Lost)));
+        let mut before = crate::gate::entry(report);
+        (before.retained_bytes, before.lost_bytes) = (24_576, 0);
+        before.retained_stacks.retain(|stack| stack.bytes() > 512);
+        let mut run =
+            Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
+        let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), before)].into();
+        assert!(run.tests[0].grown_sites().is_empty(), "not judged yet");
+        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        let lines = run.tests[0].grown_sites();
+        assert_eq!(lines.len(), 6, "{lines:#?}");
+        assert_eq!(
+            lines[0],
+            "512 B in 1 block of u8, lost (nothing points to it), at tests/leaks.rs:20 in leaks::forgets"
+        );
+        assert_eq!(lines[5], "... and 2 more");
+        assert!(lines.iter().all(|line| !line.contains(":10 ")), "the static did not grow: {lines:#?}");
     }
 
     #[test]

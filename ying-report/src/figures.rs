@@ -13,6 +13,15 @@ pub struct Figures {
     pub allocated_bytes: u64,
     /// Allocations made.
     pub allocations: u64,
+    /// Retained bytes that nothing reaches any more ([`LeakReport::lost_bytes`]: lost, or in a cycle of lost
+    /// blocks), excused memory left out; part of `retained_bytes`. 0 when the test's memory was not scanned.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_bytes: u64,
+}
+
+/// Whether a figure is 0, which the files leave out.
+fn is_zero(bytes: &u64) -> bool {
+    *bytes == 0
 }
 
 impl Figures {
@@ -23,13 +32,15 @@ impl Figures {
             peak_bytes: report.figures.peak_bytes,
             allocated_bytes: report.figures.allocated_bytes,
             allocations: report.figures.allocations,
+            lost_bytes: report.lost_bytes(),
         }
     }
 
     /// The steady state of a report of several measured runs (`iterations`): the smallest figures of one measured
     /// run (for retained bytes, the smallest growth of the live heap, excused memory left out, 0 at least) and the
     /// peak of the runs as a whole. A one-time event in one run (a table resized, a cache filled) cannot move it; a
-    /// leak in every run always does. `None` for a report of one measured run.
+    /// leak in every run always does. Lost bytes are those of the runs together: what nothing reaches is found once,
+    /// at the end of the test, and is a leak whichever run made it. `None` for a report of one measured run.
     pub fn steady_state(report: &LeakReport) -> Option<Self> {
         if report.iterations < 2 || report.per_iteration.len() < 2 {
             return None;
@@ -41,6 +52,7 @@ impl Figures {
             peak_bytes: report.figures.peak_bytes,
             allocated_bytes: smallest(|run| run.allocated_bytes)?,
             allocations: smallest(|run| run.allocations)?,
+            lost_bytes: report.lost_bytes(),
         })
     }
 
@@ -48,6 +60,7 @@ impl Figures {
     pub fn get(&self, figure: Figure) -> u64 {
         match figure {
             Figure::Retained => self.retained_bytes,
+            Figure::Lost => self.lost_bytes,
             Figure::Peak => self.peak_bytes,
             Figure::Allocated => self.allocated_bytes,
             Figure::Allocations => self.allocations,
@@ -61,6 +74,8 @@ impl Figures {
 pub enum Figure {
     /// Bytes the test left allocated.
     Retained,
+    /// Bytes the test left allocated that nothing reaches any more (lost, or in a cycle of lost blocks).
+    Lost,
     /// Bytes the test held at once.
     Peak,
     /// Bytes the test allocated.
@@ -71,12 +86,13 @@ pub enum Figure {
 
 impl Figure {
     /// Every figure, in the order tables show them.
-    pub const ALL: [Figure; 4] = [Self::Retained, Self::Peak, Self::Allocated, Self::Allocations];
+    pub const ALL: [Figure; 5] = [Self::Retained, Self::Lost, Self::Peak, Self::Allocated, Self::Allocations];
 
-    /// Its key in configuration and on the command line: `retained`, `peak`, `allocated`, `allocations`.
+    /// Its key in configuration and on the command line: `retained`, `lost`, `peak`, `allocated`, `allocations`.
     pub fn key(self) -> &'static str {
         match self {
             Self::Retained => "retained",
+            Self::Lost => "lost",
             Self::Peak => "peak",
             Self::Allocated => "allocated",
             Self::Allocations => "allocations",
@@ -87,6 +103,7 @@ impl Figure {
     pub fn name(self) -> &'static str {
         match self {
             Self::Retained => "retained bytes",
+            Self::Lost => "lost bytes",
             Self::Peak => "peak bytes",
             Self::Allocated => "allocated bytes",
             Self::Allocations => "allocations",
@@ -103,7 +120,9 @@ impl Figure {
 mod tests {
     use super::Figures;
     use crate::baseline::BaselineEntry;
-    use crate::report::{Attribution, Budgets, IterationFigures, LeakReport, ScopeStats, TestIdentity};
+    use crate::report::{
+        Attribution, Budgets, IterationFigures, LeakReport, Reach, RetainedSite, ScopeStats, TestIdentity, Why,
+    };
 
     /// A report of measured runs that grew the heap by `growths`, each allocating 100 B more than it grew.
     fn report(growths: &[i64]) -> LeakReport {
@@ -139,5 +158,25 @@ mod tests {
         assert!(entry.steady_state && entry.retained_bytes == 0);
         let single = BaselineEntry::of(&report(&[1000]), Vec::new());
         assert!(!single.steady_state && single.retained_bytes == 1000);
+    }
+
+    #[test]
+    fn lost_bytes_are_what_nothing_reaches_in_the_sites_not_excused_in_totals_and_steady_state_alike() {
+        let why = |kind, bytes| Why { kind, root: None, bytes, blocks: 1 };
+        let site = |excused, why: Vec<Why>| {
+            let mut site = RetainedSite::new(why.iter().map(|why| why.bytes).sum(), 1, excused, Vec::new());
+            site.why = why;
+            site
+        };
+        let mut report = report(&[4096, 4096]);
+        report.retained_sites = vec![
+            site(false, vec![why(Reach::Static, 24_000), why(Reach::Lost, 512)]),
+            site(false, vec![why(Reach::Cycle, 96)]),
+            site(true, vec![why(Reach::Lost, 7)]),
+        ];
+        assert_eq!(Figures::of(&report).lost_bytes, 608);
+        assert_eq!(Figures::steady_state(&report).unwrap().lost_bytes, 608);
+        assert_eq!(BaselineEntry::of(&report, Vec::new()).lost_bytes, 608);
+        assert_eq!(Figures::of(&report).get(super::Figure::Lost), 608);
     }
 }

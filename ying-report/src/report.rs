@@ -698,11 +698,11 @@ mod tests {
             "it is the report of `app (crate app) tests::same_unit`, not of `app tests::other`"
         );
 
-        let text = std::fs::read_to_string(&path).unwrap().replace("\"schema_version\": 3", "\"schema_version\": 1");
+        let text = std::fs::read_to_string(&path).unwrap().replace("\"schema_version\": 4", "\"schema_version\": 1");
         std::fs::write(&path, text).unwrap();
         let error = LeakReport::read(&path, &lib).unwrap_err().to_string();
         assert!(
-            error.contains("schema_version 1 at line 2 column 3 is not 3") && error.contains("earlier ying-runtime"),
+            error.contains("schema_version 1 at line 2 column 3 is not 4") && error.contains("earlier ying-runtime"),
             "{error}"
         );
     }

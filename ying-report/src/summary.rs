@@ -68,8 +68,8 @@ pub struct SummaryTest {
     /// The gate's verdict on its figures against the baseline; `None` without a baseline or figures.
     #[serde(default)]
     pub gate: Option<GateVerdict>,
-    /// A leak test's figures (`retained_bytes`, `peak_bytes`, `allocated_bytes`, `allocations`); absent for
-    /// other tests and for leak tests whose report could not be used.
+    /// A leak test's figures (`retained_bytes`, `peak_bytes`, `allocated_bytes`, `allocations`, and `lost_bytes`
+    /// when there are some); absent for other tests and for leak tests whose report could not be used.
     #[serde(flatten)]
     pub figures: Option<Figures>,
     /// For a leak test of several measured runs, their steady state ([`Figures::steady_state`]): what the gate
@@ -190,7 +190,7 @@ pub enum GateVerdict {
     Unstable,
     /// No gated figure moved past the tolerance.
     Unchanged,
-    /// Retained memory shrank past the tolerance, and no gated figure grew past it.
+    /// Retained memory shrank past the tolerance (or lost bytes past theirs), and no gated figure grew past it.
     Improved,
     /// The baseline does not have this test, or has it measured another way (its figures are totals where the
     /// test now has a steady state, or the reverse).
@@ -227,7 +227,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("summary.json");
         let mut leak = SummaryTest::new(TestId::new("p", TargetKind::Test, "leaks", "box_leak"), TestOutcome::Failed);
-        leak.figures = Some(Figures { retained_bytes: 1000, peak_bytes: 1000, allocated_bytes: 1000, allocations: 1 });
+        leak.figures = Some(Figures {
+            retained_bytes: 1000,
+            peak_bytes: 1000,
+            allocated_bytes: 1000,
+            allocations: 1,
+            lost_bytes: 0,
+        });
         leak.gate = Some(GateVerdict::New);
         let plain = SummaryTest::new(TestId::new("p", TargetKind::Lib, "p", "tests::ok"), TestOutcome::Passed);
         let summary = Summary::new(vec![leak, plain]);

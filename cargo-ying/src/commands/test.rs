@@ -152,7 +152,7 @@ fn run_tests(plan: &Plan, options: &RunOptions, settings: &Settings, baseline: &
     artifacts::flamegraphs(&mut run, &options.out_dir, options.jobs)?;
     let mut summary = run.summary();
     summary.not_run.clone_from(&plan.not_run);
-    artifacts::summary(&summary, &options.out_dir)?;
+    artifacts::summary(&run, &summary, &options.out_dir)?;
     artifacts::sweep(&run, &options.out_dir, replaced.as_deref())?;
     reporter.finish(&run);
     reporter.not_run(&plan.not_run, true);

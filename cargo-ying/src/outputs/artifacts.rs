@@ -2,7 +2,9 @@
 //! memory, and for a regression retained memory baseline against now), summary.json and index.html. Every file of
 //! a test is named after its [`TestId`](ying_report::TestId), so no two tests share one.
 
+use super::html::Regression;
 use crate::error::{Error, Result};
+use crate::gate::Row;
 use crate::model::{Files, Run, TestRecord};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -85,8 +87,9 @@ fn sweep_dir(dir: &Path, kept: &HashSet<PathBuf>, remove: &impl Fn(&Path) -> Res
     Ok(())
 }
 
-/// Writes every leak test's flamegraphs, and a differential one for each regressed or unstable test, on
-/// `threads` threads, and records them.
+/// Writes every leak test's flamegraphs (retained memory with why it is still there), and a differential one for
+/// each regressed or unstable test (by stack alone, as the baseline keeps it), on `threads` threads, and records
+/// them.
 pub(crate) fn flamegraphs(run: &mut Run, out_dir: &Path, threads: usize) -> Result<()> {
     let tests = &run.tests;
     let next = AtomicUsize::new(0);
@@ -128,7 +131,11 @@ fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> 
     let retained = ying_frames::retained_stacks(&leak.report);
     let [retained_name, allocated_name, diff_name] = FLAMEGRAPHS;
     let paths = [
-        (test.id.flamegraph_path(retained_name), "retained bytes", retained.clone()),
+        (
+            test.id.flamegraph_path(retained_name),
+            "retained bytes",
+            super::flamegraph::retained_stacks_by_kind(&leak.report),
+        ),
         (test.id.flamegraph_path(allocated_name), "allocated bytes", ying_frames::allocated_stacks(&leak.report)),
     ];
     for (path, what, stacks) in &paths {
@@ -152,9 +159,10 @@ fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> 
     Ok(Some(files))
 }
 
-/// Writes summary.json and index.html of `summary` to `out_dir`; index.html gives each failed leak test without
-/// another reason the message of its report.
-pub(crate) fn summary(summary: &Summary, out_dir: &Path) -> Result<()> {
+/// Writes summary.json and index.html of `summary` (of `run`) to `out_dir`; index.html gives each failed leak test
+/// without another reason the message of its report, and each regressed test the figures that regressed and the
+/// sites they grew at.
+pub(crate) fn summary(run: &Run, summary: &Summary, out_dir: &Path) -> Result<()> {
     let path = out_dir.join("summary.json");
     summary.write(&path).map_err(Error::io("write", &path))?;
     let messages: BTreeMap<TestId, String> = summary
@@ -166,8 +174,18 @@ pub(crate) fn summary(summary: &Summary, out_dir: &Path) -> Result<()> {
             Some((test.id.clone(), report.message?))
         })
         .collect();
+    let regressions: BTreeMap<TestId, Regression> = run
+        .tests
+        .iter()
+        .filter_map(|test| {
+            let gate = test.gate.as_ref().filter(|gate| gate.verdict == GateVerdict::Regressed)?;
+            let figures = gate.regressions().map(Row::describe).collect();
+            Some((test.id.clone(), Regression { figures, sites: test.grown_sites() }))
+        })
+        .collect();
     let index = out_dir.join("index.html");
-    std::fs::write(&index, super::html::index_html(summary, &messages)).map_err(Error::io("write", &index))
+    std::fs::write(&index, super::html::index_html(summary, &messages, &regressions))
+        .map_err(Error::io("write", &index))
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! SVG flamegraphs of folded stacks (inferno, bytes as the unit, deterministic colours), and the differential
-//! flamegraph of a test's retained memory, baseline against now.
+//! flamegraph of a test's retained memory, baseline against now. Retained memory is drawn with why it is still
+//! there: a frame above each site names its kind (`[lost]`, `[static app::CACHE]`), so that its boxes share a colour
+//! and the flamegraph's search finds them all, with their share of the whole.
 //!
 //! Each file starts with what it was drawn from (a hash of its lines and title, after the XML declaration): a run
 //! that would draw a file from the same leaves it as it is, as most tests of a suite allocate alike run after run.
@@ -9,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read as _, Seek as _, Write};
-use ying_report::FoldedStack;
+use ying_report::{FoldedStack, LeakReport};
 
 /// The XML declaration every flamegraph starts with.
 const DECLARATION: &str = "<?xml version=\"1.0\" standalone=\"no\"?>";
@@ -22,6 +24,31 @@ const DRAWING: u32 = 1;
 pub(crate) fn write(stacks: &[FoldedStack], title: &str, path: &std::path::Path) -> std::io::Result<()> {
     let lines: Vec<String> = stacks.iter().map(ToString::to_string).collect();
     write_lines(&lines, title, path)
+}
+
+/// The folded stacks of `report`'s retained memory (excused sites left out), each site's with a frame above its leaf
+/// for each kind of [`why`](ying_report::report::RetainedSite::why) it is still there, with that kind's bytes:
+/// `[lost]`, `[cycle]`, `[static app::CACHE]`, `[thread_local app::BUF]`, `[thread_stack worker]`, `[heap]`. A site
+/// the test did not say why of keeps its stack as [`ying_frames::retained_stacks`] folds it.
+pub(crate) fn retained_stacks_by_kind(report: &LeakReport) -> Vec<FoldedStack> {
+    let mut stacks: Vec<FoldedStack> = Vec::new();
+    for site in report.retained_sites.iter().filter(|site| !site.excused) {
+        if site.why.is_empty() {
+            stacks.extend(ying_frames::fold(&site.frames, site.bytes));
+            continue;
+        }
+        for why in &site.why {
+            let Some(folded) = ying_frames::fold(&site.frames, why.bytes) else { continue };
+            let mut functions = folded.functions().to_vec();
+            functions.push(match &why.root {
+                Some(root) => format!("[{} {root}]", why.kind.key()),
+                None => format!("[{}]", why.kind.key()),
+            });
+            stacks.push(FoldedStack::new(functions, why.bytes));
+        }
+    }
+    stacks.sort();
+    stacks
 }
 
 /// Writes the differential flamegraph of retained memory from `before` to `after` to `path`.
@@ -148,8 +175,9 @@ fn starts_with(path: &std::path::Path, start: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{InPlace, differential_lines, start, unfinished, write, write_over};
-    use ying_report::FoldedStack;
+    use super::{InPlace, differential_lines, retained_stacks_by_kind, start, unfinished, write, write_over};
+    use ying_report::report::{Attribution, Budgets, Reach, RetainedSite, TestIdentity, Why};
+    use ying_report::{FoldedStack, Frame, LeakReport};
 
     fn stacks(lines: &[&str]) -> Vec<FoldedStack> {
         lines.iter().map(|line| line.parse().unwrap()).collect()
@@ -253,6 +281,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn retained_memory_is_drawn_with_a_frame_naming_why_it_is_still_there() {
+        let identity = TestIdentity::new("app", None, "leaks", "t", "tests/leaks.rs", 3);
+        let mut report = LeakReport::new(identity, Attribution::Process, Budgets::default());
+        let site = |bytes, function: &str, excused, why: Vec<Why>| {
+            let mut site = RetainedSite::new(bytes, 1, excused, vec![Frame::new(function, None, None)]);
+            site.why = why;
+            site
+        };
+        let why = |kind, root: Option<&str>, bytes| Why { kind, root: root.map(str::to_owned), bytes, blocks: 1 };
+        report.retained_sites = vec![
+            site(
+                2048,
+                "app::fill",
+                false,
+                vec![why(Reach::Static, Some("app::CACHE"), 2000), why(Reach::Lost, None, 48)],
+            ),
+            site(96, "app::link", false, vec![why(Reach::Cycle, None, 96)]),
+            site(10, "app::unscanned", false, Vec::new()),
+            site(7, "std::io::stdio::_print", true, vec![why(Reach::Lost, None, 7)]),
+        ];
+        let lines: Vec<String> = retained_stacks_by_kind(&report).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            ["app::fill;[lost] 48", "app::fill;[static app::CACHE] 2000", "app::link;[cycle] 96", "app::unscanned 10"]
+        );
     }
 
     #[test]

@@ -55,14 +55,21 @@ pub(crate) fn repository_root(workspace_root: &Path) -> PathBuf {
 }
 
 /// The `::error` annotations, at each test's source line where known: one per regressed leak test first (the
-/// figures that grew), then one per failed test; at most [`MAX_ERRORS`], and then a `::notice` that says how many
-/// more there are and where they are all listed. Paths are relative to `root`, the repository root.
+/// figures that grew, then the sites they grew at), then one per failed test; at most [`MAX_ERRORS`], and then a
+/// `::notice` that says how many more there are and where they are all listed. Paths are relative to `root`, the
+/// repository root.
 pub(crate) fn annotations(run: &Run, root: &Path) -> Vec<String> {
     let mut errors = Vec::new();
     for test in &run.tests {
         let rows: Vec<String> = test.gate.iter().flat_map(|gate| gate.regressions()).map(Row::describe).collect();
         if !rows.is_empty() {
-            errors.push(annotation(location(test, root), &format!("memory regression {}", test.id), &rows.join("\n")));
+            let sites: Vec<String> = test.grown_sites().iter().map(|site| format!("  {site}")).collect();
+            let message = if sites.is_empty() {
+                rows.join("\n")
+            } else {
+                format!("{}\ngrown at:\n{}", rows.join("\n"), sites.join("\n"))
+            };
+            errors.push(annotation(location(test, root), &format!("memory regression {}", test.id), &message));
         }
     }
     for test in run.tests.iter().filter(|test| test.outcome.is_failure()) {
@@ -81,7 +88,21 @@ pub(crate) fn annotations(run: &Run, root: &Path) -> Vec<String> {
     errors
 }
 
-/// The job summary in Markdown: totals, regressions against the baseline, failed tests.
+/// Text as Markdown shows it: the characters that would make markup (a generic's `<T>` a tag, `*` emphasis, `|` a
+/// table's cell) escaped.
+fn markdown(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for character in text.chars() {
+        if matches!(character, '\\' | '`' | '*' | '_' | '<' | '>' | '[' | ']' | '|' | '#') {
+            escaped.push('\\');
+        }
+        escaped.push(character);
+    }
+    escaped
+}
+
+/// The job summary in Markdown: totals, regressions against the baseline with the sites each grew at, failed
+/// tests.
 pub(crate) fn step_summary(run: &Run) -> String {
     let mut out = String::from("## cargo ying test\n\n");
     let failed: Vec<&TestRecord> = run.tests.iter().filter(|test| test.outcome.is_failure()).collect();
@@ -94,9 +115,10 @@ pub(crate) fn step_summary(run: &Run) -> String {
         } else {
             let tolerance = gate.gating.tolerance;
             out.push_str(&format!(
-                "### Memory regressions (tolerance {} or {} bytes)\n\n| test | figure | baseline | now | change |\n|---|---|---:|---:|---:|\n",
+                "### Memory regressions (tolerance {} or {} bytes; lost bytes {} bytes)\n\n| test | figure | baseline | now | change |\n|---|---|---:|---:|---:|\n",
                 tolerance.relative,
-                tolerance.absolute.bytes()
+                tolerance.absolute.bytes(),
+                tolerance.lost_floor()
             ));
             for (id, row) in regressions {
                 out.push_str(&format!(
@@ -108,6 +130,16 @@ pub(crate) fn step_summary(run: &Run) -> String {
                 ));
             }
             out.push('\n');
+            for test in &run.tests {
+                let sites = test.grown_sites();
+                if !sites.is_empty() {
+                    out.push_str(&format!("`{}` grew at:\n\n", test.id));
+                    for site in sites {
+                        out.push_str(&format!("- {}\n", markdown(&site)));
+                    }
+                    out.push('\n');
+                }
+            }
         }
     }
     if !failed.is_empty() {
@@ -122,7 +154,7 @@ pub(crate) fn step_summary(run: &Run) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_ERRORS, annotation, annotations, escape_data};
+    use super::{MAX_ERRORS, annotation, annotations, escape_data, markdown, step_summary};
     use crate::gate::{Gating, Tolerance};
     use crate::model::{Leak, Outcome, Run, TestRecord};
     use std::collections::BTreeMap;
@@ -171,6 +203,49 @@ mod tests {
         );
         // Outside the repository, the path stays relative to the package.
         assert!(annotations(&run, Path::new("/elsewhere"))[0].starts_with("::error file=tests/leaks.rs,line=3,"));
+    }
+
+    #[test]
+    fn a_regression_says_where_it_grew_in_its_annotation_and_the_job_summary() {
+        use ying_report::Frame;
+        use ying_report::report::{Reach, RetainedSite, Why};
+        let mut forgets = leak_test("forgets", 25_088, Outcome::Passed);
+        let site = |bytes, function: &str, line, kind, root: Option<&str>| {
+            let frames = vec![Frame::new(function, Some("tests/leaks.rs".into()), Some(line))];
+            let mut site = RetainedSite::new(bytes, 1, false, frames);
+            site.why = vec![Why { kind, root: root.map(str::to_owned), bytes, blocks: 1 }];
+            site
+        };
+        let report = &mut forgets.leak.as_mut().unwrap().report;
+        report.retained_sites = vec![
+            site(24_576, "leaks::fill<T>", 9, Reach::Static, Some("leaks::CACHE")),
+            site(512, "leaks::forgets", 12, Reach::Lost, None),
+        ];
+        let mut before = crate::gate::entry(report);
+        (before.retained_bytes, before.lost_bytes) = (24_576, 0);
+        before.retained_stacks.retain(|stack| stack.bytes() > 512);
+        let mut run =
+            Run { tests: vec![forgets], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
+        let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), before)].into();
+        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+
+        let lines = annotations(&run, Path::new("/repo"));
+        assert_eq!(
+            lines[0],
+            "::error file=crates/p/tests/leaks.rs,line=3,title=memory regression p%3A%3Aleaks forgets::lost bytes grew \
+             from 0 to 512 (+512)%0Agrown at:%0A  512 B in 1 block, lost (nothing points to it), at tests/leaks.rs:12 \
+             in leaks::forgets"
+        );
+        let summary = step_summary(&run);
+        assert!(summary.contains("| `p::leaks forgets` | lost bytes | 0 | 512 | +512 |\n"), "{summary}");
+        assert!(
+            summary.contains(
+                "`p::leaks forgets` grew at:\n\n- 512 B in 1 block, lost (nothing points to it), at \
+                 tests/leaks.rs:12 in leaks::forgets\n\n"
+            ),
+            "{summary}"
+        );
+        assert_eq!(markdown("a <T> | *b* `c`"), "a \\<T\\> \\| \\*b\\* \\`c\\`");
     }
 
     #[test]

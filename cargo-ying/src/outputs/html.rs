@@ -1,6 +1,7 @@
 //! The self-contained `index.html` of a summary: the run's verdict and totals (the terminal's Summary line and the
 //! gate's counts), then every test with its outcome, gate verdict, reason, figures and files. Tests that regressed,
-//! then those that failed, come first, marked in words as well as colour, then unstable ones, then the rest; within
+//! then those that failed, come first, marked in words as well as colour, each regressed test with the figures that
+//! regressed and the sites they grew at, then unstable ones, then the rest; within
 //! each group tests are in the order of their ids, so two runs of one suite list their tests alike. Sizes are shown
 //! rounded, with the exact bytes on hover; for a steady state, the baseline and the change are per measured run.
 //! The page is well-formed XML as well as HTML.
@@ -8,6 +9,15 @@
 use crate::model::Totals;
 use std::collections::BTreeMap;
 use ying_report::{ByteSize, GateVerdict, Summary, SummaryTest, TestId, TestOutcome};
+
+/// What the run knows of a regressed test that its summary entry does not say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Regression {
+    /// The figures that regressed, in words (`lost bytes grew from 0 to 512 (+512)`).
+    pub figures: Vec<String>,
+    /// The sites its memory grew at, a line each ([`TestRecord::grown_sites`](crate::model::TestRecord::grown_sites)).
+    pub sites: Vec<String>,
+}
 
 /// Escapes text for HTML and SVG.
 pub(crate) fn escape(text: &str) -> String {
@@ -120,12 +130,30 @@ fn labels(test: &SummaryTest) -> String {
     labels.join(" ")
 }
 
+/// What the reason column says: why a failed test failed ([`failure`]), then, for a regressed test, the figures
+/// that regressed and the sites they grew at.
+fn reason(
+    test: &SummaryTest,
+    messages: &BTreeMap<TestId, String>,
+    regressions: &BTreeMap<TestId, Regression>,
+) -> String {
+    let mut parts = Vec::new();
+    if test.outcome.is_failure() {
+        parts.push(failure(test, messages));
+    }
+    if let Some(regression) = regressions.get(&test.id).filter(|_| test.gate == Some(GateVerdict::Regressed)) {
+        parts.extend(regression.figures.iter().map(|figure| escape(figure)));
+        if !regression.sites.is_empty() {
+            let sites: Vec<String> = regression.sites.iter().map(|site| format!("<li>{}</li>", escape(site))).collect();
+            parts.push(format!("grown at:<ul class=\"sites\">{}</ul>", sites.concat()));
+        }
+    }
+    parts.join("<br/>")
+}
+
 /// Why a failed test failed: the summary's reason, else the leak test's message (its lines up to the first blank
 /// one: what it exceeded), else that it failed.
-fn reason(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
-    if !test.outcome.is_failure() {
-        return String::new();
-    }
+fn failure(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
     if let Some(reason) = &test.reason {
         return escape(reason);
     }
@@ -143,7 +171,7 @@ fn reason(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
     }
 }
 
-fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
+fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>, regressions: &BTreeMap<TestId, Regression>) -> String {
     let figures = test.figures;
     let mut classes = vec!["test", test.outcome.name()];
     if let Some(gate) = test.gate {
@@ -164,7 +192,7 @@ fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
         name = escape(&test.id.name),
         outcome = test.outcome.name(),
         gate = test.gate.map_or("", |gate| gate.name()),
-        reason = reason(test, messages),
+        reason = reason(test, messages, regressions),
         retained = size(figures.map(|f| f.retained_bytes), "retained"),
         baseline = baseline(test),
         change = change(test),
@@ -235,12 +263,16 @@ tr.ignored td,tr.not-run td{color:#888}\
 .label{display:inline-block;font-size:.8em;font-weight:700;padding:.1em .4em;border-radius:.2em;color:#fff;\
 background:#b00020;white-space:nowrap}.label.unstable{background:#8a5a00}\
 td.reason{min-width:16em;max-width:21em;font-size:.9em}td.change.grew{color:#b00020;font-weight:600}td.change.shrank{color:#2a7a2a}\
-td.files{max-width:9em}td.files a{white-space:nowrap}small.warning{color:#8a5a00;white-space:normal}";
+ul.sites{margin:.2em 0 0;padding-left:1.2em}ul.sites li{word-break:break-word}td.files{max-width:9em}td.files a{white-space:nowrap}small.warning{color:#8a5a00;white-space:normal}";
 
 /// The self-contained HTML page of `summary`. `messages` holds the leak tests' failure messages, by test, for
-/// failed tests whose summary entry has no reason.
-pub(crate) fn index_html(summary: &Summary, messages: &BTreeMap<TestId, String>) -> String {
-    let rows: String = ordered(&summary.tests).into_iter().map(|test| row(test, messages)).collect();
+/// failed tests whose summary entry has no reason; `regressions` what regressed of each regressed test.
+pub(crate) fn index_html(
+    summary: &Summary,
+    messages: &BTreeMap<TestId, String>,
+    regressions: &BTreeMap<TestId, Regression>,
+) -> String {
+    let rows: String = ordered(&summary.tests).into_iter().map(|test| row(test, messages, regressions)).collect();
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\
          <title>ying: memory of the test suite</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
@@ -258,7 +290,7 @@ pub(crate) fn index_html(summary: &Summary, messages: &BTreeMap<TestId, String>)
 
 #[cfg(test)]
 mod tests {
-    use super::{escape, index_html, ordered, run_verdict, totals_line};
+    use super::{Regression, escape, index_html, ordered, run_verdict, totals_line};
     use std::collections::BTreeMap;
     use ying_report::{Figures, GateVerdict, Summary, SummaryTest, TargetKind, TestId, TestOutcome};
 
@@ -282,7 +314,7 @@ mod tests {
             test
         };
         let summary = Summary::new(vec![test(TargetKind::Lib, "m::t"), test(TargetKind::Bin, "m__t")]);
-        let html = index_html(&summary, &BTreeMap::new());
+        let html = index_html(&summary, &BTreeMap::new(), &BTreeMap::new());
         assert!(
             html.contains("<span class=\"name\">m::t</span>") && html.contains("<a href=\"reports/p/lib/p/m.t.json\">")
         );
@@ -294,7 +326,11 @@ mod tests {
     fn a_failed_test_links_its_whole_output() {
         let mut kept = test("kept", TestOutcome::Failed, None);
         kept.output = Some(kept.id.output_path());
-        let html = index_html(&Summary::new(vec![kept, test("shown", TestOutcome::Failed, None)]), &BTreeMap::new());
+        let html = index_html(
+            &Summary::new(vec![kept, test("shown", TestOutcome::Failed, None)]),
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+        );
         assert!(html.contains("<a href=\"output/p/test/t/kept.log\">output</a>"), "{html}");
         assert!(html.contains("the test failed; see its output") && html.contains("its output is in the terminal"));
     }
@@ -319,13 +355,19 @@ mod tests {
     #[test]
     fn sizes_are_rounded_with_their_bytes_on_hover_and_failures_give_their_reason() {
         let mut grown = test("grown", TestOutcome::Failed, Some(GateVerdict::Regressed));
-        grown.figures = Some(Figures { retained_bytes: 3000, peak_bytes: 3000, allocated_bytes: 2048, allocations: 1 });
+        grown.figures = Some(Figures {
+            retained_bytes: 3000,
+            peak_bytes: 3000,
+            allocated_bytes: 2048,
+            allocations: 1,
+            lost_bytes: 0,
+        });
         grown.baseline_retained_bytes = Some(1000);
         let messages = BTreeMap::from([(
             grown.id.clone(),
             "ying: leak test `grown` exceeded its budget\n  max_retained = 0 B: retained 3000 B\n\nsites".to_owned(),
         )]);
-        let html = index_html(&Summary::new(vec![grown]), &messages);
+        let html = index_html(&Summary::new(vec![grown]), &messages, &BTreeMap::new());
         assert!(html.contains("<td class=\"n retained\" title=\"3000 bytes\">2.9 KiB</td>"), "{html}");
         assert!(html.contains("<td class=\"n baseline\" title=\"1000 bytes\">1000 B</td>"), "{html}");
         assert!(html.contains("title=\"+2000 bytes\">+2.0 KiB<br/><small>(+200.0%)</small></td>"), "{html}");
@@ -341,13 +383,42 @@ mod tests {
     }
 
     #[test]
+    fn a_regressed_test_says_what_regressed_and_where_it_grew_escaped() {
+        let mut grown = test("grown", TestOutcome::Passed, Some(GateVerdict::Regressed));
+        grown.figures = Some(Figures { retained_bytes: 25_088, lost_bytes: 512, ..Figures::default() });
+        grown.baseline_retained_bytes = Some(24_576);
+        let regression = Regression {
+            figures: vec!["lost bytes grew from 0 to 512 (+512)".into()],
+            sites: vec![
+                "512 B in 1 block of Vec<u8>, lost (nothing points to it), at tests/t.rs:12 in t::grown".into(),
+                "... and 1 more".into(),
+            ],
+        };
+        let unstable = test("wobbles", TestOutcome::Passed, Some(GateVerdict::Unstable));
+        let regressions = BTreeMap::from([(grown.id.clone(), regression.clone()), (unstable.id.clone(), regression)]);
+        let html = index_html(&Summary::new(vec![grown, unstable]), &BTreeMap::new(), &regressions);
+        assert!(
+            html.contains(
+                "<td class=\"reason\">lost bytes grew from 0 to 512 (+512)<br/>grown at:<ul class=\"sites\"><li>512 B \
+                 in 1 block of Vec&lt;u8&gt;, lost (nothing points to it), at tests/t.rs:12 in t::grown</li><li>... and 1 \
+                 more</li></ul></td>"
+            ),
+            "{html}"
+        );
+        assert_eq!(html.matches("grown at:").count(), 1, "only a regressed test says where it grew");
+        let options = roxmltree::ParsingOptions { allow_dtd: true, ..roxmltree::ParsingOptions::default() };
+        roxmltree::Document::parse_with_options(&html, options).unwrap();
+    }
+
+    #[test]
     fn a_steady_state_is_compared_with_the_baseline_per_measured_run() {
         let mut steady = test("steady", TestOutcome::Passed, Some(GateVerdict::Unchanged));
-        steady.figures = Some(Figures { retained_bytes: 176, peak_bytes: 176, allocated_bytes: 176, allocations: 5 });
+        steady.figures =
+            Some(Figures { retained_bytes: 176, peak_bytes: 176, allocated_bytes: 176, allocations: 5, lost_bytes: 0 });
         steady.steady_state =
-            Some(Figures { retained_bytes: 16, peak_bytes: 176, allocated_bytes: 16, allocations: 1 });
+            Some(Figures { retained_bytes: 16, peak_bytes: 176, allocated_bytes: 16, allocations: 1, lost_bytes: 0 });
         steady.baseline_retained_bytes = Some(16);
-        let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new());
+        let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new(), &BTreeMap::new());
         assert!(html.contains("<td class=\"n change\" title=\"0 bytes per measured run\">0 B</td>"), "{html}");
         assert!(html.contains("title=\"16 bytes per measured run\">16 B<br/><small>per run</small>"), "{html}");
         assert!(html.contains("<td class=\"n retained\" title=\"176 bytes\">176 B</td>"), "{html}");

@@ -21,16 +21,26 @@ fn text(text: &str) -> XmlString {
     XmlString::new(text.replace(['\u{fffe}', '\u{ffff}'], ""))
 }
 
-/// The run's memory regression of `test`, in words: each figure that grew, how the reruns bore it out, and where
-/// the diff flamegraph is. `None` unless the gate's verdict is `regressed`.
+/// The run's memory regression of `test`, in words: each figure that grew, the sites it grew at, how the reruns
+/// bore it out, and where the diff flamegraph is; as a message of one line and a description of several. `None`
+/// unless the gate's verdict is `regressed`.
 fn regression(test: &TestRecord) -> Option<(String, String)> {
     let gate = test.gate.as_ref().filter(|gate| gate.verdict == GateVerdict::Regressed)?;
     let rows: Vec<String> = gate.regressions().map(|row| row.describe()).collect();
+    let sites = test.grown_sites();
     let mut message = rows.join("; ");
+    let mut description = format!("memory regression against the baseline: {message}\n");
+    if !sites.is_empty() {
+        message.push_str(&format!("; grown at: {}", sites.join("; ")));
+        description.push_str("grown at:\n");
+        for site in &sites {
+            description.push_str(&format!("  {site}\n"));
+        }
+    }
     if let Some(diff) = &test.files.retained_diff_flamegraph {
         message.push_str(&format!("; retained diff flamegraph: {diff}"));
+        description.push_str(&format!("retained diff flamegraph: {diff}\n"));
     }
-    let mut description = format!("memory regression against the baseline: {message}\n");
     if gate.steady_state {
         description.push_str("figures of the steady state: the smallest of one measured run\n");
     }
@@ -235,6 +245,52 @@ mod tests {
             "{err}"
         );
         assert!(case(&document, "slept").children().any(|node| node.has_tag_name("skipped")));
+    }
+
+    #[test]
+    fn a_regression_names_the_sites_it_grew_at_in_its_message_and_its_description() {
+        use crate::gate::{Gating, Tolerance};
+        use crate::model::Leak;
+        use std::collections::BTreeMap;
+        use ying_report::report::{Attribution, Budgets, Reach, RetainedSite, TestIdentity, Why};
+        use ying_report::{BaselineEntry, Frame, LeakReport};
+        let mut forgets = record("forgets", Outcome::Passed, "");
+        let identity = TestIdentity::new("p", None, "leaks", "forgets", "tests/leaks.rs", 3);
+        let mut report = LeakReport::new(identity, Attribution::Process, Budgets::default());
+        report.figures.retained_bytes = 512 * 7;
+        report.retained_sites = (0..7)
+            .map(|line| {
+                let frames = vec![Frame::new("leaks::forgets", Some("tests/leaks.rs".into()), Some(10 + line))];
+                let mut site = RetainedSite::new(512, 1, false, frames);
+                site.type_name = Some("u8".into());
+                site.why = vec![Why { kind: Reach::Lost, root: None, bytes: 512, blocks: 1 }];
+                site
+            })
+            .collect();
+        forgets.leak = Some(Leak { report, path: String::new() });
+        let mut run =
+            Run { tests: vec![forgets], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
+        let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), BaselineEntry::default())].into();
+        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        let xml = junit(&run);
+        let document = parse(&xml);
+        let failure = case(&document, "forgets").children().find(|node| node.has_tag_name("failure")).unwrap();
+        let site = |line| {
+            format!("512 B in 1 block of u8, lost (nothing points to it), at tests/leaks.rs:{line} in leaks::forgets")
+        };
+        let message = failure.attribute("message").unwrap();
+        assert!(
+            message.starts_with(&format!(
+                "retained bytes grew from 0 to 3584 (+3584); lost bytes grew from 0 to 3584 (+3584); grown at: {}; {}",
+                site(10),
+                site(11)
+            )),
+            "{message}"
+        );
+        assert!(message.ends_with(&format!("{}; ... and 2 more", site(14))), "{message}");
+        let description = failure.text().unwrap();
+        assert!(description.contains(&format!("grown at:\n  {}\n  {}\n", site(10), site(11))), "{description}");
+        assert!(description.contains("\n  ... and 2 more\n"), "{description}");
     }
 
     #[test]

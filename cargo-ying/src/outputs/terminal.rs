@@ -237,13 +237,7 @@ impl Reporter {
                         say!("{line}");
                     }
                 }
-                (_, Some(gate)) => {
-                    let rows: Vec<String> = gate
-                        .regressions()
-                        .map(|row| format!("{} {} -> {}", row.figure.name(), row.baseline, row.now))
-                        .collect();
-                    say!("{} {}: {}", self.label(RED, "REGRESSED"), test.id, rows.join(", "));
-                }
+                (_, Some(_)) => write_whole(&self.regressed(test)),
                 _ => {}
             }
         }
@@ -258,6 +252,22 @@ impl Reporter {
         }
         self.leak_table(run);
         self.notes(run);
+    }
+
+    /// A regressed test's lines after the Summary: the figures that regressed (`lost bytes 0 -> 512`), then under
+    /// the test's id the sites its memory grew at.
+    fn regressed(&self, test: &TestRecord) -> String {
+        let rows: Vec<String> = test
+            .gate
+            .iter()
+            .flat_map(|gate| gate.regressions())
+            .map(|row| format!("{} {} -> {}", row.figure.name(), row.baseline, row.now))
+            .collect();
+        let mut lines = format!("{} {}: {}\n", self.label(RED, "REGRESSED"), test.id, rows.join(", "));
+        for site in test.grown_sites() {
+            let _ = writeln!(lines, "{:12} {site}", "");
+        }
+        lines
     }
 
     /// What the reports say of how their figures were taken, once per test binary.
@@ -339,7 +349,36 @@ impl Reporter {
 
 #[cfg(test)]
 mod tests {
-    use super::Counts;
+    use super::{Counts, Reporter};
+    use crate::gate::{Gating, Tolerance};
+    use crate::model::{Leak, Outcome, Run, TestRecord};
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+    use ying_report::report::{Attribution, Budgets, Reach, RetainedSite, TestIdentity, Why};
+    use ying_report::{BaselineEntry, Frame, LeakReport, TargetKind, TestId};
+
+    #[test]
+    fn a_regressed_test_names_the_figure_that_grew_and_the_sites_it_grew_at() {
+        let id = TestId::new("p", TargetKind::Test, "leaks", "forgets");
+        let mut record = TestRecord::new(id.clone(), Outcome::Passed, Duration::ZERO, String::new());
+        let identity = TestIdentity::new("p", None, "leaks", "forgets", "tests/leaks.rs", 3);
+        let mut report = LeakReport::new(identity, Attribution::Process, Budgets::default());
+        report.figures.retained_bytes = 512;
+        let frames = vec![Frame::new("leaks::forgets", Some("tests/leaks.rs".into()), Some(12))];
+        let mut site = RetainedSite::new(512, 1, false, frames);
+        site.why = vec![Why { kind: Reach::Lost, root: None, bytes: 512, blocks: 1 }];
+        report.retained_sites.push(site);
+        record.leak = Some(Leak { report, path: String::new() });
+        let mut run =
+            Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
+        let baseline: BTreeMap<TestId, BaselineEntry> = [(id, BaselineEntry::default())].into();
+        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        assert_eq!(
+            Reporter::new(false, false, false).regressed(&run.tests[0]),
+            "   REGRESSED p::leaks forgets: lost bytes 0 -> 512\n             512 B in 1 block, lost (nothing points \
+             to it), at tests/leaks.rs:12 in leaks::forgets\n"
+        );
+    }
 
     #[test]
     fn the_progress_bar_counts_running_and_failed_tests() {

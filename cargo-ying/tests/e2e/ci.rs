@@ -32,7 +32,10 @@ fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and
     let regression = format!("::error file={workspace_dir}/tests/leaks.rs,line=");
     assert!(commands[0].starts_with(&regression), "{commands:#?}");
     assert!(commands[0].contains("title=memory regression leak-fixtures%3A%3Aleaks budget_passes::"), "{commands:#?}");
-    assert!(commands[0].ends_with("retained bytes grew from 1000 to 3000 (+2000, +200.0%25)"), "{commands:#?}");
+    // Each figure that regressed on a line of its own (lost bytes too, where the runtime says why), then the site.
+    assert!(commands[0].contains("::retained bytes grew from 1000 to 3000 (+2000, +200.0%25)%0A"), "{commands:#?}");
+    assert!(commands[0].contains("%0Agrown at:%0A  2.9 KiB (3000 bytes) in 1 block"), "{commands:#?}");
+    assert!(commands[0].ends_with(", at tests/leaks.rs:69 in leaks::budget_passes"), "{commands:#?}");
     // The fixture fails 18 tests (2 of them crash): 10 errors in all, then a notice of the 9 left out.
     assert_eq!(commands.iter().filter(|line| line.starts_with("::error ")).count(), 10, "{commands:#?}");
     assert!(commands[1..10].iter().all(|line| line.contains("title=failed ") || line.contains("title=crashed ")));
@@ -40,7 +43,7 @@ fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and
     assert!(commands[10].contains("::9 more failed or regressed tests are not annotated"), "{commands:#?}");
     assert_eq!(commands.len(), 11);
 
-    // After the Summary: what failed the run, failures then the regression.
+    // After the Summary: what failed the run, failures then the regression with the site it grew at.
     let summary_at = stderr.find("     Summary [").expect("a Summary line");
     let summary_line = stderr[summary_at..].lines().next().unwrap();
     let totals = &summary_line[summary_line.find("] ").unwrap() + 2..];
@@ -48,10 +51,13 @@ fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and
     let after: Vec<&str> = stderr[summary_at..].lines().skip(1).take_while(|line| !line.is_empty()).collect();
     assert!(after.iter().any(|line| line.trim_start().starts_with("FAIL [") && line.ends_with("leaks box_leak")));
     assert!(after.iter().any(|line| line.trim_start().starts_with("CRASH [")), "{after:#?}");
-    let last = after.last().unwrap();
-    assert!(last.trim_start().starts_with("REGRESSED"), "{after:#?}");
-    assert!(last.ends_with("leak-fixtures::leaks budget_passes: retained bytes 1000 -> 3000"), "{last}");
-    assert_eq!(after.len(), 19, "18 failed tests and 1 regressed: {after:#?}");
+    let [regressed, site] = &after[after.len() - 2..] else { unreachable!() };
+    assert!(regressed.trim_start().starts_with("REGRESSED"), "{after:#?}");
+    assert!(regressed.starts_with(&format!("{:>12} ", "REGRESSED")), "{regressed}");
+    assert!(regressed.contains("leak-fixtures::leaks budget_passes: retained bytes 1000 -> 3000"), "{regressed}");
+    assert!(site.starts_with(&format!("{:12} 2.9 KiB (3000 bytes) in 1 block", "")), "{site}");
+    assert!(site.ends_with(", at tests/leaks.rs:69 in leaks::budget_passes"), "{site}");
+    assert_eq!(after.len(), 20, "18 failed tests, 1 regressed and the site it grew at: {after:#?}");
 
     // The job summary states the terminal's totals.
     let step_summary = std::fs::read_to_string(summary_file.path()).unwrap();

@@ -1,6 +1,7 @@
 //! index.html after a run whose baseline a grown leak test regressed, beside tests that fail, crash and pass: the
-//! page, parsed, shows the run's verdict and the terminal's totals, the regressed test first and marked, a reason on
-//! every failed row, rounded sizes with their exact bytes on hover, and the same order of rows in two runs.
+//! page, parsed, shows the run's verdict and the terminal's totals, the regressed test first and marked with what
+//! regressed and where it grew, a reason on every failed row, rounded sizes with their exact bytes on hover, and the
+//! same order of rows in two runs.
 
 use super::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
 use roxmltree::{Document, Node};
@@ -106,11 +107,16 @@ fn index_html_puts_the_regression_first_with_totals_reasons_and_exact_bytes() {
             rows[1..].iter().take_while(|row| row.classes.contains(&"attention".to_owned())).collect();
         let names: Vec<(&str, &str)> = failed.iter().map(|row| (row.binary.as_str(), row.name.as_str())).collect();
         assert_eq!(names, [("leak-fixtures::crashes", "aborts"), ("leak-fixtures::leaks", "box_leak")]);
+        // The regressed row says which figure grew and the site it grew at, as the terminal does.
+        assert!(rows[0].reason.starts_with("retained bytes grew from 1000 to 3000 (+2000, +200.0%)"), "{:?}", rows[0]);
+        assert!(rows[0].reason.contains("grown at: 2.9 KiB (3000 bytes) in 1 block"), "{:?}", rows[0]);
+        assert!(rows[0].reason.ends_with("at tests/leaks.rs:69 in leaks::budget_passes"), "{:?}", rows[0]);
         // Every failed row says why: the signal, or the leak test's message.
         for row in &rows {
-            let outcome = entry(&summary, row.binary.rsplit("::").next().unwrap(), &row.name)["outcome"].clone();
-            let failure = ["failed", "crashed", "timed-out"].contains(&outcome.as_str().unwrap());
-            assert_eq!(failure, !row.reason.is_empty(), "{row:?}");
+            let test = entry(&summary, row.binary.rsplit("::").next().unwrap(), &row.name);
+            let failure = ["failed", "crashed", "timed-out"].contains(&test["outcome"].as_str().unwrap());
+            assert_eq!(failure || test["gate"] == "regressed", !row.reason.is_empty(), "{row:?}");
+            let outcome = test["outcome"].clone();
             assert_eq!(failure, row.mark.contains(&outcome.as_str().unwrap().to_uppercase()), "{row:?}");
         }
         assert_eq!(failed[0].reason, "killed by SIGABRT");

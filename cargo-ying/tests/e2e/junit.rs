@@ -178,7 +178,7 @@ fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_fit
     assert_eq!(cases, 6);
     assert!(seconds(root) > 0.0);
 
-    // The regression: its figures, and where its diff flamegraph is under <target>/ying/.
+    // The regression: its figures, the site it grew at, and where its diff flamegraph is under <target>/ying/.
     let leaks_suite = suite("leak-fixtures::leaks");
     let case = |name: &str| {
         leaks_suite.children().find(|node| node.attribute("name") == Some(name)).unwrap_or_else(|| panic!("{name}"))
@@ -191,7 +191,11 @@ fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_fit
     assert_eq!(failure.attribute("type"), Some("memory regression"));
     let message = failure.attribute("message").unwrap();
     assert!(message.contains("retained bytes grew from 1000 to 3000 (+2000, +200.0%)"), "{message}");
+    assert!(message.contains("; grown at: 2.9 KiB (3000 bytes) in 1 block"), "{message}");
+    assert!(message.contains(", at tests/leaks.rs:69 in leaks::budget_passes; "), "{message}");
     assert!(message.contains(diff), "{message}");
+    let text = failure.text().unwrap();
+    assert!(text.contains("\ngrown at:\n  2.9 KiB (3000 bytes) in 1 block"), "{text}");
 
     // A failed leak test: its reason, and the whole message with its figures; its output apart.
     let failure = child(case("box_leak"), "failure").unwrap();
