@@ -302,11 +302,14 @@ pub(crate) fn judge(before: &BaselineEntry, now: &BaselineEntry, gating: &Gating
         return TestGate::new(GateVerdict::New, Vec::new(), now.steady_state);
     }
     let steady_state = now.steady_state;
+    // An entry written before reports told lost bytes is not judged by them.
+    let judged = |figure: &Figure| *figure != Figure::Lost || before.lost_bytes.is_some();
     let (before, now) = (before.figures(), now.figures());
     let row = |figure| Row { figure, baseline: before.get(figure), now: now.get(figure) };
     let regressed: Vec<Row> = gating
         .figures
         .iter()
+        .filter(|figure| judged(figure))
         .map(|&figure| row(figure))
         .filter(|row| row.now > gating.tolerance.limit(row.figure, row.baseline))
         .collect();
@@ -317,8 +320,9 @@ pub(crate) fn judge(before: &BaselineEntry, now: &BaselineEntry, gating: &Gating
     // mended improves the test even when the statics beside it hide it in the retained bytes, so that saving
     // records it gone and its return regresses.
     let improved: Vec<Row> = [Figure::Retained, Figure::Lost]
-        .map(row)
         .into_iter()
+        .filter(judged)
+        .map(row)
         .filter(|row| row.baseline > gating.tolerance.limit(row.figure, row.now))
         .collect();
     if improved.is_empty() {
@@ -447,6 +451,14 @@ mod tests {
         let both = judged(with_lost(1000, 0), with_lost(9000, 8000));
         let figures: Vec<Figure> = both.rows.iter().map(|row| row.figure).collect();
         assert_eq!((both.verdict, figures), (GateVerdict::Regressed, vec![Figure::Retained, Figure::Lost]));
+    }
+
+    #[test]
+    fn an_entry_written_before_lost_bytes_were_told_is_not_judged_by_them() {
+        let mut earlier = with_lost(24_576, 0);
+        earlier.lost_bytes = None;
+        assert_eq!(judged(earlier.clone(), with_lost(25_088, 512)).verdict, GateVerdict::Unchanged);
+        assert_eq!(judged(earlier, with_lost(40_000, 512)).verdict, GateVerdict::Regressed, "retained bytes still are");
     }
 
     #[test]

@@ -535,7 +535,7 @@ mod tests {
         report.retained_sites = vec![site(24_576, 10, Reach::Static)];
         report.retained_sites.extend((0..7).map(|line| site(512, 20 + line, Reach::Lost)));
         let mut before = crate::gate::entry(report);
-        (before.retained_bytes, before.lost_bytes) = (24_576, 0);
+        (before.retained_bytes, before.lost_bytes) = (24_576, Some(0));
         before.retained_stacks.retain(|stack| stack.bytes() > 512);
         let mut run =
             Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };

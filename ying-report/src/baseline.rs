@@ -53,9 +53,10 @@ pub struct BaselineEntry {
     /// of one measured run.
     pub retained_bytes: u64,
     /// Of the retained bytes, those nothing reaches any more (lost, or in a cycle of lost blocks), which the gate
-    /// judges without the relative tolerance; left out when 0, as in a baseline written before the runtime told.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub lost_bytes: u64,
+    /// judges without the relative tolerance; `None` in an entry written before reports told them, which the gate
+    /// does not judge by them until it is saved again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_bytes: Option<u64>,
     /// Peak bytes.
     pub peak_bytes: u64,
     /// Bytes allocated; for a steady state, the fewest of one measured run.
@@ -76,7 +77,7 @@ impl BaselineEntry {
         retained_stacks.sort();
         Self {
             retained_bytes: figures.retained_bytes,
-            lost_bytes: figures.lost_bytes,
+            lost_bytes: Some(figures.lost_bytes),
             peak_bytes: figures.peak_bytes,
             allocated_bytes: figures.allocated_bytes,
             allocations: figures.allocations,
@@ -109,14 +110,9 @@ impl BaselineEntry {
             peak_bytes: self.peak_bytes,
             allocated_bytes: self.allocated_bytes,
             allocations: self.allocations,
-            lost_bytes: self.lost_bytes,
+            lost_bytes: self.lost_bytes.unwrap_or_default(),
         }
     }
-}
-
-/// Whether a figure is 0, which the baseline leaves out.
-fn is_zero(bytes: &u64) -> bool {
-    *bytes == 0
 }
 
 impl Baseline {
@@ -216,21 +212,22 @@ mod tests {
     }
 
     #[test]
-    fn lost_bytes_are_written_only_when_there_are_some_and_read_as_0_from_an_entry_without_them() {
+    fn lost_bytes_are_written_for_every_entry_and_absent_from_an_entry_written_before_they_were_told() {
         let lost = Figures { retained_bytes: 1512, lost_bytes: 512, ..Figures::default() };
         let mut with_lost = baseline();
         with_lost
             .tests
             .insert(TestId::new("pkg", TargetKind::Test, "leaks", "forgotten"), BaselineEntry::new(lost, Vec::new()));
         let text = serde_json::to_string(&with_lost).unwrap();
-        assert_eq!(text.matches("\"lost_bytes\"").count(), 1, "{text}");
+        let told = with_lost.tests.values().filter(|entry| entry.lost_bytes.is_some()).count();
+        assert_eq!((text.matches("\"lost_bytes\"").count(), told), (2, 2), "{text}");
         assert!(text.contains("\"retained_bytes\":1512,\"lost_bytes\":512,"), "{text}");
         assert_eq!(Baseline::parse(&text).unwrap(), with_lost);
         let earlier = r#"{"schema_version": 2, "tests": {"pkg::leaks box_leak": {"retained_bytes": 1000,
             "peak_bytes": 0, "allocated_bytes": 0, "allocations": 0, "retained_stacks": []}}}"#;
         let entry =
             &Baseline::parse(earlier).unwrap().tests[&TestId::new("pkg", TargetKind::Test, "leaks", "box_leak")];
-        assert_eq!((entry.retained_bytes, entry.lost_bytes), (1000, 0));
+        assert_eq!((entry.retained_bytes, entry.lost_bytes), (1000, None));
         assert_eq!(entry.figures().get(crate::Figure::Lost), 0);
     }
 

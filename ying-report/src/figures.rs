@@ -176,7 +176,7 @@ mod tests {
         ];
         assert_eq!(Figures::of(&report).lost_bytes, 608);
         assert_eq!(Figures::steady_state(&report).unwrap().lost_bytes, 608);
-        assert_eq!(BaselineEntry::of(&report, Vec::new()).lost_bytes, 608);
+        assert_eq!(BaselineEntry::of(&report, Vec::new()).lost_bytes, Some(608));
         assert_eq!(Figures::of(&report).get(super::Figure::Lost), 608);
     }
 }

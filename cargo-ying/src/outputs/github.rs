@@ -222,7 +222,7 @@ mod tests {
             site(512, "leaks::forgets", 12, Reach::Lost, None),
         ];
         let mut before = crate::gate::entry(report);
-        (before.retained_bytes, before.lost_bytes) = (24_576, 0);
+        (before.retained_bytes, before.lost_bytes) = (24_576, Some(0));
         before.retained_stacks.retain(|stack| stack.bytes() > 512);
         let mut run =
             Run { tests: vec![forgets], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };

@@ -270,7 +270,8 @@ mod tests {
         forgets.leak = Some(Leak { report, path: String::new() });
         let mut run =
             Run { tests: vec![forgets], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
-        let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), BaselineEntry::default())].into();
+        let baseline: BTreeMap<TestId, BaselineEntry> =
+            [(run.tests[0].id.clone(), BaselineEntry { lost_bytes: Some(0), ..BaselineEntry::default() })].into();
         run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
         let xml = junit(&run);
         let document = parse(&xml);

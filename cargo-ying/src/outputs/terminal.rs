@@ -371,7 +371,8 @@ mod tests {
         record.leak = Some(Leak { report, path: String::new() });
         let mut run =
             Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
-        let baseline: BTreeMap<TestId, BaselineEntry> = [(id, BaselineEntry::default())].into();
+        let baseline: BTreeMap<TestId, BaselineEntry> =
+            [(id, BaselineEntry { lost_bytes: Some(0), ..BaselineEntry::default() })].into();
         run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
         assert_eq!(
             Reporter::new(false, false, false).regressed(&run.tests[0]),
