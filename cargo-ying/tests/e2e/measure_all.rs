@@ -68,6 +68,8 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
     let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "leaks_a_box");
     let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
     let site = report.retained_sites.iter().find(|site| !site.excused).unwrap();
+    let kinds: Vec<_> = site.why.iter().map(|why| why.kind).collect();
+    assert_eq!(kinds, [ying_report::report::Reach::Lost], "a leaked box nothing points to is lost: {site:#?}");
     assert!(!ying_frames::is_allocation_plumbing(&site.frames[0]), "{site:#?}");
     assert!(site.frames.iter().take(4).any(|frame| frame.function == "plain::leaks_a_box"), "{site:#?}");
 }
@@ -147,4 +149,63 @@ fn a_leak_test_keeps_its_own_figures_and_verdict() {
     let box_leak = entry(&summary, "leaks", "box_leak");
     assert_eq!((box_leak["outcome"].as_str(), box_leak["retained_bytes"].as_u64()), (Some("failed"), Some(1000)));
     assert_eq!(box_leak["allocations"], 1, "the leak test's own scope, not the interposer's window: {box_leak}");
+}
+
+/// A plain test that fills a 24 KiB table once, for the rest of the process: a floor of reachable memory under it.
+const STATIC_FLOOR: &str = r#"
+static TABLE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+#[test]
+fn fills_a_table_once() {
+    assert_eq!(TABLE.get_or_init(|| vec![1u8; 24 * 1024]).len(), 24 * 1024);
+}
+"#;
+
+#[test]
+fn a_small_lost_leak_beside_a_static_floor_regresses_every_time_and_says_where() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::plain();
+    let tests = fixture.path().join("tests/plain.rs");
+    let source = std::fs::read_to_string(&tests).unwrap() + STATIC_FLOOR;
+    std::fs::write(&tests, &source).unwrap();
+    let only = ["--measure", "all", "--test", "plain", "fills_a_table_once"];
+    let output = fixture.cargo_ying(&[&only[..], &["--save-baseline"]].concat(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    // The floor is held by its static, and nothing of it is lost.
+    let summary_now = summary(&target_dir());
+    let test = entry(&summary_now, "plain", "fills_a_table_once");
+    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "fills_a_table_once");
+    let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
+    let floor = report.retained_sites.iter().find(|site| site.bytes == 24 * 1024).expect("the table's site");
+    let kinds: Vec<_> = floor.why.iter().map(|why| (why.kind, why.root.as_deref())).collect();
+    assert_eq!(kinds, [(ying_report::report::Reach::Static, Some("plain::TABLE"))], "{floor:#?}");
+    assert_eq!(report.lost_bytes(), 0, "{:#?}", report.retained_sites);
+
+    // Unchanged, the test passes the gate.
+    for _ in 0..2 {
+        let output = fixture.cargo_ying(&only, &[]);
+        assert_eq!(output.status.code(), Some(0), "an unchanged run passes\n{}", stderr(&output));
+    }
+
+    // 512 B forgotten beside it: 2% more retained, within the tolerance, but lost.
+    let leaking = source.replace(
+        "    assert_eq!(TABLE.get_or_init(|| vec![1u8; 24 * 1024]).len(), 24 * 1024);\n",
+        "    assert_eq!(TABLE.get_or_init(|| vec![1u8; 24 * 1024]).len(), 24 * 1024);\n    \
+         std::mem::forget(std::hint::black_box(vec![0u8; 512]));\n",
+    );
+    assert_ne!(leaking, source);
+    std::fs::write(&tests, &leaking).unwrap();
+    let line = leaking.lines().position(|line| line.contains("std::mem::forget")).unwrap() + 1;
+    let site = format!("lost (nothing points to it), at tests/plain.rs:{line} in plain::fills_a_table_once");
+    let junit = fixture.path().join("junit.xml");
+    for run in 0..3 {
+        let output = fixture.cargo_ying(&[&only[..], &["--junit", junit.to_str().unwrap()]].concat(), &[]);
+        let stderr = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "run {run}: the gate fails the run\n{stderr}");
+        assert!(stderr.contains("lost bytes 0 -> 512"), "run {run}\n{stderr}");
+        assert!(stderr.contains(&format!("512 B in 1 block, {site}")), "run {run}\n{stderr}");
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(xml.contains(&site), "run {run}\n{xml}");
+    }
 }

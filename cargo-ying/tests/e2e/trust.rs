@@ -37,12 +37,13 @@ fn files_a_test_writes_where_its_report_goes_are_refused_and_its_real_figures_ke
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let out = target_dir().join("ying");
     let refused = out.join("refused/leak-fixtures/test/foreign_reports/writes_foreign_reports");
+    let old = format!("schema_version 1 at line 1 column 2 is not {}", ying_report::report::REPORT_SCHEMA_VERSION);
     let expected = [
         ("a-forged.json", "it does not carry this run's token"),
         ("a-forged.started", "it is not the mark of a leak test started in this run"),
         ("a-garbage.json", "expected ident at line 1 column 2"),
         ("notes.txt", "it is not a report"),
-        ("old.json", "schema_version 1 at line 1 column 2 is not 3"),
+        ("old.json", old.as_str()),
         ("other.json", "it is the report of `leak-fixtures (crate leaks) box_leak`"),
     ];
     for (file, why) in expected {
