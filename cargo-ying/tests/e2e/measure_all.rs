@@ -209,3 +209,53 @@ fn a_small_lost_leak_beside_a_static_floor_regresses_every_time_and_says_where()
         assert!(xml.contains(&site), "run {run}\n{xml}");
     }
 }
+
+/// A plain test whose allocation is made by a Rust callback that the C library calls (`qsort` calling a
+/// comparator), as zlib calls flate2's `zalloc`.
+const C_CALLS_BACK: &str = r#"
+unsafe extern "C" {
+    fn qsort(
+        base: *mut core::ffi::c_void,
+        count: usize,
+        size: usize,
+        compare: extern "C" fn(*const core::ffi::c_void, *const core::ffi::c_void) -> i32,
+    );
+}
+
+extern "C" fn compare_and_leak(a: *const core::ffi::c_void, b: *const core::ffi::c_void) -> i32 {
+    std::mem::forget(std::hint::black_box(vec![0u8; 64]));
+    // SAFETY: qsort passes pointers to two elements of the array below, each a `u32`.
+    unsafe { (*a.cast::<u32>()).cmp(&*b.cast::<u32>()) as i32 }
+}
+
+#[test]
+fn sorts_through_the_c_library() {
+    let mut numbers = [3u32, 1, 2];
+    // SAFETY: three `u32`s, sorted in place with a comparator of `u32`s.
+    unsafe { qsort(numbers.as_mut_ptr().cast(), 3, 4, compare_and_leak) };
+    assert_eq!(numbers, [1, 2, 3]);
+}
+"#;
+
+#[test]
+fn a_stack_through_a_shared_library_keeps_its_c_frames() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::plain();
+    let tests = fixture.path().join("tests/plain.rs");
+    std::fs::write(&tests, std::fs::read_to_string(&tests).unwrap() + C_CALLS_BACK).unwrap();
+    let output = fixture.cargo_ying(&["--measure", "all", "--test", "plain", "sorts_through_the_c_library"], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let summary = summary(&target_dir());
+    let test = entry(&summary, "plain", "sorts_through_the_c_library");
+    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "sorts_through_the_c_library");
+    let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
+    let site = report.retained_sites.iter().find(|site| site.bytes % 64 == 0 && !site.excused).expect("the leak");
+    let functions: Vec<&str> = site.frames.iter().map(|frame| frame.function.as_str()).collect();
+    let callback = functions.iter().position(|f| *f == "plain::compare_and_leak").expect("the callback");
+    let test_frame = functions.iter().position(|f| *f == "plain::sorts_through_the_c_library").expect("the test");
+    // Between the callback and the test, the C library's frames (`msort_with_tmp`, `qsort_r`), named by the
+    // process from its symbols.
+    let between = &functions[callback + 1..test_frame];
+    assert!(!between.is_empty() && between.iter().all(|f| !f.starts_with("plain::")), "{functions:#?}");
+    assert!(between.iter().any(|function| function.contains("sort")), "{functions:#?}");
+}

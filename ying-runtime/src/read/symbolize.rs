@@ -152,16 +152,23 @@ pub(crate) fn places(stack: &Ips) -> Vec<Place> {
 
 /// `ips` as addresses in the process's executable file, for another process to symbolise, when that names the
 /// allocation: the first frame outside this runtime's own object (the allocation interposer's library, whose frames
-/// a report trims) is the executable's. The frames of shared libraries further out (the unwinder's
-/// `_Unwind_Backtrace` around the standard library's backtraces) are left out, as in deferred sampled stacks.
-/// `None` when a shared library made the allocation (only this process can name its code) or the platform is not
-/// supported.
+/// a report trims) is the executable's. The frames of the unwinder (`_Unwind_Backtrace` around the standard
+/// library's backtraces) are left out, as in deferred sampled stacks. `None` when a shared library made the
+/// allocation or calls the code that did (a C library allocating through a Rust callback, as zlib does through
+/// flate2's `zalloc`): only this process can name its code, and its frames stay in the stack. `None` too where the
+/// platform is not supported.
 pub(crate) fn deferrable_addresses(ips: &[usize]) -> Option<Vec<u64>> {
     #[cfg(target_os = "linux")]
     {
         let (start, end) = *own_object_range();
         let mut outside = ips.iter().filter(|&&ip| !(start..end).contains(&ip) || executable_address(ip).is_some());
         if outside.next().is_some_and(|&ip| executable_address(ip).is_none()) {
+            return None;
+        }
+        // A shared library's frame between two of the executable's, other than the unwinder's.
+        let first = ips.iter().position(|&ip| executable_address(ip).is_some())?;
+        let last = ips.iter().rposition(|&ip| executable_address(ip).is_some())?;
+        if ips[first..last].iter().any(|&ip| executable_address(ip).is_none() && !is_unwinder(ip)) {
             return None;
         }
         Some(ips.iter().filter_map(|&ip| executable_address(ip)).collect())
@@ -171,6 +178,21 @@ pub(crate) fn deferrable_addresses(ips: &[usize]) -> Option<Vec<u64>> {
         let _ = ips;
         None
     }
+}
+
+/// Whether `ip` lies in the unwinder's library (`libgcc_s`), which the standard library's backtraces call through.
+#[cfg(target_os = "linux")]
+fn is_unwinder(ip: usize) -> bool {
+    crate::base::loaded::find_map(|object| {
+        if object.holds(ip) {
+            let name = object.name.to_bytes();
+            let file = name.rsplit(|&byte| byte == b'/').next().unwrap_or(name);
+            core::ops::ControlFlow::Break(file.starts_with(b"libgcc_s"))
+        } else {
+            core::ops::ControlFlow::Continue(())
+        }
+    })
+    .unwrap_or(false)
 }
 
 /// The mapped range of the object this runtime's code lies in: the executable, or the allocation interposer's

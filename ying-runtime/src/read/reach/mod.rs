@@ -50,6 +50,9 @@ impl Reachability {
         let Some(reached) = self.graph.reached(address) else { return (Reach::Lost, None) };
         let name = match (reached.kind, reached.root) {
             (_, Root::None) => None,
+            (Reach::Heap, Root::Thread(index)) => {
+                self.process.threads.get(index).map(|thread| format!("the stack of thread `{}`", thread.name))
+            }
             (_, Root::Thread(index)) => self.process.threads.get(index).map(|thread| thread.name.clone()),
             (Reach::ThreadLocal, Root::Word(word)) => {
                 let offset = self.process.thread_local_at(word).and_then(|(_, offset)| offset);
