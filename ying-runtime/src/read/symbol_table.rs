@@ -37,8 +37,14 @@ fn executable_file() -> Option<&'static [u8]> {
 
 #[cfg(target_os = "linux")]
 fn map_executable() -> Option<&'static [u8]> {
+    map_file("/proc/self/exe")
+}
+
+/// The file at `path`, mapped for reading for the rest of the process; `None` when it cannot be (or is empty).
+#[cfg(target_os = "linux")]
+pub(crate) fn map_file(path: &str) -> Option<&'static [u8]> {
     use std::os::fd::AsRawFd;
-    let file = std::fs::File::open("/proc/self/exe").ok()?;
+    let file = std::fs::File::open(path).ok()?;
     let len = usize::try_from(file.metadata().ok()?.len()).ok().filter(|&len| len > 0)?;
     // SAFETY: a fresh read-only private mapping of an open file descriptor, at an address the system chooses: it
     // aliases no memory of the program. The mapping outlives the descriptor, which is closed on return.
@@ -47,9 +53,15 @@ fn map_executable() -> Option<&'static [u8]> {
     if mapped == libc::MAP_FAILED {
         return None;
     }
-    // SAFETY: the mapping is `len` readable bytes and is never unmapped. A running executable cannot be written
-    // (`ETXTBSY`), so the bytes do not change under the reader.
+    // SAFETY: the mapping is `len` readable bytes and is never unmapped. A running executable or a loaded library
+    // cannot be written (`ETXTBSY`), so the bytes do not change under the reader.
     Some(unsafe { core::slice::from_raw_parts(mapped.cast::<u8>(), len) })
+}
+
+/// The executable file, mapped (once), where the platform allows.
+#[cfg(target_os = "linux")]
+pub(crate) fn executable_bytes() -> Option<&'static [u8]> {
+    executable_file()
 }
 
 /// Ends the stacks captured from now on at their thread's entry ([`ying_frames::is_thread_entry`]: the standard

@@ -38,6 +38,8 @@ pub(super) struct Graph {
     visited: RawVec<bool>,
     /// Chunks reached whose words are still to read, with what reaches the test's blocks through them.
     through: RawVec<(usize, Reached)>,
+    /// The words of one read that point somewhere the scan follows, kept from read to read (a mapping each).
+    hits: RawVec<(usize, usize)>,
 }
 
 impl Graph {
@@ -55,7 +57,20 @@ impl Graph {
             chunks: None,
             visited: RawVec::new_in(RawSystem),
             through: RawVec::new_in(RawSystem),
+            hits: RawVec::new_in(RawSystem),
         }
+    }
+
+    /// The words of `[start, end)` that point into a block, or into a chunk not reached yet, with their addresses.
+    fn hits_in(&mut self, start: usize, end: usize, reader: &mut Reader) -> RawVec<(usize, usize)> {
+        let mut hits = core::mem::replace(&mut self.hits, RawVec::new_in(RawSystem));
+        hits.clear();
+        reader.words(start, end, |address, word| {
+            if self.find(word).is_some() || self.unvisited_chunk(word).is_some() {
+                hits.push((address, word));
+            }
+        });
+        hits
     }
 
     /// Roots reach the test's blocks through these chunks of the heap too (see [`through_heap`](Self::through_heap)).
@@ -85,15 +100,15 @@ impl Graph {
     pub(super) fn through_heap(&mut self, reader: &mut Reader) {
         while let Some((chunk, reached)) = self.through.pop() {
             let Some((start, end)) = self.chunks.as_ref().map(|chunks| chunks.range(chunk)) else { return };
-            let mut words = RawVec::new_in(RawSystem);
-            reader.words(start, end, |_, word| words.push(word));
-            for word in words {
+            let hits = self.hits_in(start, end, reader);
+            for &(_, word) in &hits {
                 if self.find(word).is_some() {
                     self.root(word, reached, reader);
                 } else if let Some(next) = self.unvisited_chunk(word) {
                     self.visit(next, reached);
                 }
             }
+            self.hits = hits;
         }
     }
 
@@ -142,16 +157,8 @@ impl Graph {
                 _ => (end, end),
             };
             if at < piece_end {
-                let mut words = RawVec::new_in(RawSystem);
-                reader.words(at, piece_end, |address, word| {
-                    let block = self.find(word);
-                    if block.is_some_and(|index| self.reached[index].is_none())
-                        || (block.is_none() && self.unvisited_chunk(word).is_some())
-                    {
-                        words.push((address, word));
-                    }
-                });
-                for (address, word) in words {
+                let hits = self.hits_in(at, piece_end, reader);
+                for &(address, word) in &hits {
                     match self.find(word) {
                         Some(_) => self.root(word, reached(address), reader),
                         None => {
@@ -161,6 +168,7 @@ impl Graph {
                         }
                     }
                 }
+                self.hits = hits;
             }
             at = skip_to.max(at);
             next += 1;
@@ -172,9 +180,8 @@ impl Graph {
     fn follow(&mut self, reached: Reached, reader: &mut Reader) {
         while let Some(index) = self.pending.pop() {
             let (start, end) = self.blocks[index];
-            let mut words = RawVec::new_in(RawSystem);
-            reader.words(start, end, |_, word| words.push(word));
-            for word in words {
+            let hits = self.hits_in(start, end, reader);
+            for &(_, word) in &hits {
                 match self.find(word) {
                     Some(found) if self.reached[found].is_none() => {
                         self.reached[found] = Some(reached);
@@ -189,6 +196,7 @@ impl Graph {
                     None => {}
                 }
             }
+            self.hits = hits;
         }
     }
 

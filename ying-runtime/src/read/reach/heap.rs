@@ -65,7 +65,9 @@ impl Chunks {
                     at += correction + size;
                     continue;
                 }
-                at += 4096;
+                // Nothing of the C library's here: on to the next boundary where an arena's heap may start. (A
+                // block mapped on its own that the system merged behind other memory is not found.)
+                at = (at / ARENA_HEAP + 1) * ARENA_HEAP;
             }
         }
         ranges.sort_unstable();

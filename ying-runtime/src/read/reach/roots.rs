@@ -5,7 +5,7 @@
 use super::graph::{Graph, Reached, Root};
 use super::heap::Chunks;
 use super::memory::{Mapping, Reader};
-use super::names::Namer;
+use super::names::{EXECUTABLE, Namer};
 use core::ops::ControlFlow;
 use ying_report::report::Reach;
 
@@ -56,7 +56,7 @@ fn thread_pointer() -> Option<usize> {
 /// The stack pointer of thread `id` while it waits in a system call (`/proc/self/task/<id>/syscall`); `None` while
 /// it runs. Tried a few times: a busy thread is caught between two calls.
 fn stack_pointer(id: &str) -> Option<usize> {
-    for _ in 0..20 {
+    for _ in 0..3 {
         let text = std::fs::read_to_string(format!("/proc/self/task/{id}/syscall")).ok()?;
         let fields: Vec<&str> = text.split_ascii_whitespace().collect();
         if fields.len() >= 9 {
@@ -171,8 +171,7 @@ fn writable_segments(namer: &mut Namer) -> Vec<(usize, usize)> {
         if file.starts_with(b"libc.so") || file.starts_with(b"ld-linux") {
             return ControlFlow::Continue(());
         }
-        let path =
-            if name.is_empty() { "/proc/self/exe".to_owned() } else { object.name.to_string_lossy().into_owned() };
+        let path = if name.is_empty() { EXECUTABLE.to_owned() } else { object.name.to_string_lossy().into_owned() };
         let writable: Vec<(usize, usize)> = object
             .segments(libc::PT_LOAD)
             .filter(|(_, _, header)| header.p_flags & libc::PF_W != 0)
