@@ -8,6 +8,7 @@
 //! - [`fold`]: the [`FoldedStack`](ying_report::FoldedStack) of a stack, and a report's folded stacks;
 //! - [`excuses`]: what retained memory is excused by the names of its stack;
 //! - [`why`]: why retained memory is still there, in the words every output uses;
+//! - [`types`]: which frame of a stack names the type it allocated;
 //! - [`KnownCode`]: the functions of a test executable the runtime knows by address, which `cargo ying` reads once
 //!   per executable (with the `elf` feature) and passes to its test processes.
 //!
@@ -19,6 +20,7 @@ mod fold;
 pub mod known_code;
 pub mod names;
 mod trim;
+pub mod types;
 pub mod why;
 
 pub use fold::{allocated_stacks, fold, retained_stacks};

@@ -4,7 +4,7 @@
 //! these together; [`runner`] runs each test in its own process (started, killed and waited for by [`process`]),
 //! with the allocation [`interposer`] loaded under `--measure all` and the code its runtime knows by address
 //! ([`known_code`]); [`collect`] takes its report and [`symbols`] names the stacks it deferred (kept for the next
-//! run by [`symbol_cache`]); [`rerun`] runs a regressed test again; [`run_lock`] keeps one run per target
+//! run by [`symbol_cache`]), reading the types retained sites allocated with [`types`]; [`rerun`] runs a regressed test again; [`run_lock`] keeps one run per target
 //! directory.
 
 pub(crate) mod build;
@@ -22,3 +22,4 @@ pub(crate) mod run_lock;
 pub(crate) mod runner;
 pub(crate) mod symbol_cache;
 pub(crate) mod symbols;
+pub(crate) mod types;

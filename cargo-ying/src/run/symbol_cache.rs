@@ -1,6 +1,7 @@
-//! The frames named at each address of a test executable, kept from one run to the next under
-//! `<target-dir>/ying/symbols/`: while an executable is as it was, a run names its reports' stacks from there,
-//! without loading the executable's debug information (tens of milliseconds for each binary, on every run).
+//! The frames named at each address of a test executable, and the types read at the frames retained sites were
+//! typed at, kept from one run to the next under `<target-dir>/ying/symbols/`: while an executable is as it was, a
+//! run names its reports' stacks and types from there, without loading the executable's debug information (tens of
+//! milliseconds for each binary, on every run).
 //!
 //! A kept file holds for the executable it was written for (its path, length and modification time) and for the
 //! cargo ying that named its frames (the same of cargo ying's own executable): a rebuilt test binary, or another
@@ -12,9 +13,18 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 use ying_report::Frame;
 
+/// The layout of a kept file: a file of another layout is not read.
+const FORMAT: u32 = 2;
+
+/// The type read at each frame a retained site was typed at, by the frame's address and its index among the
+/// address's frames; `None` where the debug information tells none.
+pub(crate) type KeptTypes = HashMap<(u64, usize), Option<String>>;
+
 /// What the kept frames were named from and by.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Identity {
+    /// The layout of the file ([`FORMAT`]).
+    format: u32,
     /// The test executable.
     executable: PathBuf,
     /// The test executable's length and modification time (nanoseconds since the Unix epoch).
@@ -23,11 +33,13 @@ struct Identity {
     namer_file: (u64, u128),
 }
 
-/// A kept file: its identity, and the frames of each address (a stack's return address), by address.
+/// A kept file: its identity, the frames of each address (a stack's return address), by address, and the types
+/// read at frames (`[address, index, type]`), by address and index.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Kept {
     identity: Identity,
     frames: Vec<(u64, Vec<Frame>)>,
+    types: Vec<(u64, usize, Option<String>)>,
 }
 
 /// The length and modification time of the file at `path`.
@@ -43,50 +55,56 @@ pub(crate) struct SymbolCache {
     path: PathBuf,
     /// `None` when the executable or cargo ying's own cannot be told apart from another (nothing is kept).
     identity: Option<Identity>,
-    /// How many addresses the kept file had when it was read.
-    read: usize,
+    /// How many addresses, and how many typed frames, the kept file had when it was read.
+    read: (usize, usize),
 }
 
 impl SymbolCache {
-    /// The kept frames of `executable` in `dir` when they hold for it, else none; and the cache to
+    /// The kept frames and types of `executable` in `dir` when they hold for it, else none; and the cache to
     /// [`save`](Self::save) them to.
-    pub(crate) fn open(dir: &Path, executable: &Path) -> (Self, HashMap<u64, Vec<Frame>>) {
+    pub(crate) fn open(dir: &Path, executable: &Path) -> (Self, HashMap<u64, Vec<Frame>>, KeptTypes) {
         let name = executable.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
         // The executable's name, and its path's hash: the same name in two directories (profiles, workspaces).
         let hash = twox_hash::XxHash3_128::oneshot(executable.as_os_str().as_encoded_bytes());
         let path = dir.join(format!("{name}.{:016x}.json", hash as u64));
         let namer = std::env::current_exe().ok().and_then(|namer| file_stamp(&namer));
         let identity = file_stamp(executable).zip(namer).map(|(executable_file, namer_file)| Identity {
+            format: FORMAT,
             executable: executable.to_owned(),
             executable_file,
             namer_file,
         });
-        let frames: HashMap<u64, Vec<Frame>> = identity
+        let (frames, types): (HashMap<u64, Vec<Frame>>, KeptTypes) = identity
             .as_ref()
             .and_then(|identity| {
                 let kept: Kept = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-                (kept.identity == *identity).then(|| kept.frames.into_iter().collect())
+                let types = kept.types.into_iter().map(|(address, index, name)| ((address, index), name));
+                (kept.identity == *identity).then(|| (kept.frames.into_iter().collect(), types.collect()))
             })
             .unwrap_or_default();
-        (Self { path, identity, read: frames.len() }, frames)
+        (Self { path, identity, read: (frames.len(), types.len()) }, frames, types)
     }
 
     /// Whether frames were kept for the executable (a run names none of its addresses from its debug information).
     pub(crate) fn was_kept(&self) -> bool {
-        self.read > 0
+        self.read.0 > 0
     }
 
-    /// Keeps `frames` for the next run, when there are more than were read: written aside, then moved over the
-    /// kept file, so that a run reading it meanwhile (another run on this target directory) reads one whole.
-    pub(crate) fn save(&self, frames: &HashMap<u64, Vec<Frame>>) -> std::io::Result<()> {
+    /// Keeps `frames` and `types` for the next run, when there are more of either than were read: written aside,
+    /// then moved over the kept file, so that a run reading it meanwhile (another run on this target directory)
+    /// reads one whole.
+    pub(crate) fn save(&self, frames: &HashMap<u64, Vec<Frame>>, types: &KeptTypes) -> std::io::Result<()> {
         let Some(identity) = &self.identity else { return Ok(()) };
-        if frames.len() <= self.read {
+        if frames.len() <= self.read.0 && types.len() <= self.read.1 {
             return Ok(());
         }
         let mut frames: Vec<(u64, Vec<Frame>)> =
             frames.iter().map(|(address, frames)| (*address, frames.clone())).collect();
         frames.sort_unstable_by_key(|(address, _)| *address);
-        let kept = Kept { identity: identity.clone(), frames };
+        let mut types: Vec<(u64, usize, Option<String>)> =
+            types.iter().map(|(&(address, index), name)| (address, index, name.clone())).collect();
+        types.sort_unstable();
+        let kept = Kept { identity: identity.clone(), frames, types };
         let json = serde_json::to_vec(&kept).map_err(std::io::Error::other)?;
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;

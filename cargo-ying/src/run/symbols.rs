@@ -1,13 +1,16 @@
 //! Symbolising the stacks a leak test deferred (`YING_DEFER_SYMBOLS`): once per test executable, here, instead of
 //! every test process loading the executable's debug information for its report; and, while the executable does
-//! not change, once for all runs ([`SymbolCache`]).
+//! not change, once for all runs ([`SymbolCache`]). A retained site's type is read there too, at the frame the frame
+//! rules pick ([`ying_frames::types`]), by [`DebugTypes`].
 
-use crate::run::symbol_cache::SymbolCache;
+use crate::run::symbol_cache::{KeptTypes, SymbolCache};
+use crate::run::types::DebugTypes;
 use addr2line::Loader;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use ying_frames::names::{DebugFrame, frames_at_address};
+use ying_frames::types::{AllocatedType, allocated_type};
 use ying_report::Frame;
 use ying_report::LeakReport;
 
@@ -25,26 +28,32 @@ type Slot = OnceLock<Mutex<Executable>>;
 
 /// One executable's frames of each address named so far, the kept ones first: a suite's tests share most of their
 /// frames (the harness's, the standard library's, common helpers), and a run most of them with the last run; and
-/// its debug information, loaded at the first address that is not there.
+/// its debug information, loaded at the first address that is not there. The same for the types of the frames
+/// retained sites are typed at.
 struct Executable {
     path: PathBuf,
     /// `None` until needed; then `Some(None)` when it cannot be read.
     loader: Option<Option<Loader>>,
     frames: HashMap<u64, Vec<Frame>>,
+    /// The type read at each frame a site was typed at, by its address and its index among the address's frames;
+    /// `None` where the debug information tells none.
+    types: KeptTypes,
+    /// `None` until needed; then `Some(None)` when it cannot be read.
+    debug_types: Option<Option<DebugTypes>>,
     cache: Option<SymbolCache>,
 }
 
 impl Executable {
     /// The executable at `path`, with the frames kept for it in `kept`.
     fn open(path: &Path, kept: Option<&Path>) -> Self {
-        let (cache, frames) = match kept {
+        let (cache, frames, types) = match kept {
             Some(dir) => {
-                let (cache, frames) = SymbolCache::open(dir, path);
-                (Some(cache), frames)
+                let (cache, frames, types) = SymbolCache::open(dir, path);
+                (Some(cache), frames, types)
             }
-            None => (None, HashMap::new()),
+            None => (None, HashMap::new(), HashMap::new()),
         };
-        Self { path: path.to_owned(), loader: None, frames, cache }
+        Self { path: path.to_owned(), loader: None, frames, types, debug_types: None, cache }
     }
 
     /// The executable's debug information, loaded the first time; `None` when it cannot be read.
@@ -65,6 +74,74 @@ impl Executable {
         }
         Some(code)
     }
+
+    /// The type allocated at a stack deferred as `addresses`, whose frames are named already: read at the frame
+    /// the frame rules pick ([`allocated_type`]), after the allocator's frames (`trim`); `None` where they pick none
+    /// or the debug information tells none.
+    fn allocated_type(&mut self, addresses: &[u64], trim: &ying_frames::Trim<'_>) -> Option<String> {
+        let (address, index, allocated) = {
+            let mut located = Vec::new();
+            for address in addresses {
+                for (index, frame) in self.frames.get(address)?.iter().enumerate() {
+                    located.push(Located { frame, address: *address, index });
+                }
+            }
+            trim.strip_allocator_frames(&mut located);
+            let allocated = allocated_type(&located)?;
+            let at = &located[allocated.frame()];
+            (at.address, at.index, allocated)
+        };
+        if let Some(kept) = self.types.get(&(address, index)) {
+            return kept.clone();
+        }
+        let read = self.read_type(address, index, allocated);
+        self.types.insert((address, index), read.clone());
+        read
+    }
+
+    /// The type `allocated` names at frame `index` of the instruction at `address`, from the debug information.
+    fn read_type(&mut self, address: u64, index: usize, allocated: AllocatedType) -> Option<String> {
+        let call = address.saturating_sub(1);
+        let entry = frame_entries(self.loader()?, address).get(index).copied().flatten()?;
+        match allocated {
+            AllocatedType::Known { name, .. } => Some(name.to_owned()),
+            AllocatedType::Argument { parameter, .. } => {
+                let path = &self.path;
+                let types = self.debug_types.get_or_insert_with(|| DebugTypes::open(path)).as_ref()?;
+                types.argument(call, entry, parameter)
+            }
+        }
+    }
+}
+
+/// A frame of a stack, with the address it was named at and its index among that address's frames.
+struct Located<'a> {
+    frame: &'a Frame,
+    address: u64,
+    index: usize,
+}
+
+impl AsRef<Frame> for Located<'_> {
+    fn as_ref(&self) -> &Frame {
+        self.frame
+    }
+}
+
+/// The offset of each frame's entry in its unit of the debug information, for the frames [`frames_at_address`]
+/// names at `address`, in their order; `None` for a frame the debug information has no entry for.
+fn frame_entries(loader: &Loader, address: u64) -> Vec<Option<usize>> {
+    let mut found = Vec::new();
+    if let Ok(mut frames) = loader.find_frames(address.saturating_sub(1)) {
+        while let Ok(Some(frame)) = frames.next() {
+            found.push((
+                frame.function.is_some(),
+                frame.dw_die_offset.and_then(|offset| usize::try_from(gimli::ReaderOffset::into_u64(offset.0)).ok()),
+            ));
+        }
+    }
+    // As `frames_at_address` names them: the inlined frames that have a name, then the outermost.
+    let Some((_, outermost)) = found.pop() else { return vec![None] };
+    found.into_iter().filter(|(named, _)| *named).map(|(_, entry)| entry).chain([outermost]).collect()
 }
 
 /// A demangled name without its hash, or the name as it is when it is not a Rust symbol.
@@ -161,7 +238,7 @@ impl Symbolizer {
             let Some(executable) = slot.get() else { continue };
             let executable = executable.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(cache) = &executable.cache {
-                let _ = cache.save(&executable.frames);
+                let _ = cache.save(&executable.frames, &executable.types);
             }
         }
     }
@@ -214,6 +291,7 @@ impl Symbolizer {
         for site in &mut report.retained_sites {
             let addresses = std::mem::take(&mut site.addresses);
             let Some(mut frames) = stacks.frames(&addresses) else { continue };
+            site.type_name = stacks.executable.allocated_type(&addresses, &stacks.trim);
             frames.append(&mut site.frames);
             // Sites are deferred only by a test with no budget, measured from outside: it has no `allow` patterns.
             if !site.excused && ying_frames::excuses::frames_are_excused(&frames, &[]) {
@@ -310,6 +388,45 @@ mod tests {
         let fourth = Symbolizer::keeping_frames_in(kept);
         assert_eq!(name(&fourth, &executable, address), named);
         assert!(fourth.slot(&executable).get().unwrap().lock().unwrap().loader.is_none());
+    }
+
+    #[test]
+    fn a_sites_type_is_read_at_the_frame_the_rules_pick_and_kept_for_the_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let (executable, address) = executable_in(dir.path());
+        let kept = dir.path().join("symbols");
+        let trim = ying_frames::Trim::new("/build/ying-runtime/src/");
+        let first = Symbolizer::keeping_frames_in(kept.clone());
+        name(&first, &executable, address);
+        {
+            let slot = first.slot(&executable);
+            let mut opened = first.opened(&slot, &executable).lock().unwrap();
+            // A stack of two addresses: the allocator's frames, a box at the inner one, the program at the outer.
+            let frame = |function: &str| Frame::new(function, None, None);
+            opened.frames.insert(1, vec![frame("__rustc::__rust_alloc"), frame("alloc::boxed::Box<T>::new")]);
+            opened.frames.insert(2, vec![frame("app::open_session")]);
+            opened.types.insert((1, 1), Some("app::Session".into()));
+            assert_eq!(opened.allocated_type(&[1, 2], &trim).as_deref(), Some("app::Session"));
+            assert_eq!(opened.allocated_type(&[2], &trim), None, "no allocating generic");
+        }
+        first.save();
+
+        let second = Symbolizer::keeping_frames_in(kept.clone());
+        let slot = second.slot(&executable);
+        let mut opened = second.opened(&slot, &executable).lock().unwrap();
+        assert_eq!(opened.allocated_type(&[1, 2], &trim).as_deref(), Some("app::Session"));
+        assert!(opened.loader.is_none(), "read from the kept frames and types");
+        drop(opened);
+
+        // A file of another layout is not read.
+        let file = only_file(&kept);
+        let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        json["identity"]["format"] = 1.into();
+        std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
+        let third = Symbolizer::keeping_frames_in(kept);
+        let slot = third.slot(&executable);
+        let opened = third.opened(&slot, &executable).lock().unwrap();
+        assert!(opened.types.is_empty() && opened.frames.is_empty());
     }
 
     #[test]

@@ -21,6 +21,8 @@ mod nextest;
 mod not_run;
 mod profiles;
 mod readme;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod site_types;
 mod trust;
 
 /// The tests share one target directory, and so one `<target>/ying/`: one at a time.
