@@ -40,6 +40,10 @@ pub(super) struct Graph {
     through: RawVec<(usize, Reached)>,
     /// The words of one read that point somewhere the scan follows, kept from read to read (a mapping each).
     hits: RawVec<(usize, usize)>,
+    /// The addresses of every block and chunk lie in `[low, high)`: a word outside is no pointer the scan follows,
+    /// told without a search (most words of a program's memory are not).
+    low: usize,
+    high: usize,
 }
 
 impl Graph {
@@ -58,15 +62,31 @@ impl Graph {
             visited: RawVec::new_in(RawSystem),
             through: RawVec::new_in(RawSystem),
             hits: RawVec::new_in(RawSystem),
+            low: 0,
+            high: 0,
         }
+        .bounded()
+    }
+
+    /// Sets `[low, high)` from the blocks and the chunks.
+    fn bounded(mut self) -> Self {
+        let blocks = self.blocks.first().map(|first| first.0).zip(self.blocks.iter().map(|block| block.1).max());
+        let chunks = self.chunks.as_ref().and_then(Chunks::bounds);
+        let (low, high) = [blocks, chunks]
+            .into_iter()
+            .flatten()
+            .fold((usize::MAX, 0), |(low, high), (start, end)| (low.min(start), high.max(end.max(start + 1))));
+        (self.low, self.high) = (low, high);
+        self
     }
 
     /// The words of `[start, end)` that point into a block, or into a chunk not reached yet, with their addresses.
     fn hits_in(&mut self, start: usize, end: usize, reader: &mut Reader) -> RawVec<(usize, usize)> {
         let mut hits = core::mem::replace(&mut self.hits, RawVec::new_in(RawSystem));
         hits.clear();
+        let (low, high) = (self.low, self.high);
         reader.words(start, end, |address, word| {
-            if self.find(word).is_some() || self.unvisited_chunk(word).is_some() {
+            if (low..high).contains(&word) && (self.find(word).is_some() || self.unvisited_chunk(word).is_some()) {
                 hits.push((address, word));
             }
         });
@@ -78,7 +98,7 @@ impl Graph {
         self.visited = RawVec::with_capacity_in(chunks.len(), RawSystem);
         self.visited.resize(chunks.len(), false);
         self.chunks = Some(chunks);
-        self
+        self.bounded()
     }
 
     /// The chunk of the heap (not a block of the test's) that `word` points into, when not reached yet.

@@ -80,6 +80,11 @@ impl Chunks {
         (word < self.ranges[index].1).then_some(index)
     }
 
+    /// The addresses all blocks lie in, `(start, end)`; `None` without blocks.
+    pub(super) fn bounds(&self) -> Option<(usize, usize)> {
+        Some((self.ranges.first()?.0, self.ranges.iter().map(|range| range.1).max()?))
+    }
+
     /// How many blocks there are.
     pub(super) fn len(&self) -> usize {
         self.ranges.len()

@@ -26,6 +26,8 @@ pub(crate) struct Reachability {
     graph: Graph,
     process: Process,
     namer: Namer,
+    /// The names given so far, by root.
+    named: std::collections::HashMap<(Reach, Root), Option<String>>,
 }
 
 impl Reachability {
@@ -42,12 +44,15 @@ impl Reachability {
         if !graph.all_reached() {
             graph.settle_unreached(&mut reader);
         }
-        Self { graph, process, namer }
+        Self { graph, process, namer, named: std::collections::HashMap::new() }
     }
 
     /// What reaches the block at `address`: its kind and the root's name, when it has one.
     pub(crate) fn of(&mut self, address: usize) -> (Reach, Option<String>) {
         let Some(reached) = self.graph.reached(address) else { return (Reach::Lost, None) };
+        if let Some(name) = self.named.get(&(reached.kind, reached.root)) {
+            return (reached.kind, name.clone());
+        }
         let name = match (reached.kind, reached.root) {
             (_, Root::None) => None,
             (Reach::Heap, Root::Thread(index)) => {
@@ -60,6 +65,7 @@ impl Reachability {
             }
             (_, Root::Word(word)) => self.namer.static_at(word),
         };
+        self.named.insert((reached.kind, reached.root), name.clone());
         (reached.kind, name)
     }
 }
