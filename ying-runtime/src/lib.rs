@@ -64,6 +64,11 @@
 //!   (`debug = 0`, as in `cargo test --release`) a frame is a function that exists in the machine code, named by its
 //!   path, without file or line; `debug = "line-tables-only"` adds files, lines and inlined functions (named bare;
 //!   `debug = "limited"` gives them their paths). Keep the symbol table (no `strip`). Frame pointers are not needed.
+//! - Why a leak test's retained memory is still there (each site's `why`: lost, cycle, static, thread-local, thread
+//!   stack, heap) comes from a conservative scan of the process at the end of the test (Linux; a test that retains
+//!   nothing is not scanned): a word that only looks like a pointer (a stale copy in a buffer's unused capacity or
+//!   in a stack slot) keeps a block reachable, never the other way round; the main thread's thread-locals and the
+//!   memory of an allocator other than glibc's are not read.
 //! - Per-stack figures are estimates whose precision grows with the number of samples; budgets belong on the exact
 //!   figures of [`ScopeStats`] and [`HeapStats`].
 //! - The process peak ([`HeapStats::peak_bytes`]) is batched per thread and may be off by up to 64 KiB per

@@ -17,6 +17,14 @@ const RETAINED: [(&str, &str, u64); 8] = [
     ("own_allocator", "leaks_through_its_allocator", 1000),
 ];
 
+/// The report of the last run of test `name` of the plain fixture's `plain` target.
+fn plain_report(name: &str) -> LeakReport {
+    let summary = summary(&target_dir());
+    let test = entry(&summary, "plain", name);
+    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", name);
+    LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap()
+}
+
 /// The figures of each test of the last run, in [`RETAINED`]'s order: retained, peak, allocated, allocations.
 fn figures() -> Vec<[u64; 4]> {
     let summary = summary(&target_dir());
@@ -52,10 +60,7 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
     assert_eq!(stderr.matches("note ").count(), 1, "{stderr}");
 
     // The C library's block is named at the line that called `malloc`, the interposer's frames cut.
-    let summary = summary(&target_dir());
-    let test = entry(&summary, "plain", "leaks_from_c");
-    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "leaks_from_c");
-    let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
+    let report = plain_report("leaks_from_c");
     let sites: Vec<_> = report.retained_sites.iter().filter(|site| !site.excused).collect();
     assert_eq!(sites.len(), 1, "{sites:#?}");
     let first = &sites[0].frames[0];
@@ -64,9 +69,7 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
 
     // A Rust allocation's site, named by cargo ying from the executable's frames alone (the interposer's `malloc`,
     // the allocator entry, is not among them), starts where the code allocates, not in the allocation plumbing.
-    let test = entry(&summary, "plain", "leaks_a_box");
-    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "leaks_a_box");
-    let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
+    let report = plain_report("leaks_a_box");
     let site = report.retained_sites.iter().find(|site| !site.excused).unwrap();
     let kinds: Vec<_> = site.why.iter().map(|why| why.kind).collect();
     assert_eq!(kinds, [ying_report::report::Reach::Lost], "a leaked box nothing points to is lost: {site:#?}");
@@ -86,8 +89,7 @@ fn what_a_panics_backtrace_keeps_is_excused_by_cargo_ying() {
     assert_eq!(test["retained_bytes"], 0, "{test}");
 
     // The test's process named nothing: cargo ying named the sites and judged them, as the runtime would have.
-    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "panics");
-    let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
+    let report = plain_report("panics");
     assert!(report.excused_bytes > 1 << 20, "megabytes of debug information: {}", report.excused_bytes);
     assert_eq!(report.excused_bytes, report.figures.retained_bytes);
     assert!(report.deferred.is_none() && report.retained_sites.iter().all(|site| site.addresses.is_empty()));
@@ -173,10 +175,7 @@ fn a_small_lost_leak_beside_a_static_floor_regresses_every_time_and_says_where()
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 
     // The floor is held by its static, and nothing of it is lost.
-    let summary_now = summary(&target_dir());
-    let test = entry(&summary_now, "plain", "fills_a_table_once");
-    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "fills_a_table_once");
-    let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
+    let report = plain_report("fills_a_table_once");
     let floor = report.retained_sites.iter().find(|site| site.bytes == 24 * 1024).expect("the table's site");
     let kinds: Vec<_> = floor.why.iter().map(|why| (why.kind, why.root.as_deref())).collect();
     assert_eq!(kinds, [(ying_report::report::Reach::Static, Some("plain::TABLE"))], "{floor:#?}");
@@ -204,7 +203,7 @@ fn a_small_lost_leak_beside_a_static_floor_regresses_every_time_and_says_where()
         let stderr = stderr(&output);
         assert_eq!(output.status.code(), Some(1), "run {run}: the gate fails the run\n{stderr}");
         assert!(stderr.contains("lost bytes 0 -> 512"), "run {run}\n{stderr}");
-        assert!(stderr.contains(&format!("512 B in 1 block, {site}")), "run {run}\n{stderr}");
+        assert!(stderr.contains(&format!("512 B in 1 block of u8, {site}")), "run {run}\n{stderr}");
         let xml = std::fs::read_to_string(&junit).unwrap();
         assert!(xml.contains(&site), "run {run}\n{xml}");
     }
@@ -245,10 +244,7 @@ fn a_stack_through_a_shared_library_keeps_its_c_frames() {
     std::fs::write(&tests, std::fs::read_to_string(&tests).unwrap() + C_CALLS_BACK).unwrap();
     let output = fixture.cargo_ying(&["--measure", "all", "--test", "plain", "sorts_through_the_c_library"], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let summary = summary(&target_dir());
-    let test = entry(&summary, "plain", "sorts_through_the_c_library");
-    let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", "sorts_through_the_c_library");
-    let report = LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap();
+    let report = plain_report("sorts_through_the_c_library");
     let site = report.retained_sites.iter().find(|site| site.bytes % 64 == 0 && !site.excused).expect("the leak");
     let functions: Vec<&str> = site.frames.iter().map(|frame| frame.function.as_str()).collect();
     let callback = functions.iter().position(|f| *f == "plain::compare_and_leak").expect("the callback");
