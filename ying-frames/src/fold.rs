@@ -1,7 +1,7 @@
 //! Folding: the [`FoldedStack`] of a symbolised stack, and the folded stacks of a report, as baselines keep
 //! retained memory and flamegraphs are drawn.
 
-use crate::trim::{is_in_leak_test_runner, leak_site};
+use crate::trim::{is_in_leak_test_runner, is_package_code, leak_site};
 use ying_report::{FoldedStack, Frame, LeakReport};
 
 /// The folded stack of `frames` (innermost first) with `bytes`: function names, the leak site's ([`leak_site`])
@@ -18,16 +18,44 @@ use ying_report::{FoldedStack, Frame, LeakReport};
 /// assert_eq!(folded.to_string(), "app::fill;alloc::vec::Vec<T>::with_capacity 1000");
 /// ```
 pub fn fold(frames: &[Frame], bytes: u64) -> Option<FoldedStack> {
+    fold_with_lines(frames, bytes, &[leak_site(frames)])
+}
+
+/// [`fold`] for a reader of the current run's flamegraph: the test's own frame (the outermost of the package's code
+/// before the harness) keeps its location too, where the leak site is another function (a library's, or a helper
+/// of the test). Baselines and differential flamegraphs keep [`fold`]'s stacks.
+///
+/// ```
+/// use ying_report::Frame;
+///
+/// let frames = [
+///     Frame::new("app::open", Some("src/lib.rs".into()), Some(12)),
+///     Frame::new("tests::opens", Some("tests/open.rs".into()), Some(5)),
+///     Frame::new("test::run_test", Some("/rustc/library/test/src/lib.rs".into()), Some(600)),
+/// ];
+/// let folded = ying_frames::fold_for_reading(&frames, 64).unwrap();
+/// assert_eq!(
+///     folded.to_string(),
+///     "test::run_test;tests::opens at tests/open.rs:5;app::open at src/lib.rs:12 64"
+/// );
+/// ```
+pub fn fold_for_reading(frames: &[Frame], bytes: u64) -> Option<FoldedStack> {
+    let inner = frames.iter().position(is_in_leak_test_runner).unwrap_or(frames.len());
+    let test = frames[..inner].iter().rposition(is_package_code);
+    fold_with_lines(frames, bytes, &[leak_site(frames), test])
+}
+
+/// [`fold`], the frames at `lines` keeping their locations.
+fn fold_with_lines(frames: &[Frame], bytes: u64, lines: &[Option<usize>]) -> Option<FoldedStack> {
     if bytes == 0 {
         return None;
     }
     let inner = frames.iter().position(is_in_leak_test_runner).unwrap_or(frames.len());
-    let site = leak_site(frames);
     let spans = frames[inner..].iter().filter(|frame| frame.function.starts_with("span:"));
     let functions: Vec<String> = frames[..inner]
         .iter()
         .enumerate()
-        .map(|(index, frame)| if Some(index) == site { frame.to_string() } else { frame.function.clone() })
+        .map(|(index, frame)| if lines.contains(&Some(index)) { frame.to_string() } else { frame.function.clone() })
         .chain(spans.map(|frame| frame.function.clone()))
         .rev()
         .collect();

@@ -23,7 +23,7 @@ mod trim;
 pub mod types;
 pub mod why;
 
-pub use fold::{allocated_stacks, fold, retained_stacks};
+pub use fold::{allocated_stacks, fold, fold_for_reading, retained_stacks};
 pub use known_code::{ExecutableStamp, KnownCode};
 pub use trim::{
     LEAK_TEST_RUNNER, Trim, is_allocation_plumbing, is_allocator_entry, is_in_leak_test_runner, is_leak_test_runner,

@@ -29,16 +29,17 @@ pub(crate) fn write(stacks: &[FoldedStack], title: &str, path: &std::path::Path)
 /// The folded stacks of `report`'s retained memory (excused sites left out), each site's with a frame above its leaf
 /// for each kind of [`why`](ying_report::report::RetainedSite::why) it is still there, with that kind's bytes:
 /// `[lost]`, `[cycle]`, `[static app::CACHE]`, `[thread_local app::BUF]`, `[thread_stack worker]`, `[heap]`. A site
-/// the test did not say why of keeps its stack as [`ying_frames::retained_stacks`] folds it.
+/// the test did not say why of keeps its stack. Stacks are folded for reading ([`ying_frames::fold_for_reading`]: the
+/// test's own frame keeps its line).
 pub(crate) fn retained_stacks_by_kind(report: &LeakReport) -> Vec<FoldedStack> {
     let mut stacks: Vec<FoldedStack> = Vec::new();
     for site in report.retained_sites.iter().filter(|site| !site.excused) {
         if site.why.is_empty() {
-            stacks.extend(ying_frames::fold(&site.frames, site.bytes));
+            stacks.extend(ying_frames::fold_for_reading(&site.frames, site.bytes));
             continue;
         }
         for why in &site.why {
-            let Some(folded) = ying_frames::fold(&site.frames, why.bytes) else { continue };
+            let Some(folded) = ying_frames::fold_for_reading(&site.frames, why.bytes) else { continue };
             let mut functions = folded.functions().to_vec();
             functions.push(match &why.root {
                 Some(root) => format!("[{} {root}]", why.kind.key()),
