@@ -168,7 +168,7 @@ pub(crate) fn deferrable_addresses(ips: &[usize]) -> Option<Vec<u64>> {
         // A shared library's frame between two of the executable's, other than the unwinder's.
         let first = ips.iter().position(|&ip| executable_address(ip).is_some())?;
         let last = ips.iter().rposition(|&ip| executable_address(ip).is_some())?;
-        if ips[first..last].iter().any(|&ip| executable_address(ip).is_none() && !is_unwinder(ip)) {
+        if ips[first..last].iter().any(|&ip| executable_address(ip).is_none() && !is_pass_through(ip)) {
             return None;
         }
         Some(ips.iter().filter_map(|&ip| executable_address(ip)).collect())
@@ -180,10 +180,13 @@ pub(crate) fn deferrable_addresses(ips: &[usize]) -> Option<Vec<u64>> {
     }
 }
 
-/// Whether `ip` lies in the unwinder's library (`libgcc_s`), which the standard library's backtraces call through.
+/// Whether `ip` lies where the standard library's backtraces pass through a shared library: the unwinder's
+/// (`libgcc_s`: `_Unwind_Backtrace`) and the loader's walk of the loaded objects (`dl_iterate_phdr`), which call back
+/// into the executable. Their frames say nothing of an allocation, and naming every site of a panic's backtrace in
+/// the test's process (its debug information read there) would cost each panicking test a third of a second.
 #[cfg(target_os = "linux")]
-fn is_unwinder(ip: usize) -> bool {
-    crate::base::loaded::find_map(|object| {
+fn is_pass_through(ip: usize) -> bool {
+    let unwinder = crate::base::loaded::find_map(|object| {
         if object.holds(ip) {
             let name = object.name.to_bytes();
             let file = name.rsplit(|&byte| byte == b'/').next().unwrap_or(name);
@@ -192,7 +195,26 @@ fn is_unwinder(ip: usize) -> bool {
             core::ops::ControlFlow::Continue(())
         }
     })
-    .unwrap_or(false)
+    .unwrap_or(false);
+    unwinder || in_loaders_walk(ip)
+}
+
+/// Whether `ip` lies in the loader's walk of the loaded objects (`dl_iterate_phdr`), by the symbol the loader
+/// names there (`dladdr`).
+#[cfg(target_os = "linux")]
+fn in_loaders_walk(ip: usize) -> bool {
+    let mut info = core::mem::MaybeUninit::<libc::Dl_info>::uninit();
+    // SAFETY: `dladdr` fills `info` for any address, returning 0 when no loaded object holds it.
+    let found = unsafe { libc::dladdr(ip as *const libc::c_void, info.as_mut_ptr()) };
+    if found == 0 {
+        return false;
+    }
+    // SAFETY: `dladdr` returned non-zero, so it filled `info`.
+    let info = unsafe { info.assume_init() };
+    // SAFETY: a non-null `dli_sname` is a C string of the symbol table of an object loaded now, read before
+    // returning.
+    !info.dli_sname.is_null()
+        && unsafe { core::ffi::CStr::from_ptr(info.dli_sname) }.to_bytes().ends_with(b"dl_iterate_phdr")
 }
 
 /// The mapped range of the object this runtime's code lies in: the executable, or the allocation interposer's
