@@ -182,8 +182,9 @@ impl Graph {
                     match self.find(word) {
                         Some(_) => self.root(word, reached(address), reader),
                         None => {
-                            if let Some(chunk) = self.unvisited_chunk(word) {
-                                self.visit(chunk, reached(address));
+                            let reached = reached(address);
+                            if let Some(chunk) = self.unvisited_chunk(word).filter(|_| leads_through_heap(reached)) {
+                                self.visit(chunk, reached);
                             }
                         }
                     }
@@ -208,7 +209,7 @@ impl Graph {
                         self.pending.push(found);
                     }
                     Some(_) => {}
-                    None if !reached.kind.is_lost() => {
+                    None if leads_through_heap(reached) => {
                         if let Some(chunk) = self.unvisited_chunk(word) {
                             self.visit(chunk, reached);
                         }
@@ -252,6 +253,13 @@ impl Graph {
             *reached = Some(Reached { kind: Reach::Cycle, root: Root::None });
         }
     }
+}
+
+/// Whether what `reached` reaches leads on through the heap's chunks: from statics and thread-locals. A thread's
+/// stack reaches the test's blocks directly only: its frames' slots not written yet hold stale words, and the
+/// chunks those point to (the harness's, a runtime's) hold more, which made a lost block read as held.
+fn leads_through_heap(reached: Reached) -> bool {
+    matches!(reached.kind, Reach::Static | Reach::ThreadLocal | Reach::Heap)
 }
 
 /// The block of `blocks` (sorted `(start, end)`) that `word` points into, if any.
