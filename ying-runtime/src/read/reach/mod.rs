@@ -35,6 +35,10 @@ impl Reachability {
     /// leak-test runner's frame on the calling thread, above which its stack is the harness's (roots); `None` when
     /// the calling thread ends with the test, its stack and thread-locals no roots.
     pub(crate) fn scan(blocks: impl IntoIterator<Item = (usize, usize)>, own_stack: Option<usize>) -> Self {
+        // One scan at a time in a process: a scan spills the words it reads onto its thread's stack, where another
+        // thread's scan would find them; a thread waiting here has no such frame live.
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let graph = Graph::new(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
         let process = Process::now(own_stack);
         let mut reader = Reader::new();

@@ -114,8 +114,8 @@ impl Process {
                 Some((locals, executable)) => (Some(locals), executable),
                 None => (None, None),
             };
-            // The red zone below the stack pointer may hold a leaf function's words.
-            let stack_start = pointer.saturating_sub(128);
+            // A thread waiting in a system call holds nothing below its stack pointer: what lies there is stale.
+            let stack_start = pointer;
             let stack_end = locals.map_or(end, |(start, _)| start);
             threads.push(Thread { name, stack: Some((stack_start, stack_end)), locals, executable_locals });
         }
