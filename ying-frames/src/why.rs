@@ -3,7 +3,7 @@
 
 use crate::trim::leak_site;
 use ying_report::ByteSize;
-use ying_report::report::{Reach, RetainedSite, Why};
+use ying_report::report::RetainedSite;
 
 /// Whether the site's blocks are reference-counted: the stack passes through `Rc::new` or `Arc::new` (or their
 /// kin), so a cycle among them is a reference cycle.
@@ -57,26 +57,9 @@ pub fn site_line(site: &RetainedSite) -> String {
     line
 }
 
-/// Retained bytes by kind, for a whole report's sites (excused ones left out): what a summary line counts.
-pub fn bytes_by_kind<'a>(sites: impl IntoIterator<Item = &'a RetainedSite>) -> Vec<(Reach, u64)> {
-    let mut totals: Vec<(Reach, u64)> = Reach::ALL.iter().map(|&kind| (kind, 0)).collect();
-    for why in sites.into_iter().filter(|site| !site.excused).flat_map(|site| &site.why) {
-        if let Some((_, bytes)) = totals.iter_mut().find(|(kind, _)| *kind == why.kind) {
-            *bytes += why.bytes;
-        }
-    }
-    totals.retain(|&(_, bytes)| bytes > 0);
-    totals
-}
-
-/// Whether `why` is memory nothing reaches.
-pub fn is_lost(why: &Why) -> bool {
-    why.kind.is_lost()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{bytes_by_kind, describe, site_line};
+    use super::{describe, site_line};
     use ying_report::Frame;
     use ying_report::report::{Reach, RetainedSite, Why};
 
@@ -113,17 +96,5 @@ mod tests {
         );
         assert_eq!(describe(&mixed).unwrap(), "2.0 KiB held by static app::CACHE, 48 B lost (nothing points to it)");
         assert_eq!(describe(&site(1, "f", Vec::new())), None);
-    }
-
-    #[test]
-    fn kinds_add_up_over_sites_excused_ones_left_out() {
-        let mut excused = site(7, "f", vec![why(Reach::Lost, None, 7)]);
-        excused.excused = true;
-        let sites = [
-            site(10, "f", vec![why(Reach::Lost, None, 4), why(Reach::Heap, None, 6)]),
-            site(5, "f", vec![why(Reach::Lost, None, 5)]),
-            excused,
-        ];
-        assert_eq!(bytes_by_kind(&sites), vec![(Reach::Heap, 6), (Reach::Lost, 9)]);
     }
 }
