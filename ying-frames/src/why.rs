@@ -35,6 +35,20 @@ pub fn describe(site: &RetainedSite) -> Option<String> {
 /// (the leak site's frame, else the innermost frame). `512 B in 1 block of u8, lost (nothing points to it), at
 /// tests/leaks.rs:12 in leaks::forgotten`.
 pub fn site_line(site: &RetainedSite) -> String {
+    let mut line = site_head(site);
+    let frame = leak_site(&site.frames).and_then(|index| site.frames.get(index)).or_else(|| site.frames.first());
+    if let Some(frame) = frame {
+        match (&frame.file, frame.line) {
+            (Some(file), Some(number)) => line.push_str(&format!(", at {file}:{number} in {}", frame.function)),
+            _ => line.push_str(&format!(", in {}", frame.function)),
+        }
+    }
+    line
+}
+
+/// A site's size, blocks and type, and why it is still there, without where it was allocated: `512 B in 1 block of
+/// u8, lost (nothing points to it)`. A failure message puts the site's frames under it.
+pub fn site_head(site: &RetainedSite) -> String {
     let bytes = ByteSize::new(site.bytes);
     let mut line = if site.blocks == 0 {
         format!("{bytes} grown in blocks allocated before")
@@ -46,13 +60,6 @@ pub fn site_line(site: &RetainedSite) -> String {
     }
     if let Some(why) = describe(site) {
         line.push_str(&format!(", {why}"));
-    }
-    let frame = leak_site(&site.frames).and_then(|index| site.frames.get(index)).or_else(|| site.frames.first());
-    if let Some(frame) = frame {
-        match (&frame.file, frame.line) {
-            (Some(file), Some(number)) => line.push_str(&format!(", at {file}:{number} in {}", frame.function)),
-            _ => line.push_str(&format!(", in {}", frame.function)),
-        }
     }
     line
 }

@@ -178,18 +178,7 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
     message.push_str("\n\nretained memory by allocation site:");
     let mut dependencies = Vec::new();
     for site in shown.iter().take(SITES_SHOWN) {
-        let bytes = ByteSize::new(site.bytes);
-        if site.blocks == 0 {
-            message.push_str(&format!("\n  {bytes} grown in blocks allocated before"));
-        } else {
-            message.push_str(&format!("\n  {bytes} in {} block{}", site.blocks, plural(site.blocks)));
-        }
-        if let Some(type_name) = &site.type_name {
-            message.push_str(&format!(" of {type_name}"));
-        }
-        if let Some(why) = ying_frames::why::describe(site) {
-            message.push_str(&format!(", {why}"));
-        }
+        message.push_str(&format!("\n  {}", ying_frames::why::site_head(site)));
         if let Some(dependency) = dependency_frame(&site.frames) {
             // The frames below show the package's call; the library that allocated is named here.
             if site.frames.iter().any(is_package_code) {
