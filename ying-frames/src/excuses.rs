@@ -36,12 +36,18 @@ fn initialises_a_thread_local(frame: &Frame) -> bool {
 /// figures (see `hook`); a test measured from outside cannot.
 const STD_BACKTRACE: &str = "std::backtrace_rs::";
 
+/// Whether `function` (a demangled name) is of the standard library's backtraces: a function of
+/// `std::backtrace_rs` or a method of one of its types.
+pub(crate) fn is_std_backtrace(function: &str) -> bool {
+    function.trim_start_matches('<').starts_with(STD_BACKTRACE)
+}
+
 /// Whether memory allocated at `frames` is excused: libtest's captured output, a thread-local's initial value, the
 /// standard library's cache of debug information for backtraces, or matched by one of the test's `allow` patterns.
 pub fn frames_are_excused(frames: &[Frame], patterns: &[&str]) -> bool {
     frames.iter().any(|frame| {
         CAPTURED_OUTPUT.iter().any(|name| frame.function.starts_with(name))
-            || frame.function.trim_start_matches('<').starts_with(STD_BACKTRACE)
+            || is_std_backtrace(&frame.function)
             || initialises_a_thread_local(frame)
             || patterns.iter().any(|pattern| frame.function.contains(pattern))
     })

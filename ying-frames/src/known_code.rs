@@ -55,6 +55,11 @@ pub struct KnownCode {
     pub run_test: Vec<(u64, u64)>,
     /// libtest's frame through which it calls the test function (`test::__rust_begin_short_backtrace`).
     pub test_entry: Vec<(u64, u64)>,
+    /// The functions of the standard library's backtraces (`std::backtrace_rs::`): what they allocate (the debug
+    /// information a panic's backtrace reads, cached for the process's life) is excused, as
+    /// [`frames_are_excused`](crate::excuses::frames_are_excused) excuses it by name.
+    #[serde(default)]
+    pub std_backtrace: Vec<(u64, u64)>,
 }
 
 /// [`KnownCode`] with the identity of the executable it was read from, as
@@ -100,10 +105,12 @@ impl KnownCode {
         let Some(names) = names else { return Self::default() };
 
         // Where each name of each kind starts in the string table, sorted.
-        let mut starts: [Vec<u32>; 3] = Default::default();
-        for (fragment, kinds) in
-            [(THREAD_ENTRY, &[Kind::ThreadEntry, Kind::TestEntry][..]), ("run_test", &[Kind::RunTest])]
-        {
+        let mut starts: [Vec<u32>; 4] = Default::default();
+        for (fragment, kinds) in [
+            (THREAD_ENTRY, &[Kind::ThreadEntry, Kind::TestEntry][..]),
+            ("run_test", &[Kind::RunTest]),
+            ("backtrace_rs", &[Kind::StdBacktrace]),
+        ] {
             for at in memchr::memmem::find_iter(names, fragment.as_bytes()) {
                 let start = names[..at].iter().rposition(|&byte| byte == 0).map_or(0, |nul| nul + 1);
                 let end = names[at..].iter().position(|&byte| byte == 0).map_or(names.len(), |nul| at + nul);
@@ -135,7 +142,7 @@ impl KnownCode {
             if range.0 >= range.1 {
                 continue;
             }
-            for kind in [Kind::ThreadEntry, Kind::RunTest, Kind::TestEntry] {
+            for kind in [Kind::ThreadEntry, Kind::RunTest, Kind::TestEntry, Kind::StdBacktrace] {
                 if starts[kind as usize].binary_search(&name).is_ok() {
                     code.ranges_mut(kind).push(range);
                 }
@@ -149,6 +156,7 @@ impl KnownCode {
             Kind::ThreadEntry => &mut self.thread_entries,
             Kind::RunTest => &mut self.run_test,
             Kind::TestEntry => &mut self.test_entry,
+            Kind::StdBacktrace => &mut self.std_backtrace,
         }
     }
 }
@@ -164,6 +172,7 @@ enum Kind {
     ThreadEntry = 0,
     RunTest = 1,
     TestEntry = 2,
+    StdBacktrace = 3,
 }
 
 #[cfg(feature = "elf")]
@@ -178,6 +187,7 @@ impl Kind {
                 name.starts_with("test::run_test_in_process") || name.starts_with("test::run_test::{closure")
             }
             Self::TestEntry => name.starts_with("test::__rust_begin_short_backtrace"),
+            Self::StdBacktrace => crate::excuses::is_std_backtrace(name),
         }
     }
 }
@@ -197,6 +207,7 @@ mod tests {
             thread_entries: vec![(16, 32)],
             run_test: vec![(64, 128), (256, 300)],
             test_entry: vec![(400, 410)],
+            std_backtrace: vec![(500, 600)],
         };
         let value = code.to_env(stamp(1000));
         assert_eq!(KnownCode::from_env(&value, stamp(1000)), Some(code));
@@ -227,6 +238,10 @@ mod tests {
         assert!(!code.run_test.is_empty(), "{code:?}");
         assert!(!code.test_entry.is_empty(), "{code:?}");
         assert!(code.thread_entries.iter().all(|entry| !code.test_entry.contains(entry)), "{code:?}");
+        // The default panic hook's backtrace, `<std::backtrace_rs::symbolize::gimli::Cache>::with_global` among
+        // its functions.
+        assert!(!code.std_backtrace.is_empty(), "{code:?}");
+        assert!(code.std_backtrace.iter().all(|range| !code.thread_entries.contains(range)), "{code:?}");
         assert_eq!(KnownCode::read(b"not an executable"), KnownCode::default());
     }
 }

@@ -20,11 +20,15 @@ struct ExcusingCode {
     /// glibc's allocation of a new thread's thread-local storage (its dynamic thread vector), which stays with the
     /// thread's stack, kept by glibc for the next thread when this one exits.
     thread_storage: Option<(usize, usize)>,
+    /// The standard library's backtraces: the debug information a panic's backtrace reads stays cached, megabytes
+    /// of it, which the reachability scan then need not read.
+    std_backtrace: Vec<(usize, usize)>,
 }
 
 /// What [`ExcusingCode`] excuses, as the one frame a report shows of it.
 const LIBTEST_BOOKKEEPING: &str = "test::run_test_in_process";
 const C_THREAD_STORAGE: &str = "_dl_allocate_tls";
+const STD_BACKTRACE: &str = "std::backtrace_rs::symbolize";
 
 impl ExcusingCode {
     /// The code of this process, looked up on first use.
@@ -36,13 +40,14 @@ impl ExcusingCode {
                 run_test: symbol_table::in_process(&known.run_test),
                 test_entry: symbol_table::in_process(&known.test_entry),
                 thread_storage: symbol_table::shared_function(c"_dl_allocate_tls"),
+                std_backtrace: symbol_table::in_process(&known.std_backtrace),
             }
         })
     }
 
     /// The frame that excuses memory allocated at `ips` (return addresses, innermost first), if its addresses
     /// tell: libtest's work on the test's thread outside the test function (the result it sends to its main
-    /// thread), or the C library's storage for a new thread.
+    /// thread), the C library's storage for a new thread, or the standard library's backtraces.
     fn excuse(&self, ips: &[usize]) -> Option<&'static str> {
         // A return address follows its call: the instruction before it is the caller's.
         let within = |ranges: &[(usize, usize)]| {
@@ -50,6 +55,8 @@ impl ExcusingCode {
         };
         if self.thread_storage.is_some_and(|range| within(&[range])) {
             Some(C_THREAD_STORAGE)
+        } else if within(&self.std_backtrace) {
+            Some(STD_BACKTRACE)
         } else if within(&self.run_test) && !within(&self.test_entry) {
             Some(LIBTEST_BOOKKEEPING)
         } else {

@@ -217,13 +217,20 @@ impl Measured {
     fn sites(&mut self, manifest_dir: &str, function: &str) -> Vec<RetainedSite> {
         as_profiler(|| {
             let blocks = live::owned_by(self.scope_id);
-            let mut reach = why::Why::scan(&blocks);
+            // The blocks of code the excuses know by address (the standard library's backtraces) are not scanned.
+            let known: Vec<bool> = {
+                let mut by_stack = HashMap::new();
+                let excuses = &self.excuses;
+                let mut known = |stack| *by_stack.entry(stack).or_insert_with(|| excuses.known(stack).is_some());
+                blocks.iter().map(|block| block.stack.is_some_and(&mut known)).collect()
+            };
+            let mut reach = why::Why::scan(&blocks, &known);
             let mut by_stack: HashMap<Option<StackId>, (u64, u64, why::Whys)> = HashMap::new();
-            for block in blocks.iter() {
+            for (block, &known) in blocks.iter().zip(&known) {
                 let (bytes, count, whys) = by_stack.entry(block.stack).or_default();
                 *bytes += block.owned as u64;
                 *count += u64::from(block.owns_block);
-                if let Some(reach) = &mut reach {
+                if let Some(reach) = reach.as_mut().filter(|_| !known) {
                     whys.add(reach.of(block.address), block.owned as u64, block.owns_block);
                 }
             }
@@ -231,7 +238,9 @@ impl Measured {
                 .into_iter()
                 .map(|(stack, (bytes, blocks, whys))| {
                     let mut site = self.site(stack, bytes, blocks, manifest_dir, function);
-                    site.why = whys.into_list();
+                    if let Some(reach) = &mut reach {
+                        site.why = whys.into_list(reach);
+                    }
                     site
                 })
                 .collect();

@@ -4,6 +4,7 @@
 use crate::base::raw::RawVec;
 use crate::base::thread::THREAD;
 use crate::hot::live::OwnedBlock;
+use std::collections::HashMap;
 use ying_report::report::{Reach, Why as SiteWhy};
 
 /// The scan of a closed scope's blocks, where the platform has one.
@@ -13,18 +14,20 @@ pub(super) struct Why {
 }
 
 impl Why {
-    /// Scans the process for what reaches `blocks`; `None` when there are none (a test that retains nothing pays
-    /// nothing) or the platform has no scan. On the thread of a leak test's body, the stack above the runner's
-    /// frame (the harness's) is a root; a thread that ends with its test (measured from outside) is none.
-    pub(super) fn scan(blocks: &RawVec<OwnedBlock>) -> Option<Self> {
-        if blocks.is_empty() {
-            return None;
-        }
+    /// Scans the process for what reaches `blocks`, those marked `known` left out: the excuses know them by the
+    /// code that allocated them (the standard library's backtraces, whose cache of debug information is megabytes),
+    /// and they are neither classified nor read. `None` when no block is left (a test that retains nothing pays
+    /// nothing) or the platform has no scan. On the thread of a leak test's body, the stack above the runner's frame
+    /// (the harness's) is a root; a thread that ends with its test (measured from outside) is none.
+    pub(super) fn scan(blocks: &RawVec<OwnedBlock>, known: &[bool]) -> Option<Self> {
+        let marked = |as_known: bool| blocks.iter().zip(known).filter(move |&(_, &known)| known == as_known);
+        marked(false).next()?;
         #[cfg(target_os = "linux")]
         {
             let own_stack = THREAD.try_with(|thread| thread.capture_limit.get()).ok().filter(|&limit| limit != 0);
-            let targets = blocks.iter().map(|block| (block.address, block.size));
-            Some(Self { reach: crate::read::reach::Reachability::scan(targets, own_stack) })
+            let targets = marked(false).map(|(block, _)| (block.address, block.size));
+            let unread = marked(true).map(|(block, _)| block.address);
+            Some(Self { reach: crate::read::reach::Reachability::scan(targets, unread, own_stack) })
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -33,8 +36,8 @@ impl Why {
         }
     }
 
-    /// What reaches the block at `address`: its kind and its root's name.
-    pub(super) fn of(&mut self, address: usize) -> (Reach, Option<String>) {
+    /// What reaches the block at `address`.
+    pub(super) fn of(&self, address: usize) -> Reached {
         #[cfg(target_os = "linux")]
         {
             self.reach.of(address)
@@ -42,31 +45,57 @@ impl Why {
         #[cfg(not(target_os = "linux"))]
         {
             let _ = address;
-            (Reach::Lost, None)
+            Reach::Lost
+        }
+    }
+
+    /// `reached` as a report says it: the kind, and the root's name where it has one.
+    fn said(&mut self, reached: Reached) -> (Reach, Option<String>) {
+        #[cfg(target_os = "linux")]
+        {
+            (reached.kind, self.reach.name(reached))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            (reached, None)
         }
     }
 }
 
-/// A site's blocks by what reaches them.
+/// What reaches a block, as the scan tells it (named only once a site's list is made).
+#[cfg(target_os = "linux")]
+pub(super) type Reached = crate::read::reach::Reached;
+/// What reaches a block: where there is no scan, nothing is ever said.
+#[cfg(not(target_os = "linux"))]
+pub(super) type Reached = Reach;
+
+/// A site's blocks by what reaches them: bytes and blocks of each.
 #[derive(Default)]
-pub(super) struct Whys(Vec<SiteWhy>);
+pub(super) struct Whys(HashMap<Reached, (u64, u64)>);
 
 impl Whys {
     /// Counts `bytes` (and a block, when `owns_block`) reached as `reached` says.
-    pub(super) fn add(&mut self, (kind, root): (Reach, Option<String>), bytes: u64, owns_block: bool) {
-        let blocks = u64::from(owns_block);
-        match self.0.iter_mut().find(|why| why.kind == kind && why.root == root) {
-            Some(why) => {
-                why.bytes += bytes;
-                why.blocks += blocks;
-            }
-            None => self.0.push(SiteWhy { kind, root, bytes, blocks }),
-        }
+    pub(super) fn add(&mut self, reached: Reached, bytes: u64, owns_block: bool) {
+        let (counted_bytes, counted_blocks) = self.0.entry(reached).or_default();
+        *counted_bytes += bytes;
+        *counted_blocks += u64::from(owns_block);
     }
 
-    /// The list a report keeps: the most bytes first, then by kind and root.
-    pub(super) fn into_list(mut self) -> Vec<SiteWhy> {
-        self.0.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| (a.kind, &a.root).cmp(&(b.kind, &b.root))));
-        self.0
+    /// The list a report keeps, its roots named by `why` (whose scan found them): the most bytes first, then by kind
+    /// and root. Two roots of one name are one entry.
+    pub(super) fn into_list(self, why: &mut Why) -> Vec<SiteWhy> {
+        let mut list: Vec<SiteWhy> = Vec::with_capacity(self.0.len());
+        for (reached, (bytes, blocks)) in self.0 {
+            let (kind, root) = why.said(reached);
+            match list.iter_mut().find(|why| why.kind == kind && why.root == root) {
+                Some(why) => {
+                    why.bytes += bytes;
+                    why.blocks += blocks;
+                }
+                None => list.push(SiteWhy { kind, root, bytes, blocks }),
+            }
+        }
+        list.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| (a.kind, &a.root).cmp(&(b.kind, &b.root))));
+        list
     }
 }

@@ -101,6 +101,16 @@ impl Graph {
         self.bounded()
     }
 
+    /// The chunks of the heap at `addresses` are never read (as if reached already).
+    pub(super) fn leave_unread(&mut self, addresses: impl IntoIterator<Item = usize>) {
+        let Some(chunks) = &self.chunks else { return };
+        for address in addresses {
+            if let Some(chunk) = chunks.find(address) {
+                self.visited[chunk] = true;
+            }
+        }
+    }
+
     /// The chunk of the heap (not a block of the test's) that `word` points into, when not reached yet.
     fn unvisited_chunk(&self, word: usize) -> Option<usize> {
         let chunk = self.chunks.as_ref()?.find(word)?;

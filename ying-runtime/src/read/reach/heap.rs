@@ -7,7 +7,7 @@
 //! size) and the blocks mapped on their own (each opening with its size and the bit that says so). A heap whose
 //! chain of sizes does not end where the heap does is left out whole.
 
-use super::memory::{Mapping, Reader};
+use super::memory::{Mapping, Reader, Snapshot};
 use crate::base::raw::{RawSystem, RawVec};
 
 const WORD: usize = size_of::<usize>();
@@ -31,7 +31,7 @@ impl Chunks {
         let mut ranges = RawVec::new_in(RawSystem);
         for mapping in mappings {
             if mapping.path == "[heap]" && mapping.writable {
-                let copy = Copy::of(mapping.start, mapping.end, reader);
+                let copy = Heap(reader.snapshot(mapping.start, mapping.end));
                 copy.walk_from_any(mapping.start, mapping.start + 4096, mapping.end, &mut ranges);
                 continue;
             }
@@ -46,7 +46,7 @@ impl Chunks {
                     && at + size <= mapping.end
                 {
                     // After the heap's header (and, in an arena's first heap, the arena itself).
-                    let copy = Copy::of(at, at + size, reader);
+                    let copy = Heap(reader.snapshot(at, at + size));
                     copy.walk_from_any(at + 4 * WORD, at + 8192, at + size, &mut ranges);
                     at += size.next_multiple_of(4096);
                     continue;
@@ -96,22 +96,12 @@ impl Chunks {
     }
 }
 
-/// A heap's words, copied once.
-struct Copy {
-    start: usize,
-    words: RawVec<usize>,
-}
+/// A heap's words, copied once (and kept by the reader, which serves the reads of its chunks from the copy).
+struct Heap<'a>(&'a Snapshot);
 
-impl Copy {
-    fn of(start: usize, end: usize, reader: &mut Reader) -> Self {
-        let mut words = RawVec::with_capacity_in((end - start) / WORD, RawSystem);
-        words.resize((end - start) / WORD, 0);
-        reader.words(start, end, |address, word| words[(address - start) / WORD] = word);
-        Self { start, words }
-    }
-
+impl Heap<'_> {
     fn word(&self, address: usize) -> usize {
-        self.words.get((address - self.start) / WORD).copied().unwrap_or(0)
+        self.0.word(address)
     }
 
     /// Walks from the first position in `[from, until)` (16-aligned) whose chain of chunks ends at `end`, adding

@@ -1,7 +1,8 @@
 //! The process's memory as the scan reads it: its mappings (`/proc/self/maps`) and their words, read through the
 //! kernel (`process_vm_readv`, else `/proc/self/mem`), which answers an error for a page that is not mapped any
 //! more instead of faulting. Words are copied into a buffer mapped apart from the heap, so that no copy of a
-//! pointer the scan reads lands in memory the scan reads later.
+//! pointer the scan reads lands in memory the scan reads later. A range read whole once (a heap, whose chunks the
+//! scan then reads one by one) is kept: the reads of its words that follow are served from the copy.
 
 use crate::base::raw::{RawSystem, RawVec};
 use std::os::unix::fs::FileExt;
@@ -56,25 +57,75 @@ fn parse_mapping(line: &str) -> Option<Mapping> {
     })
 }
 
+/// The words of a range of the process, copied at once (the words of pages that could not be read are zero).
+pub(super) struct Snapshot {
+    start: usize,
+    words: RawVec<usize>,
+}
+
+impl Snapshot {
+    /// The word at `address`, which lies in the range (zero outside it).
+    pub(super) fn word(&self, address: usize) -> usize {
+        address.checked_sub(self.start).and_then(|offset| self.words.get(offset / WORD)).copied().unwrap_or(0)
+    }
+
+    /// The words of `[start, end)` (`start` aligned), when the range lies in the copy.
+    fn slice(&self, start: usize, end: usize) -> Option<&[usize]> {
+        let first = start.checked_sub(self.start)? / WORD;
+        let count = end.saturating_sub(start) / WORD;
+        self.words.get(first..first.checked_add(count)?)
+    }
+}
+
 /// Reads the process's words without ever faulting.
 pub(super) struct Reader {
     buffer: RawVec<usize>,
     /// `/proc/self/mem`, once `process_vm_readv` has been refused (a sandbox may forbid it).
     mem: Option<std::fs::File>,
     vm_refused: bool,
+    /// The ranges copied whole ([`snapshot`](Self::snapshot)), whose words are read from the copy.
+    snapshots: RawVec<Snapshot>,
 }
 
 impl Reader {
     pub(super) fn new() -> Self {
         let mut buffer = RawVec::with_capacity_in(CHUNK, RawSystem);
         buffer.resize(CHUNK, 0);
-        Self { buffer, mem: None, vm_refused: false }
+        Self { buffer, mem: None, vm_refused: false, snapshots: RawVec::new_in(RawSystem) }
+    }
+
+    /// Copies the words of `[start, end)` (`start` aligned) at once, and keeps them: the words of the range are read
+    /// from the copy from now on.
+    pub(super) fn snapshot(&mut self, start: usize, end: usize) -> &Snapshot {
+        let count = end.saturating_sub(start) / WORD;
+        let mut words = RawVec::with_capacity_in(count, RawSystem);
+        words.resize(count, 0);
+        let mut at = 0;
+        while at < count {
+            let wanted = (count - at) * WORD;
+            let read = self.read_into(start + at * WORD, &mut words[at..]) / WORD;
+            at += read;
+            if read * WORD < wanted {
+                // The page at `at` cannot be read: its words stay zero, on to the next page.
+                at = ((start + at * WORD) & !(PAGE - 1)).saturating_add(PAGE).saturating_sub(start) / WORD;
+            }
+        }
+        self.snapshots.push(Snapshot { start, words });
+        self.snapshots.last().expect("a snapshot was just kept")
+    }
+
+    /// The copy that holds `[start, end)`, if one does.
+    fn copied(&self, start: usize, end: usize) -> Option<&[usize]> {
+        self.snapshots.iter().find_map(|snapshot| snapshot.slice(start, end))
     }
 
     /// The word at `address`, if it is mapped and readable.
     pub(super) fn word(&mut self, address: usize) -> Option<usize> {
         if !address.is_multiple_of(WORD) {
             return None;
+        }
+        if let Some(&[word]) = self.copied(address, address + WORD) {
+            return Some(word);
         }
         (self.read(address, WORD) == WORD).then(|| self.buffer[0])
     }
@@ -83,6 +134,12 @@ impl Reader {
     /// skipped.
     pub(super) fn words(&mut self, start: usize, end: usize, mut f: impl FnMut(usize, usize)) {
         let mut at = start.next_multiple_of(WORD);
+        if let Some(words) = self.copied(at, end) {
+            for (index, &word) in words.iter().enumerate() {
+                f(at + index * WORD, word);
+            }
+            return;
+        }
         while at.saturating_add(WORD) <= end {
             let len = ((end - at) / WORD).min(CHUNK) * WORD;
             let read = self.read(at, len) / WORD * WORD;
@@ -99,11 +156,20 @@ impl Reader {
 
     /// Reads up to `len` bytes (at most the buffer) at `address` into the buffer; returns how many were read.
     fn read(&mut self, address: usize, len: usize) -> usize {
-        let len = len.min(CHUNK * WORD);
+        let mut buffer = core::mem::replace(&mut self.buffer, RawVec::new_in(RawSystem));
+        let words = len.min(CHUNK * WORD).div_ceil(WORD);
+        let read = self.read_into(address, &mut buffer[..words]).min(len);
+        self.buffer = buffer;
+        read
+    }
+
+    /// Reads the words at `address` into `into`, as far as they can be read; returns how many bytes were.
+    fn read_into(&mut self, address: usize, into: &mut [usize]) -> usize {
+        let len = size_of_val(into);
         if !self.vm_refused {
-            let local = libc::iovec { iov_base: self.buffer.as_mut_ptr().cast(), iov_len: len };
+            let local = libc::iovec { iov_base: into.as_mut_ptr().cast(), iov_len: len };
             let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: len };
-            // SAFETY: `local` is the reader's own buffer, at least `len` bytes; the kernel reads `remote` for us
+            // SAFETY: `local` is the `len` bytes of `into`, borrowed mutably; the kernel reads `remote` for us
             // and answers an error (rather than a fault) for memory that is not mapped.
             let read = unsafe { libc::process_vm_readv(libc::getpid(), &raw const local, 1, &raw const remote, 1, 0) };
             if let Ok(read) = usize::try_from(read) {
@@ -118,9 +184,8 @@ impl Reader {
             self.mem = std::fs::File::open("/proc/self/mem").ok();
         }
         let Some(mem) = &self.mem else { return 0 };
-        // SAFETY: the buffer is `CHUNK` words, `len` bytes of it are written as bytes; any bytes are a valid
-        // `usize`.
-        let bytes = unsafe { core::slice::from_raw_parts_mut(self.buffer.as_mut_ptr().cast::<u8>(), len) };
+        // SAFETY: `into` is `len` bytes the slice borrows mutably, written as bytes; any bytes are a valid `usize`.
+        let bytes = unsafe { core::slice::from_raw_parts_mut(into.as_mut_ptr().cast::<u8>(), len) };
         mem.read_at(bytes, address as u64).unwrap_or(0)
     }
 }
@@ -153,5 +218,46 @@ mod tests {
         reader.words(0, 3 * 4096, |_, _| count += 1);
         assert_eq!(count, 0);
         assert!(mappings().iter().any(|mapping| mapping.holds(start)));
+    }
+
+    #[test]
+    fn a_snapshot_serves_its_range_as_it_was_copied_and_a_page_it_could_not_read_as_zero() {
+        let mut values: Vec<usize> = (0..3000).collect();
+        let (start, end) = (values.as_ptr() as usize, values.as_ptr() as usize + values.len() * 8);
+        let mut reader = Reader::new();
+        assert_eq!(reader.snapshot(start, end).word(start + 16), 2);
+        values[2] = 99;
+        std::hint::black_box(&mut values);
+        assert_eq!(reader.word(start + 16), Some(2), "read from the copy");
+        let mut seen = Vec::new();
+        reader.words(start + 8, start + 32, |address, word| seen.push((address - start, word)));
+        assert_eq!(seen, [(8, 1), (16, 2), (24, 3)]);
+
+        // Three pages, the middle one unmapped.
+        // SAFETY: a fresh anonymous mapping of three pages, then its middle page unmapped; nothing else uses them.
+        let pages = unsafe {
+            let pages = libc::mmap(
+                core::ptr::null_mut(),
+                3 * 4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(pages, libc::MAP_FAILED);
+            core::ptr::write_bytes(pages.cast::<u8>(), 0xab, 3 * 4096);
+            assert_eq!(libc::munmap(pages.cast::<u8>().add(4096).cast(), 4096), 0);
+            pages as usize
+        };
+        let snapshot = reader.snapshot(pages, pages + 3 * 4096);
+        let words: Vec<usize> =
+            [0, 4088, 4096, 8184, 8192, 12280].iter().map(|&at| snapshot.word(pages + at)).collect();
+        let ones = usize::from_ne_bytes([0xab; 8]);
+        assert_eq!(words, [ones, ones, 0, 0, ones, ones]);
+        // SAFETY: the first and last pages mapped above, which nothing uses any more.
+        unsafe {
+            libc::munmap(pages as *mut libc::c_void, 4096);
+            libc::munmap((pages + 2 * 4096) as *mut libc::c_void, 4096);
+        }
     }
 }

@@ -15,7 +15,7 @@ mod names;
 mod roots;
 
 use graph::Graph;
-pub(crate) use graph::Root;
+pub(crate) use graph::{Reached, Root};
 use memory::Reader;
 use names::Namer;
 use roots::Process;
@@ -26,15 +26,20 @@ pub(crate) struct Reachability {
     graph: Graph,
     process: Process,
     namer: Namer,
-    /// The names given so far, by root.
-    named: std::collections::HashMap<(Reach, Root), Option<String>>,
+    /// The names given so far.
+    named: std::collections::HashMap<Reached, Option<String>>,
 }
 
 impl Reachability {
-    /// Scans the process for what reaches the `blocks` (`(address, size)`). `own_stack`: an address in the
+    /// Scans the process for what reaches the `blocks` (`(address, size)`). The blocks at `unread` (blocks of the
+    /// heap) are never read: what only they point to is not reached through them. `own_stack`: an address in the
     /// leak-test runner's frame on the calling thread, above which its stack is the harness's (roots); `None` when
     /// the calling thread ends with the test, its stack and thread-locals no roots.
-    pub(crate) fn scan(blocks: impl IntoIterator<Item = (usize, usize)>, own_stack: Option<usize>) -> Self {
+    pub(crate) fn scan(
+        blocks: impl IntoIterator<Item = (usize, usize)>,
+        unread: impl IntoIterator<Item = usize>,
+        own_stack: Option<usize>,
+    ) -> Self {
         // One scan at a time in a process: a scan spills the words it reads onto its thread's stack, where another
         // thread's scan would find them; a thread waiting here has no such frame live.
         static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -43,6 +48,7 @@ impl Reachability {
         let process = Process::now(own_stack);
         let mut reader = Reader::new();
         let mut graph = graph.with_heap(process.heap(&mut reader));
+        graph.leave_unread(unread);
         let mut namer = Namer::default();
         process.mark_roots(&mut graph, &mut reader, &mut namer);
         if !graph.all_reached() {
@@ -51,11 +57,16 @@ impl Reachability {
         Self { graph, process, namer, named: std::collections::HashMap::new() }
     }
 
-    /// What reaches the block at `address`: its kind and the root's name, when it has one.
-    pub(crate) fn of(&mut self, address: usize) -> (Reach, Option<String>) {
-        let Some(reached) = self.graph.reached(address) else { return (Reach::Lost, None) };
-        if let Some(name) = self.named.get(&(reached.kind, reached.root)) {
-            return (reached.kind, name.clone());
+    /// What reaches the block at `address`.
+    pub(crate) fn of(&self, address: usize) -> Reached {
+        self.graph.reached(address).unwrap_or(Reached { kind: Reach::Lost, root: Root::None })
+    }
+
+    /// The name of what reaches a block (see [`of`](Self::of)), when it has one: a static's or thread-local's path,
+    /// a thread's name.
+    pub(crate) fn name(&mut self, reached: Reached) -> Option<String> {
+        if let Some(name) = self.named.get(&reached) {
+            return name.clone();
         }
         let name = match (reached.kind, reached.root) {
             (_, Root::None) => None,
@@ -69,7 +80,7 @@ impl Reachability {
             }
             (_, Root::Word(word)) => self.namer.static_at(word),
         };
-        self.named.insert((reached.kind, reached.root), name.clone());
-        (reached.kind, name)
+        self.named.insert(reached, name.clone());
+        name
     }
 }
