@@ -458,7 +458,8 @@ pub struct RetainedSite {
     pub type_name: Option<String>,
     /// Why the retained bytes are still there, at the end of the test: what reaches them, by kind and root, the
     /// most bytes first. The bytes add up to [`bytes`](Self::bytes). Empty when the test did not look (a test
-    /// that did not pass, or a platform where memory is not scanned).
+    /// that did not pass, a platform where memory is not scanned, or memory excused by the addresses of the code
+    /// that allocated it, such as the standard library's backtraces, which is not scanned).
     #[serde(default)]
     pub why: Vec<Why>,
 }
