@@ -13,6 +13,7 @@
 //! or what [`DebugTypes::frame_entries`] finds at an address, for a reader that has none.
 
 use gimli::{AttributeValue, DebugInfoOffset, EndianSlice, RunTimeEndian, UnitOffset};
+use std::sync::OnceLock;
 
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 type Dwarf<'a> = gimli::Dwarf<Reader<'a>>;
@@ -27,8 +28,11 @@ const MAX_HOPS: usize = 8;
 pub struct DebugTypes<B> {
     bytes: B,
     endian: RunTimeEndian,
-    /// Each unit's ranges of code, `(begin, end, the unit's offset)`, by their beginning.
+    /// The units' ranges of code as `.debug_aranges` lists them, `(begin, end, the unit's offset)`, in its order: a
+    /// process looks up a few addresses, a pass over them each, rather than order tens of thousands of ranges first.
     ranges: Vec<(u64, u64, usize)>,
+    /// The same of the units `.debug_aranges` leaves out, once needed.
+    unlisted: OnceLock<Vec<(u64, u64, usize)>>,
     /// Each unit's offset in `.debug_info`, in order.
     units: Vec<usize>,
 }
@@ -37,58 +41,71 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
     /// The debug information of the ELF executable whose bytes are `bytes`; `None` when it cannot be read or has
     /// none.
     ///
-    /// Where each unit's code lies is read from `.debug_aranges`, a table of the units' ranges, for the units it
-    /// lists; only the units it leaves out are read for their ranges.
+    /// Where each unit's code lies is read from `.debug_aranges`, a table of the units' ranges; the units it leaves
+    /// out are read for theirs only when an address is not found in it.
     pub fn new(bytes: B) -> Option<Self> {
         use object::Object;
         let endian = {
             let object = object::File::parse(bytes.as_ref()).ok()?;
             if object.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big }
         };
-        let mut types = Self { bytes, endian, ranges: Vec::new(), units: Vec::new() };
+        let mut types = Self { bytes, endian, ranges: Vec::new(), unlisted: OnceLock::new(), units: Vec::new() };
         let (mut ranges, mut units) = (Vec::new(), Vec::new());
         {
             let dwarf = types.dwarf()?;
-            let mut listed = Vec::new();
             let mut tables = dwarf.debug_aranges.headers();
             while let Ok(Some(table)) = tables.next() {
                 let unit = table.debug_info_offset().0;
                 let mut entries = table.entries();
-                // An entry that cannot be read (an address past the end of the address space) is passed over.
+                // An entry that cannot be read (an address past the end of the address space) is passed over, and
+                // one at address 0: code the linker dropped.
                 while let Some(entry) = entries.next().transpose() {
                     if let Ok(entry) = entry
                         && entry.length() != 0
+                        && entry.address() != 0
                     {
                         let range = entry.range();
                         ranges.push((range.begin, range.end, unit));
-                        listed.push(unit);
                     }
                 }
             }
-            listed.sort_unstable();
             let mut headers = dwarf.units();
             while let Ok(Some(header)) = headers.next() {
-                let Some(offset) = header.debug_info_offset() else { continue };
-                units.push(offset.0);
-                if listed.binary_search(&offset.0).is_ok() {
-                    continue;
-                }
-                let Ok(unit) = dwarf.unit(header) else { continue };
-                let Ok(mut unit_ranges) = dwarf.unit_ranges(&unit) else { continue };
-                while let Ok(Some(range)) = unit_ranges.next() {
-                    if range.begin < range.end {
-                        ranges.push((range.begin, range.end, offset.0));
-                    }
+                if let Some(offset) = header.debug_info_offset() {
+                    units.push(offset.0);
                 }
             }
         }
         if units.is_empty() {
             return None;
         }
-        ranges.sort_unstable();
         types.ranges = ranges;
         types.units = units;
         Some(types)
+    }
+
+    /// The ranges of the units `.debug_aranges` leaves out, read the first time they are needed.
+    fn unlisted(&self) -> &[(u64, u64, usize)] {
+        self.unlisted.get_or_init(|| {
+            let Some(dwarf) = self.dwarf() else { return Vec::new() };
+            let mut listed: Vec<usize> = self.ranges.iter().map(|&(_, _, unit)| unit).collect();
+            listed.sort_unstable();
+            listed.dedup();
+            let mut ranges = Vec::new();
+            for &offset in &self.units {
+                if listed.binary_search(&offset).is_ok() {
+                    continue;
+                }
+                let Some(unit) = self.unit(&dwarf, offset) else { continue };
+                let Ok(mut unit_ranges) = dwarf.unit_ranges(&unit) else { continue };
+                while let Ok(Some(range)) = unit_ranges.next() {
+                    if 0 < range.begin && range.begin < range.end {
+                        ranges.push((range.begin, range.end, offset));
+                    }
+                }
+            }
+            ranges
+        })
     }
 
     /// The executable's debug information, its sections read in place; `None` where a section is compressed.
@@ -117,10 +134,21 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
     }
 
     /// The offsets of the units whose code holds the instruction at `address`, the one whose range begins last
-    /// first.
-    fn units_at(&self, address: u64) -> impl Iterator<Item = usize> + '_ {
-        let first = self.ranges.partition_point(|&(begin, _, _)| begin <= address);
-        self.ranges[..first].iter().rev().filter(move |&&(_, end, _)| address < end).map(|&(_, _, unit)| unit)
+    /// first: those `.debug_aranges` lists, else those it leaves out.
+    fn units_at(&self, address: u64) -> Vec<usize> {
+        let holding = |ranges: &[(u64, u64, usize)]| -> Vec<(u64, usize)> {
+            ranges
+                .iter()
+                .filter(|&&(begin, end, _)| begin <= address && address < end)
+                .map(|&(begin, _, unit)| (begin, unit))
+                .collect()
+        };
+        let mut found = holding(&self.ranges);
+        if found.is_empty() {
+            found = holding(self.unlisted());
+        }
+        found.sort_unstable_by(|a, b| b.cmp(a));
+        found.into_iter().map(|(_, unit)| unit).collect()
     }
 
     /// The argument of generic parameter `parameter` of the function whose entry is at `entry` in the unit whose
@@ -128,7 +156,7 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
     /// symboliser gives it.
     pub fn argument(&self, address: u64, entry: usize, parameter: &str) -> Option<String> {
         let dwarf = self.dwarf()?;
-        self.units_at(address).find_map(|unit| {
+        self.units_at(address).into_iter().find_map(|unit| {
             let unit = self.unit(&dwarf, unit)?;
             let function = unit.entry(UnitOffset(entry)).ok()?;
             [gimli::DW_TAG_subprogram, gimli::DW_TAG_inlined_subroutine]
@@ -167,6 +195,20 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
                 .collect();
         }
         vec![None]
+    }
+
+    /// Whether a unit whose code holds the instruction at `address` writes generic arguments at all: declares the
+    /// `DW_TAG_template_type_parameter` entries that hold them. A unit built with line tables or limited debug
+    /// information (the standard library's, as it is distributed) declares none, and reading its entries for an
+    /// argument is for nothing. Reads the unit's table of abbreviations alone.
+    pub fn has_arguments(&self, address: u64) -> bool {
+        let Some(dwarf) = self.dwarf() else { return false };
+        self.units_at(address).into_iter().any(|unit| {
+            dwarf
+                .debug_info
+                .header_from_offset(DebugInfoOffset(unit))
+                .is_ok_and(|header| declares_template_parameters(&dwarf, &header))
+        })
     }
 
     /// Whether the function of the entry at `offset` has a name: its own (`DW_AT_linkage_name`, `DW_AT_name`), or
@@ -311,6 +353,37 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
         let mut path = scope(dwarf, unit, offset)?;
         path.push(name);
         Some(path.join("::"))
+    }
+}
+
+/// Whether the table of abbreviations of `header`'s unit declares a `DW_TAG_template_type_parameter`; true where the
+/// table cannot be read, so that the entries are read instead.
+fn declares_template_parameters<'a>(dwarf: &Dwarf<'a>, header: &gimli::UnitHeader<Reader<'a>>) -> bool {
+    use gimli::{Reader as _, Section as _};
+    let mut table = *dwarf.debug_abbrev.reader();
+    if table.skip(header.debug_abbrev_offset().0).is_err() {
+        return true;
+    }
+    // Each abbreviation: its code (0 ends the table), its tag, whether it has children, then its attributes'
+    // names and forms up to a pair of zeros, an implicit constant's value after its form.
+    loop {
+        let Ok(code) = table.read_uleb128() else { return true };
+        if code == 0 {
+            return false;
+        }
+        let Ok(tag) = table.read_uleb128() else { return true };
+        if tag == u64::from(gimli::DW_TAG_template_type_parameter.0) || table.read_u8().is_err() {
+            return true;
+        }
+        loop {
+            let (Ok(name), Ok(form)) = (table.read_uleb128(), table.read_uleb128()) else { return true };
+            if (name, form) == (0, 0) {
+                break;
+            }
+            if form == u64::from(gimli::DW_FORM_implicit_const.0) && table.read_sleb128().is_err() {
+                return true;
+            }
+        }
     }
 }
 
@@ -502,6 +575,68 @@ mod tests {
         );
         assert_eq!(types.argument(address, outer, "T").as_deref(), Some("ying_frames::debug_types::tests::Session"));
         assert_eq!(types.frame_entries(start), [Some(outer)], "the function alone at its first instruction");
+    }
+
+    #[test]
+    fn without_a_table_of_the_units_ranges_the_units_are_read_for_theirs() {
+        black_box(open_session::<Session>());
+        let bytes = executable();
+        // The section renamed, wherever its name is written: it is not found.
+        let mut renamed = bytes.clone();
+        let name = b".debug_aranges\0";
+        let mut renames = 0;
+        for at in 0..renamed.len() - name.len() {
+            if renamed[at..].starts_with(name) {
+                renamed[at + name.len() - 2] = b'z';
+                renames += 1;
+            }
+        }
+        assert!(renames > 0, "the executable has a table of its units' ranges");
+        let (listed, unlisted) = (DebugTypes::new(bytes.as_slice()).unwrap(), DebugTypes::new(renamed).unwrap());
+        assert!(unlisted.ranges.is_empty() && !listed.ranges.is_empty());
+        let (address, _) = function(&bytes, "open_session");
+        let entries = unlisted.frame_entries(address);
+        assert_eq!(entries, listed.frame_entries(address));
+        let argument = unlisted.argument(address, entries[0].unwrap(), "T");
+        assert_eq!(argument.as_deref(), Some("ying_frames::debug_types::tests::Session"));
+    }
+
+    /// Whether an entry of a unit whose code holds `address` is a `DW_TAG_template_type_parameter`, read entry by
+    /// entry.
+    fn any_template_parameter(types: &DebugTypes<&[u8]>, address: u64) -> bool {
+        let dwarf = types.dwarf().unwrap();
+        types.units_at(address).into_iter().any(|unit| {
+            let unit = types.unit(&dwarf, unit).unwrap();
+            let mut cursor = unit.entries();
+            let mut found = false;
+            while let Ok(Some(entry)) = cursor.next_dfs() {
+                found |= entry.tag() == gimli::DW_TAG_template_type_parameter;
+            }
+            found
+        })
+    }
+
+    #[test]
+    fn a_unit_writes_generic_arguments_where_its_abbreviations_declare_them() {
+        use object::{Object, ObjectSymbol};
+        black_box(open_session::<Session>());
+        let bytes = executable();
+        let types = DebugTypes::new(bytes.as_slice()).unwrap();
+        let (own, _) = function(&bytes, "open_session");
+        assert!(types.has_arguments(own));
+        // The standard library's units, as distributed, are built with limited debug information: without them.
+        let object = object::File::parse(bytes.as_slice()).unwrap();
+        let library = object
+            .symbols()
+            .find(|symbol| {
+                symbol.name().is_ok_and(|name| format!("{:#}", rustc_demangle::demangle(name)) == "core::fmt::write")
+            })
+            .unwrap()
+            .address();
+        for address in [own, library] {
+            assert_eq!(types.has_arguments(address), any_template_parameter(&types, address), "at {address:#x}");
+        }
+        assert!(!types.has_arguments(u64::MAX - 1), "no unit there");
     }
 
     #[test]

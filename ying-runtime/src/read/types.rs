@@ -33,6 +33,11 @@ pub(crate) fn read(ip: usize, index: usize, frames: usize, allocated: AllocatedT
         }
         let types = DEBUG_TYPES.get_or_init(|| DebugTypes::new(super::symbol_table::executable_bytes()?)).as_ref();
         let named = types.and_then(|types| {
+            // A unit that writes no generic arguments (the standard library's, as distributed) names none: its
+            // entries, a pass over the whole unit to find the frames', are not read.
+            if matches!(allocated, AllocatedType::Argument { .. }) && !types.has_arguments(call) {
+                return None;
+            }
             let entries = types.frame_entries(call);
             // The symboliser named frames the debug information does not give here: its index is not theirs.
             if entries.len() != frames {
