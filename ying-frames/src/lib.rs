@@ -8,13 +8,16 @@
 //! - [`fold`]: the [`FoldedStack`](ying_report::FoldedStack) of a stack, and a report's folded stacks;
 //! - [`excuses`]: what retained memory is excused by the names of its stack;
 //! - [`why`]: why retained memory is still there, in the words every output uses;
-//! - [`types`]: which frame of a stack names the type it allocated;
+//! - [`types`]: which frame of a stack names the type it allocated, and `debug_types` (with the `dwarf` feature)
+//!   the type that frame's generic argument names, read from the executable's debug information;
 //! - [`KnownCode`]: the functions of a test executable the runtime knows by address, which `cargo ying` reads once
 //!   per executable (with the `elf` feature) and passes to its test processes.
 //!
 //! The data these rules read and write (frames, reports, folded stacks) is the contract's, `ying-report`; that
 //! crate, and the attribute macro that uses it, do not depend on these rules.
 
+#[cfg(feature = "dwarf")]
+pub mod debug_types;
 pub mod excuses;
 mod fold;
 pub mod known_code;

@@ -1,7 +1,8 @@
 //! What a retained site's frames tell of the type it allocated: which frame's generic argument names it. The
 //! functions of a stack carry no generic arguments in their names (`alloc::boxed::Box<T>::new`), but the debug
 //! information of a monomorphised function gives each of its parameters (`T = my_crate::Session`); this rule picks
-//! the frame and the parameter, and the reader of the debug information names the argument.
+//! the frame and the parameter, and the reader of the debug information (`debug_types`, with the `dwarf` feature)
+//! names the argument.
 //!
 //! The frame is the innermost of the standard library's allocating generics, before the stack leaves the standard
 //! library: `Box<T>` (its `T`), `Vec<T>` and `RawVec<T>` (the element type), `Rc<T>` and `Arc<T>` (their `T`, not

@@ -170,7 +170,7 @@ fn box_leak_fails_naming_its_site() {
     let message = failure_of(box_leak);
     assert!(message.starts_with("ying: leak test `box_leak` exceeded its budget\n"), "{message}");
     assert!(message.contains("\n  max_retained = 0 B: retained 1000 B in 1 block, 1000 B over"), "{message}");
-    let site = "\n  1000 B in 1 block, lost (nothing points to it)\n      leak_test::box_leak at tests/leak_test.rs:";
+    let site = "\n  1000 B in 1 block of [u8; 1000], lost (nothing points to it)\n      leak_test::box_leak at tests/leak_test.rs:";
     assert!(message.contains(site), "{message}");
 }
 

@@ -1,5 +1,6 @@
 //! Why retained memory is still there: leak tests of known cause, each run alone in a child process with a report
-//! directory, and the kind (and root) the report gives the site of each leaked buffer, told apart by its size.
+//! directory, and the kind (and root) the report gives the site of each leaked buffer, told apart by its size; and
+//! the type each site allocated, which the test process names from its own debug information.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -93,6 +94,21 @@ fn stored_in_a_table_made_before_the_test() {
     table.insert(key, black_box("x".repeat(4093)));
 }
 
+/// What a leaked `Arc<Ticket>` holds.
+struct Ticket {
+    _payload: [u8; 1000],
+}
+
+/// Leaks one allocation of each of the standard library's other allocating generics, told apart by their sizes.
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn leaked_of_each_kind() {
+    std::mem::forget(black_box(std::sync::Arc::new(Ticket { _payload: [0; 1000] })));
+    std::mem::forget(black_box(std::collections::VecDeque::<u32>::with_capacity(300)));
+    Box::leak(black_box(Box::new([0u16; 650])));
+    std::mem::forget(black_box(String::with_capacity(1111)));
+}
+
 /// Runs the ignored test `name` alone in a child process with a report directory; returns its output and report.
 fn run_alone(name: &str) -> (Output, LeakReport) {
     let dir = tempfile::tempdir().unwrap();
@@ -120,6 +136,11 @@ fn site(report: &LeakReport, bytes: u64) -> &RetainedSite {
         .unwrap_or_else(|| panic!("no site of {bytes} B in {:#?}", report.retained_sites))
 }
 
+/// The type the site of `bytes` allocated.
+fn type_of(report: &LeakReport, bytes: u64) -> Option<&str> {
+    site(report, bytes).type_name.as_deref()
+}
+
 /// The kinds and roots of the site of `bytes`.
 fn why(report: &LeakReport, bytes: u64) -> Vec<(Reach, Option<String>)> {
     site(report, bytes).why.iter().map(|why| (why.kind, why.root.clone())).collect()
@@ -134,19 +155,23 @@ fn a_forgotten_buffer_is_lost_and_the_failure_says_so() {
     let (output, report) = run_alone("forgotten_buffer");
     assert_eq!(why(&report, 513), [(Reach::Lost, None)]);
     assert_eq!(site(&report, 513).why[0].blocks, 1);
-    assert!(stderr(&output).contains("513 B in 1 block, lost (nothing points to it)"), "{}", stderr(&output));
+    assert_eq!(type_of(&report, 513), Some("u8"));
+    assert!(stderr(&output).contains("513 B in 1 block of u8, lost (nothing points to it)"), "{}", stderr(&output));
 }
 
 #[test]
 fn a_leaked_box_whose_reference_is_dropped_is_lost() {
-    let (_, report) = run_alone("leaked_box_whose_reference_is_dropped");
+    let (output, report) = run_alone("leaked_box_whose_reference_is_dropped");
     assert_eq!(why(&report, 520), [(Reach::Lost, None)]);
+    assert_eq!(type_of(&report, 520), Some("why::Session"));
+    assert!(stderr(&output).contains("520 B in 1 block of why::Session, lost"), "{}", stderr(&output));
 }
 
 #[test]
 fn a_push_into_a_static_is_held_by_the_static_named() {
     let (output, report) = run_alone("pushed_into_a_static");
     assert_eq!(why(&report, 1531), [(Reach::Static, Some("why::CACHE".to_owned()))]);
+    assert_eq!(type_of(&report, 1531), Some("u8"));
     assert!(stderr(&output).contains("held by static why::CACHE"), "{}", stderr(&output));
 }
 
@@ -154,6 +179,7 @@ fn a_push_into_a_static_is_held_by_the_static_named() {
 fn a_thread_local_grown_is_held_by_the_thread_local_named() {
     let (_, report) = run_alone("thread_local_grown");
     assert_eq!(why(&report, 2045), [(Reach::ThreadLocal, Some("why::SCRATCH".to_owned()))]);
+    assert_eq!(type_of(&report, 2045), Some("u8"));
 }
 
 #[test]
@@ -164,12 +190,22 @@ fn two_rcs_pointing_at_each_other_are_a_reference_cycle() {
     let rc_sites: Vec<_> = report.retained_sites.iter().filter(|site| site.blocks == 2 && site.bytes > 778).collect();
     assert!(rc_sites.iter().all(|site| site.why.iter().all(|why| why.kind == Reach::Cycle)), "{rc_sites:#?}");
     assert!(stderr(&output).contains("lost in a reference cycle"), "{}", stderr(&output));
+    // The nodes' payloads are bytes; each `Rc` allocated the `RefCell` it holds (with its counts).
+    assert_eq!((type_of(&report, 777), type_of(&report, 778)), (Some("u8"), Some("u8")));
+    let counted: Vec<Option<&str>> = report
+        .retained_sites
+        .iter()
+        .filter(|site| site.frames.iter().any(|frame| frame.function == "alloc::rc::Rc<T>::new"))
+        .map(|site| site.type_name.as_deref())
+        .collect();
+    assert_eq!(counted, [Some("core::cell::RefCell<why::Node>"); 2]);
 }
 
 #[test]
 fn a_buffer_held_by_a_thread_that_never_ends_is_on_its_stack() {
     let (_, report) = run_alone("held_by_a_thread_that_never_ends");
     assert_eq!(why(&report, 3067), [(Reach::ThreadStack, Some("keeper".to_owned()))]);
+    assert_eq!(type_of(&report, 3067), Some("u8"));
 }
 
 #[test]
@@ -178,4 +214,17 @@ fn an_entry_stored_in_a_table_made_before_the_test_is_not_lost() {
     assert_eq!(why(&report, 4093), [(Reach::Heap, Some("why::TABLE".to_owned()))]);
     let stderr = stderr(&output);
     assert!(stderr.contains("held through memory allocated before the test (from why::TABLE)"), "{stderr}");
+    // A budgeted test names its sites itself, typed too.
+    assert_eq!(type_of(&report, 4093), Some("u8"));
+}
+
+#[test]
+fn each_site_names_the_type_its_allocating_generic_was_given() {
+    let (output, report) = run_alone("leaked_of_each_kind");
+    // An `Arc`'s value with its counts, a deque's and a string's buffers, a box of an array.
+    assert_eq!(type_of(&report, 1016), Some("why::Ticket"));
+    assert_eq!(type_of(&report, 1200), Some("u32"));
+    assert_eq!(type_of(&report, 1111), Some("u8"));
+    assert_eq!(type_of(&report, 1300), Some("[u16; 650]"));
+    assert!(stderr(&output).contains("(1300 bytes) in 1 block of [u16; 650], lost"), "{}", stderr(&output));
 }

@@ -1,14 +1,14 @@
 //! Symbolising the stacks a leak test deferred (`YING_DEFER_SYMBOLS`): once per test executable, here, instead of
 //! every test process loading the executable's debug information for its report; and, while the executable does
 //! not change, once for all runs ([`SymbolCache`]). A retained site's type is read there too, at the frame the frame
-//! rules pick ([`ying_frames::types`]), by [`DebugTypes`].
+//! rules pick ([`ying_frames::types`]), by [`DebugTypes`] at the frame's entry addr2line gives.
 
 use crate::run::symbol_cache::{KeptTypes, SymbolCache};
-use crate::run::types::DebugTypes;
 use addr2line::Loader;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use ying_frames::debug_types::DebugTypes;
 use ying_frames::names::{DebugFrame, frames_at_address};
 use ying_frames::types::{AllocatedType, allocated_type};
 use ying_report::Frame;
@@ -39,7 +39,7 @@ struct Executable {
     /// `None` where the debug information tells none.
     types: KeptTypes,
     /// `None` until needed; then `Some(None)` when it cannot be read.
-    debug_types: Option<Option<DebugTypes>>,
+    debug_types: Option<Option<DebugTypes<memmap2::Mmap>>>,
     cache: Option<SymbolCache>,
 }
 
@@ -107,7 +107,7 @@ impl Executable {
             AllocatedType::Known { name, .. } => Some(name.to_owned()),
             AllocatedType::Argument { parameter, .. } => {
                 let path = &self.path;
-                let types = self.debug_types.get_or_insert_with(|| DebugTypes::open(path)).as_ref()?;
+                let types = self.debug_types.get_or_insert_with(|| crate::run::types::open(path)).as_ref()?;
                 types.argument(call, entry, parameter)
             }
         }
@@ -331,7 +331,8 @@ impl Stacks<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LIBRARY_UNITS, Symbolizer, demangle, library_unit_addresses};
+    use super::{LIBRARY_UNITS, Symbolizer, demangle, frame_entries, library_unit_addresses, map_executable};
+    use std::hint::black_box;
     use std::path::{Path, PathBuf};
     use ying_report::Frame;
 
@@ -471,6 +472,57 @@ mod tests {
             let file = frame.location.and_then(|location| location.file).unwrap_or_default();
             assert!(file.contains("/library/"), "{library}'s first code is the standard library's, not {file}");
         }
+    }
+
+    /// Inlined into its caller wherever it is called, in any build: its frame is an inlined one.
+    #[inline(always)]
+    fn doubled(value: u64) -> u64 {
+        black_box(value) * 2
+    }
+
+    /// Calls `doubled`, inlined, twice.
+    #[inline(never)]
+    fn calls_inlined(value: u64) -> u64 {
+        doubled(value) + doubled(value + 1)
+    }
+
+    #[test]
+    fn the_frames_entries_found_at_an_address_are_those_addr2line_gives() {
+        use object::{Object, ObjectSymbol};
+        assert_eq!(calls_inlined(black_box(3)), 14);
+        let executable = std::env::current_exe().unwrap();
+        let loader = addr2line::Loader::new(&executable).unwrap();
+        let types = crate::run::types::open(&executable).unwrap();
+        let (_, map) = map_executable(&executable).unwrap();
+        let object = object::File::parse(&*map).unwrap();
+        // This test's function, unoptimised, and functions of the standard library, optimised, with much inlined
+        // into them.
+        let functions = [
+            "cargo_ying::run::symbols::tests::calls_inlined",
+            "core::fmt::write",
+            "alloc::fmt::format::format_inner",
+            "std::io::stdio::_print",
+        ];
+        let mut compared = 0;
+        for name in functions {
+            let symbol = object
+                .symbols()
+                .find(|symbol| symbol.name().is_ok_and(|symbol| demangle(symbol) == name))
+                .unwrap_or_else(|| panic!("{name} in the symbol table"));
+            let (start, size) = (symbol.address(), symbol.size());
+            let mut inlined = 0;
+            // Addresses spread over the function (each costs a pass over its unit's entries), instructions' and
+            // bytes between them alike.
+            for address in (start..start + size).step_by(usize::try_from(size / 48).unwrap().max(1)) {
+                // `frame_entries` looks up the call before a return address.
+                let expected = frame_entries(&loader, address + 1);
+                assert_eq!(types.frame_entries(address), expected, "{name} at {address:#x}");
+                inlined += usize::from(expected.len() > 1);
+                compared += 1;
+            }
+            assert!(inlined > 0, "{name} has inlined frames");
+        }
+        assert!(compared > 150, "{compared} addresses");
     }
 
     #[test]

@@ -88,10 +88,10 @@ fn symbolize_ips(ips: &[usize]) -> Vec<Frame> {
     resolve_ips(ips).into_iter().map(|located| located.frame).collect()
 }
 
-/// A frame with the instruction pointer it was resolved from.
+/// A frame with the instruction pointer it was resolved from, and its index among that pointer's frames.
 struct Located {
-    #[cfg_attr(not(feature = "pprof"), expect(dead_code, reason = "read by the pprof encoder only"))]
     ip: usize,
+    index: usize,
     frame: Frame,
 }
 
@@ -104,21 +104,36 @@ impl AsRef<Frame> for Located {
 /// Resolves instruction pointers to frames (inlined frames expanded), each with its pointer, then trims them
 /// ([`Trim::tidy`]).
 fn resolve_ips(ips: &[usize]) -> Vec<Located> {
-    as_profiler(|| {
-        let mut frames = Vec::new();
-        for &ip in ips {
-            let resolved = resolve_ip(ip);
-            frames.extend(resolved.iter().map(|frame| Located { ip, frame: frame.clone() }));
-            // Past a thread's entry lie only the runtime's and the C library's start-up frames, and past the
-            // leak-test runner only the test harness: resolving them would load debug information for nothing.
-            if resolved
-                .iter()
-                .any(|frame| ying_frames::is_thread_entry(frame) || ying_frames::is_leak_test_runner(frame))
-            {
-                break;
-            }
+    as_profiler(|| TRIM.tidy(resolve_untrimmed(ips)))
+}
+
+/// Resolves instruction pointers to frames (inlined frames expanded), each with its pointer and its index among the
+/// pointer's frames, up to a thread's entry or the leak-test runner.
+fn resolve_untrimmed(ips: &[usize]) -> Vec<Located> {
+    let mut frames = Vec::new();
+    for &ip in ips {
+        let resolved = resolve_ip(ip);
+        frames.extend(resolved.iter().enumerate().map(|(index, frame)| Located { ip, index, frame: frame.clone() }));
+        // Past a thread's entry lie only the runtime's and the C library's start-up frames, and past the
+        // leak-test runner only the test harness: resolving them would load debug information for nothing.
+        if resolved.iter().any(|frame| ying_frames::is_thread_entry(frame) || ying_frames::is_leak_test_runner(frame)) {
+            break;
         }
-        TRIM.tidy(frames)
+    }
+    frames
+}
+
+/// The type a captured stack allocated, as `cargo ying` names it for the stacks it symbolises: read at the frame
+/// the frame rules pick ([`ying_frames::types::allocated_type`]) after the allocator's frames
+/// ([`Trim::strip_allocator_frames`]), from the executable's debug information (see [`super::types`]). `None` where
+/// the rules pick no frame, the frame is not the executable's, or its debug information does not tell.
+pub(crate) fn allocated_type(stack: &Ips) -> Option<String> {
+    as_profiler(|| {
+        let mut frames = resolve_untrimmed(stack.as_slice());
+        TRIM.strip_allocator_frames(&mut frames);
+        let allocated = ying_frames::types::allocated_type(&frames)?;
+        let at = &frames[allocated.frame()];
+        super::types::read(at.ip, at.index, resolve_ip(at.ip).len(), allocated)
     })
 }
 

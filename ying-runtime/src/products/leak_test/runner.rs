@@ -10,7 +10,7 @@ use crate::base::ids::{ScopeId, StackId};
 use crate::base::thread::{THREAD, as_profiler};
 use crate::hot::scope::{OpenScope, ScopeStats};
 use crate::hot::{live, stacks};
-use crate::read::symbolize::{name_test_body, span_frames, symbolize};
+use crate::read::symbolize::{allocated_type, name_test_body, span_frames, symbolize};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -249,7 +249,7 @@ impl Measured {
         })
     }
 
-    /// The site of the blocks allocated at `stack`, named (or left as addresses for the reader).
+    /// The site of the blocks allocated at `stack`, named and typed (or left as addresses for the reader).
     fn site(
         &mut self,
         stack: Option<StackId>,
@@ -266,15 +266,20 @@ impl Measured {
             let spans = relative_frames(spans, manifest_dir);
             return RetainedSite::deferred(bytes, blocks, addresses, spans);
         }
-        let frames = match stack.and_then(|stack| self.excuses.known(stack)) {
-            Some(known) => vec![Frame::new(known, None, None)],
+        let (frames, type_name) = match stack.and_then(|stack| self.excuses.known(stack)) {
+            Some(known) => (vec![Frame::new(known, None, None)], None),
             None => stack
                 .and_then(stacks::ips)
-                .map(|ips| relative_frames(name_test_body(symbolize(&ips), function), manifest_dir))
+                .map(|ips| {
+                    let frames = relative_frames(name_test_body(symbolize(&ips), function), manifest_dir);
+                    (frames, allocated_type(&ips))
+                })
                 .unwrap_or_default(),
         };
         let excused = stack.is_some_and(|stack| self.excuses.is_excused(stack));
-        RetainedSite::new(bytes, blocks, excused, frames)
+        let mut site = RetainedSite::new(bytes, blocks, excused, frames);
+        site.type_name = type_name;
+        site
     }
 
     fn findings(&self) -> Findings<'_> {
