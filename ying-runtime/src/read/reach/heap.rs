@@ -59,7 +59,7 @@ impl Chunks {
                     && correction.is_multiple_of(16)
                     && size.is_multiple_of(4096)
                     && size > 0
-                    && at + correction + size <= mapping.end
+                    && at.saturating_add(correction).saturating_add(size) <= mapping.end
                 {
                     ranges.push((at + correction + 2 * WORD, at + correction + size));
                     at += correction + size;
@@ -127,7 +127,8 @@ impl Heap<'_> {
             if size == 0 {
                 return chunks > 1 && end - at <= 64;
             }
-            if !size.is_multiple_of(16) || at + size > end {
+            // A size read from memory that holds no chunk can be any word: compared without overflowing.
+            if !size.is_multiple_of(16) || size > end - at {
                 return false;
             }
             at += size;
@@ -168,5 +169,26 @@ impl Heap<'_> {
         let lists = user + TCACHE_BINS * 2;
         counts.iter().all(|&count| count <= 1024)
             && (0..TCACHE_BINS).all(|bin| (counts[bin] == 0) == (self.word(lists + bin * WORD) == 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Heap, PREV_INUSE, Reader, WORD};
+
+    #[test]
+    fn chunks_that_follow_one_another_to_the_end_are_a_chain_and_any_size_word_is_read_without_overflow() {
+        // Three chunks of 32 bytes, each header's size the second of its four words.
+        let mut words = vec![0usize; 12];
+        for header in [1, 5, 9] {
+            words[header] = 32 | PREV_INUSE;
+        }
+        let (start, end) = (words.as_ptr() as usize, words.as_ptr() as usize + words.len() * WORD);
+        let mut reader = Reader::new();
+        assert!(Heap(reader.snapshot(start, end)).chain_ends_at(start, end));
+        // A position that holds no chunk: its "size" is any word, the largest one included.
+        words[5] = usize::MAX & !15;
+        std::hint::black_box(&mut words);
+        assert!(!Heap(reader.snapshot(start, end)).chain_ends_at(start, end));
     }
 }
