@@ -216,7 +216,13 @@ pub(crate) enum BaselineFileError {
     /// It could not be checked.
     #[error("could not check whether it is writable")]
     Check(#[source] std::io::Error),
+    /// The run measured no test: a baseline of nothing would pass every run after it.
+    #[error("{NOTHING_MEASURED}; the baseline is left as it was")]
+    NothingMeasured,
 }
+
+/// What a run that measured no test says.
+pub(crate) const NOTHING_MEASURED: &str = "0 tests measured: add #[ying::leak_test] or run with --measure all";
 
 /// Why the tests could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -382,6 +382,12 @@ impl Run {
         }
     }
 
+    /// How many tests were measured: those with a report of their memory (leak tests, or every test under
+    /// `--measure all`).
+    pub(crate) fn measured(&self) -> usize {
+        self.tests.iter().filter(|test| test.leak.is_some()).count()
+    }
+
     /// Whether a test failed, crashed or timed out.
     pub(crate) fn failed(&self) -> bool {
         self.tests.iter().any(|test| test.outcome.is_failure())

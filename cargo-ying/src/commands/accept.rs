@@ -2,7 +2,7 @@
 
 use crate::baseline::BaselineFile;
 use crate::cli::AcceptArgs;
-use crate::error::Result;
+use crate::error::{BaselineFileError, Error, Result};
 use crate::saved;
 use crate::workspace::Workspace;
 use ying_report::exit_code;
@@ -14,6 +14,9 @@ pub(crate) fn run(args: &AcceptArgs) -> Result<u8> {
     let out_dir = workspace.out_dir(args.target_dir.as_deref());
     let summary = saved::read_summary(&out_dir.join("summary.json"), " (run cargo ying test first)")?;
     let mut entries = saved::entries(&summary, &out_dir)?;
+    if entries.is_empty() {
+        return Err(Error::SaveBaseline { path: baseline.path, source: BaselineFileError::NothingMeasured });
+    }
     // As `--save-baseline` does: a test within the tolerance keeps its recorded entry.
     for test in &summary.tests {
         if test.gate.is_some_and(ying_report::GateVerdict::keeps_baseline_entry) {

@@ -3,7 +3,7 @@
 use crate::baseline::BaselineFile;
 use crate::cli::TestArgs;
 use crate::config::{Measure, NoTests};
-use crate::error::{Error, Result};
+use crate::error::{BaselineFileError, Error, Result};
 use crate::model::Run;
 use crate::outputs::{artifacts, github, junit, listing, terminal};
 use crate::run::build::TestBinary;
@@ -161,11 +161,15 @@ fn run_tests(plan: &Plan, options: &RunOptions, settings: &Settings, baseline: &
     Ok(run)
 }
 
-/// Writes the baseline from `run`'s leak tests (the others' entries kept), and says so.
+/// Writes the baseline from `run`'s leak tests (the others' entries kept), and says so; refuses when the run
+/// measured no test, leaving the file as it was.
 fn save_baseline(run: &Run, baseline: BaselineFile) -> Result<()> {
+    // Every measured test has an entry: count them, rather than build each entry again.
+    let all = run.measured();
+    if all == 0 {
+        return Err(Error::SaveBaseline { path: baseline.path, source: BaselineFileError::NothingMeasured });
+    }
     let entries = run.entries_to_save();
-    // Every leak test with a report has an entry: count them, rather than build each entry again.
-    let all = run.tests.iter().filter(|test| test.leak.is_some()).count();
     let written = entries.len();
     baseline.save(entries)?;
     let kept = match all - written {

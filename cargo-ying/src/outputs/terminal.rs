@@ -311,8 +311,14 @@ impl Reporter {
         write_whole(&table);
     }
 
-    /// The gate's table, or how to make a baseline when there is none (unless one is being saved).
+    /// That the run measured no test (unless the baseline is being saved, which refuses then), and the gate's table or
+    /// how to make a baseline when there is none.
     pub(crate) fn gate(&self, run: &Run, baseline: &std::path::Path, saving: bool) {
+        // Nothing measured passes every gate: said once, here, or by the error when the baseline is to be saved.
+        let nothing_measured = run.measured() == 0 && !run.tests.is_empty() && run.interrupted.is_none();
+        if nothing_measured && !saving {
+            say!("\n{}", crate::error::NOTHING_MEASURED);
+        }
         match &run.gate {
             Some(gate) => {
                 let shown = gate.baseline.display().to_string();
@@ -323,7 +329,7 @@ impl Reporter {
                 }
                 write_whole(&table);
             }
-            None if !saving => {
+            None if !saving && !nothing_measured => {
                 say!("\nno baseline at {} yet: --save-baseline (or cargo ying accept) writes one", baseline.display())
             }
             None => {}

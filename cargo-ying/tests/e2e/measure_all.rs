@@ -43,10 +43,25 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
 
-    // As before: no test of the suite is a leak test, so nothing is measured.
+    // As before: no test of the suite is a leak test, so nothing is measured, and the run says so and how to
+    // measure, instead of how to save a baseline.
     let output = fixture.cargo_ying(&[], &[]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{said}");
     assert!(entry(&summary(&target_dir()), "plain", "leaks_a_box")["retained_bytes"].is_null());
+    let nothing = "0 tests measured: add #[ying::leak_test] or run with --measure all";
+    assert_eq!(said.matches(nothing).count(), 1, "{said}");
+    assert!(!said.contains("--save-baseline (or cargo ying accept) writes one"), "{said}");
+    // A baseline of nothing is not saved, by the run or by `accept` after it: exit 2, no file.
+    let baseline = fixture.path().join("ying-baseline.json");
+    for (subcommand, args) in [("test", &["--save-baseline"][..]), ("accept", &[])] {
+        let output = fixture.subcommand(subcommand, args, &[]).output().unwrap();
+        let stderr = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{subcommand}: {stderr}");
+        let error = format!("error: failed to save the baseline {}: {nothing}", baseline.display());
+        assert!(stderr.contains(&error), "{subcommand}: {stderr}");
+        assert!(!baseline.exists(), "{subcommand}");
+    }
 
     let output = fixture.cargo_ying(&["--measure", "all"], &[]);
     let stderr = stderr(&output);
