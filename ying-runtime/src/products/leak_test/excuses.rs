@@ -73,11 +73,13 @@ pub(super) struct Excuses {
     /// Stacks whose names are left to the reader are not judged here (see `Plan::defers_excuses`).
     defer: bool,
     verdicts: HashMap<StackId, bool>,
+    /// What [`known`](Self::known) found for each stack asked.
+    known: HashMap<StackId, Option<&'static str>>,
 }
 
 impl Excuses {
     pub(super) fn new(patterns: &'static [&'static str], function: String, defer: bool) -> Self {
-        Self { patterns, function, defer, verdicts: HashMap::new() }
+        Self { patterns, function, defer, verdicts: HashMap::new(), known: HashMap::new() }
     }
 
     /// Whether memory allocated from recorded stack `stack` is excused: by its addresses, or by its names unless
@@ -98,7 +100,7 @@ impl Excuses {
     /// The addresses of recorded stack `stack` in the executable, when the reader names and judges it instead of
     /// this process (see `RetainedSite::addresses`): names are deferred, its addresses excuse nothing
     /// ([`known`](Self::known)), and the executable made the allocation (see [`deferrable_addresses`]).
-    pub(super) fn deferred(&self, stack: StackId) -> Option<Vec<u64>> {
+    pub(super) fn deferred(&mut self, stack: StackId) -> Option<Vec<u64>> {
         if !self.defer || self.known(stack).is_some() {
             return None;
         }
@@ -106,9 +108,13 @@ impl Excuses {
     }
 
     /// The frame that excuses memory allocated from recorded stack `stack` by its addresses alone (see
-    /// [`ExcusingCode`]), if they do: its report shows that frame, and nothing is symbolised.
-    pub(super) fn known(&self, stack: StackId) -> Option<&'static str> {
-        stacks::ips(stack).and_then(|ips| ExcusingCode::get().excuse(ips.as_slice()))
+    /// [`ExcusingCode`]), if they do: its report shows that frame, and nothing is symbolised. Each stack is looked
+    /// at once.
+    pub(super) fn known(&mut self, stack: StackId) -> Option<&'static str> {
+        *self
+            .known
+            .entry(stack)
+            .or_insert_with(|| stacks::ips(stack).and_then(|ips| ExcusingCode::get().excuse(ips.as_slice())))
     }
 
     /// Bytes and blocks scope `id` owns whose stacks are excused.

@@ -218,12 +218,10 @@ impl Measured {
         as_profiler(|| {
             let blocks = live::owned_by(self.scope_id);
             // The blocks of code the excuses know by address (the standard library's backtraces) are not scanned.
-            let known: Vec<bool> = {
-                let mut by_stack = HashMap::new();
-                let excuses = &self.excuses;
-                let mut known = |stack| *by_stack.entry(stack).or_insert_with(|| excuses.known(stack).is_some());
-                blocks.iter().map(|block| block.stack.is_some_and(&mut known)).collect()
-            };
+            let known: Vec<bool> = blocks
+                .iter()
+                .map(|block| block.stack.is_some_and(|stack| self.excuses.known(stack).is_some()))
+                .collect();
             let mut reach = why::Why::scan(&blocks, &known);
             let mut by_stack: HashMap<Option<StackId>, (u64, u64, why::Whys)> = HashMap::new();
             for (block, &known) in blocks.iter().zip(&known) {
