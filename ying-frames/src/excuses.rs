@@ -42,12 +42,25 @@ pub(crate) fn is_std_backtrace(function: &str) -> bool {
     function.trim_start_matches('<').starts_with(STD_BACKTRACE)
 }
 
+/// The standard library's bookkeeping of its threads for the stack-overflow handler: a map from each live
+/// thread to its guard page (`stack_overflow::thread_info`), filled as each thread starts. An entry leaves with its
+/// thread, but the map keeps nodes sized by how many threads lived at once, so a test that spawns and joins
+/// threads would retain some of them depending on its threads' timing.
+const STD_THREAD_BOOKKEEPING: &str = "std::sys::pal::unix::stack_overflow::";
+
+/// Whether `function` (a demangled name) is of the standard library's bookkeeping for its stack-overflow handler.
+fn is_std_thread_bookkeeping(function: &str) -> bool {
+    function.trim_start_matches('<').starts_with(STD_THREAD_BOOKKEEPING)
+}
+
 /// Whether memory allocated at `frames` is excused: libtest's captured output, a thread-local's initial value, the
-/// standard library's cache of debug information for backtraces, or matched by one of the test's `allow` patterns.
+/// standard library's cache of debug information for backtraces or its bookkeeping of threads, or matched by one
+/// of the test's `allow` patterns.
 pub fn frames_are_excused(frames: &[Frame], patterns: &[&str]) -> bool {
     frames.iter().any(|frame| {
         CAPTURED_OUTPUT.iter().any(|name| frame.function.starts_with(name))
             || is_std_backtrace(&frame.function)
+            || is_std_thread_bookkeeping(&frame.function)
             || initialises_a_thread_local(frame)
             || patterns.iter().any(|pattern| frame.function.contains(pattern))
     })
@@ -110,6 +123,27 @@ mod tests {
         for stack in NOT_THREAD_LOCAL_VALUES {
             assert!(!frames_are_excused(&frames(stack), &[]), "{stack:?}");
         }
+    }
+
+    #[test]
+    fn the_standard_librarys_bookkeeping_of_threads_is_excused() {
+        // A thread's start inserting into the map behind the stack-overflow handler, which grows a node.
+        let node = "alloc::collections::btree::node::LeafNode<usize, std::sys::pal::unix::stack_overflow::thread_info::\
+                    ThreadInfo>";
+        let starts = [
+            format!("<alloc::boxed::Box<{node}>>::try_new_uninit_in"),
+            "std::sys::pal::unix::stack_overflow::thread_info::set_current_info".to_owned(),
+            "std::sys::pal::unix::stack_overflow::imp::make_handler".to_owned(),
+            "<std::sys::pal::unix::stack_overflow::Handler>::new".to_owned(),
+            "<std::sys::thread::unix::Thread>::new::thread_start".to_owned(),
+        ];
+        let stack: Vec<&str> = starts.iter().map(String::as_str).collect();
+        assert!(frames_are_excused(&frames(&stack), &[]));
+        // The handler inlined into the thread's start: its frame is still the module's.
+        assert!(frames_are_excused(&frames(&[stack[0], stack[4], stack[3]]), &[]));
+        // A thread the test spawns, still running, keeps what the spawn allocated: not excused.
+        let spawn = ["<std::thread::thread::Thread>::new", "std::thread::lifecycle::spawn_unchecked", "app::t"];
+        assert!(!frames_are_excused(&frames(&spawn), &[]));
     }
 
     #[test]
