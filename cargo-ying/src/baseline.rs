@@ -11,7 +11,7 @@ use crate::error::{BaselineFileError, Error, Result};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use ying_report::{Baseline, BaselineEntry, TestId};
+use ying_report::{Baseline, BaselineEntry, Measured, TestId};
 
 /// The baseline file and what it holds (nothing yet when it does not exist).
 pub(crate) struct BaselineFile {
@@ -63,16 +63,36 @@ impl BaselineFile {
         Ok(())
     }
 
-    /// Writes `entries` into the baseline, over its existing entries of the same tests; the others stay as they
-    /// are on disk now (another run may have saved since this one read it).
-    pub(crate) fn save(&self, entries: BTreeMap<TestId, BaselineEntry>) -> Result<()> {
+    /// Whether the baseline was read from a file of an earlier form, which the next save writes whole: every
+    /// measured test's entry is to be saved then, not only those that changed.
+    pub(crate) fn is_of_earlier_form(&self) -> bool {
+        self.baseline.as_ref().is_some_and(|baseline| baseline.read_from.is_some())
+    }
+
+    /// Which tests the baseline's runs measured (the leak tests, when there is none).
+    pub(crate) fn measured(&self) -> Measured {
+        self.baseline.as_ref().map(|baseline| baseline.measured).unwrap_or_default()
+    }
+
+    /// Writes `entries`, of a run that `measured` those tests, into the baseline, over its existing entries of the
+    /// same tests; the others stay as they are on disk now (another run may have saved since this one read it).
+    /// Once a run with `--measure all` saved into it, the baseline stays one of every test. Returns the schema
+    /// version of the earlier form the file was in, which it is no longer.
+    pub(crate) fn save(&self, entries: BTreeMap<TestId, BaselineEntry>, measured: Measured) -> Result<Option<u32>> {
         let write_error = |source| Error::WriteBaseline { path: self.path.clone(), source };
         let target = ying_report::resolve_symlinks(&self.path).map_err(write_error)?;
         let _lock = lock(directory(&target), &self.path)?;
-        // A baseline read is of this version (others are refused), as is a new one.
+        // A baseline read is of this version or converted from an earlier one (others are refused), as is a new one.
         let mut baseline = read(&target)?.unwrap_or_default();
-        baseline.tests.extend(entries);
-        baseline.write(&target).map_err(write_error)
+        let rewritten = baseline.read_from.take();
+        if measured == Measured::All {
+            baseline.measured = Measured::All;
+        }
+        for (id, entry) in entries {
+            baseline.record(id, entry);
+        }
+        baseline.write(&target).map_err(write_error)?;
+        Ok(rewritten)
     }
 }
 
@@ -142,7 +162,7 @@ mod tests {
     use super::{BaselineFile, lock};
     use std::collections::BTreeMap;
     use std::os::unix::fs::PermissionsExt as _;
-    use ying_report::{Baseline, BaselineEntry, TargetKind, TestId};
+    use ying_report::{Baseline, BaselineEntry, Measured, TargetKind, TestId};
 
     fn id(name: &str) -> TestId {
         TestId::new("pkg", TargetKind::Test, "leaks", name)
@@ -150,6 +170,10 @@ mod tests {
 
     fn entries(name: &str, retained: u64) -> BTreeMap<TestId, BaselineEntry> {
         BTreeMap::from([(id(name), BaselineEntry { retained_bytes: retained, ..BaselineEntry::default() })])
+    }
+
+    fn save(file: &BaselineFile, entries: BTreeMap<TestId, BaselineEntry>) {
+        assert_eq!(file.save(entries, Measured::LeakTests).unwrap(), None);
     }
 
     #[test]
@@ -160,13 +184,38 @@ mod tests {
         let second = BaselineFile::open_to_save(path.clone()).unwrap();
         assert!(first.baseline.is_none() && second.baseline.is_none());
         // Both read the baseline before either saved; the later save keeps the earlier one's entry.
-        second.save(entries("b", 2)).unwrap();
-        first.save(entries("a", 1)).unwrap();
+        save(&second, entries("b", 2));
+        save(&first, entries("a", 1));
         let saved = Baseline::read(&path).unwrap().unwrap();
         assert_eq!(saved.tests.keys().cloned().collect::<Vec<_>>(), [id("a"), id("b")]);
-        first.save(entries("b", 3)).unwrap();
+        save(&first, entries("b", 3));
         assert_eq!(Baseline::read(&path).unwrap().unwrap().tests[&id("b")].retained_bytes, 3, "an entry replaced");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no lock or temporary file left");
+    }
+
+    #[test]
+    fn an_earlier_form_is_written_whole_by_the_next_save_and_a_baseline_of_every_test_stays_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ying-baseline.json");
+        let earlier = r#"{"schema_version": 2, "tests": {"pkg::leaks a": {"retained_bytes": 1, "peak_bytes": 2,
+            "allocated_bytes": 3, "allocations": 4, "retained_stacks": ["leaks::a at tests/leaks.rs:3 1"]}}}"#;
+        std::fs::write(&path, earlier).unwrap();
+        let file = BaselineFile::open_to_save(path.clone()).unwrap();
+        assert!(file.is_of_earlier_form());
+        assert_eq!(file.save(entries("b", 5), Measured::All).unwrap(), Some(2), "it says it rewrote schema 2");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"schema_version\": 3") && !text.contains("tests/leaks.rs"), "{text}");
+        assert_eq!(
+            text.lines().filter(|line| line.starts_with("    \"pkg::leaks ")).count(),
+            2,
+            "a line a test: {text}"
+        );
+        let file = BaselineFile::open_to_save(path.clone()).unwrap();
+        assert!(!file.is_of_earlier_form());
+        assert_eq!(file.measured(), Measured::All);
+        // A run of the leak tests saving into it keeps it a baseline of every test: its other entries are kept.
+        save(&file, entries("a", 1));
+        assert_eq!(Baseline::read(&path).unwrap().unwrap().measured, Measured::All);
     }
 
     #[test]
@@ -217,7 +266,7 @@ mod tests {
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
         let link = dir.path().join("ying-baseline.json");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        BaselineFile::open_to_save(link.clone()).unwrap().save(entries("a", 1)).unwrap();
+        save(&BaselineFile::open_to_save(link.clone()).unwrap(), entries("a", 1));
         assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
         assert!(Baseline::read(&target).unwrap().unwrap().tests.contains_key(&id("a")));
         assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o640);
@@ -230,7 +279,7 @@ mod tests {
         let (sender, receiver) = std::sync::mpsc::channel();
         let path = dir.path().join("ying-baseline.json");
         let saver = std::thread::spawn(move || {
-            BaselineFile::open(path).unwrap().save(entries("a", 1)).unwrap();
+            save(&BaselineFile::open(path).unwrap(), entries("a", 1));
             sender.send(()).unwrap();
         });
         assert!(receiver.recv_timeout(std::time::Duration::from_millis(300)).is_err(), "it waits for the lock");

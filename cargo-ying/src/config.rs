@@ -33,6 +33,9 @@ pub(crate) struct Config {
     pub no_tests: Option<NoTests>,
     /// Which tests a run measures (`measure = "all"`).
     pub measure: Option<Measure>,
+    /// Patterns of the function names whose retained memory is excused in every measured test, as the attribute's
+    /// `allow` (`allow = ["tokio::signal::"]`).
+    pub allow: Option<Vec<String>>,
 }
 
 /// `measure`, and `--measure`: which tests a run measures.
@@ -43,6 +46,16 @@ pub(crate) enum Measure {
     LeakTests,
     /// Every test, through the allocation interposer
     All,
+}
+
+impl Measure {
+    /// Which tests a run that measures so measured, as the baseline and summary.json record it.
+    pub(crate) fn recorded(self) -> ying_report::Measured {
+        match self {
+            Self::LeakTests => ying_report::Measured::LeakTests,
+            Self::All => ying_report::Measured::All,
+        }
+    }
 }
 
 /// `no-tests`, and `--no-tests`: what a run with no test to run does.
@@ -70,6 +83,7 @@ const KEYS: &[&str] = &[
     "min-growth",
     "gate",
     "reruns",
+    "allow",
 ];
 
 impl Config {
@@ -110,6 +124,7 @@ impl Config {
                     config.no_tests = Some(choice(value, "\"fail\", \"warn\" or \"pass\"").map_err(error)?);
                 }
                 "measure" => config.measure = Some(choice(value, "\"all\" or \"leak-tests\"").map_err(error)?),
+                "allow" => config.allow = Some(allow(value).map_err(error)?),
                 unknown => {
                     return Err(ConfigError { key: None, message: unknown_key(unknown) });
                 }
@@ -130,6 +145,27 @@ fn describe(value: &serde_json::Value) -> String {
 
 fn expected(what: &str, value: &serde_json::Value) -> String {
     format!("expected {what}, found {}", describe(value))
+}
+
+/// `allow`: a list of patterns, in the grammar of the attribute's `allow` (non-empty strings, each a part of the
+/// function names to excuse).
+fn allow(value: &serde_json::Value) -> Result<Vec<String>, String> {
+    let serde_json::Value::Array(items) = value else {
+        return Err(expected("a list of patterns, like [\"regex::\", \"my_crate::interner\"]", value));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| match item.as_str() {
+            Some("") => Err(format!("pattern {} is empty, which would excuse everything", index + 1)),
+            Some(pattern) => Ok(pattern.to_owned()),
+            None => Err(format!(
+                "pattern {}: expected a string, a part of the function names to excuse like \"regex::\", found {}",
+                index + 1,
+                describe(item)
+            )),
+        })
+        .collect()
 }
 
 fn jobs(value: &serde_json::Value) -> Result<NonZeroUsize, String> {
@@ -254,6 +290,25 @@ mod tests {
         assert_eq!(read.gate, Some(vec![Figure::Peak, Figure::Allocations]));
         assert_eq!(Config::from_metadata(&json!(null)).unwrap(), Config::default());
         assert_eq!(config(json!({"timeout": 30})).unwrap().timeout, Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn allow_takes_the_attributes_patterns_and_refuses_what_it_refuses() {
+        let read = config(json!({"allow": ["tokio::signal::", "my_crate::interner"]})).unwrap();
+        assert_eq!(read.allow, Some(vec!["tokio::signal::".to_owned(), "my_crate::interner".to_owned()]));
+        assert_eq!(
+            config(json!({"allow": "tokio::"})).unwrap_err(),
+            "`allow`: expected a list of patterns, like [\"regex::\", \"my_crate::interner\"], found the string \
+             \"tokio::\""
+        );
+        assert_eq!(
+            config(json!({"allow": ["a", ""]})).unwrap_err(),
+            "`allow`: pattern 2 is empty, which would excuse everything"
+        );
+        assert_eq!(
+            config(json!({"allow": [3]})).unwrap_err(),
+            "`allow`: pattern 1: expected a string, a part of the function names to excuse like \"regex::\", found 3"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use ying_report::report::RetainedSite;
-use ying_report::{BaselineEntry, ByteSize, Figure, GateVerdict, LeakReport, TestId};
+use ying_report::{BaselineEntry, ByteSize, Figure, GateVerdict, LeakReport, Measured, TestId};
 
 /// The default relative tolerance: retained memory may grow by 10% before the gate fails.
 pub(crate) const DEFAULT_MAX_GROWTH: Growth = Growth(0.10);
@@ -107,6 +107,11 @@ pub(crate) struct Gating {
 }
 
 impl Gating {
+    /// The gated figures: retained and lost bytes, then those asked for.
+    pub(crate) fn figures(&self) -> &[Figure] {
+        &self.figures
+    }
+
     /// Gating of retained and lost bytes and `also`, with `tolerance`.
     pub(crate) fn new(tolerance: Tolerance, also: &[Figure]) -> Self {
         let mut figures = vec![Figure::Retained, Figure::Lost];
@@ -213,6 +218,10 @@ pub(crate) struct Comparison {
     pub tests: BTreeMap<TestId, TestGate>,
     /// Baseline tests the run should have run but did not report (only known when no filter narrowed the run).
     pub missing: Vec<TestId>,
+    /// The baseline was saved with `--measure all` and this run measured the leak tests only: its other tests
+    /// could not be compared, and are not listed as missing. How many of its tests the run did not measure (0 when
+    /// a filter narrowed the run).
+    pub measured_all_only: Option<usize>,
 }
 
 impl Comparison {
@@ -226,51 +235,67 @@ impl Comparison {
         self.tests.iter().filter(move |(_, gate)| gate.verdict == verdict).map(|(id, _)| id)
     }
 
-    /// Whether the gate fails: a regression, or with `check`, a new or missing test.
+    /// Whether the gate fails: a regression, or with `check`, a new or missing test, or a baseline measured in
+    /// a way this run did not.
     pub(crate) fn fails(&self, check: bool) -> bool {
         self.with(GateVerdict::Regressed).next().is_some()
-            || (check && (self.with(GateVerdict::New).next().is_some() || !self.missing.is_empty()))
+            || (check
+                && (self.with(GateVerdict::New).next().is_some()
+                    || !self.missing.is_empty()
+                    || self.measured_all_only.is_some()))
+    }
+
+    /// Takes into account how the baseline's tests and this run's were measured: when the baseline was saved with
+    /// `--measure all` and the run measured the leak tests only, the tests it did not measure are one fact (the
+    /// baseline's measure), not each a missing test.
+    pub(crate) fn measured(&mut self, baseline: Measured, run: Measured) {
+        if baseline == Measured::All && run == Measured::LeakTests {
+            self.measured_all_only = Some(std::mem::take(&mut self.missing).len());
+        }
     }
 }
 
 /// What the gate compares of a leak test's `report`, and the baseline keeps: its figures (or steady state) and its
-/// retained memory's stacks, folded by the frame rules.
+/// retained memory's sites, keyed by the frame rules ([`ying_frames::retained_sites`]).
 pub(crate) fn entry(report: &LeakReport) -> BaselineEntry {
-    BaselineEntry::of(report, ying_frames::retained_stacks(report))
+    BaselineEntry::of(report, ying_frames::retained_sites(report))
 }
 
-/// The sites of `report` its retained memory grew at against `before`: those whose folded stack holds more bytes
-/// now than in the baseline's retained stacks, the most grown first (sites of one stack by their bytes); when the
-/// baseline kept no stacks for the test, its largest sites. Excused sites are never among them.
+/// The sites of `report` its retained memory grew at against `before`: those of the keys
+/// ([`ying_frames::site_key`]) that hold more bytes now than the baseline recorded for them (a key it does not name
+/// held nothing), the most grown key first, each key's sites by their bytes. Of a grown key's sites, those the
+/// baseline's bytes account for are left out, the largest first: a new leak in a function that already retained
+/// is named alone. Excused sites are never among them.
 pub(crate) fn grown_sites<'a>(before: &BaselineEntry, report: &'a LeakReport) -> Vec<&'a RetainedSite> {
-    let sites: Vec<(&RetainedSite, String)> = report
-        .retained_sites
-        .iter()
-        .filter(|site| !site.excused)
-        .filter_map(|site| Some((site, ying_frames::fold(&site.frames, site.bytes)?.stack())))
-        .collect();
-    if before.retained_stacks.is_empty() {
-        let mut largest: Vec<&RetainedSite> = sites.into_iter().map(|(site, _)| site).collect();
-        largest.sort_by_key(|site| std::cmp::Reverse(site.bytes));
-        return largest;
+    let (was, _) = before.site_bytes();
+    let mut by_key: BTreeMap<String, Vec<&RetainedSite>> = BTreeMap::new();
+    for site in report.retained_sites.iter().filter(|site| !site.excused && site.bytes > 0) {
+        by_key.entry(ying_frames::site_key(&site.frames)).or_default().push(site);
     }
-    let mut was: BTreeMap<String, u64> = BTreeMap::new();
-    for stack in &before.retained_stacks {
-        *was.entry(stack.stack()).or_default() += stack.bytes();
-    }
-    let mut now: BTreeMap<&str, u64> = BTreeMap::new();
-    for (site, stack) in &sites {
-        *now.entry(stack.as_str()).or_default() += site.bytes;
-    }
-    let mut grown: Vec<(u64, &RetainedSite)> = sites
-        .iter()
-        .filter_map(|(site, stack)| {
-            let growth = now[stack.as_str()].saturating_sub(was.get(stack).copied().unwrap_or_default());
-            (growth > 0).then_some((growth, *site))
+    let mut grown: Vec<(u64, Vec<&RetainedSite>)> = by_key
+        .into_iter()
+        .filter_map(|(key, mut sites)| {
+            let recorded = was.get(key.as_str()).copied().unwrap_or_default();
+            let growth = sites.iter().map(|site| site.bytes).sum::<u64>().checked_sub(recorded)?;
+            if growth == 0 {
+                return None;
+            }
+            sites.sort_by_key(|site| std::cmp::Reverse(site.bytes));
+            let mut unaccounted = recorded;
+            sites.retain(|site| {
+                let accounted = site.bytes <= unaccounted;
+                if accounted {
+                    unaccounted -= site.bytes;
+                }
+                !accounted
+            });
+            Some((growth, sites))
         })
         .collect();
-    grown.sort_by(|(a, a_site), (b, b_site)| b.cmp(a).then_with(|| b_site.bytes.cmp(&a_site.bytes)));
-    grown.into_iter().map(|(_, site)| site).collect()
+    grown.sort_by(|(a, a_sites), (b, b_sites)| {
+        b.cmp(a).then_with(|| b_sites.first().map(|site| site.bytes).cmp(&a_sites.first().map(|site| site.bytes)))
+    });
+    grown.into_iter().flat_map(|(_, sites)| sites).collect()
 }
 
 /// Judges `current` (this run's leak tests, as the baseline would record them) against `baseline`. `complete`: the
@@ -302,8 +327,9 @@ pub(crate) fn judge(before: &BaselineEntry, now: &BaselineEntry, gating: &Gating
         return TestGate::new(GateVerdict::New, Vec::new(), now.steady_state);
     }
     let steady_state = now.steady_state;
-    // An entry written before reports told lost bytes is not judged by them.
-    let judged = |figure: &Figure| *figure != Figure::Lost || before.lost_bytes.is_some();
+    // A figure the entry does not keep is not judged: lost bytes in an entry written before reports told them,
+    // another figure gated only since the baseline was saved.
+    let judged = |figure: &Figure| before.get(*figure).is_some();
     let (before, now) = (before.figures(), now.figures());
     let row = |figure| Row { figure, baseline: before.get(figure), now: now.get(figure) };
     let regressed: Vec<Row> = gating
@@ -491,7 +517,7 @@ mod tests {
     }
 
     #[test]
-    fn grown_sites_are_those_whose_stacks_hold_more_than_the_baseline_kept_the_most_grown_first() {
+    fn grown_sites_are_those_of_the_keys_that_hold_more_than_the_baseline_recorded_the_most_grown_first() {
         let before =
             report(&[(24_576, "app::fill_cache", false), (100, "app::shrinks", false), (64, "app::twice", false)]);
         let before = super::entry(&before);
@@ -503,16 +529,44 @@ mod tests {
             (40, "app::twice", false),
             (4096, "std::io::stdio::_print", true),
         ]);
-        // The forgotten buffer is new (+512); two sites of one stack grew together (+16); the cache by 24 B.
+        // The forgotten buffer is new (+512); the cache grew by 24 B; two sites of one key grew together (+16), and
+        // the baseline's 64 B account for one of them.
         let grown = super::grown_sites(&before, &now);
-        assert_eq!(functions(&grown), ["app::forgotten", "app::fill_cache", "app::twice", "app::twice"]);
-        // A baseline without stacks for the test: the largest sites, excused ones left out.
+        assert_eq!(functions(&grown), ["app::forgotten", "app::fill_cache", "app::twice"]);
+        // A baseline without sites for the test: every site is new, the largest key first, excused ones left out.
         let bare = BaselineEntry::new(figures(24_576), Vec::new());
         let largest = super::grown_sites(&bare, &now);
         assert_eq!(
             functions(&largest),
-            ["app::fill_cache", "app::forgotten", "app::shrinks", "app::twice", "app::twice"]
+            ["app::fill_cache", "app::forgotten", "app::twice", "app::twice", "app::shrinks"]
         );
+    }
+
+    #[test]
+    fn a_new_leak_in_a_function_that_already_retained_is_named_alone_whatever_its_line() {
+        use ying_report::Frame;
+        use ying_report::report::RetainedSite;
+        let at = |line| {
+            vec![
+                Frame::new("alloc::vec::from_elem", Some("/rustc/0/library/alloc/src/vec/mod.rs".into()), Some(3000)),
+                Frame::new("plain::caches", Some("tests/plain.rs".into()), Some(line)),
+            ]
+        };
+        let mut before = report(&[]);
+        before.retained_sites = vec![RetainedSite::new(4000, 1, false, at(38))];
+        let before = super::entry(&before);
+        assert_eq!(before.sites, [("plain::caches".to_owned(), 4000)]);
+        // Lines moved down by three; a 512 B leak was added below the 4000 B one.
+        let mut now = report(&[]);
+        now.retained_sites = vec![RetainedSite::new(4000, 1, false, at(41)), RetainedSite::new(512, 1, false, at(42))];
+        let grown = super::grown_sites(&before, &now);
+        let lines: Vec<Option<u32>> = grown.iter().map(|site| site.frames[1].line).collect();
+        assert_eq!(lines, [Some(42)]);
+        // The one site grew: it is named.
+        now.retained_sites = vec![RetainedSite::new(4512, 1, false, at(41))];
+        assert_eq!(super::grown_sites(&before, &now).len(), 1);
+        now.retained_sites[0].bytes = 4000;
+        assert!(super::grown_sites(&before, &now).is_empty(), "moved, not grown");
     }
 
     #[test]

@@ -7,7 +7,9 @@ use crate::signals;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
-use ying_report::{BaselineEntry, Figures, GateVerdict, LeakReport, Summary, SummaryTest, TestId, TestOutcome};
+use ying_report::{
+    BaselineEntry, Figure, Figures, GateVerdict, LeakReport, Measured, Summary, SummaryTest, TestId, TestOutcome,
+};
 
 /// How many grown sites a regressed test lists ([`TestRecord::grown_sites`]); a line says how many more there are.
 pub(crate) const SHOWN_SITES: usize = 5;
@@ -218,6 +220,8 @@ impl TestRecord {
         test.gate = self.verdict();
         test.figures = self.leak.as_ref().map(Leak::figures);
         test.steady_state = self.leak.as_ref().and_then(|leak| Figures::steady_state(&leak.report));
+        test.sites = self.leak.as_ref().map(|leak| ying_frames::retained_sites(&leak.report)).unwrap_or_default();
+        test.excused_bytes = self.leak.as_ref().map_or(0, |leak| leak.report.excused_bytes);
         test.baseline_retained_bytes = self.baseline.as_ref().map(|entry| entry.retained_bytes);
         test.report = self.leak.as_ref().map(|leak| leak.path.clone());
         test.retained_flamegraph = self.files.retained_flamegraph.clone();
@@ -229,7 +233,7 @@ impl TestRecord {
         test
     }
 
-    /// The test's baseline entry: its figures and retained stacks.
+    /// The test's baseline entry: its figures and retained sites.
     pub(crate) fn baseline_entry(&self) -> Option<BaselineEntry> {
         let leak = self.leak.as_ref()?;
         Some(gate::entry(&leak.report))
@@ -353,17 +357,22 @@ pub(crate) struct Run {
 
 impl Run {
     /// Judges every leak test against the baseline's `entries`: each record gets its verdict and its baseline
-    /// entry. `complete`: the run covered every test, so baseline entries without a counterpart are missing.
+    /// entry. `complete`: the run covered every test, so baseline entries without a counterpart are missing (unless
+    /// the baseline `measured` every test and this run only the leak tests: [`Comparison::measured`]).
+    ///
+    /// [`Comparison::measured`]: crate::gate::Comparison::measured
     pub(crate) fn judge(
         &mut self,
         baseline: PathBuf,
         entries: &BTreeMap<TestId, BaselineEntry>,
+        [recorded, measured]: [Measured; 2],
         gating: Gating,
         complete: bool,
         check: bool,
     ) {
         let current = self.baseline_entries();
-        let comparison = crate::gate::compare(entries, &current, &gating, complete);
+        let mut comparison = crate::gate::compare(entries, &current, &gating, complete);
+        comparison.measured(recorded, measured);
         for test in &mut self.tests {
             test.baseline = entries.get(&test.id).cloned();
             test.gate = comparison.tests.get(&test.id).cloned();
@@ -418,13 +427,19 @@ impl Run {
         self.tests.iter().filter_map(|test| Some((test.id.clone(), test.baseline_entry()?))).collect()
     }
 
-    /// The entries `--save-baseline` writes: those of the leak tests whose verdict does not keep the recorded
-    /// entry ([`GateVerdict::keeps_baseline_entry`]), so that an unchanged run rewrites the baseline byte for byte.
-    pub(crate) fn entries_to_save(&self) -> BTreeMap<TestId, BaselineEntry> {
+    /// The entries `--save-baseline` writes, with the `gated` figures: those of the leak tests whose verdict does
+    /// not keep the recorded entry ([`GateVerdict::keeps_baseline_entry`]), so that an unchanged run rewrites the
+    /// baseline byte for byte, or whose recorded entry lacks a gated figure; with `every`, every measured test's
+    /// (the baseline is to be written anew).
+    pub(crate) fn entries_to_save(&self, gated: &[Figure], every: bool) -> BTreeMap<TestId, BaselineEntry> {
+        let keeps = |test: &TestRecord| {
+            test.verdict().is_some_and(GateVerdict::keeps_baseline_entry)
+                && test.baseline.as_ref().is_some_and(|entry| gated.iter().all(|&figure| entry.get(figure).is_some()))
+        };
         self.tests
             .iter()
-            .filter(|test| !test.verdict().is_some_and(GateVerdict::keeps_baseline_entry))
-            .filter_map(|test| Some((test.id.clone(), test.baseline_entry()?)))
+            .filter(|test| every || !keeps(test))
+            .filter_map(|test| Some((test.id.clone(), test.baseline_entry()?.keeping(gated))))
             .collect()
     }
 
@@ -470,7 +485,14 @@ mod tests {
         let entry = |retained_bytes| BaselineEntry::new(Figures { retained_bytes, ..Figures::default() }, Vec::new());
         let baseline: BTreeMap<TestId, BaselineEntry> =
             [(run.tests[0].id.clone(), entry(10)), (run.tests[1].id.clone(), entry(10))].into();
-        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        run.judge(
+            "b.json".into(),
+            &baseline,
+            [ying_report::Measured::LeakTests; 2],
+            Gating::new(Tolerance::default(), &[]),
+            true,
+            false,
+        );
         assert!(!run.failed() && run.regressed());
         let summary = run.summary();
         assert_eq!(summary.tests[0].gate, Some(GateVerdict::Regressed));
@@ -499,7 +521,14 @@ mod tests {
             .zip([entry(100), entry(100), entry(12)])
             .map(|(&name, entry)| (TestId::new("p", TargetKind::Test, "leaks", name), entry))
             .collect();
-        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        run.judge(
+            "b.json".into(),
+            &baseline,
+            [ying_report::Measured::LeakTests; 2],
+            Gating::new(Tolerance::default(), &[]),
+            true,
+            false,
+        );
         assert!(run.regressed());
         let [flaky, leaky] = [0, 1].map(|index| run.tests[index].id.clone());
         run.settle(&flaky, Reruns { crossed: 1, runs: 2 });
@@ -517,7 +546,7 @@ mod tests {
         let failing: Vec<_> = run.failures().map(|test| test.id.name.as_str()).collect();
         assert_eq!(failing, ["leaky"], "listed again after the Summary");
         // Saving writes the tests that moved (and new ones); the unstable and unchanged keep their entries.
-        let saved: Vec<_> = run.entries_to_save().into_keys().map(|id| id.name).collect();
+        let saved: Vec<_> = run.entries_to_save(&[], false).into_keys().map(|id| id.name).collect();
         assert_eq!(saved, ["fresh", "leaky"]);
     }
 
@@ -542,12 +571,19 @@ mod tests {
         report.retained_sites.extend((0..7).map(|line| site(512, 20 + line, Reach::Lost)));
         let mut before = crate::gate::entry(report);
         (before.retained_bytes, before.lost_bytes) = (24_576, Some(0));
-        before.retained_stacks.retain(|stack| stack.bytes() > 512);
+        before.sites = vec![("leaks::forgets".to_owned(), 24_576)];
         let mut run =
             Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), before)].into();
         assert!(run.tests[0].grown_sites().is_empty(), "not judged yet");
-        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        run.judge(
+            "b.json".into(),
+            &baseline,
+            [ying_report::Measured::LeakTests; 2],
+            Gating::new(Tolerance::default(), &[]),
+            true,
+            false,
+        );
         let lines = run.tests[0].grown_sites();
         assert_eq!(lines.len(), 6, "{lines:#?}");
         assert_eq!(

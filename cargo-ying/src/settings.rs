@@ -34,6 +34,8 @@ pub(crate) struct Settings {
     pub check: bool,
     /// Which tests are measured.
     pub measure: Measure,
+    /// Patterns of the function names whose retained memory is excused in every measured test (`allow`).
+    pub allow: Vec<String>,
     /// What a run with no test to run does.
     pub no_tests: NoTests,
     /// Tests run at once (1 when they print straight to the terminal).
@@ -76,6 +78,7 @@ impl Settings {
             gating: gating(&args.gating, config),
             check: args.gating.check,
             measure: args.measure.or(config.measure).unwrap_or_default(),
+            allow: config.allow.clone().unwrap_or_default(),
             no_tests: args.no_tests.or(config.no_tests).unwrap_or_default(),
             jobs,
             timeout: args.timeout.or(config.timeout).unwrap_or(DEFAULT_TIMEOUT),

@@ -5,7 +5,8 @@
 //! - [`names`]: the name of the function at an address, whatever the debug-information level;
 //! - [`Trim`] and the predicates beside it: which frames of a captured stack a report keeps, where the test's body
 //!   and the leak site are;
-//! - [`fold`]: the [`FoldedStack`](ying_report::FoldedStack) of a stack, and a report's folded stacks;
+//! - [`fold`]: the [`FoldedStack`](ying_report::FoldedStack) a flamegraph draws a stack as, and [`site_key`], the key
+//!   a retained site keeps across runs;
 //! - [`excuses`]: what retained memory is excused by the names of its stack;
 //! - [`why`]: why retained memory is still there, in the words every output uses;
 //! - [`types`]: which frame of a stack names the type it allocated, and `debug_types` (with the `dwarf` feature)
@@ -26,7 +27,7 @@ mod trim;
 pub mod types;
 pub mod why;
 
-pub use fold::{allocated_stacks, fold, fold_for_reading, retained_stacks};
+pub use fold::{MAX_KEY, allocated_stacks, fold, retained_sites, shown_site_key, site_key, user_frame};
 pub use known_code::{ExecutableStamp, KnownCode};
 pub use trim::{
     LEAK_TEST_RUNNER, Trim, is_allocation_plumbing, is_allocator_entry, is_in_leak_test_runner, is_leak_test_runner,

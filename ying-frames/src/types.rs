@@ -166,7 +166,7 @@ const LIBRARY_CRATES: &[&str] = &["alloc::", "core::", "std::"];
 
 /// Whether `function` is the standard library's: its path, or the trait it implements for a type named without a
 /// path (`<T as alloc::vec::spec_from_elem::SpecFromElem>::from_elem`, `<u8 as core::clone::Clone>::clone`).
-fn is_standard_library(function: &str) -> bool {
+pub(crate) fn is_standard_library(function: &str) -> bool {
     let in_library = |path: &str| LIBRARY_CRATES.iter().any(|krate| path.starts_with(krate));
     match function.strip_prefix('<') {
         Some(qualified) => match self_of_qualified(qualified) {

@@ -190,6 +190,12 @@ pub(crate) fn parse<T: DeserializeOwned>(text: &str, kind: &Kind) -> Result<T, R
     })
 }
 
+/// The `schema_version` of `text`, when it is a JSON object with a whole number there.
+pub(crate) fn version_of(text: &str) -> Option<u64> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    serde_json::from_str::<Versioned>(text).ok().map(|versioned| versioned.schema_version)
+}
+
 /// Checks that `value`, the document `text`, is of `kind`'s version.
 fn check_version(text: &str, value: &serde_json::Value, kind: &Kind) -> Result<(), ReadError> {
     let found = match value.get("schema_version") {
@@ -238,15 +244,6 @@ fn too_large(value: &serde_json::Value, path: &mut Vec<String>) -> Option<(Strin
             found
         }),
         _ => None,
-    }
-}
-
-/// Reads the file at `path` as a file of `kind`; `Ok(None)` when there is none.
-pub(crate) fn read_optional<T: DeserializeOwned>(path: &Path, kind: &Kind) -> Result<Option<T>, ReadError> {
-    match read_text(path) {
-        Ok(text) => parse(&text, kind).map(Some),
-        Err(ReadError::Io(error)) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(error),
     }
 }
 
@@ -311,7 +308,11 @@ pub(crate) fn to_bytes(value: &impl serde::Serialize) -> std::io::Result<Vec<u8>
 
 /// [`write_atomic`] (`durable`) or [`write_whole`].
 fn write_replacing(path: &Path, value: &impl serde::Serialize, durable: bool) -> std::io::Result<()> {
-    let json = to_bytes(value)?;
+    write_bytes(path, &to_bytes(value)?, durable)
+}
+
+/// Writes `json` to `path` as [`write_atomic`] (`durable`) or [`write_whole`] write a value.
+pub(crate) fn write_bytes(path: &Path, json: &[u8], durable: bool) -> std::io::Result<()> {
     let path = &resolve_symlinks(path)?;
     let permissions = std::fs::metadata(path).ok().map(|metadata| metadata.permissions());
     let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -322,7 +323,7 @@ fn write_replacing(path: &Path, value: &impl serde::Serialize, durable: bool) ->
     let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let temporary = dir.join(format!(".{name}.{}.{write}.tmp", std::process::id()));
     let written = std::fs::File::create(&temporary)
-        .and_then(|mut file| file.write_all(&json).and_then(|()| if durable { file.sync_all() } else { Ok(()) }))
+        .and_then(|mut file| file.write_all(json).and_then(|()| if durable { file.sync_all() } else { Ok(()) }))
         .and_then(|()| permissions.map_or(Ok(()), |permissions| std::fs::set_permissions(&temporary, permissions)))
         .and_then(|()| std::fs::rename(&temporary, path));
     if written.is_err() {
@@ -424,10 +425,10 @@ mod tests {
             // Opening it for reading would wait for a writer: this returns at once.
             let error = super::read_text(&fifo).unwrap_err();
             assert_eq!(error.to_string(), "it is a named pipe (FIFO), not a regular file");
-            let error = super::read_optional::<Thing>(Path::new("/dev/null"), &KIND).unwrap_err();
+            let error = crate::Baseline::read(Path::new("/dev/null")).unwrap_err();
             assert_eq!(error.to_string(), "it is a character device, not a regular file");
         }
-        assert!(super::read_optional::<Thing>(&dir.path().join("missing"), &KIND).unwrap().is_none());
+        assert!(crate::Baseline::read(&dir.path().join("missing")).unwrap().is_none());
     }
 
     #[cfg(unix)]

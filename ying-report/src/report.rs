@@ -44,6 +44,25 @@ pub const RUN_TOKEN_ENV: &str = "YING_RUN_TOKEN";
 /// mark's file ([`LeakReport::write_over_mark`]): a report cut short says the same as the mark.
 pub const STARTED_EXTENSION: &str = "started";
 
+/// The environment variable in which `cargo ying` passes every test process the workspace's `allow` patterns
+/// (`allow = [...]` in `[workspace.metadata.ying]`), as a JSON list of strings: retained memory allocated under a
+/// function whose name contains one of them is excused, in a leak test (beside its attribute's own `allow`) and in
+/// a test measured from outside alike. Read with [`allow_patterns`].
+pub const ALLOW_ENV: &str = "YING_ALLOW";
+
+/// The patterns [`ALLOW_ENV`] holds: none when it is unset; an error that says why when it is not a JSON list of
+/// strings none of which is empty (an empty pattern would excuse everything).
+pub fn allow_patterns() -> Result<Vec<String>, String> {
+    let Some(value) = std::env::var_os(ALLOW_ENV) else { return Ok(Vec::new()) };
+    let value = value.into_string().map_err(|_| format!("{ALLOW_ENV} is not UTF-8"))?;
+    let patterns: Vec<String> = serde_json::from_str(&value)
+        .map_err(|why| format!("{ALLOW_ENV} is not a JSON list of strings (`[\"regex::\"]`): {why}"))?;
+    if patterns.iter().any(String::is_empty) {
+        return Err(format!("{ALLOW_ENV} holds an empty pattern, which would excuse everything"));
+    }
+    Ok(patterns)
+}
+
 /// The environment variable in which `cargo ying` passes a test process the code of its executable the runtime
 /// knows by address (the frame rules' `KnownCode`, as its `to_env` writes it). Optional: without it, or for another
 /// executable, the process reads its own.

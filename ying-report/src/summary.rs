@@ -1,6 +1,7 @@
 //! `summary.json`: every test of a `cargo ying test` run with its outcome, its gate verdict, and for leak tests
 //! its figures and files.
 
+use crate::baseline::{Measured, Sites};
 use crate::figures::Figures;
 use crate::json::{self, Kind, ReadError};
 use crate::test_id::TestId;
@@ -30,12 +31,31 @@ pub struct Summary {
     /// The signal that stopped the run (`SIGINT`, `SIGTERM`) before every test ran: the summary is incomplete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// Which tests the run measured: `all` for a run with `--measure all` (absent for the leak tests only).
+    #[serde(default, skip_serializing_if = "is_leak_tests")]
+    pub measured: Measured,
+}
+
+/// Whether a count is 0, which summaries leave out.
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
+/// Whether a run measured the leak tests only, which summaries leave unsaid.
+fn is_leak_tests(measured: &Measured) -> bool {
+    *measured == Measured::LeakTests
 }
 
 impl Summary {
     /// A summary of `tests`.
     pub fn new(tests: Vec<SummaryTest>) -> Self {
-        Self { schema_version: SUMMARY_SCHEMA_VERSION, tests, not_run: Vec::new(), interrupted: None }
+        Self {
+            schema_version: SUMMARY_SCHEMA_VERSION,
+            tests,
+            not_run: Vec::new(),
+            interrupted: None,
+            measured: Measured::LeakTests,
+        }
     }
 
     /// Reads the summary at `path`, of this version.
@@ -76,6 +96,15 @@ pub struct SummaryTest {
     /// compares instead of the totals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<Figures>,
+    /// Retained bytes its excuses left out of `retained_bytes` (captured output, thread-locals' values, the standard
+    /// library's caches, `allow` patterns, the workspace's included); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub excused_bytes: u64,
+    /// Every site of its judged retained memory, keyed as the baseline keys the few largest
+    /// ([`BaselineEntry::sites`](crate::BaselineEntry::sites)), the largest first: what a differential flamegraph of
+    /// two runs compares.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "crate::baseline::sites")]
+    pub sites: Sites,
     /// Retained bytes in the baseline, when the baseline has this test: the figure the gate compares (for a
     /// steady state, the smallest growth of one measured run).
     #[serde(default)]
@@ -114,6 +143,8 @@ impl SummaryTest {
             gate: None,
             figures: None,
             steady_state: None,
+            excused_bytes: 0,
+            sites: Vec::new(),
             baseline_retained_bytes: None,
             report: None,
             retained_flamegraph: None,

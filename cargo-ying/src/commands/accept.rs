@@ -2,9 +2,12 @@
 
 use crate::baseline::BaselineFile;
 use crate::cli::AcceptArgs;
+use crate::cli::GateOptions;
 use crate::error::{BaselineFileError, Error, Result};
 use crate::saved;
+use crate::settings;
 use crate::workspace::Workspace;
+use std::collections::BTreeMap;
 use ying_report::exit_code;
 
 /// Runs `cargo ying accept`; returns the exit code.
@@ -14,17 +17,27 @@ pub(crate) fn run(args: &AcceptArgs) -> Result<u8> {
     let out_dir = workspace.out_dir(args.target_dir.as_deref());
     let summary = saved::read_summary(&out_dir.join("summary.json"), " (run cargo ying test first)")?;
     let mut entries = saved::entries(&summary, &out_dir)?;
+    let gating = settings::gating(&GateOptions::default(), &workspace.config);
+    let gated = gating.figures();
     if entries.is_empty() {
         return Err(Error::SaveBaseline { path: baseline.path, source: BaselineFileError::NothingMeasured });
     }
-    // As `--save-baseline` does: a test within the tolerance keeps its recorded entry.
+    // As `--save-baseline` does: a test within the tolerance keeps its recorded entry (unless the baseline is of
+    // an earlier form, written whole now), and an entry keeps the figures the configuration gates.
+    let every = baseline.is_of_earlier_form();
     for test in &summary.tests {
-        if test.gate.is_some_and(ying_report::GateVerdict::keeps_baseline_entry) {
+        let recorded = baseline.entries().get(&test.id);
+        let has_every_figure = recorded.is_some_and(|entry| gated.iter().all(|&figure| entry.get(figure).is_some()));
+        if !every && has_every_figure && test.gate.is_some_and(ying_report::GateVerdict::keeps_baseline_entry) {
             entries.remove(&test.id);
         }
     }
+    let entries: BTreeMap<_, _> = entries.into_iter().map(|(id, entry)| (id, entry.keeping(gated))).collect();
     let count = entries.len();
-    baseline.save(entries)?;
-    eprintln!("{:>12} {} ({count} measured tests from the last run)", "Accepted", baseline.path.display());
+    let form = match baseline.save(entries, summary.measured)? {
+        Some(version) => format!("; rewritten from schema {version} in the current form, a line a test"),
+        None => String::new(),
+    };
+    eprintln!("{:>12} {} ({count} measured tests from the last run{form})", "Accepted", baseline.path.display());
     Ok(exit_code::OK)
 }

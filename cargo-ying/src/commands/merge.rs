@@ -12,7 +12,7 @@ use crate::workspace::Workspace;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use ying_report::exit_code;
-use ying_report::{GateVerdict, Summary, TestId};
+use ying_report::{GateVerdict, Measured, Summary, TestId};
 
 /// Runs `cargo ying merge`; returns the exit code.
 pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
@@ -23,10 +23,14 @@ pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
     let mut tests = Vec::new();
     let mut not_run = BTreeSet::new();
     let mut entries = BTreeMap::new();
+    let mut measured = Measured::LeakTests;
     // Which summary each test came from: a test in two of them (the same shard twice) would be counted twice.
     let mut sources: BTreeMap<TestId, &Path> = BTreeMap::new();
     for path in &args.summaries {
         let summary = saved::read_summary(path, "")?;
+        if summary.measured == Measured::All {
+            measured = Measured::All;
+        }
         for test in &summary.tests {
             if let Some(first) = sources.insert(test.id.clone(), path) {
                 let same = first == path.as_path() || same_file(first, path);
@@ -46,6 +50,7 @@ pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
     }
     tests.sort_by(|a, b| a.id.cmp(&b.id));
     let mut comparison = gate::compare(baseline.entries(), &entries, &gating, true);
+    comparison.measured(baseline.measured(), measured);
     // A shard's reruns found some regressions not to reproduce: the merged verdict keeps what they showed.
     for test in &tests {
         if test.gate == Some(GateVerdict::Unstable)
@@ -62,6 +67,7 @@ pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
     }
     let failed = tests.iter().filter(|test| test.outcome.is_failure()).count();
     let mut merged = Summary::new(tests);
+    merged.measured = measured;
     merged.not_run = not_run.into_iter().collect();
     let output = args.output.clone().unwrap_or_else(|| workspace.out_dir(None).join("summary.json"));
     if let Some(dir) = output.parent().filter(|dir| !dir.as_os_str().is_empty()) {

@@ -48,7 +48,7 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     }
     let mut regressed = run.regressed();
     if settings.save_baseline {
-        save_baseline(&run, baseline)?;
+        save_baseline(&run, baseline, &settings)?;
         regressed = false;
     }
     Ok(if run.failed() || regressed { exit_code::TEST_FAILED } else { exit_code::OK })
@@ -64,7 +64,8 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Option<(Plan, R
         Measure::All => Some(interposer::start(&settings.out_dir, verbosity, &settings.request.cargo.network_flags())?),
         Measure::LeakTests => None,
     };
-    let symbolizer = Arc::new(Symbolizer::keeping_frames_in(settings.out_dir.join("symbols")));
+    let symbolizer =
+        Arc::new(Symbolizer::keeping_frames_in(settings.out_dir.join("symbols")).excusing(settings.allow.clone()));
     // Every test of a run of every test reports, so every binary's first report is named: the slowest part of that
     // is done while the tests are listed, one binary after another, when the other cores have little to do.
     let name_while_listing = interposer.is_some() && settings.request.selection.selects_everything();
@@ -94,6 +95,7 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Option<(Plan, R
         interposer,
         symbolizer,
         known_code: Arc::default(),
+        allow: (!settings.allow.is_empty()).then(|| serde_json::to_string(&settings.allow).unwrap_or_default().into()),
     };
     Ok(Some((plan, options)))
 }
@@ -143,7 +145,14 @@ fn run_tests(plan: &Plan, options: &RunOptions, settings: &Settings, baseline: &
     if baseline.baseline.is_some() {
         // Only a run of every test can tell a test missing from one filtered out.
         let complete = plan.complete && interrupted.is_none();
-        run.judge(baseline.path.clone(), baseline.entries(), settings.gating.clone(), complete, settings.check);
+        run.judge(
+            baseline.path.clone(),
+            baseline.entries(),
+            [baseline.measured(), settings.measure.recorded()],
+            settings.gating.clone(),
+            complete,
+            settings.check,
+        );
         if interrupted.is_none() {
             rerun::confirm(&mut run, &plan.tests, options, |id, reruns| reporter.rerun(id, reruns));
         }
@@ -152,6 +161,7 @@ fn run_tests(plan: &Plan, options: &RunOptions, settings: &Settings, baseline: &
     artifacts::flamegraphs(&mut run, &options.out_dir, options.jobs)?;
     let mut summary = run.summary();
     summary.not_run.clone_from(&plan.not_run);
+    summary.measured = settings.measure.recorded();
     artifacts::summary(&run, &summary, &options.out_dir)?;
     artifacts::sweep(&run, &options.out_dir, replaced.as_deref())?;
     reporter.finish(&run);
@@ -161,22 +171,27 @@ fn run_tests(plan: &Plan, options: &RunOptions, settings: &Settings, baseline: &
     Ok(run)
 }
 
-/// Writes the baseline from `run`'s leak tests (the others' entries kept), and says so; refuses when the run
-/// measured no test, leaving the file as it was.
-fn save_baseline(run: &Run, baseline: BaselineFile) -> Result<()> {
+/// Writes the baseline from `run`'s measured tests (the others' entries kept), and says so; refuses when the run
+/// measured no test, leaving the file as it was. A baseline of an earlier form gets every measured test's entry
+/// and is written whole in the current one.
+fn save_baseline(run: &Run, baseline: BaselineFile, settings: &Settings) -> Result<()> {
     // Every measured test has an entry: count them, rather than build each entry again.
     let all = run.measured();
     if all == 0 {
         return Err(Error::SaveBaseline { path: baseline.path, source: BaselineFileError::NothingMeasured });
     }
-    let entries = run.entries_to_save();
+    let entries = run.entries_to_save(settings.gating.figures(), baseline.is_of_earlier_form());
     let written = entries.len();
-    baseline.save(entries)?;
+    let rewritten = baseline.save(entries, settings.measure.recorded())?;
     let kept = match all - written {
         0 => String::new(),
         kept => format!(": {written} written, {kept} within the tolerance kept as recorded"),
     };
-    eprintln!("{:>12} {} ({all} measured tests{kept})", "Saved", baseline.path.display());
+    let form = match rewritten {
+        Some(version) => format!("; rewritten from schema {version} in the current form, a line a test"),
+        None => String::new(),
+    };
+    eprintln!("{:>12} {} ({all} measured tests{kept}{form})", "Saved", baseline.path.display());
     Ok(())
 }
 

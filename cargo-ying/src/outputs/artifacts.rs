@@ -128,7 +128,6 @@ pub(crate) fn flamegraphs(run: &mut Run, out_dir: &Path, threads: usize) -> Resu
 /// Writes the flamegraphs of `test`, if it is a leak test (it has a report), and returns them.
 fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> {
     let Some(leak) = &test.leak else { return Ok(None) };
-    let retained = ying_frames::retained_stacks(&leak.report);
     let [retained_name, allocated_name, diff_name] = FLAMEGRAPHS;
     let paths = [
         (
@@ -152,7 +151,7 @@ fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> 
         let path = test.id.flamegraph_path(diff_name);
         let file = out_dir.join(&path);
         let title = format!("retained bytes, baseline to now: {}", test.id);
-        super::flamegraph::write_differential(&before.retained_stacks, &retained, &title, &file)
+        super::flamegraph::write_differential(before, &leak.report, &title, &file)
             .map_err(Error::io("write", &file))?;
         files.retained_diff_flamegraph = Some(path);
     }

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read as _, Seek as _, Write};
-use ying_report::{FoldedStack, LeakReport};
+use ying_report::{BaselineEntry, FoldedStack, LeakReport};
 
 /// The XML declaration every flamegraph starts with.
 const DECLARATION: &str = "<?xml version=\"1.0\" standalone=\"no\"?>";
@@ -29,17 +29,17 @@ pub(crate) fn write(stacks: &[FoldedStack], title: &str, path: &std::path::Path)
 /// The folded stacks of `report`'s retained memory (excused sites left out), each site's with a frame above its leaf
 /// for each kind of [`why`](ying_report::report::RetainedSite::why) it is still there, with that kind's bytes:
 /// `[lost]`, `[cycle]`, `[static app::CACHE]`, `[thread_local app::BUF]`, `[thread_stack worker]`, `[heap]`. A site
-/// the test did not say why of keeps its stack. Stacks are folded for reading ([`ying_frames::fold_for_reading`]: the
-/// test's own frame keeps its line).
+/// the test did not say why of keeps its stack. Stacks end one frame below the user's code, whose frames keep their
+/// lines ([`ying_frames::fold`]).
 pub(crate) fn retained_stacks_by_kind(report: &LeakReport) -> Vec<FoldedStack> {
     let mut stacks: Vec<FoldedStack> = Vec::new();
     for site in report.retained_sites.iter().filter(|site| !site.excused) {
         if site.why.is_empty() {
-            stacks.extend(ying_frames::fold_for_reading(&site.frames, site.bytes));
+            stacks.extend(ying_frames::fold(&site.frames, site.bytes));
             continue;
         }
         for why in &site.why {
-            let Some(folded) = ying_frames::fold_for_reading(&site.frames, why.bytes) else { continue };
+            let Some(folded) = ying_frames::fold(&site.frames, why.bytes) else { continue };
             let mut functions = folded.functions().to_vec();
             functions.push(match &why.root {
                 Some(root) => format!("[{} {root}]", why.kind.key()),
@@ -52,32 +52,47 @@ pub(crate) fn retained_stacks_by_kind(report: &LeakReport) -> Vec<FoldedStack> {
     stacks
 }
 
-/// Writes the differential flamegraph of retained memory from `before` to `after` to `path`.
+/// Writes the differential flamegraph of retained memory from the baseline's entry `before` to `report` to `path`.
 pub(crate) fn write_differential(
-    before: &[FoldedStack],
-    after: &[FoldedStack],
+    before: &BaselineEntry,
+    report: &LeakReport,
     title: &str,
     path: &std::path::Path,
 ) -> std::io::Result<()> {
-    write_lines(&differential_lines(before, after), title, path)
+    write_lines(&differential_lines(before, report), title, path)
 }
 
-/// Folded lines with two counts (`stack before after`), as inferno draws a differential flamegraph.
-pub(crate) fn differential_lines(before: &[FoldedStack], after: &[FoldedStack]) -> Vec<String> {
-    let by_stack = |stacks: &[FoldedStack]| -> BTreeMap<String, u64> {
-        let mut totals = BTreeMap::new();
-        for stack in stacks {
-            *totals.entry(stack.stack()).or_default() += stack.bytes();
-        }
-        totals
-    };
-    let (before, after) = (by_stack(before), by_stack(after));
-    let stacks: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
-    stacks
+/// The frame under which a differential flamegraph draws the bytes of the sites the baseline did not name.
+const OTHER_SITES: &str = "[other sites]";
+
+/// Folded lines with two counts (`stack before after`), as inferno draws a differential flamegraph: each retained
+/// site's key ([`ying_frames::site_key`]: the package's functions that allocated it, without lines), the bytes the
+/// baseline's entry `before` recorded for it and those `report` retained there. Sites are matched by key, so a
+/// site whose lines moved is the same site, and the key's last function, the one that allocated, is the leaf that
+/// carries the change. A key is shown with the lines this run has for it, when all its sites agree on them. The
+/// sites the baseline did not name are one stack, [`OTHER_SITES`], on its side.
+pub(crate) fn differential_lines(before: &BaselineEntry, report: &LeakReport) -> Vec<String> {
+    let mut counts: BTreeMap<String, [u64; 2]> = BTreeMap::new();
+    for (key, bytes) in &before.sites {
+        counts.entry(key.clone()).or_default()[0] += bytes;
+    }
+    if before.other > 0 {
+        counts.entry(OTHER_SITES.to_owned()).or_default()[0] += before.other;
+    }
+    let mut shown: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for site in report.retained_sites.iter().filter(|site| !site.excused && site.bytes > 0) {
+        let key = ying_frames::site_key(&site.frames);
+        shown.entry(key.clone()).or_default().insert(ying_frames::shown_site_key(&site.frames));
+        counts.entry(key).or_default()[1] += site.bytes;
+    }
+    counts
         .into_iter()
-        .map(|stack| {
-            let count = |totals: &BTreeMap<String, u64>| totals.get(stack).copied().unwrap_or_default();
-            format!("{stack} {} {}", count(&before), count(&after))
+        .map(|(key, [was, now])| {
+            let stack = match shown.get(&key).map(|forms| forms.iter().collect::<Vec<_>>()).as_deref() {
+                Some([only]) => (*only).clone(),
+                _ => key,
+            };
+            format!("{stack} {was} {now}")
         })
         .collect()
 }
@@ -178,7 +193,7 @@ fn starts_with(path: &std::path::Path, start: &[u8]) -> bool {
 mod tests {
     use super::{InPlace, differential_lines, retained_stacks_by_kind, start, unfinished, write, write_over};
     use ying_report::report::{Attribution, Budgets, Reach, RetainedSite, TestIdentity, Why};
-    use ying_report::{FoldedStack, Frame, LeakReport};
+    use ying_report::{BaselineEntry, FoldedStack, Frame, LeakReport};
 
     fn stacks(lines: &[&str]) -> Vec<FoldedStack> {
         lines.iter().map(|line| line.parse().unwrap()).collect()
@@ -313,9 +328,34 @@ mod tests {
     }
 
     #[test]
-    fn the_differential_pairs_each_stack_before_and_after() {
-        let before = stacks(&["a;b 10", "a;c 5"]);
-        let after = stacks(&["a;b 30", "a;d 1", "a;d 2"]);
-        assert_eq!(differential_lines(&before, &after), ["a;b 10 30", "a;c 5 0", "a;d 0 3"]);
+    fn the_differential_matches_sites_by_key_shows_this_runs_lines_and_puts_the_change_on_the_users_function() {
+        let identity = TestIdentity::new("app", None, "leaks", "t", "tests/leaks.rs", 3);
+        let mut report = LeakReport::new(identity, Attribution::Process, Budgets::default());
+        let at = |function: &str, file: &str, line| Frame::new(function, Some(file.to_owned()), Some(line));
+        let stack = |line| {
+            vec![
+                at("alloc::vec::from_elem", "/rustc/0/library/alloc/src/vec/mod.rs", 3000),
+                at("leaks::t", "tests/leaks.rs", line),
+            ]
+        };
+        // The baseline: 4000 B at `leaks::t`, and 100 B at sites it did not name. Now the lines moved down by three
+        // and the function retains 512 B more, at a new site.
+        let before = BaselineEntry {
+            sites: vec![("leaks::t".to_owned(), 4000), ("leaks::gone".to_owned(), 64)],
+            other: 100,
+            ..BaselineEntry::default()
+        };
+        report.retained_sites = vec![
+            RetainedSite::new(4000, 1, false, stack(41)),
+            RetainedSite::new(512, 1, false, stack(42)),
+            RetainedSite::new(7, 1, true, vec![at("std::io::stdio::_print", "/rustc/0/library/std/src/io.rs", 1)]),
+        ];
+        let lines = differential_lines(&before, &report);
+        assert_eq!(lines, ["[other sites] 100 0", "leaks::gone 64 0", "leaks::t 4000 4512"]);
+        // One site of the key: shown at its line in this run.
+        report.retained_sites.remove(1);
+        report.retained_sites[0].bytes = 4512;
+        let lines = differential_lines(&before, &report);
+        assert_eq!(lines[2], "leaks::t at tests/leaks.rs:41 4000 4512");
     }
 }

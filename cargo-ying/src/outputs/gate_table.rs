@@ -68,8 +68,61 @@ pub(crate) fn render(comparison: &Comparison, baseline: &str, tolerance: Toleran
     for id in &comparison.missing {
         lines.push(format!("  missing (in the baseline, not in this run): {id}"));
     }
+    if let Some(count) = comparison.measured_all_only {
+        let which = match count {
+            0 => "its tests measured from outside".to_owned(),
+            1 => "1 of its tests".to_owned(),
+            count => format!("{count} of its tests"),
+        };
+        lines.push(format!(
+            "  {baseline} was saved with --measure all and this run measured leak tests only: {which} not compared \
+             (run with --measure all)"
+        ));
+    }
     if lines.len() == 1 || comparison.tests.values().all(|gate| gate.rows.is_empty()) {
         lines.push("  no leak test's retained memory changed beyond the tolerance".to_owned());
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render;
+    use crate::gate::{Gating, Tolerance, compare};
+    use std::collections::BTreeMap;
+    use ying_report::{BaselineEntry, Figures, Measured, TargetKind, TestId};
+
+    fn entries(names: &[&str]) -> BTreeMap<TestId, BaselineEntry> {
+        names
+            .iter()
+            .map(|name| {
+                let figures = Figures { retained_bytes: 10, ..Figures::default() };
+                (TestId::new("p", TargetKind::Test, "t", *name), BaselineEntry::new(figures, Vec::new()))
+            })
+            .collect()
+    }
+
+    /// The lines of the table that speak of baseline tests this run did not compare.
+    fn uncompared(lines: &[String]) -> Vec<&String> {
+        lines.iter().filter(|line| line.contains("missing") || line.contains("not compared")).collect()
+    }
+
+    #[test]
+    fn a_baseline_of_every_test_under_a_run_of_the_leak_tests_is_one_line_and_fails_only_check() {
+        let gating = Gating::new(Tolerance::default(), &[]);
+        let before = entries(&["a_leak_test", "b", "c", "d"]);
+        let mut comparison = compare(&before, &entries(&["a_leak_test"]), &gating, true);
+        comparison.measured(Measured::All, Measured::LeakTests);
+        let lines = render(&comparison, "ying-baseline.json", Tolerance::default());
+        assert_eq!(
+            uncompared(&lines),
+            ["  ying-baseline.json was saved with --measure all and this run measured leak tests only: 3 of its \
+                 tests not compared (run with --measure all)"]
+        );
+        assert!(!comparison.fails(false) && comparison.fails(true), "--check fails");
+        // Under a run of every test, a test the run did not report is missing, each said.
+        let mut all = compare(&before, &entries(&["a_leak_test"]), &gating, true);
+        all.measured(Measured::All, Measured::All);
+        assert_eq!(uncompared(&render(&all, "ying-baseline.json", Tolerance::default())).len(), 3);
+    }
 }

@@ -183,7 +183,14 @@ mod tests {
         let grew = run.tests[12].id.clone();
         let entry = BaselineEntry::new(Figures { retained_bytes: 10, ..Figures::default() }, Vec::new());
         let baseline: BTreeMap<TestId, BaselineEntry> = [(grew, entry)].into();
-        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), false, false);
+        run.judge(
+            "b.json".into(),
+            &baseline,
+            [ying_report::Measured::LeakTests; 2],
+            Gating::new(Tolerance::default(), &[]),
+            false,
+            false,
+        );
 
         let lines = annotations(&run, Path::new("/repo"));
         assert_eq!(lines.len(), MAX_ERRORS + 1, "{lines:#?}");
@@ -223,11 +230,18 @@ mod tests {
         ];
         let mut before = crate::gate::entry(report);
         (before.retained_bytes, before.lost_bytes) = (24_576, Some(0));
-        before.retained_stacks.retain(|stack| stack.bytes() > 512);
+        before.sites.retain(|(_, bytes)| *bytes > 512);
         let mut run =
             Run { tests: vec![forgets], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), before)].into();
-        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        run.judge(
+            "b.json".into(),
+            &baseline,
+            [ying_report::Measured::LeakTests; 2],
+            Gating::new(Tolerance::default(), &[]),
+            true,
+            false,
+        );
 
         let lines = annotations(&run, Path::new("/repo"));
         assert_eq!(

@@ -272,7 +272,14 @@ mod tests {
             Run { tests: vec![forgets], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> =
             [(run.tests[0].id.clone(), BaselineEntry { lost_bytes: Some(0), ..BaselineEntry::default() })].into();
-        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        run.judge(
+            "b.json".into(),
+            &baseline,
+            [ying_report::Measured::LeakTests; 2],
+            Gating::new(Tolerance::default(), &[]),
+            true,
+            false,
+        );
         let xml = junit(&run);
         let document = parse(&xml);
         let failure = case(&document, "forgets").children().find(|node| node.has_tag_name("failure")).unwrap();

@@ -292,16 +292,19 @@ impl Reporter {
         }
         let ids: Vec<String> = rows.iter().map(|(test, _)| test.id.to_string()).collect();
         let width = ids.iter().map(String::len).max().unwrap_or(4).max(4);
+        // Excused memory (captured output, thread-locals, the standard library's caches, `allow` patterns) is left
+        // out of the retained bytes, and shown beside them.
         let mut table = format!(
-            "\n{:<width$}  {:>10}  {:>10}  {:>10}  {:>11}  outcome\n",
-            "test", "retained", "peak", "allocated", "allocations"
+            "\n{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  outcome\n",
+            "test", "retained", "excused", "peak", "allocated", "allocations"
         );
         for ((test, leak), id) in rows.into_iter().zip(ids) {
             let figures = leak.figures();
             let _ = writeln!(
                 table,
-                "{id:<width$}  {:>10}  {:>10}  {:>10}  {:>11}  {}",
+                "{id:<width$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  {}",
                 figures.retained_bytes,
+                leak.report.excused_bytes,
                 figures.peak_bytes,
                 figures.allocated_bytes,
                 figures.allocations,
@@ -379,7 +382,14 @@ mod tests {
             Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> =
             [(id, BaselineEntry { lost_bytes: Some(0), ..BaselineEntry::default() })].into();
-        run.judge("b.json".into(), &baseline, Gating::new(Tolerance::default(), &[]), true, false);
+        run.judge(
+            "b.json".into(),
+            &baseline,
+            [ying_report::Measured::LeakTests; 2],
+            Gating::new(Tolerance::default(), &[]),
+            true,
+            false,
+        );
         assert_eq!(
             Reporter::new(false, false, false).regressed(&run.tests[0]),
             "   REGRESSED p::leaks forgets: lost bytes 0 -> 512\n             512 B in 1 block, lost (nothing points \

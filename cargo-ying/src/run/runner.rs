@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 use ying_report::report::{
-    ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
+    ALLOW_ENV, ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
 };
 
 /// How to run the tests.
@@ -43,6 +43,8 @@ pub(crate) struct RunOptions {
     pub symbolizer: Arc<Symbolizer>,
     /// The code each test binary's processes know by address, read once per binary; the run's and its reruns'.
     pub known_code: Arc<KnownCodes>,
+    /// The workspace's `allow` patterns, passed to every test process as JSON in [`ALLOW_ENV`] (when there are any).
+    pub allow: Option<Arc<str>>,
 }
 
 impl RunOptions {
@@ -60,6 +62,7 @@ impl RunOptions {
             interposer: self.interposer.clone(),
             symbolizer: Arc::clone(&self.symbolizer),
             known_code: Arc::clone(&self.known_code),
+            allow: self.allow.clone(),
         }
     }
 }
@@ -193,6 +196,9 @@ fn command(test: &TestCase, options: &RunOptions, report_dir: &Path, token: &str
         .env(DEFER_SYMBOLS_ENV, "1")
         .env(RUN_TOKEN_ENV, token)
         .stdin(Stdio::null());
+    if let Some(allow) = &options.allow {
+        command.env(ALLOW_ENV, &**allow);
+    }
     if let Some(known_code) = options.known_code.env_value(&test.binary.path) {
         command.env(KNOWN_CODE_ENV, &*known_code);
     }

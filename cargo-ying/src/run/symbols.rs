@@ -21,6 +21,8 @@ pub(crate) struct Symbolizer {
     executables: Mutex<HashMap<PathBuf, Arc<Slot>>>,
     /// Where each executable's frames are kept from one run to the next; `None`: nowhere.
     kept: Option<PathBuf>,
+    /// The workspace's `allow` patterns, which excuse a deferred site as the runtime's excuses would.
+    allow: Vec<String>,
 }
 
 /// An executable's frames, opened by the first thread to need them (the others wait for it).
@@ -197,7 +199,14 @@ fn library_unit_addresses(executable: &Path) -> Vec<(&'static str, u64)> {
 impl Symbolizer {
     /// A symbolizer that keeps each executable's frames in `kept` from one run to the next (see [`SymbolCache`]).
     pub(crate) fn keeping_frames_in(kept: PathBuf) -> Self {
-        Self { executables: Mutex::default(), kept: Some(kept) }
+        Self { executables: Mutex::default(), kept: Some(kept), allow: Vec::new() }
+    }
+
+    /// The symbolizer, judging deferred sites with the workspace's `allow` patterns too.
+    #[must_use]
+    pub(crate) fn excusing(mut self, allow: Vec<String>) -> Self {
+        self.allow = allow;
+        self
     }
 
     /// The slot of `path`'s frames.
@@ -288,13 +297,15 @@ impl Symbolizer {
                 stack.frames = frames;
             }
         }
+        let allow: Vec<&str> = self.allow.iter().map(String::as_str).collect();
         for site in &mut report.retained_sites {
             let addresses = std::mem::take(&mut site.addresses);
             let Some(mut frames) = stacks.frames(&addresses) else { continue };
             site.type_name = stacks.executable.allocated_type(&addresses, &stacks.trim);
             frames.append(&mut site.frames);
-            // Sites are deferred only by a test with no budget, measured from outside: it has no `allow` patterns.
-            if !site.excused && ying_frames::excuses::frames_are_excused(&frames, &[]) {
+            // Sites are deferred only by a test with no budget, measured from outside: it has no `allow` patterns
+            // of its own, only the workspace's.
+            if !site.excused && ying_frames::excuses::frames_are_excused(&frames, &allow) {
                 site.excused = true;
                 report.excused_bytes += site.bytes;
             }

@@ -71,7 +71,7 @@ fn flamegraphs_name_every_frame_and_a_leak_site_keeps_its_line() {
     for test in ying_report::Summary::read(&out.join("summary.json")).unwrap().tests {
         let Some(report) = &test.report else { continue };
         let report = ying_report::LeakReport::read(&out.join(report), &test.id).unwrap();
-        for stack in ying_frames::retained_stacks(&report).iter().chain(&ying_frames::allocated_stacks(&report)) {
+        for stack in retained_stacks(&report).iter().chain(&ying_frames::allocated_stacks(&report)) {
             stacks += 1;
             assert!(!stack.functions().iter().any(|name| is_bare_address(name)), "{}: {stack}", test.id);
         }
@@ -96,7 +96,7 @@ fn flamegraphs_name_every_frame_and_a_leak_site_keeps_its_line() {
     let id =
         ying_report::TestId::new("leak-fixtures", ying_report::TargetKind::Test, "leaks", "two_sites_in_one_function");
     let report = ying_report::LeakReport::read(&out.join(two_sites["report"].as_str().unwrap()), &id).unwrap();
-    let retained: Vec<String> = ying_frames::retained_stacks(&report).iter().map(|stack| stack.stack()).collect();
+    let retained: Vec<String> = retained_stacks(&report).iter().map(|stack| stack.stack()).collect();
     assert_eq!(retained.len(), 2, "{retained:?}");
     for site in &sites {
         assert_eq!(
@@ -106,4 +106,10 @@ fn flamegraphs_name_every_frame_and_a_leak_site_keeps_its_line() {
         );
         assert!(stderr.contains(&format!("\n      {site}\n")), "the failure message names {site}: {stderr}");
     }
+}
+
+/// The folded stacks a report's judged retained sites are drawn as.
+fn retained_stacks(report: &ying_report::LeakReport) -> Vec<ying_report::FoldedStack> {
+    let judged = report.retained_sites.iter().filter(|site| !site.excused);
+    judged.filter_map(|site| ying_frames::fold(&site.frames, site.bytes)).collect()
 }

@@ -355,7 +355,7 @@ fn the_baseline_gates_retained_growth() {
             "leak-fixtures::leaks clean"
         ]
     );
-    assert_eq!(written["tests"]["leak-fixtures::leaks budget_passes"]["retained_bytes"], 1000);
+    assert_eq!(written["tests"]["leak-fixtures::leaks budget_passes"]["retained"], 1000);
 
     // Saving with another filter updates only that test's entry; the others stay as they were.
     let other = fixture.cargo_ying(&["--test", "leaks", "lazy_init_with_warmup", "--save-baseline"], &[]);
@@ -423,7 +423,7 @@ fn the_baseline_gates_retained_growth() {
         .unwrap();
     assert!(accept.status.success(), "{}", stderr(&accept));
     let accepted: serde_json::Value = serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
-    assert_eq!(accepted["tests"]["leak-fixtures::leaks budget_passes"]["retained_bytes"], 3000);
+    assert_eq!(accepted["tests"]["leak-fixtures::leaks budget_passes"]["retained"], 3000);
     assert_eq!(run(&[]).status.code(), Some(0));
 }
 
@@ -439,7 +439,7 @@ fn a_corrupt_baseline_is_a_usage_error_and_stays_as_it_was() {
         (corrupt, "line 5 column 0"),
         (
             old,
-            "schema_version 1 at line 2 column 3 is not 2, the version of the baseline this ying reads: it was \
+            "schema_version 1 at line 2 column 3 is not 3, the version of the baseline this ying reads: it was \
                written by an earlier cargo ying",
         ),
         (old, "write it anew with `cargo ying test --save-baseline`"),
@@ -502,16 +502,23 @@ fn github_actions_get_annotations_and_a_job_summary_and_junit_is_written() {
 #[test]
 fn diff_compares_saved_baselines_offline() {
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, retained: u64| {
+    let write = |name: &str, json: String| {
         let path = dir.path().join(name);
-        let json = format!(
-            "{{\"schema_version\": 2, \"tests\": {{\"p::leaks cache\": {{\"retained_bytes\": {retained}, \"peak_bytes\": 0, \
-             \"allocated_bytes\": 0, \"allocations\": 0, \"retained_stacks\": []}}}}}}"
-        );
         std::fs::write(&path, json).unwrap();
         path
     };
-    let (old, new) = (write("old.json", 10_000), write("new.json", 20_000));
+    // A baseline of the earlier form against one of the current form.
+    let old = write(
+        "old.json",
+        "{\"schema_version\": 2, \"tests\": {\"p::leaks cache\": {\"retained_bytes\": 10000, \"peak_bytes\": 0, \
+         \"allocated_bytes\": 0, \"allocations\": 0, \"retained_stacks\": []}}}"
+            .to_owned(),
+    );
+    let new = write(
+        "new.json",
+        "{\n  \"schema_version\": 3,\n  \"tests\": {\n    \"p::leaks cache\": {\"retained\": 20000, \"lost\": 0}\n  }\n}\n"
+            .to_owned(),
+    );
     let diff = |a: &Path, b: &Path, extra: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
             .args(["ying", "diff"])
@@ -640,8 +647,8 @@ fn a_librarys_and_a_binarys_test_of_one_name_are_two_tests_to_the_baseline_and_t
     assert!(stderr(&output).contains("Saved") && stderr(&output).contains("(2 measured tests)"), "{}", stderr(&output));
     let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
     let tests = saved["tests"].as_object().unwrap();
-    assert_eq!(tests["leak-fixtures tests::same_unit"]["retained_bytes"], 100, "{saved}");
-    assert_eq!(tests["leak-fixtures::bin/leak-fixtures tests::same_unit"]["retained_bytes"], 200, "{saved}");
+    assert_eq!(tests["leak-fixtures tests::same_unit"]["retained"], 100, "{saved}");
+    assert_eq!(tests["leak-fixtures::bin/leak-fixtures tests::same_unit"]["retained"], 200, "{saved}");
 
     for (file, before, id) in [
         ("src/main.rs", "vec![0u8; 200]", "leak-fixtures::bin/leak-fixtures tests::same_unit"),

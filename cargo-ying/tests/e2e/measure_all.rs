@@ -132,20 +132,52 @@ fn a_deterministic_tests_figures_are_the_same_in_ten_runs() {
 }
 
 #[test]
-fn a_leak_grown_past_the_tolerance_regresses_against_the_saved_baseline() {
+fn a_baseline_is_a_line_a_test_that_moved_lines_leave_as_it_was_and_a_grown_leak_regresses_in_its_function() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
+    let path = fixture.path().join("ying-baseline.json");
     let output = fixture.cargo_ying(&["--measure", "all", "--save-baseline"], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let baseline = std::fs::read_to_string(fixture.path().join("ying-baseline.json")).unwrap();
-    assert!(baseline.contains("caches_4000_bytes"), "{baseline}");
+    let saved = std::fs::read_to_string(&path).unwrap();
 
+    // A line a test, each at most 400 characters, at most 300 bytes a test, and no line of the sources in it.
+    let lines: Vec<&str> = saved.lines().filter(|line| line.starts_with("    \"")).collect();
+    assert_eq!(lines.len(), RETAINED.len(), "{saved}");
+    assert!(lines.iter().all(|line| line.chars().count() <= 400), "{saved}");
+    assert!(saved.len() <= 300 * lines.len(), "{} bytes for {} tests: {saved}", saved.len(), lines.len());
+    let has_line_number =
+        |text: &str| text.split(".rs:").skip(1).any(|after| after.starts_with(|c: char| c.is_ascii_digit()));
+    assert!(!has_line_number(&saved), "{saved}");
+    assert!(saved.contains("\"measured\": \"all\""), "{saved}");
+    let caches = lines.iter().find(|line| line.contains("caches_4000_bytes\":")).unwrap();
+    assert!(caches.contains("\"sites\": {\"plain::caches_4000_bytes\": 4000}"), "keyed by its function: {caches}");
+
+    // Every line of the sources moved down: saved anew, the baseline is the same, byte for byte.
+    for file in ["tests/plain.rs", "tests/own_allocator.rs", "src/lib.rs"] {
+        let source = fixture.path().join(file);
+        let text = std::fs::read_to_string(&source).unwrap();
+        std::fs::write(&source, format!("// Moved.\n\n\n{text}")).unwrap();
+    }
+    std::fs::remove_file(&path).unwrap();
+    let output = fixture.cargo_ying(&["--measure", "all", "--save-baseline"], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), saved, "lines moved: no byte of the baseline changed");
+
+    // Checked by a run that measures leak tests only (there are none): one line says so, and --check fails.
+    let output = fixture.cargo_ying(&[], &[]);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert!(!said.contains("missing"), "{said}");
+    let line = "was saved with --measure all and this run measured leak tests only: 8 of its tests not compared";
+    assert_eq!(said.matches(line).count(), 1, "{said}");
+    assert_eq!(fixture.cargo_ying(&["--check"], &[]).status.code(), Some(1));
+
+    // One leak grows: the test regresses, and the diff flamegraph gives its function, at its line now, the change.
     let tests = fixture.path().join("tests/plain.rs");
     let source = std::fs::read_to_string(&tests).unwrap();
     let grown = source.replacen("vec![0u8; 4000]", "vec![0u8; 8000]", 1);
     assert_ne!(grown, source);
     std::fs::write(&tests, grown).unwrap();
-
     let output = fixture.cargo_ying(&["--measure", "all"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "the gate fails the run\n{stderr}");
@@ -153,6 +185,11 @@ fn a_leak_grown_past_the_tolerance_regresses_against_the_saved_baseline() {
     let grown = entry(&summary, "plain", "caches_4000_bytes");
     assert_eq!((grown["gate"].as_str(), grown["retained_bytes"].as_u64()), (Some("regressed"), Some(8000)));
     assert_eq!(entry(&summary, "plain", "leaks_a_box")["gate"], "unchanged", "{stderr}");
+    let diff = target_dir().join("ying").join(grown["retained_diff_flamegraph"].as_str().unwrap());
+    let svg = std::fs::read_to_string(diff).unwrap();
+    let line = source.lines().position(|line| line.contains("vec![0u8; 4000]")).unwrap() + 1;
+    let title = format!("<title>plain::caches_4000_bytes at tests/plain.rs:{line} (8,000 bytes, 100.00%; +50.00%)");
+    assert!(svg.contains(&title), "{title} in {svg}");
 }
 
 #[test]
@@ -269,4 +306,72 @@ fn a_stack_through_a_shared_library_keeps_its_c_frames() {
     let between = &functions[callback + 1..test_frame];
     assert!(!between.is_empty() && between.iter().all(|f| !f.starts_with("plain::")), "{functions:#?}");
     assert!(between.iter().any(|function| function.contains("sort")), "{functions:#?}");
+}
+
+/// A test of a registry kept in a static, as tokio keeps its signal handlers: filled once, for the process's life.
+const REGISTRY_TESTS: &str = r#"
+static REGISTRY: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+fn globals() -> &'static [u8] {
+    REGISTRY.get_or_init(|| vec![7u8; 2048])
+}
+
+#[test]
+fn registers() {
+    assert_eq!(std::hint::black_box(globals()).len(), 2048);
+}
+"#;
+
+/// Appends `allow` to the `[workspace.metadata.ying]` table of the fixture's manifest (which has none).
+fn allow_in_workspace(fixture: &Fixture, patterns: &str) {
+    let manifest = fixture.path().join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(!text.contains("[workspace.metadata.ying]"));
+    std::fs::write(&manifest, format!("{text}\n[workspace.metadata.ying]\nallow = {patterns}\n")).unwrap();
+}
+
+#[test]
+fn the_workspaces_allow_excuses_a_static_under_measure_all_and_a_leak_tests_site_alike() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::plain();
+    std::fs::write(fixture.path().join("tests/registry.rs"), REGISTRY_TESTS).unwrap();
+    let run = || fixture.cargo_ying(&["--measure", "all", "--test", "registry"], &[]);
+    let output = run();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let test = entry(&summary(&target_dir()), "registry", "registers").clone();
+    assert_eq!(test["retained_bytes"], 2048, "the static's value is retained: {test}");
+
+    allow_in_workspace(&fixture, r#"["registry::globals"]"#);
+    let output = run();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    let test = entry(&summary(&target_dir()), "registry", "registers").clone();
+    assert_eq!(test["retained_bytes"], 0, "excused by the workspace's pattern: {test}");
+    assert!(test["excused_bytes"].as_u64().unwrap() >= 2048, "and shown as excused: {test}");
+    let row = said.lines().find(|line| line.starts_with("plain-fixtures::registry registers")).unwrap();
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(columns[2], "0", "retained: {said}");
+    assert!(columns[3].parse::<u64>().unwrap() >= 2048, "excused: {said}");
+    assert!(said.contains(" retained     excused "), "{said}");
+
+    // A pattern the attribute would refuse is refused here too, naming the key: exit 2, nothing run.
+    let manifest = fixture.path().join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replace(r#"["registry::globals"]"#, r#"["registry::globals", ""]"#)).unwrap();
+    let output = run();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("`allow`: pattern 2 is empty, which would excuse everything"), "{said}");
+    assert!(!said.contains("Starting"), "{said}");
+
+    // A leak test is excused by the same key, beside its attribute's own patterns.
+    let leaks = Fixture::new();
+    let run = || leaks.cargo_ying(&["--test", "leaks", "session_leak"], &[]);
+    assert_eq!(run().status.code(), Some(1), "the leak fails its test without the pattern");
+    allow_in_workspace(&leaks, r#"["leak_fixtures::open_session"]"#);
+    let output = run();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let test = entry(&summary(&target_dir()), "leaks", "session_leak").clone();
+    assert_eq!(test["retained_bytes"], 0, "{test}");
+    assert!(test["excused_bytes"].as_u64().unwrap() > 0, "{test}");
 }

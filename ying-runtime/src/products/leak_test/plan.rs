@@ -3,9 +3,9 @@
 
 use crate::hot::allocator::is_installed;
 use crate::products::measure::install_hint;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use ying_report::arguments::{self, Value, Written};
-use ying_report::report::{ATTRIBUTION_ENV, Attribution, Budgets, DEFER_SYMBOLS_ENV, TestIdentity};
+use ying_report::report::{ATTRIBUTION_ENV, Attribution, Budgets, DEFER_SYMBOLS_ENV, TestIdentity, allow_patterns};
 
 /// Process-attributed tests count every allocation in the process: two at once would count each other's.
 static PROCESS_TESTS: Mutex<()> = Mutex::new(());
@@ -63,6 +63,33 @@ impl LeakTest {
     }
 }
 
+/// The workspace's `allow` patterns, which `cargo ying` passes every test process
+/// ([`ALLOW_ENV`](ying_report::report::ALLOW_ENV)), read once.
+///
+/// # Panics
+///
+/// When the variable is set but not a list of patterns: `cargo ying` checks them before it sets it, so whoever set
+/// it by hand is told.
+fn workspace_allow() -> &'static [&'static str] {
+    static PATTERNS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    PATTERNS.get_or_init(|| {
+        let patterns = allow_patterns().unwrap_or_else(|why| panic!("ying: {why}"));
+        // Kept for the process's life, as the attribute's patterns are.
+        patterns.into_iter().map(|pattern| &*Box::leak(pattern.into_boxed_str())).collect()
+    })
+}
+
+/// A test's `allow` patterns (`written`, the attribute's) with the workspace's after them.
+fn with_workspace_allow(written: &'static [&'static str]) -> &'static [&'static str] {
+    let workspace = workspace_allow();
+    match (written.is_empty(), workspace.is_empty()) {
+        (_, true) => written,
+        (true, false) => workspace,
+        // One test a process: the joined list is made once.
+        (false, false) => Box::leak(written.iter().chain(workspace).copied().collect::<Box<[_]>>()),
+    }
+}
+
 /// The resolved plan of a run: budgets with defaults, attribution, runs and excuses.
 pub(super) struct Plan {
     pub(super) test: &'static LeakTest,
@@ -72,7 +99,8 @@ pub(super) struct Plan {
     /// Unmeasured runs of the body before the measured ones.
     pub(super) warmup: u32,
     pub(super) iterations: u32,
-    /// Patterns of the function names whose retained memory is excused.
+    /// Patterns of the function names whose retained memory is excused: the attribute's, then the workspace's
+    /// ([`with_workspace_allow`]).
     pub(super) allow: &'static [&'static str],
     /// What the report says of how the figures were taken (see `LeakReport::notes`).
     pub(super) notes: Vec<String>,
@@ -89,7 +117,7 @@ impl Plan {
             attribution: written.attribution.unwrap_or(default_attribution),
             warmup: written.warmup,
             iterations: written.iterations.unwrap_or(1).max(1),
-            allow: written.allow,
+            allow: with_workspace_allow(written.allow),
             notes: Vec::new(),
         }
     }
@@ -104,7 +132,7 @@ impl Plan {
             attribution: Attribution::Process,
             warmup: written.warmup,
             iterations: 1,
-            allow: written.allow,
+            allow: with_workspace_allow(written.allow),
             notes: Vec::new(),
         }
     }
