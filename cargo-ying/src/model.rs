@@ -380,6 +380,14 @@ impl Run {
         self.gate = Some(RunGate { baseline, gating, comparison, check });
     }
 
+    /// [`judge`](Self::judge) against `entries` of a baseline of the leak tests, by the default gating, without
+    /// `--check`: as unit tests judge a run.
+    #[cfg(test)]
+    pub(crate) fn judge_by_default(&mut self, entries: &BTreeMap<TestId, BaselineEntry>, complete: bool) {
+        let gating = Gating::new(crate::gate::Tolerance::default(), &[]);
+        self.judge("b.json".into(), entries, [Measured::LeakTests; 2], gating, complete, false);
+    }
+
     /// Settles the verdict of test `id`, which crossed the tolerance, with what its reruns showed: in its record
     /// and in the run's comparison alike.
     pub(crate) fn settle(&mut self, id: &TestId, reruns: Reruns) {
@@ -454,7 +462,7 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::{Leak, Outcome, Run, TestRecord};
-    use crate::gate::{Gating, Reruns, Tolerance};
+    use crate::gate::Reruns;
     use std::collections::BTreeMap;
     use std::time::Duration;
     use ying_report::report::{Attribution, Budgets, TestIdentity};
@@ -485,14 +493,7 @@ mod tests {
         let entry = |retained_bytes| BaselineEntry::new(Figures { retained_bytes, ..Figures::default() }, Vec::new());
         let baseline: BTreeMap<TestId, BaselineEntry> =
             [(run.tests[0].id.clone(), entry(10)), (run.tests[1].id.clone(), entry(10))].into();
-        run.judge(
-            "b.json".into(),
-            &baseline,
-            [ying_report::Measured::LeakTests; 2],
-            Gating::new(Tolerance::default(), &[]),
-            true,
-            false,
-        );
+        run.judge_by_default(&baseline, true);
         assert!(!run.failed() && run.regressed());
         let summary = run.summary();
         assert_eq!(summary.tests[0].gate, Some(GateVerdict::Regressed));
@@ -521,14 +522,7 @@ mod tests {
             .zip([entry(100), entry(100), entry(12)])
             .map(|(&name, entry)| (TestId::new("p", TargetKind::Test, "leaks", name), entry))
             .collect();
-        run.judge(
-            "b.json".into(),
-            &baseline,
-            [ying_report::Measured::LeakTests; 2],
-            Gating::new(Tolerance::default(), &[]),
-            true,
-            false,
-        );
+        run.judge_by_default(&baseline, true);
         assert!(run.regressed());
         let [flaky, leaky] = [0, 1].map(|index| run.tests[index].id.clone());
         run.settle(&flaky, Reruns { crossed: 1, runs: 2 });
@@ -576,14 +570,7 @@ mod tests {
             Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), before)].into();
         assert!(run.tests[0].grown_sites().is_empty(), "not judged yet");
-        run.judge(
-            "b.json".into(),
-            &baseline,
-            [ying_report::Measured::LeakTests; 2],
-            Gating::new(Tolerance::default(), &[]),
-            true,
-            false,
-        );
+        run.judge_by_default(&baseline, true);
         let lines = run.tests[0].grown_sites();
         assert_eq!(lines.len(), 6, "{lines:#?}");
         assert_eq!(

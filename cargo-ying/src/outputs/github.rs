@@ -155,7 +155,6 @@ pub(crate) fn step_summary(run: &Run) -> String {
 #[cfg(test)]
 mod tests {
     use super::{MAX_ERRORS, annotation, annotations, escape_data, markdown, step_summary};
-    use crate::gate::{Gating, Tolerance};
     use crate::model::{Leak, Outcome, Run, TestRecord};
     use std::collections::BTreeMap;
     use std::path::Path;
@@ -183,14 +182,7 @@ mod tests {
         let grew = run.tests[12].id.clone();
         let entry = BaselineEntry::new(Figures { retained_bytes: 10, ..Figures::default() }, Vec::new());
         let baseline: BTreeMap<TestId, BaselineEntry> = [(grew, entry)].into();
-        run.judge(
-            "b.json".into(),
-            &baseline,
-            [ying_report::Measured::LeakTests; 2],
-            Gating::new(Tolerance::default(), &[]),
-            false,
-            false,
-        );
+        run.judge_by_default(&baseline, false);
 
         let lines = annotations(&run, Path::new("/repo"));
         assert_eq!(lines.len(), MAX_ERRORS + 1, "{lines:#?}");
@@ -234,14 +226,7 @@ mod tests {
         let mut run =
             Run { tests: vec![forgets], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), before)].into();
-        run.judge(
-            "b.json".into(),
-            &baseline,
-            [ying_report::Measured::LeakTests; 2],
-            Gating::new(Tolerance::default(), &[]),
-            true,
-            false,
-        );
+        run.judge_by_default(&baseline, true);
 
         let lines = annotations(&run, Path::new("/repo"));
         assert_eq!(

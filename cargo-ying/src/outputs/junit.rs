@@ -249,7 +249,6 @@ mod tests {
 
     #[test]
     fn a_regression_names_the_sites_it_grew_at_in_its_message_and_its_description() {
-        use crate::gate::{Gating, Tolerance};
         use crate::model::Leak;
         use std::collections::BTreeMap;
         use ying_report::report::{Attribution, Budgets, Reach, RetainedSite, TestIdentity, Why};
@@ -272,14 +271,7 @@ mod tests {
             Run { tests: vec![forgets], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> =
             [(run.tests[0].id.clone(), BaselineEntry { lost_bytes: Some(0), ..BaselineEntry::default() })].into();
-        run.judge(
-            "b.json".into(),
-            &baseline,
-            [ying_report::Measured::LeakTests; 2],
-            Gating::new(Tolerance::default(), &[]),
-            true,
-            false,
-        );
+        run.judge_by_default(&baseline, true);
         let xml = junit(&run);
         let document = parse(&xml);
         let failure = case(&document, "forgets").children().find(|node| node.has_tag_name("failure")).unwrap();

@@ -359,7 +359,6 @@ impl Reporter {
 #[cfg(test)]
 mod tests {
     use super::{Counts, Reporter};
-    use crate::gate::{Gating, Tolerance};
     use crate::model::{Leak, Outcome, Run, TestRecord};
     use std::collections::BTreeMap;
     use std::time::Duration;
@@ -382,14 +381,7 @@ mod tests {
             Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> =
             [(id, BaselineEntry { lost_bytes: Some(0), ..BaselineEntry::default() })].into();
-        run.judge(
-            "b.json".into(),
-            &baseline,
-            [ying_report::Measured::LeakTests; 2],
-            Gating::new(Tolerance::default(), &[]),
-            true,
-            false,
-        );
+        run.judge_by_default(&baseline, true);
         assert_eq!(
             Reporter::new(false, false, false).regressed(&run.tests[0]),
             "   REGRESSED p::leaks forgets: lost bytes 0 -> 512\n             512 B in 1 block, lost (nothing points \
