@@ -1,5 +1,5 @@
 //! [`FoldedStack`]: a stack and a count in the folded format of flamegraph tools (`root;...;leaf 1000`), the form
-//! baselines keep retained memory in and flamegraphs are drawn from.
+//! flamegraphs are drawn from.
 
 use core::fmt;
 use core::str::FromStr;

@@ -7,8 +7,8 @@
 //! - [`summary`] and [`baseline`]: what `cargo ying test` writes for a run and keeps for the gate, with the
 //!   [`Figures`] it compares;
 //! - [`TestId`]: which test of which target of which package, with one display form and one file name;
-//! - [`Frame`], one symbolised frame of a stack, and [`FoldedStack`], a stack in the folded form baselines and
-//!   flamegraphs keep;
+//! - [`Frame`], one symbolised frame of a stack, and [`FoldedStack`], a stack in the folded form flamegraphs
+//!   are drawn from;
 //! - [`ByteSize`]: the one grammar of sizes (`"64 KiB"`) that budgets, flags and configuration keys use;
 //! - [`arguments`]: the arguments of `#[ying::leak_test]` in one table ([`ARGUMENTS`]), which the macro checks
 //!   against, the runtime resolves through and the runtime's documentation lists;

@@ -10,10 +10,11 @@ pub use ying_report::report::*;
 #[deprecated(since = "0.1.0", note = "renamed `TestIdentity`")]
 pub type TestId = TestIdentity;
 
-/// One folded-stack line (`root;...;leaf bytes`, function names only) for flamegraphs and baselines, from frames
-/// given innermost first. Frames from ying's leak-test runner outwards are the test harness's, the same for every
-/// test, and are left out, except the frames of `tracing` spans (`span:<name>`), which stay at the root.
-/// `None` for zero bytes. See [`ying_report::FoldedStack`] for the typed form.
+/// One folded-stack line (`root;...;leaf bytes`) for flamegraphs, from frames given innermost first: from the root
+/// to the user's code (its frames with their locations), then one frame for what it called down to the allocator.
+/// Frames from ying's leak-test runner outwards are the test harness's, the same for every test, and are left out,
+/// except the frames of `tracing` spans (`span:<name>`), which stay at the root. `None` for zero bytes. See
+/// [`ying_report::FoldedStack`] for the typed form.
 pub fn folded_stack(frames: &[ying_report::Frame], bytes: u64) -> Option<String> {
     ying_frames::fold(frames, bytes).map(|stack| stack.to_string())
 }

@@ -6,9 +6,9 @@
 //! keeps without leaking it; [`hook`] keeps the panic hook's work out of the figures; [`exit`] fails a process that
 //! exits inside a body; [`why`] says why each retained block is still there (the reachability scan of
 //! `read::reach`, summed per site); [`verdict`] judges budgets against figures and writes the failure message, as
-//! a pure function; [`report`] writes the JSON report; [`unannotated`] measures a test without the attribute from outside,
-//! for the allocation interposer; [`interposer`] tells that interposer when a leak test starts, so that it stops
-//! measuring.
+//! a pure function; [`report`] writes the JSON report; [`unannotated`] measures a test without the attribute from
+//! outside, for the allocation interposer, waiting at its end for the threads the test left running ([`settle`]);
+//! [`interposer`] tells that interposer when a leak test starts, so that it stops measuring.
 //!
 //! Stacks: the scope records the stack of every allocation it owns. That names the site of even a single small
 //! leaked block, lets `allow` patterns excuse what they match, and recognises two kinds of memory that a test
@@ -25,6 +25,7 @@ mod interposer;
 mod plan;
 mod report;
 mod runner;
+mod settle;
 mod unannotated;
 mod verdict;
 mod why;

@@ -4,7 +4,8 @@
 //! process through a [`YingProfiler`](crate::YingProfiler), and tells the runtime each time a thread is named. The
 //! test harness runs the test on a thread named after it (libtest does, with `--test-threads=1` too); when the
 //! thread named after the test in [`MEASURE_TEST_ENV`] starts, a process-attributed scope opens on it, recording
-//! every stack, and it closes when that thread exits, after the thread's thread-locals are gone. Process
+//! every stack, and it closes when that thread exits, after the thread's thread-locals are gone and the threads the
+//! test left running have ended (or half a second has passed: see `settle`). Process
 //! attribution opened off the main thread counts the test's thread and every thread it spawns, not the harness's
 //! main thread. There are no budgets: the figures and the retained sites go into the test's report, and the gate
 //! judges them against the baseline. A test that is a leak test writes its own report, which is kept.
@@ -12,6 +13,7 @@
 use super::plan::{LeakTest, Plan};
 use super::report;
 use super::runner::Session;
+use super::settle::{SETTLE, Threads};
 use std::cell::RefCell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,11 +68,15 @@ fn names_test(name: &[u8], test: &str) -> bool {
 struct Window {
     plan: Plan,
     session: Option<Session>,
+    /// The process's threads as the window opened.
+    threads: Threads,
 }
 
 impl Drop for Window {
     fn drop(&mut self) {
         let Some(session) = self.session.take() else { return };
+        // What threads the test left running hold is theirs until they end, which they may do any moment now.
+        self.threads.wait_for_those_started_since(SETTLE);
         if leak_test_reported(&self.plan) {
             // Closed unread: the leak test's report is the one kept.
             drop(session);
@@ -132,9 +138,10 @@ pub fn thread_named(name: &[u8]) {
     plan.notes = notes();
     // Stacks captured on the threads the test spawns end at their entry, as reports trim them.
     crate::read::symbol_table::end_stacks_at_thread_entries();
+    let threads = Threads::now();
     let opened = WINDOW.try_with(|window| {
         let mut window = window.borrow_mut();
-        *window = Some(Window { session: None, plan });
+        *window = Some(Window { session: None, plan, threads });
         if let Some(window) = window.as_mut() {
             window.session = Some(Session::open(&window.plan));
         }
