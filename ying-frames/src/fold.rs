@@ -2,7 +2,7 @@
 //! site keeps across runs (the functions of the package that allocated it, without lines), as baselines record
 //! sites and differential flamegraphs match them.
 
-use crate::trim::{is_allocator_entry, is_in_leak_test_runner, is_package_code, leak_site};
+use crate::trim::{is_allocator_entry, is_in_leak_test_runner, is_package_code, is_thread_entry, leak_site};
 use crate::types::is_standard_library;
 use ying_report::{FoldedStack, Frame, LeakReport};
 
@@ -10,10 +10,19 @@ use ying_report::{FoldedStack, Frame, LeakReport};
 /// with `..` between them.
 pub const MAX_KEY: usize = 160;
 
-/// Where the frames of `frames` (innermost first) stop being the test's: at ying's leak-test runner, from which
-/// frames outwards are the test harness's, the same for every test.
+/// libtest's frame through which it calls a test function (`test::__rust_begin_short_backtrace`).
+const LIBTEST_ENTRY: &str = "test::__rust_begin_short_backtrace";
+
+/// Where the frames of `frames` (innermost first) stop being the test's: at ying's leak-test runner, or, for a test
+/// measured from outside, at libtest's call of the test function (or the standard library's entry of a thread),
+/// from which frames outwards are the test harness's, the same for every test.
 fn harness_start(frames: &[Frame]) -> usize {
-    frames.iter().position(is_in_leak_test_runner).unwrap_or(frames.len())
+    frames
+        .iter()
+        .position(|frame| {
+            is_in_leak_test_runner(frame) || is_thread_entry(frame) || frame.function.starts_with(LIBTEST_ENTRY)
+        })
+        .unwrap_or(frames.len())
 }
 
 /// Whether `frame` is the standard library's (its source under `/rustc/`, or a path of `std`, `core` or `alloc`)
@@ -49,8 +58,8 @@ pub fn user_frame(frames: &[Frame]) -> Option<usize> {
 /// to the user's code ([`user_frame`]), then one frame for everything it called down to the allocator (named by
 /// the function it called: `alloc::vec::from_elem`). Frames of the package's own code keep their locations
 /// (`app::fill at src/lib.rs:12`), so two sites in one function are two frames. Frames from ying's leak-test
-/// runner outwards are the test harness's and are left out, except the frames of `tracing` spans (`span:<name>`),
-/// which stay at the root. `None` for zero bytes.
+/// runner (or libtest's call of the test function) outwards are the test harness's and are left out, except the
+/// frames of `tracing` spans (`span:<name>`), which stay at the root. `None` for zero bytes.
 ///
 /// ```
 /// use ying_report::Frame;
@@ -224,6 +233,18 @@ mod tests {
         assert_eq!(
             fold(&dependency, 4).unwrap().to_string(),
             "std::sync::once::Once::call_once;tokio::signal::registry::globals;alloc::boxed::Box<T>::new 4"
+        );
+        // A test measured from outside: libtest's frames from its call of the test function outwards are left out.
+        let libtest = [
+            at("alloc::vec::from_elem", "/rustc/0/library/alloc/src/vec/mod.rs", 3000),
+            at("plain::caches", "tests/plain.rs", 38),
+            at("core::ops::function::FnOnce::call_once", "/rustc/0/library/core/src/ops/function.rs", 250),
+            at("test::__rust_begin_short_backtrace::<fn()>", "/rustc/0/library/test/src/lib.rs", 663),
+            at("test::run_test_in_process", "/rustc/0/library/test/src/lib.rs", 686),
+        ];
+        assert_eq!(
+            fold(&libtest, 4).unwrap().to_string(),
+            "core::ops::function::FnOnce::call_once;plain::caches at tests/plain.rs:38;alloc::vec::from_elem 4"
         );
         let library = [at("std::io::stdio::_print", "/rustc/0/library/std/src/io/stdio.rs", 1)];
         assert_eq!(fold(&library, 4).unwrap().to_string(), "std::io::stdio::_print 4");
