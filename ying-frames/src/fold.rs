@@ -51,7 +51,9 @@ fn is_plumbing(frame: &Frame) -> bool {
 /// assert_eq!(ying_frames::user_frame(&dependency), Some(1));
 /// ```
 pub fn user_frame(frames: &[Frame]) -> Option<usize> {
-    leak_site(frames).or_else(|| frames[..harness_start(frames)].iter().position(|frame| !is_plumbing(frame)))
+    // The test's frames only: a `tracing` span's frame, kept beyond the harness's, is never the user's code.
+    let test = &frames[..harness_start(frames)];
+    leak_site(test).or_else(|| test.iter().position(|frame| !is_plumbing(frame)))
 }
 
 /// The folded stack of `frames` (innermost first) with `bytes`, as a flamegraph of the run draws it: from the root
@@ -246,6 +248,16 @@ mod tests {
             fold(&libtest, 4).unwrap().to_string(),
             "core::ops::function::FnOnce::call_once;plain::caches at tests/plain.rs:38;alloc::vec::from_elem 4"
         );
+        // A thread's stack ends at its entry; a span's frame beyond it, with the package's file, stays at the root.
+        let thread = [
+            at("alloc::vec::from_elem", "/rustc/0/library/alloc/src/vec/mod.rs", 3000),
+            at("app::fill", "/home/app/src/lib.rs", 9),
+            at("std::sys::backtrace::__rust_begin_short_backtrace", "/rustc/0/library/std/src/sys/backtrace.rs", 1),
+            at("std::thread::lifecycle::spawn_unchecked::{{closure}}", "/rustc/0/library/std/src/thread.rs", 2),
+            at("span:startup", "tests/spans.rs", 108),
+        ];
+        assert_eq!(super::user_frame(&thread), Some(1));
+        assert_eq!(fold(&thread, 4).unwrap().to_string(), "span:startup;app::fill;alloc::vec::from_elem 4");
         let library = [at("std::io::stdio::_print", "/rustc/0/library/std/src/io/stdio.rs", 1)];
         assert_eq!(fold(&library, 4).unwrap().to_string(), "std::io::stdio::_print 4");
     }
