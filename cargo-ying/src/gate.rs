@@ -261,13 +261,21 @@ pub(crate) fn entry(report: &LeakReport) -> BaselineEntry {
     BaselineEntry::of(report, ying_frames::retained_sites(report))
 }
 
+/// Whether saving a test leaves its `recorded` baseline entry as it is: its `verdict` keeps it
+/// ([`GateVerdict::keeps_baseline_entry`]: within the tolerance, or unstable), so that an unchanged run rewrites the
+/// baseline byte for byte, and the entry keeps every `gated` figure.
+pub(crate) fn keeps_recorded(verdict: Option<GateVerdict>, recorded: Option<&BaselineEntry>, gated: &[Figure]) -> bool {
+    verdict.is_some_and(GateVerdict::keeps_baseline_entry)
+        && recorded.is_some_and(|entry| gated.iter().all(|&figure| entry.get(figure).is_some()))
+}
+
 /// The sites of `report` its retained memory grew at against `before`: those of the keys
 /// ([`ying_frames::site_key`]) that hold more bytes now than the baseline recorded for them (a key it does not name
 /// held nothing), the most grown key first, each key's sites by their bytes. Of a grown key's sites, those the
 /// baseline's bytes account for are left out, the largest first: a new leak in a function that already retained
 /// is named alone. Excused sites are never among them.
 pub(crate) fn grown_sites<'a>(before: &BaselineEntry, report: &'a LeakReport) -> Vec<&'a RetainedSite> {
-    let (was, _) = before.site_bytes();
+    let was = before.site_bytes();
     let mut by_key: BTreeMap<String, Vec<&RetainedSite>> = BTreeMap::new();
     for site in report.retained_sites.iter().filter(|site| !site.excused && site.bytes > 0) {
         by_key.entry(ying_frames::site_key(&site.frames)).or_default().push(site);

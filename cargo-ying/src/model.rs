@@ -435,18 +435,13 @@ impl Run {
         self.tests.iter().filter_map(|test| Some((test.id.clone(), test.baseline_entry()?))).collect()
     }
 
-    /// The entries `--save-baseline` writes, with the `gated` figures: those of the leak tests whose verdict does
-    /// not keep the recorded entry ([`GateVerdict::keeps_baseline_entry`]), so that an unchanged run rewrites the
-    /// baseline byte for byte, or whose recorded entry lacks a gated figure; with `every`, every measured test's
-    /// (the baseline is to be written anew).
+    /// The entries `--save-baseline` writes, with the `gated` figures: those of the measured tests that do not keep
+    /// their recorded entry ([`gate::keeps_recorded`]); with `every`, every measured test's (the baseline is to be
+    /// written anew).
     pub(crate) fn entries_to_save(&self, gated: &[Figure], every: bool) -> BTreeMap<TestId, BaselineEntry> {
-        let keeps = |test: &TestRecord| {
-            test.verdict().is_some_and(GateVerdict::keeps_baseline_entry)
-                && test.baseline.as_ref().is_some_and(|entry| gated.iter().all(|&figure| entry.get(figure).is_some()))
-        };
         self.tests
             .iter()
-            .filter(|test| every || !keeps(test))
+            .filter(|test| every || !gate::keeps_recorded(test.verdict(), test.baseline.as_ref(), gated))
             .filter_map(|test| Some((test.id.clone(), test.baseline_entry()?.keeping(gated))))
             .collect()
     }

@@ -221,9 +221,9 @@ impl BaselineEntry {
         self
     }
 
-    /// The retained bytes of its sites by key, and whether every site is named (`other` is 0).
-    pub fn site_bytes(&self) -> (BTreeMap<&str, u64>, bool) {
-        (self.sites.iter().map(|(key, bytes)| (key.as_str(), *bytes)).collect(), self.other == 0)
+    /// The retained bytes of its named sites by key.
+    pub fn site_bytes(&self) -> BTreeMap<&str, u64> {
+        self.sites.iter().map(|(key, bytes)| (key.as_str(), *bytes)).collect()
     }
 }
 

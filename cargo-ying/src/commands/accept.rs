@@ -4,6 +4,7 @@ use crate::baseline::BaselineFile;
 use crate::cli::AcceptArgs;
 use crate::cli::GateOptions;
 use crate::error::{BaselineFileError, Error, Result};
+use crate::gate;
 use crate::saved;
 use crate::settings;
 use crate::workspace::Workspace;
@@ -26,9 +27,7 @@ pub(crate) fn run(args: &AcceptArgs) -> Result<u8> {
     // an earlier form, written whole now), and an entry keeps the figures the configuration gates.
     let every = baseline.is_of_earlier_form();
     for test in &summary.tests {
-        let recorded = baseline.entries().get(&test.id);
-        let has_every_figure = recorded.is_some_and(|entry| gated.iter().all(|&figure| entry.get(figure).is_some()));
-        if !every && has_every_figure && test.gate.is_some_and(ying_report::GateVerdict::keeps_baseline_entry) {
+        if !every && gate::keeps_recorded(test.gate, baseline.entries().get(&test.id), gated) {
             entries.remove(&test.id);
         }
     }

@@ -75,13 +75,13 @@ struct Window {
 impl Drop for Window {
     fn drop(&mut self) {
         let Some(session) = self.session.take() else { return };
-        // What threads the test left running hold is theirs until they end, which they may do any moment now.
-        self.threads.wait_for_those_started_since(SETTLE);
         if leak_test_reported(&self.plan) {
             // Closed unread: the leak test's report is the one kept.
             drop(session);
             return;
         }
+        // What threads the test left running hold is theirs until they end, which they may do any moment now.
+        self.threads.wait_for_those_started_since(SETTLE);
         session.close().judge(&self.plan);
     }
 }
