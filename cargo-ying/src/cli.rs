@@ -117,7 +117,8 @@ pub(crate) struct TestFilter {
     #[arg(short = 'E', long = "filterset", value_name = "EXPR", value_parser = parse_filterset, help_heading = "Filter options")]
     pub filtersets: Vec<Filterset>,
 
-    /// Run only this shard of the tests: count:M/N (the i-th test to shard i mod N) or hash:M/N (by the test's id)
+    /// Run only this shard of the tests, as cargo-nextest shares them out: slice:M/N (round-robin across binaries),
+    /// hash:M/N (by the test's name, stable as tests come and go) or count:M/N (round-robin within each binary)
     #[arg(long, value_name = "SCHEME:M/N", value_parser = Partition::parse, help_heading = "Filter options")]
     pub partition: Option<Partition>,
 

@@ -63,6 +63,11 @@ impl TestBinary {
     pub(crate) fn test_id(&self, name: &str) -> ying_report::TestId {
         ying_report::TestId::new(&self.package, self.kind, &self.name, name)
     }
+
+    /// Its id, as cargo-nextest writes it (`pkg`, `pkg::tests`, `pkg::bin/tool`).
+    pub(crate) fn binary_id(&self) -> String {
+        self.test_id("").binary_id()
+    }
 }
 
 /// The cargo executable: the one that invoked us, or `cargo` on the path.

@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::run::build::{self, CargoArgs, TestBinary};
 use crate::run::discover::{self, Selection, TestCase};
 use crate::run::not_run;
-use crate::run::partition::Partition;
+use crate::run::partition::{Candidate, Partition};
 use cargo_metadata::Metadata;
 use std::sync::Arc;
 use ying_report::NotRunTarget;
@@ -53,17 +53,31 @@ impl Plan {
         on_built(&binaries);
         let listed: Vec<TestCase> = discover::discover(&binaries, selection)?;
         let selected = listed.iter().filter(|test| selection.runs(test.ignored)).count();
-        let tests = listed
+        let tests: Vec<(TestCase, bool)> = listed
             .into_iter()
-            .enumerate()
-            .filter(|(index, test)| {
-                partition.is_none_or(|partition| partition.contains(*index, &test.id().to_string()))
-            })
-            .map(|(_, test)| {
+            .map(|test| {
                 let runs = selection.runs(test.ignored);
                 (test, runs)
             })
             .collect();
+        let tests = match partition {
+            None => tests,
+            Some(partition) => {
+                let ids: Vec<String> = tests.iter().map(|(test, _)| test.binary.binary_id()).collect();
+                let candidates: Vec<Candidate<'_>> = tests
+                    .iter()
+                    .zip(&ids)
+                    .map(|((test, runs), binary_id)| Candidate {
+                        binary_id,
+                        name: &test.name,
+                        ignored: test.ignored,
+                        runs: *runs,
+                    })
+                    .collect();
+                let chosen = partition.select(&candidates);
+                tests.into_iter().zip(chosen).filter(|(_, chosen)| *chosen).map(|(test, _)| test).collect()
+            }
+        };
         let complete = partition.is_none() && selection.selects_everything() && cargo.builds_default_targets();
         Ok(Self { binaries, not_run, tests, selected, complete })
     }

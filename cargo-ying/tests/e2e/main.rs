@@ -93,24 +93,39 @@ impl Fixture {
 
     /// `cargo-ying ying <subcommand> --manifest-path <copy> <args>` with a cleaned environment.
     fn subcommand(&self, subcommand: &str, args: &[&str], envs: &[(&str, &str)]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-ying"));
+        let mut command = cleaned(env!("CARGO_BIN_EXE_cargo-ying"));
         command.arg("ying").arg(subcommand).arg("--manifest-path").arg(self.path().join("Cargo.toml")).args(args);
-        for (key, _) in std::env::vars_os() {
-            let key = key.to_string_lossy().into_owned();
-            let keep = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"].contains(&key.as_str());
-            let ours = key.starts_with("YING_") || key.starts_with("RUST_TEST_") || key.starts_with("GITHUB_");
-            if (key.starts_with("CARGO") && !keep) || ours {
-                command.env_remove(&key);
-            }
-        }
-        command
-            .env("CARGO_TARGET_DIR", target_dir())
-            .env("CARGO_TERM_COLOR", "never")
-            .env("RUST_BACKTRACE", "0")
-            .env("CI", "true")
-            .envs(envs.iter().copied());
+        command.envs(envs.iter().copied());
         command
     }
+
+    /// `cargo nextest <args> --manifest-path <copy>`, with the environment and target directory of cargo ying's
+    /// runs: the same build, for comparing with the runner cargo ying follows.
+    fn nextest(&self, args: &[&str]) -> Output {
+        let mut command = cleaned("cargo");
+        command.arg("nextest").args(args).arg("--manifest-path").arg(self.path().join("Cargo.toml"));
+        command.output().unwrap()
+    }
+}
+
+/// `program` with a cleaned environment: none of cargo's variables but its home and toolchain, none of ying's, of
+/// libtest's or of GitHub's; the shared target directory, no colour, no backtraces, and `CI=true`.
+fn cleaned(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new(program);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        let keep = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"].contains(&key.as_str());
+        let ours = key.starts_with("YING_") || key.starts_with("RUST_TEST_") || key.starts_with("GITHUB_");
+        if (key.starts_with("CARGO") && !keep) || ours {
+            command.env_remove(&key);
+        }
+    }
+    command
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_TERM_COLOR", "never")
+        .env("RUST_BACKTRACE", "0")
+        .env("CI", "true");
+    command
 }
 
 fn stderr(output: &Output) -> String {

@@ -179,3 +179,51 @@ fn target_selection_and_verbosity_follow_cargo_and_nextest() {
     assert!(!err.contains("PASS") && !err.contains("Compiling") && !err.contains("Finished"), "{err}");
     assert!(err.contains("1 test run: 1 passed"), "{err}");
 }
+
+/// The tests a listing names, as `binary-id test-name` lines, sorted: `cargo ying list`'s (a binary's id on a line
+/// of its own, its tests indented below) or `cargo nextest list --message-format json`'s (those that match).
+fn listed_tests(ying: Option<&str>, nextest: Option<&str>) -> Vec<String> {
+    let mut tests = Vec::new();
+    if let Some(listing) = ying {
+        let mut binary = "";
+        for line in listing.lines() {
+            match line.strip_prefix("    ") {
+                Some(test) => tests.push(format!("{binary} {test}")),
+                None => binary = line.trim_end_matches(':'),
+            }
+        }
+    }
+    if let Some(json) = nextest {
+        let list: serde_json::Value = serde_json::from_str(json).unwrap();
+        for (binary, suite) in list["rust-suites"].as_object().unwrap() {
+            for (test, case) in suite["testcases"].as_object().unwrap() {
+                if case["filter-match"]["status"] == "matches" {
+                    tests.push(format!("{binary} {test}"));
+                }
+            }
+        }
+    }
+    tests.sort();
+    tests
+}
+
+#[test]
+fn a_partition_holds_the_tests_nextest_runs_in_it() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    // The custom harness cannot list its tests: nextest is kept from asking, as cargo ying never does.
+    let not_custom = "not binary(custom_harness)";
+    let every = fixture.subcommand("list", &["-E", not_custom], &[]).output().unwrap();
+    assert_eq!(every.status.code(), Some(0), "{}", stderr(&every));
+    let every = listed_tests(Some(&stdout(&every)), None);
+    for partition in ["hash:1/3", "hash:3/3", "count:2/3", "slice:1/4"] {
+        let nextest =
+            fixture.nextest(&["list", "-E", not_custom, "--partition", partition, "--message-format", "json"]);
+        assert_eq!(nextest.status.code(), Some(0), "{}", stderr(&nextest));
+        let ying = fixture.subcommand("list", &["-E", not_custom, "--partition", partition], &[]).output().unwrap();
+        assert_eq!(ying.status.code(), Some(0), "{}", stderr(&ying));
+        let (ours, theirs) = (listed_tests(Some(&stdout(&ying)), None), listed_tests(None, Some(&stdout(&nextest))));
+        assert_eq!(ours, theirs, "--partition {partition}");
+        assert!(!ours.is_empty() && ours.len() < every.len(), "--partition {partition} holds some tests: {ours:?}");
+    }
+}
