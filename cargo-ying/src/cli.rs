@@ -9,6 +9,7 @@ use crate::run::filterset::Filterset;
 use crate::run::partition::Partition;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use ying_report::exit_code;
 
 /// `cargo` runs `cargo-ying ying ...`: the outer level is cargo's.
 #[derive(Debug, Parser)]
@@ -378,6 +379,21 @@ fn figure_parser() -> impl clap::builder::TypedValueParser<Value = ying_report::
     })
 }
 
+/// The exit code of a command line clap did not take: 0 for `--help` and `--version`, nextest's for a filterset
+/// that does not parse, and the usage error's otherwise.
+pub(crate) fn exit_code(error: &clap::Error) -> u8 {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let filterset = matches!(
+        error.get(ContextKind::InvalidArg),
+        Some(ContextValue::String(arg)) if arg.starts_with("--filterset")
+    );
+    match error.kind() {
+        _ if !error.use_stderr() => exit_code::OK,
+        ErrorKind::ValueValidation if filterset => exit_code::INVALID_FILTERSET,
+        _ => exit_code::USAGE,
+    }
+}
+
 /// Parses an `-E` filterset; the error shows where it went wrong.
 fn parse_filterset(text: &str) -> Result<Filterset, String> {
     Filterset::parse(text).map_err(|error| format!("\n{error}"))
@@ -447,6 +463,15 @@ mod tests {
             Cargo::try_parse_from(["cargo", "ying", "test", "-E", "test(a) & tset(b)"]).unwrap_err().to_string();
         assert!(error.contains("unknown predicate `tset`") && error.contains("column 11"), "{error}");
         assert!(Cargo::try_parse_from(["cargo", "ying", "test", "-v", "-q"]).is_err(), "verbose and quiet conflict");
+    }
+
+    #[test]
+    fn a_filterset_that_does_not_parse_ends_with_nextests_exit_code() {
+        let code = |args: &[&str]| super::exit_code(&Cargo::try_parse_from(args).unwrap_err());
+        assert_eq!(code(&["cargo", "ying", "test", "-E", "test(a) &"]), ying_report::exit_code::INVALID_FILTERSET);
+        assert_eq!(code(&["cargo", "ying", "list", "--filterset", "tset(a)"]), 94);
+        assert_eq!(code(&["cargo", "ying", "test", "--jobs", "many"]), ying_report::exit_code::USAGE);
+        assert_eq!(code(&["cargo", "ying", "test", "--help"]), ying_report::exit_code::OK);
     }
 
     /// The gate options of `cargo ying test <args>`, or clap's error.

@@ -145,8 +145,12 @@ impl Error {
     /// The exit code this error ends `cargo ying` with.
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
-            Self::Metadata(_)
-            | Self::Config { .. }
+            Self::Metadata(_) => exit_code::CARGO_METADATA_FAILED,
+            Self::Build(_) | Self::Interposer(InterposerError::Spawn(_) | InterposerError::Failed(_)) => {
+                exit_code::BUILD_FAILED
+            }
+            Self::List { .. } => exit_code::TEST_LIST_FAILED,
+            Self::Config { .. }
             | Self::TestArgs(_)
             | Self::ReadBaseline { .. }
             | Self::WriteBaseline { .. }
@@ -155,10 +159,8 @@ impl Error {
             | Self::ReadSummary { .. }
             | Self::ReadReport { .. }
             | Self::ReadComparison { .. }
-            | Self::Build(_)
-            | Self::List { .. }
             | Self::Manifest { .. }
-            | Self::Interposer(_)
+            | Self::Interposer(InterposerError::Unsupported)
             | Self::Io { .. } => exit_code::USAGE,
         }
     }
@@ -333,6 +335,19 @@ mod tests {
         assert!(chain.starts_with("failed to read the baseline ying-baseline.json: "), "{chain}");
         assert!(chain.contains("line 2 column"), "{chain}");
         assert_eq!(chain.matches("line 2").count(), 1, "a cause is not repeated: {chain}");
+    }
+
+    #[test]
+    fn a_failed_build_listing_or_metadata_ends_with_nextests_exit_code() {
+        use std::os::unix::process::ExitStatusExt as _;
+        let failed = std::process::ExitStatus::from_raw(101 << 8);
+        let build = Error::Build(super::BuildError::Failed(failed));
+        assert_eq!(build.exit_code(), exit_code::BUILD_FAILED);
+        assert_eq!(Error::Interposer(InterposerError::Failed(failed)).exit_code(), exit_code::BUILD_FAILED);
+        let list = Error::List { binary: "t".into(), source: super::ListError::Interrupted("SIGINT".into()) };
+        assert_eq!(list.exit_code(), exit_code::TEST_LIST_FAILED);
+        let metadata = Error::Metadata(cargo_metadata::Error::CargoMetadata { stderr: String::new() });
+        assert_eq!(metadata.exit_code(), exit_code::CARGO_METADATA_FAILED);
     }
 
     #[test]

@@ -37,7 +37,6 @@ mod layers;
 
 use clap::Parser;
 use std::process::ExitCode;
-use ying_report::exit_code;
 
 /// Runs `cargo ying` with the process's arguments and returns its exit code.
 pub fn main_impl() -> ExitCode {
@@ -54,7 +53,7 @@ pub fn main_impl() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
-            return ExitCode::from(if error.use_stderr() { exit_code::USAGE } else { exit_code::OK });
+            return ExitCode::from(cli::exit_code(&error));
         }
     };
     let cli::CargoCommand::Ying(ying) = cli.command;

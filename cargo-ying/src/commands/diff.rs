@@ -43,5 +43,5 @@ pub(crate) fn run(args: &DiffArgs) -> Result<u8> {
     for line in gate_table::render(&comparison, &args.old.display().to_string(), gating.tolerance) {
         println!("{line}");
     }
-    Ok(if comparison.fails(args.gating.check) { exit_code::TEST_FAILED } else { exit_code::OK })
+    Ok(exit_code::of_run(false, comparison.fails(args.gating.check)))
 }

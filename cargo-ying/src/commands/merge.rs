@@ -84,7 +84,7 @@ pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
     for line in gate_table::render(&comparison, &baseline.path.display().to_string(), gating.tolerance) {
         eprintln!("{line}");
     }
-    Ok(if failed > 0 || comparison.fails(args.gating.check) { exit_code::TEST_FAILED } else { exit_code::OK })
+    Ok(exit_code::of_run(failed > 0, comparison.fails(args.gating.check)))
 }
 
 /// Whether two paths name one file (through links or `..`).

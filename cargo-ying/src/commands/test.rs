@@ -51,7 +51,7 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
         save_baseline(&run, baseline, &settings)?;
         regressed = false;
     }
-    Ok(if run.failed() || regressed { exit_code::TEST_FAILED } else { exit_code::OK })
+    Ok(exit_code::of_run(run.failed(), regressed))
 }
 
 /// Builds the tests (and, under `--measure all`, the interposer beside them) and plans the run; `None` when no test

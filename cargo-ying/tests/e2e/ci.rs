@@ -2,14 +2,14 @@
 //! Summary, GitHub annotations put regressions first and attach to files from the repository root, and the job
 //! summary's totals are the terminal's.
 
-use super::{Fixture, SHARED_TARGET, stderr};
+use super::{Fixture, SHARED_TARGET, TEST_FAILED, stderr};
 
 #[test]
 fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and_listed_after_the_summary() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
     let saved = fixture.cargo_ying(&["--no-fail-fast", "--save-baseline"], &[]);
-    assert_eq!(saved.status.code(), Some(1), "{}", stderr(&saved));
+    assert_eq!(saved.status.code(), TEST_FAILED, "{}", stderr(&saved));
     fixture.grow_budget_passes();
 
     // The workspace is a directory of the repository, as in a monorepo: GitHub's paths start at the checkout.
@@ -25,7 +25,7 @@ fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and
         ],
     );
     let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let commands: Vec<&str> = stdout.lines().filter(|line| line.starts_with("::")).collect();
 

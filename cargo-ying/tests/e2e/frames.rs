@@ -2,7 +2,7 @@
 //! as `0x2a7047`), and a leak site's frame keeps its line, so two sites in one function are two frames, named as
 //! the failure message names them.
 
-use super::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
+use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
 use std::path::{Path, PathBuf};
 
 /// Whether `name` is an address standing for a frame no symboliser named (`0x2a7047`).
@@ -53,7 +53,7 @@ fn flamegraphs_name_every_frame_and_a_leak_site_keeps_its_line() {
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--no-fail-fast", "-j", "2"], &[]);
     let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
     let out = target_dir().join("ying");
 
     // No bare address in any flamegraph, nor in any folded stack of any report they are drawn from.

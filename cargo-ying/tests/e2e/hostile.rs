@@ -5,7 +5,7 @@
 //! leak test that forks 200 times while another thread allocates (every allocation sampled)
 //! ends with every child exited.
 
-use crate::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
+use crate::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
 use std::path::Path;
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -108,7 +108,7 @@ fn a_timeout_kills_the_tests_whole_process_group() {
         &["--timeout", "3s", "--", "--exact", "leaves_a_child_running"],
         &[("FIXTURE_CHILD_PID", &pid_env), ("FIXTURE_CHILD_HANG", "1")],
     );
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(output.status.code(), TEST_FAILED, "{}", stderr(&output));
     assert!(stderr(&output).contains("TIMEOUT ["), "{}", stderr(&output));
     let text = std::fs::read_to_string(&pid_file).unwrap();
     let pids: Vec<i32> = text.split_whitespace().map(|pid| pid.parse().unwrap()).collect();
@@ -179,7 +179,7 @@ fn a_test_printing_100_mib_does_not_grow_cargo_ying_and_a_failure_keeps_all_of_i
 
     let failed = fixture.cargo_ying(&args, &[("FIXTURE_PRINT_MB", "3"), ("FIXTURE_PRINT_FAIL", "1")]);
     let err = stderr(&failed);
-    assert_eq!(failed.status.code(), Some(1));
+    assert_eq!(failed.status.code(), TEST_FAILED);
     assert!(err.contains("[cargo ying: the start of this output is cut"), "{}", &err[..err.len().min(2000)]);
     let summary = summary(&target_dir());
     let log = entry(&summary, "hostile", "prints_a_lot")["output"].as_str().unwrap().to_owned();
@@ -211,7 +211,7 @@ fn a_process_left_writing_outside_its_tests_group_writes_nothing_into_the_next_t
     assert!(writing, "the writer still ran after the run, so it wrote all through the next test");
 
     let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert_eq!(output.status.code(), TEST_FAILED, "{err}");
     assert!(err.contains("PASS [") && err.contains("hostile leaves_a_child_running"), "{err}");
     assert!(err.contains("asked to fail after printing"), "the failure's output is shown: {err}");
     assert!(!err.contains("stray line"), "the writer's lines are not in the next test's output: {err}");

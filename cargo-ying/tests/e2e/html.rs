@@ -3,7 +3,7 @@
 //! regressed and where it grew, a reason on every failed row, rounded sizes with their exact bytes on hover, and the
 //! same order of rows in two runs.
 
-use super::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
+use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
 use roxmltree::{Document, Node};
 
 /// One row of the page's table, as read back.
@@ -69,14 +69,14 @@ fn index_html_puts_the_regression_first_with_totals_reasons_and_exact_bytes() {
     let fixture = Fixture::new();
     let subset = ["--no-fail-fast", "budget_passes", "clean", "box_leak", "aborts", "--", "--exact"];
     let saved = fixture.cargo_ying(&[&["--save-baseline"][..], &subset[..]].concat(), &[]);
-    assert_eq!(saved.status.code(), Some(1), "box_leak and aborts fail: {}", stderr(&saved));
+    assert_eq!(saved.status.code(), TEST_FAILED, "box_leak and aborts fail: {}", stderr(&saved));
     fixture.grow_budget_passes();
 
     let mut orders = Vec::new();
     for _ in 0..2 {
         let output = fixture.cargo_ying(&subset, &[]);
         let stderr = stderr(&output);
-        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
         let summary = summary(&target_dir());
         assert_eq!(entry(&summary, "leaks", "budget_passes")["gate"], "regressed", "{stderr}");
         let html = std::fs::read_to_string(target_dir().join("ying/index.html")).unwrap();

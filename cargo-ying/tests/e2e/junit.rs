@@ -2,7 +2,7 @@
 //! memory regressed is a failure, with its figures and diff flamegraph), and has the shape of Jenkins' junit-10
 //! schema, checked element by element below.
 
-use super::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
+use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
 use roxmltree::{Document, Node};
 
 /// One element of Jenkins' junit-10.xsd: its attributes, and its children as the schema's sequence, in order, each
@@ -124,7 +124,7 @@ fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_fit
         "--exact",
     ];
     let saved = fixture.cargo_ying(&[&["--save-baseline"], &subset[..]].concat(), &[]);
-    assert_eq!(saved.status.code(), Some(1), "box_leak and aborts fail: {}", stderr(&saved));
+    assert_eq!(saved.status.code(), TEST_FAILED, "box_leak and aborts fail: {}", stderr(&saved));
     // budget_passes retains 3000 bytes instead of 1000, still within its own budget: it passes, and regresses.
     fixture.grow_budget_passes();
 
@@ -132,7 +132,7 @@ fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_fit
     let junit = outputs.path().join("junit.xml");
     let junit_arg = junit.display().to_string();
     let output = fixture.cargo_ying(&[&["--junit", &junit_arg], &subset[..]].concat(), &[]);
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(output.status.code(), TEST_FAILED, "{}", stderr(&output));
     let xml = std::fs::read_to_string(&junit).unwrap();
     let document = Document::parse(&xml).unwrap_or_else(|error| panic!("{error}: {xml}"));
     let root = document.root_element();

@@ -25,6 +25,11 @@ mod readme;
 mod site_types;
 mod trust;
 
+/// The exit code of a run in which a test failed.
+const TEST_FAILED: Option<i32> = Some(ying_report::exit_code::TEST_FAILED as i32);
+/// The exit code of a run whose tests all passed and whose memory regressed against the baseline.
+const REGRESSED: Option<i32> = Some(ying_report::exit_code::MEMORY_REGRESSED as i32);
+
 /// The tests share one target directory, and so one `<target>/ying/`: one at a time.
 static SHARED_TARGET: Mutex<()> = Mutex::new(());
 
@@ -172,7 +177,7 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--no-fail-fast", "--timeout", "4s", "-j", "2"], &[("YING_FIXTURE_HANG", "1")]);
     let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
     insta::assert_snapshot!("full_run_results", result_lines(&stderr));
 
     let summary = summary(&target_dir());
@@ -244,7 +249,7 @@ fn flamegraphs_are_deterministic() {
         // Drawn anew each time: a run leaves a flamegraph drawn from the same stacks as it was.
         let _ = std::fs::remove_file(&path);
         let output = fixture.cargo_ying(&["--test", "leaks", "rc_cycle", "--", "--exact"], &[]);
-        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        assert_eq!(output.status.code(), TEST_FAILED, "{}", stderr(&output));
         std::fs::read(&path).unwrap()
     };
     assert_eq!(svg(), svg());
@@ -256,7 +261,7 @@ fn fail_fast_stops_scheduling_after_the_first_failure() {
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--test", "crashes", "-j", "1"], &[]);
     let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
     let summary = summary(&target_dir());
     assert_eq!(entry(&summary, "crashes", "aborts")["outcome"], "crashed");
     for name in ["hangs", "overflows_its_stack", "survives_beside_them"] {
@@ -301,7 +306,7 @@ fn configuration_is_read_and_unknown_keys_are_usage_errors() {
     )
     .unwrap();
     let output = fixture.cargo_ying(&["--test", "crashes", "hangs"], &[("YING_FIXTURE_HANG", "1")]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), TEST_FAILED);
     let stderr = self::stderr(&output);
     assert!(stderr.contains("(timed out after 3.000s)"), "{stderr}");
 }
@@ -317,7 +322,7 @@ fn build_errors_and_bad_usage_exit_two() {
     std::fs::write(fixture.path().join("tests/broken.rs"), "fn broken( {}\n").unwrap();
     let output = fixture.cargo_ying(&["--test", "broken"], &[]);
     let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(output.status.code(), Some(101), "nextest's code for a failed build: {stderr}");
     assert!(stderr.contains("error: failed to build the tests"), "{stderr}");
     assert!(stderr.contains("tests/broken.rs"), "cargo's rendered diagnostic reaches the user: {stderr}");
 }
@@ -329,11 +334,13 @@ fn help_documents_the_exit_codes() {
     let help = String::from_utf8_lossy(&output.stdout);
     assert!(
         help.contains(
-            "Exit codes:\n  0  every test passed\n  1  a test failed, crashed or timed out, or a leak test's memory \
-             regressed\n  2  usage"
+            "Exit codes (cargo-nextest's, and 3):\n    0  every test passed, and no test's memory regressed\n    2  \
+             usage or configuration error, or a corrupt baseline or summary\n    3  every test passed, and memory \
+             regressed against the baseline (ying's own code)\n    4  no tests to run"
         ),
         "{help}"
     );
+    assert!(help.contains("\n  100  a test failed, crashed or timed out\n  101  the build failed\n"), "{help}");
 }
 
 /// The gate's lines (`retained memory against ...` to the end), with the baseline's path redacted.
@@ -396,7 +403,7 @@ fn the_baseline_gates_retained_growth() {
     let original = fixture.grow_budget_passes();
     let output = run(&[]);
     let stderr_grown = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{stderr_grown}");
+    assert_eq!(output.status.code(), REGRESSED, "{stderr_grown}");
     insta::assert_snapshot!("gate_regression", gate_lines(&stderr_grown, &baseline));
     let summary = summary(&target_dir());
     let regressed = entry(&summary, "leaks", "budget_passes");
@@ -417,11 +424,11 @@ fn the_baseline_gates_retained_growth() {
     for loose in [&["--max-growth", "300%"][..], &["--min-growth", "2500"]] {
         let output = run(loose);
         let stderr = stderr(&output);
-        assert_eq!(output.status.code(), Some(1), "{loose:?}: {stderr}");
+        assert_eq!(output.status.code(), REGRESSED, "{loose:?}: {stderr}");
         let rows: Vec<&str> = stderr.lines().filter(|line| line.trim_start().starts_with("REGRESSED  ")).collect();
         assert!(!rows.is_empty() && rows.iter().all(|row| row.contains("(lost bytes)")), "{loose:?}: {stderr}");
     }
-    assert_eq!(run(&["--max-growth", "0%", "--min-growth", "1999"]).status.code(), Some(1));
+    assert_eq!(run(&["--max-growth", "0%", "--min-growth", "1999"]).status.code(), REGRESSED);
 
     // Recovered: passes again.
     std::fs::write(&leaks, &original).unwrap();
@@ -429,7 +436,7 @@ fn the_baseline_gates_retained_growth() {
 
     // Accepting the grown run's results without re-running makes it the new baseline.
     fixture.grow_budget_passes();
-    assert_eq!(run(&[]).status.code(), Some(1));
+    assert_eq!(run(&[]).status.code(), REGRESSED);
     let accept = Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
         .args(["ying", "accept", "--manifest-path"])
         .arg(fixture.path().join("Cargo.toml"))
@@ -479,7 +486,7 @@ fn github_actions_get_annotations_and_a_job_summary_and_junit_is_written() {
     let fixture = Fixture::new();
     let subset = ["--test", "leaks", "--no-fail-fast", "budget_passes", "clean", "box_leak"];
     let saved = fixture.cargo_ying(&[&subset[..], &["--save-baseline"]].concat(), &[]);
-    assert_eq!(saved.status.code(), Some(1), "box_leak fails its own budget: {}", stderr(&saved));
+    assert_eq!(saved.status.code(), TEST_FAILED, "box_leak fails its own budget: {}", stderr(&saved));
     fixture.grow_budget_passes();
 
     let outputs = tempfile::tempdir().unwrap();
@@ -490,7 +497,7 @@ fn github_actions_get_annotations_and_a_job_summary_and_junit_is_written() {
     args.extend(["--junit", &junit_arg]);
     let output = fixture
         .cargo_ying(&args, &[("GITHUB_ACTIONS", "true"), ("GITHUB_STEP_SUMMARY", step_summary.to_str().unwrap())]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), TEST_FAILED);
     let annotations: Vec<String> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter(|line| line.starts_with("::error"))
@@ -544,7 +551,7 @@ fn diff_compares_saved_baselines_offline() {
             .unwrap()
     };
     let grown = diff(&old, &new, &[]);
-    assert_eq!(grown.status.code(), Some(1));
+    assert_eq!(grown.status.code(), REGRESSED);
     let table = String::from_utf8_lossy(&grown.stdout);
     assert!(
         table.contains("REGRESSED  p::leaks cache") && table.contains("+10000") && table.contains("+100.0%"),
@@ -602,7 +609,7 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
     let subset =
         ["--test", "leaks", "--no-fail-fast", "budget_passes", "clean", "box_leak", "rc_cycle", "bounded_cache"];
     let output = fixture.cargo_ying(&[&subset[..], &["--save-baseline"]].concat(), &[]);
-    assert_eq!(output.status.code(), Some(1), "box_leak and rc_cycle fail: {}", stderr(&output));
+    assert_eq!(output.status.code(), TEST_FAILED, "box_leak and rc_cycle fail: {}", stderr(&output));
     let unsharded = summary(&target_dir());
     assert_eq!(outcomes_of(&unsharded).len(), 5);
 
@@ -611,7 +618,7 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
         for shard in 1..=2 {
             let partition = format!("{scheme}:{shard}/2");
             let output = fixture.cargo_ying(&[&subset[..], &["--partition", &partition]].concat(), &[]);
-            assert!(matches!(output.status.code(), Some(0 | 1)), "{}", stderr(&output));
+            assert!([Some(0), TEST_FAILED].contains(&output.status.code()), "{}", stderr(&output));
             let dir = saved.path().join(format!("{scheme}-{shard}"));
             copy_dir(&target_dir().join("ying"), &dir);
             shard_summaries.push(dir.join("summary.json"));
@@ -634,7 +641,7 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
             .output()
             .unwrap();
         let merge_stderr = stderr(&merge);
-        assert_eq!(merge.status.code(), Some(1), "the shards' failures fail the merge: {merge_stderr}");
+        assert_eq!(merge.status.code(), TEST_FAILED, "the shards' failures fail the merge: {merge_stderr}");
         assert!(merge_stderr.contains("no leak test's retained memory changed beyond the tolerance"), "{merge_stderr}");
         let merged: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
         assert_eq!(outcomes_of(&merged), outcomes_of(&unsharded), "{scheme}: the merge equals the unsharded run");
@@ -676,7 +683,7 @@ fn a_librarys_and_a_binarys_test_of_one_name_are_two_tests_to_the_baseline_and_t
         std::fs::write(&path, grown).unwrap();
         let output = run(&[]);
         let stderr = stderr(&output);
-        assert_eq!(output.status.code(), Some(1), "{id} grew: {stderr}");
+        assert_eq!(output.status.code(), REGRESSED, "{id} grew: {stderr}");
         // One test regressed, on its retained and its lost bytes (a row each).
         let regressed: Vec<&str> = stderr.lines().filter(|line| line.trim_start().starts_with("REGRESSED  ")).collect();
         assert!(!regressed.is_empty(), "{stderr}");

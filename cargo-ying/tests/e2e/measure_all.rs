@@ -1,7 +1,7 @@
 //! `--measure all`: a suite with no ying dependency, attribute or global allocator (`fixtures/plain-tests`),
 //! measured through the allocation interposer cargo ying builds and preloads.
 
-use super::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
+use super::{Fixture, REGRESSED, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
 use ying_report::report::LeakReport;
 use ying_report::{TargetKind, TestId};
 
@@ -171,7 +171,7 @@ fn a_baseline_is_a_line_a_test_that_moved_lines_leave_as_it_was_and_a_grown_leak
     assert!(!said.contains("missing"), "{said}");
     let line = "was saved with --measure all and this run measured leak tests only: 9 of its tests not compared";
     assert_eq!(said.matches(line).count(), 1, "{said}");
-    assert_eq!(fixture.cargo_ying(&["--check"], &[]).status.code(), Some(1));
+    assert_eq!(fixture.cargo_ying(&["--check"], &[]).status.code(), REGRESSED);
 
     // One leak grows: the test regresses, and the diff flamegraph gives its function, at its line now, the change.
     let tests = fixture.path().join("tests/plain.rs");
@@ -181,7 +181,7 @@ fn a_baseline_is_a_line_a_test_that_moved_lines_leave_as_it_was_and_a_grown_leak
     std::fs::write(&tests, grown).unwrap();
     let output = fixture.cargo_ying(&["--measure", "all"], &[]);
     let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "the gate fails the run\n{stderr}");
+    assert_eq!(output.status.code(), REGRESSED, "the gate fails the run\n{stderr}");
     let summary = summary(&target_dir());
     let grown = entry(&summary, "plain", "caches_4000_bytes");
     assert_eq!((grown["gate"].as_str(), grown["retained_bytes"].as_u64()), (Some("regressed"), Some(8000)));
@@ -199,7 +199,7 @@ fn a_leak_test_keeps_its_own_figures_and_verdict() {
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--measure", "all", "--test", "leaks", "box_leak"], &[]);
     let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "its budget fails it\n{stderr}");
+    assert_eq!(output.status.code(), TEST_FAILED, "its budget fails it\n{stderr}");
     let summary = summary(&target_dir());
     let box_leak = entry(&summary, "leaks", "box_leak");
     assert_eq!((box_leak["outcome"].as_str(), box_leak["retained_bytes"].as_u64()), (Some("failed"), Some(1000)));
@@ -254,7 +254,7 @@ fn a_small_lost_leak_beside_a_static_floor_regresses_every_time_and_says_where()
     for run in 0..3 {
         let output = fixture.cargo_ying(&[&only[..], &["--junit", junit.to_str().unwrap()]].concat(), &[]);
         let stderr = stderr(&output);
-        assert_eq!(output.status.code(), Some(1), "run {run}: the gate fails the run\n{stderr}");
+        assert_eq!(output.status.code(), REGRESSED, "run {run}: the gate fails the run\n{stderr}");
         assert!(stderr.contains("lost bytes 0 -> 512"), "run {run}\n{stderr}");
         assert!(stderr.contains(&format!("512 B in 1 block of u8, {site}")), "run {run}\n{stderr}");
         let xml = std::fs::read_to_string(&junit).unwrap();
@@ -368,7 +368,7 @@ fn the_workspaces_allow_excuses_a_static_under_measure_all_and_a_leak_tests_site
     // A leak test is excused by the same key, beside its attribute's own patterns.
     let leaks = Fixture::new();
     let run = || leaks.cargo_ying(&["--test", "leaks", "session_leak"], &[]);
-    assert_eq!(run().status.code(), Some(1), "the leak fails its test without the pattern");
+    assert_eq!(run().status.code(), TEST_FAILED, "the leak fails its test without the pattern");
     allow_in_workspace(&leaks, r#"["leak_fixtures::open_session"]"#);
     let output = run();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));

@@ -1,8 +1,9 @@
 //! cargo ying speaks nextest: listing runs nothing, no test to run is exit code 4, libtest's `--nocapture`,
 //! `--test-threads` and `--list` are understood (never passed on twice), `-E` filtersets, `--retries` and flaky
-//! tests, target selection, `-q`/`-v`, and a filtered run keeps the other tests' reports.
+//! tests, target selection, `-q`/`-v`, and a filtered run keeps the other tests' reports. Checked against nextest
+//! itself: a partition holds the tests nextest runs in it, and the exit codes are nextest's where it gives one.
 
-use crate::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
+use crate::{Fixture, REGRESSED, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
 use std::path::PathBuf;
 
 fn stdout(output: &std::process::Output) -> String {
@@ -81,7 +82,7 @@ fn a_filtered_run_keeps_the_other_tests_reports() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let first = fixture.cargo_ying(&["-E", "test(=box_leak)"], &[]);
-    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    assert_eq!(first.status.code(), TEST_FAILED, "{}", stderr(&first));
     let box_leak = entry(&summary(&target_dir()), "leaks", "box_leak").clone();
     let out = target_dir().join("ying");
     let files: Vec<PathBuf> = ["report", "retained_flamegraph", "allocated_flamegraph"]
@@ -132,7 +133,7 @@ fn filtersets_select_by_binary_package_kind_and_name() {
     assert!(err.contains("leak-fixtures::steady leaks_once"), "{err}");
 
     let bad = fixture.cargo_ying(&["-E", "test(clean) & deps(x)"], &[]);
-    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(bad.status.code(), Some(94), "nextest's code for an invalid filterset");
     assert!(stderr(&bad).contains("`deps()` needs the package graph"), "{}", stderr(&bad));
     assert!(stderr(&bad).contains("at column 15"), "{}", stderr(&bad));
 }
@@ -147,7 +148,7 @@ fn a_test_that_passes_when_retried_is_flaky() {
     let args = ["-E", "binary(flaky)", "--junit", junit.to_str().unwrap()];
 
     let once = fixture.cargo_ying(&args, &[("FIXTURE_FLAKY_DIR", dir)]);
-    assert_eq!(once.status.code(), Some(1), "without retries the first attempt is the result");
+    assert_eq!(once.status.code(), TEST_FAILED, "without retries the first attempt is the result");
     std::fs::remove_file(marks.path().join("attempted")).unwrap();
 
     let retried = fixture.cargo_ying(&[&args[..], &["--retries", "2"]].concat(), &[("FIXTURE_FLAKY_DIR", dir)]);
@@ -226,4 +227,38 @@ fn a_partition_holds_the_tests_nextest_runs_in_it() {
         assert_eq!(ours, theirs, "--partition {partition}");
         assert!(!ours.is_empty() && ours.len() < every.len(), "--partition {partition} holds some tests: {ours:?}");
     }
+}
+
+/// nextest's exit codes where nextest gives them: 100 for a failed test, 94 for a filterset that does not parse, 101
+/// for a build that fails; and ying's own 3 for a regression alone, which nextest has no word for.
+#[test]
+fn exit_codes_are_nextests_where_nextest_gives_them() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let cases: [(&str, &[&str]); 3] = [
+        ("a failed test", &["-E", "binary(leaks) & test(=box_leak)"]),
+        ("an invalid filterset", &["-E", "test(box_leak) &"]),
+        ("a passing test", &["-E", "binary(leaks) & test(=clean)"]),
+    ];
+    for (case, args) in cases {
+        let nextest = fixture.nextest(&[&["run", "--no-fail-fast"][..], args].concat());
+        let ying = fixture.cargo_ying(&[&["--no-fail-fast"][..], args].concat(), &[]);
+        assert_eq!(ying.status.code(), nextest.status.code(), "{case}: {}\n{}", stderr(&ying), stderr(&nextest));
+    }
+    let failed = fixture.cargo_ying(&["-E", "binary(leaks) & test(=box_leak)"], &[]);
+    assert_eq!(failed.status.code(), TEST_FAILED);
+
+    std::fs::write(fixture.path().join("tests/broken.rs"), "fn broken( {}\n").unwrap();
+    let nextest = fixture.nextest(&["run", "--test", "broken"]);
+    let ying = fixture.cargo_ying(&["--test", "broken"], &[]);
+    assert_eq!(nextest.status.code(), Some(101), "{}", stderr(&nextest));
+    assert_eq!(ying.status.code(), Some(101), "{}", stderr(&ying));
+    std::fs::remove_file(fixture.path().join("tests/broken.rs")).unwrap();
+
+    // Every test passes and one regresses: ying's own code.
+    let saved = fixture.cargo_ying(&["--test", "leaks", "budget_passes", "--save-baseline"], &[]);
+    assert_eq!(saved.status.code(), Some(0), "{}", stderr(&saved));
+    fixture.grow_budget_passes();
+    let grown = fixture.cargo_ying(&["--test", "leaks", "budget_passes"], &[]);
+    assert_eq!(grown.status.code(), REGRESSED, "{}", stderr(&grown));
 }

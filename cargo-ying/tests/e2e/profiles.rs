@@ -2,7 +2,7 @@
 //! full run in a debug build (the same result lines as its snapshot), thread-local values and `allow` included,
 //! and the stacks `cargo ying` symbolises name the test. The release build has a target directory of its own.
 
-use super::{Fixture, SHARED_TARGET, entry, repository, result_lines, stderr, summary};
+use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, repository, result_lines, stderr, summary};
 
 #[test]
 fn a_release_build_gives_the_outcomes_of_a_debug_build() {
@@ -15,7 +15,7 @@ fn a_release_build_gives_the_outcomes_of_a_debug_build() {
         &[("YING_FIXTURE_HANG", "1"), ("CARGO_TARGET_DIR", &target_env)],
     );
     let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
     let snapshot =
         std::fs::read_to_string(repository().join("cargo-ying/tests/e2e/snapshots/e2e__full_run_results.snap"))
             .unwrap();

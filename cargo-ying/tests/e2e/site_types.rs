@@ -1,7 +1,7 @@
 //! The type each retained site allocated, named by cargo ying from the test executable's debug information: in the
 //! report, and in the lines a regression lists its grown sites with.
 
-use super::{Fixture, SHARED_TARGET, entry, stderr, summary, target_dir};
+use super::{Fixture, REGRESSED, SHARED_TARGET, entry, stderr, summary, target_dir};
 use ying_report::report::LeakReport;
 use ying_report::{TargetKind, TestId};
 
@@ -73,7 +73,7 @@ fn each_retained_site_names_the_type_it_allocated() {
     std::fs::write(&tests, grown).unwrap();
     let output = fixture.cargo_ying(&["--measure", "all", "--test", "typed"], &[]);
     let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "the gate fails the run\n{stderr}");
+    assert_eq!(output.status.code(), REGRESSED, "the gate fails the run\n{stderr}");
     let line =
         stderr.lines().find(|line| line.contains("in typed::forgets_a_buffer")).unwrap_or_else(|| panic!("{stderr}"));
     assert!(line.contains(" in 1 block of u8, "), "{line}");

@@ -1,7 +1,7 @@
 //! The gate's verdict can be trusted: figures that do not depend on the environment, regressions that reproduce,
 //! leaks that cannot hide.
 
-use super::{Fixture, SHARED_TARGET, entry, entry_of, stderr, summary, target_dir};
+use super::{Fixture, REGRESSED, SHARED_TARGET, TEST_FAILED, entry, entry_of, stderr, summary, target_dir};
 
 #[test]
 fn a_panicking_leak_tests_figures_do_not_depend_on_rust_backtrace() {
@@ -71,7 +71,7 @@ fn a_leak_test_whose_process_exits_before_it_reports_fails() {
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--test", "exits"], &[]);
     let stderr = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
     assert!(stderr.contains("FAIL ["), "{stderr}");
     // The runtime's exit handler ends the process with 101 and says why; the missing report says the rest.
     let reason = "exited with code 101 before the leak test reported what it retained";
@@ -124,7 +124,7 @@ fn a_one_time_resize_never_regresses_and_a_leak_in_every_run_always_does() {
     for _ in 0..2 {
         let output = fixture.cargo_ying(&["--test", "steady"], &[("YING_FIXTURE_STEADY_LEAK", "1")]);
         let stderr = stderr(&output);
-        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert_eq!(output.status.code(), REGRESSED, "{stderr}");
         assert_eq!(steady_verdict("random_resize"), "regressed", "{stderr}");
         assert!(
             stderr.contains("leak-fixtures::steady random_resize: the regression reproduced in 2 of 2 reruns"),
@@ -160,7 +160,7 @@ fn a_regression_that_does_not_reproduce_is_unstable_and_does_not_fail_the_run() 
     // With no reruns the first run's verdict stands.
     std::fs::remove_file(marker).unwrap();
     let output = fixture.cargo_ying(&["--test", "steady", "--reruns", "0"], &[("YING_FIXTURE_ONCE", marker)]);
-    assert_eq!(output.status.code(), Some(1), "{}", self::stderr(&output));
+    assert_eq!(output.status.code(), REGRESSED, "{}", self::stderr(&output));
     assert_eq!(steady_verdict("leaks_once"), "regressed");
 
     // Saving after an unstable run keeps the recorded entry.
