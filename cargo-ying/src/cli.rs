@@ -3,6 +3,7 @@
 
 use crate::config::{Measure, NoTests, parse_duration};
 use crate::gate::Growth;
+use crate::outputs::libtest_json::{FORMAT_VERSION, MessageFormat};
 use crate::outputs::terminal::ColorChoice;
 use crate::run::build::CargoArgs;
 use crate::run::filterset::Filterset;
@@ -205,6 +206,15 @@ pub(crate) struct TestArgs {
     /// Write the results as JUnit XML to this file
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub junit: Option<PathBuf>,
+
+    /// Write the run's events on standard output: libtest-json (libtest's JSON, as cargo-nextest writes it, a
+    /// binary's events together) or libtest-json-plus (each as it comes, with nextest's `nextest` object)
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t, help_heading = "Output")]
+    pub message_format: MessageFormat,
+
+    /// The version of --message-format's format (there is one: 0.1)
+    #[arg(long, value_name = "VERSION", value_parser = [FORMAT_VERSION], help_heading = "Output")]
+    pub message_format_version: Option<String>,
 }
 
 /// How the gate judges a run against the baseline; shared by `test`, `diff` and `merge`.

@@ -88,6 +88,15 @@ impl Tolerance {
         baseline.saturating_add(relative.max(absolute))
     }
 
+    /// The tolerance as summary.json states it.
+    pub(crate) fn stated(&self) -> ying_report::GateTolerance {
+        ying_report::GateTolerance {
+            max_growth_percent: self.relative.fraction() * 100.0,
+            min_growth_bytes: self.absolute.bytes(),
+            lost_growth_bytes: self.lost_floor(),
+        }
+    }
+
     /// How many bytes lost bytes may grow by: [`LOST_FLOOR`], or the absolute tolerance when it is smaller.
     pub(crate) fn lost_floor(&self) -> u64 {
         self.absolute.bytes().min(LOST_FLOOR.bytes())

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use ying_report::{
     BaselineEntry, Figure, Figures, GateVerdict, LeakReport, Measured, Summary, SummaryTest, TestId, TestOutcome,
+    Totals,
 };
 
 /// How many grown sites a regressed test lists ([`TestRecord::grown_sites`]); a line says how many more there are.
@@ -57,6 +58,11 @@ impl Outcome {
     /// Whether the outcome fails the run.
     pub(crate) fn is_failure(&self) -> bool {
         self.kind().is_failure()
+    }
+
+    /// Whether the test ran to an end of its own (or its timeout): not ignored, not left unstarted or stopped.
+    pub(crate) fn ran(&self) -> bool {
+        matches!(self, Self::Passed | Self::Failed | Self::Unreported(_) | Self::Crashed(_) | Self::TimedOut(_))
     }
 
     /// Why the test failed, beyond its output: the signal, or the timeout.
@@ -229,6 +235,7 @@ impl TestRecord {
         test.retained_diff_flamegraph = self.files.retained_diff_flamegraph.clone();
         test.warnings = self.warnings.clone();
         test.attempts = (self.attempts() > 1).then(|| self.attempts());
+        test.duration = self.outcome.ran().then_some(self.duration.as_secs_f64());
         test.output = self.files.output.clone();
         test
     }
@@ -237,93 +244,6 @@ impl TestRecord {
     pub(crate) fn baseline_entry(&self) -> Option<BaselineEntry> {
         let leak = self.leak.as_ref()?;
         Some(gate::entry(&leak.report))
-    }
-}
-
-/// A run's totals: tests by outcome, and leak tests by the gate's verdicts that matter to a reader.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Totals {
-    /// Tests that passed.
-    pub passed: usize,
-    /// Tests that passed after failing (counted in `passed` too).
-    pub flaky: usize,
-    /// Tests that failed.
-    pub failed: usize,
-    /// Tests that crashed.
-    pub crashed: usize,
-    /// Tests that timed out.
-    pub timed_out: usize,
-    /// Tests ignored.
-    pub ignored: usize,
-    /// Tests not run (fail-fast).
-    pub not_run: usize,
-    /// Leak tests whose memory regressed.
-    pub regressed: usize,
-    /// Leak tests that crossed the tolerance only in some runs.
-    pub unstable: usize,
-}
-
-impl Totals {
-    /// The totals of tests given by outcome, gate verdict and attempts (a run's, or a saved summary's).
-    pub(crate) fn of(tests: impl IntoIterator<Item = (TestOutcome, Option<GateVerdict>, u32)>) -> Self {
-        let mut totals = Self::default();
-        for (outcome, verdict, attempts) in tests {
-            if outcome == TestOutcome::Passed && attempts > 1 {
-                totals.flaky += 1;
-            }
-            *match outcome {
-                TestOutcome::Passed => &mut totals.passed,
-                TestOutcome::Failed => &mut totals.failed,
-                TestOutcome::Crashed => &mut totals.crashed,
-                TestOutcome::TimedOut => &mut totals.timed_out,
-                TestOutcome::Ignored => &mut totals.ignored,
-                TestOutcome::NotRun => &mut totals.not_run,
-            } += 1;
-            match verdict {
-                Some(GateVerdict::Regressed) => totals.regressed += 1,
-                Some(GateVerdict::Unstable) => totals.unstable += 1,
-                _ => {}
-            }
-        }
-        totals
-    }
-
-    /// Tests that ran.
-    pub(crate) fn ran(&self) -> usize {
-        self.passed + self.failed + self.crashed + self.timed_out
-    }
-}
-
-/// `12 tests run: 10 passed, 1 failed, 1 crashed, 2 ignored; memory: 1 regressed, 1 unstable`, the parts that are 0
-/// left out (but `passed`).
-impl std::fmt::Display for Totals {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ran = self.ran();
-        write!(f, "{ran} test{} run: {} passed", if ran == 1 { "" } else { "s" }, self.passed)?;
-        if self.flaky > 0 {
-            write!(f, " ({} flaky)", self.flaky)?;
-        }
-        let parts = [
-            (self.failed, "failed"),
-            (self.crashed, "crashed"),
-            (self.timed_out, "timed out"),
-            (self.ignored, "ignored"),
-            (self.not_run, "not run"),
-        ];
-        for (number, what) in parts {
-            if number > 0 {
-                write!(f, ", {number} {what}")?;
-            }
-        }
-        let memory: Vec<String> = [(self.regressed, "regressed"), (self.unstable, "unstable")]
-            .into_iter()
-            .filter(|(number, _)| *number > 0)
-            .map(|(number, what)| format!("{number} {what}"))
-            .collect();
-        if !memory.is_empty() {
-            write!(f, "; memory: {}", memory.join(", "))?;
-        }
-        Ok(())
     }
 }
 
@@ -450,7 +370,18 @@ impl Run {
     pub(crate) fn summary(&self) -> Summary {
         let mut summary = Summary::new(self.tests.iter().map(TestRecord::summary).collect());
         summary.interrupted = self.interrupted.map(signals::name);
+        summary.totals = Some(self.totals());
+        summary.duration = Some(self.elapsed.as_secs_f64());
         summary
+    }
+
+    /// The exit code of the run's verdict: stopped by a signal, a test failed, memory regressed (unless the run is
+    /// saved as the baseline), or every test passed.
+    pub(crate) fn exit_code(&self, saving: bool) -> u8 {
+        match self.interrupted {
+            Some(signal) => ying_report::exit_code::stopped_by(signal),
+            None => ying_report::exit_code::of_run(self.failed(), self.regressed() && !saving),
+        }
     }
 }
 

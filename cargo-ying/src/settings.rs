@@ -6,6 +6,7 @@ use crate::cli::{GateOptions, TestArgs, TestFilter};
 use crate::config::{Config, Measure, NoTests};
 use crate::error::Result;
 use crate::gate::{Gating, Tolerance};
+use crate::outputs::libtest_json::MessageFormat;
 use crate::outputs::terminal;
 use crate::run::build::CargoArgs;
 use crate::run::discover::Selection;
@@ -56,6 +57,8 @@ pub(crate) struct Settings {
     pub verbose: bool,
     /// Where to write JUnit XML, if anywhere.
     pub junit: Option<PathBuf>,
+    /// How the run's events are written on standard output.
+    pub message_format: MessageFormat,
 }
 
 impl Settings {
@@ -89,6 +92,7 @@ impl Settings {
             quiet: args.quiet,
             verbose: args.verbose,
             junit: args.junit.clone(),
+            message_format: args.message_format,
             request,
         })
     }

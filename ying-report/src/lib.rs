@@ -30,6 +30,7 @@ pub mod report;
 pub mod size;
 pub mod summary;
 mod test_id;
+mod totals;
 
 pub use arguments::{ARGUMENTS, Argument};
 pub use baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BASELINE, Measured};
@@ -40,5 +41,8 @@ pub use json::{ReadError, read_text, resolve_symlinks, write_atomic, write_whole
 pub use keys::closest_key;
 pub use report::{ALLOW_ENV, KNOWN_CODE_ENV, LeakReport, allow_patterns};
 pub use size::{ByteSize, SignedByteSize, SizeError};
-pub use summary::{GateVerdict, NotRunTarget, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, TestOutcome};
+pub use summary::{
+    GateTolerance, GateVerdict, NotRunTarget, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, TestOutcome,
+};
 pub use test_id::{TargetKind, TestId, TestIdError, as_display, file_name_component, stable_hash};
+pub use totals::Totals;

@@ -5,6 +5,7 @@ use crate::baseline::{Measured, Sites};
 use crate::figures::Figures;
 use crate::json::{self, Kind, ReadError};
 use crate::test_id::TestId;
+use crate::totals::Totals;
 use std::path::Path;
 
 /// The version of the summary format.
@@ -34,6 +35,35 @@ pub struct Summary {
     /// Which tests the run measured: `all` for a run with `--measure all` (absent for the leak tests only).
     #[serde(default, skip_serializing_if = "is_leak_tests")]
     pub measured: Measured,
+    /// When the run's tests started, in RFC 3339 (UTC, `2026-12-04T17:22:41.123Z`); the earliest shard's, merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// How long the run's tests took, in seconds, from the first one's start to the last one's end (the build and
+    /// the gate's reruns not included); absent in a merged summary, whose shards ran side by side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
+    /// The run's totals, as the terminal's Summary line states them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totals: Option<Totals>,
+    /// The exit code of the run's verdict, as [`exit_code`](crate::exit_code) tells them (`cargo ying merge`'s,
+    /// merged): 0, 3 for a memory regression, 100 for a failed test, 130 or 143 when stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<u8>,
+    /// The tolerance the gate judged with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<GateTolerance>,
+}
+
+/// The gate's tolerance: growth of retained memory within `max_growth_percent` of the baseline or
+/// `min_growth_bytes`, whichever is larger, passes; lost bytes may grow by `lost_growth_bytes` at most.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GateTolerance {
+    /// Growth relative to the baseline, in percent.
+    pub max_growth_percent: f64,
+    /// Growth in bytes.
+    pub min_growth_bytes: u64,
+    /// The growth of lost bytes that passes whatever the relative growth.
+    pub lost_growth_bytes: u64,
 }
 
 /// Whether a count is 0, which summaries leave out.
@@ -55,6 +85,11 @@ impl Summary {
             not_run: Vec::new(),
             interrupted: None,
             measured: Measured::LeakTests,
+            started_at: None,
+            duration: None,
+            totals: None,
+            exit_code: None,
+            tolerance: None,
         }
     }
 
@@ -128,6 +163,9 @@ pub struct SummaryTest {
     /// that passed in a later attempt is flaky.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
+    /// How long its process ran, in seconds (its last attempt's); absent for a test that did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
     /// The whole output of a failed test (what is shown of it is its end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
@@ -152,6 +190,7 @@ impl SummaryTest {
             retained_diff_flamegraph: None,
             warnings: Vec::new(),
             attempts: None,
+            duration: None,
             output: None,
         }
     }

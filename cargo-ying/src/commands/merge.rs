@@ -24,6 +24,7 @@ pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
     let mut not_run = BTreeSet::new();
     let mut entries = BTreeMap::new();
     let mut measured = Measured::LeakTests;
+    let mut started_at: Option<String> = None;
     // Which summary each test came from: a test in two of them (the same shard twice) would be counted twice.
     let mut sources: BTreeMap<TestId, &Path> = BTreeMap::new();
     for path in &args.summaries {
@@ -41,6 +42,12 @@ pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
                     hint: if same { MergeHint::SameFile } else { MergeHint::Overlap },
                 });
             }
+        }
+        // RFC 3339 times in UTC order as text: the earliest shard's start is the run's.
+        if let Some(start) = &summary.started_at
+            && started_at.as_ref().is_none_or(|earliest| start < earliest)
+        {
+            started_at = Some(start.clone());
         }
         let dir = path.parent().unwrap_or(Path::new("."));
         entries.extend(saved::entries(&summary, dir)?);
@@ -66,9 +73,16 @@ pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
         test.baseline_retained_bytes = baseline.entries().get(&test.id).map(|entry| entry.retained_bytes);
     }
     let failed = tests.iter().filter(|test| test.outcome.is_failure()).count();
+    let code = exit_code::of_run(failed > 0, comparison.fails(args.gating.check));
+    let totals =
+        ying_report::Totals::of(tests.iter().map(|test| (test.outcome, test.gate, test.attempts.unwrap_or(1))));
     let mut merged = Summary::new(tests);
     merged.measured = measured;
     merged.not_run = not_run.into_iter().collect();
+    merged.started_at = started_at;
+    merged.totals = Some(totals);
+    merged.exit_code = Some(code);
+    merged.tolerance = Some(gating.tolerance.stated());
     let output = args.output.clone().unwrap_or_else(|| workspace.out_dir(None).join("summary.json"));
     if let Some(dir) = output.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
@@ -84,7 +98,7 @@ pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
     for line in gate_table::render(&comparison, &baseline.path.display().to_string(), gating.tolerance) {
         eprintln!("{line}");
     }
-    Ok(exit_code::of_run(failed > 0, comparison.fails(args.gating.check)))
+    Ok(code)
 }
 
 /// Whether two paths name one file (through links or `..`).

@@ -5,6 +5,7 @@ use crate::cli::TestArgs;
 use crate::config::{Measure, NoTests};
 use crate::error::{BaselineFileError, Error, Result};
 use crate::model::Run;
+use crate::outputs::libtest_json::{LibtestJson, MessageFormat};
 use crate::outputs::{artifacts, github, junit, listing, terminal};
 use crate::run::build::TestBinary;
 use crate::run::discover::TestCase;
@@ -41,17 +42,18 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     let Some((plan, options)) = prepare(&settings, &workspace)? else {
         return Ok(no_tests(settings.no_tests));
     };
-    let run = run_tests(&plan, &options, &settings, &baseline)?;
-    write_ci_outputs(&run, settings.junit.as_deref(), workspace.root())?;
+    let (run, reporter) = run_tests(&plan, &options, &settings, &baseline)?;
+    let written = write_ci_outputs(&run, &settings, workspace.root());
+    let saved = (written.is_ok() && settings.save_baseline && run.interrupted.is_none())
+        .then(|| save_baseline(&run, baseline, &settings));
+    // The run ends on its Summary, after the baseline is saved and even when saving failed; the error comes last.
+    reporter.close(&run, &plan.not_run);
+    written?;
     if let Some(signal) = run.interrupted {
         return Ok(exit_code::stopped_by(signal));
     }
-    let mut regressed = run.regressed();
-    if settings.save_baseline {
-        save_baseline(&run, baseline, &settings)?;
-        regressed = false;
-    }
-    Ok(exit_code::of_run(run.failed(), regressed))
+    saved.transpose()?;
+    Ok(run.exit_code(settings.save_baseline))
 }
 
 /// Builds the tests (and, under `--measure all`, the interposer beside them) and plans the run; `None` when no test
@@ -116,12 +118,17 @@ fn prepare_symbols(symbolizer: &Arc<Symbolizer>, binaries: &[Arc<TestBinary>]) {
 
 /// Runs the planned tests, each test's result shown as it comes, and judges them against the baseline (the
 /// regressions run again); the run's files are written, and the terminal has had everything but the closing words.
-fn run_tests(plan: &Plan, options: &RunOptions, settings: &Settings, baseline: &BaselineFile) -> Result<Run> {
+fn run_tests(
+    plan: &Plan,
+    options: &RunOptions,
+    settings: &Settings,
+    baseline: &BaselineFile,
+) -> Result<(Run, terminal::Reporter)> {
     let running = plan.running().count();
     // A filtered run replaces the files of its tests only: the other tests' reports stay (see `artifacts::sweep`).
     let replaced = (!plan.complete).then(|| plan.running().map(TestCase::id).collect::<Vec<TestId>>());
     artifacts::prepare(&options.out_dir)?;
-    let mut reporter = terminal::Reporter::new(settings.color, settings.quiet, settings.no_capture);
+    let mut reporter = terminal::Reporter::new(settings.color, settings.quiet, settings.verbose, settings.no_capture);
     if running == 0 {
         reporter.note(&format!(
             "this shard has none of the {} selected tests: nothing to run here (other shards run them)",
@@ -130,15 +137,24 @@ fn run_tests(plan: &Plan, options: &RunOptions, settings: &Settings, baseline: &
     }
     let attempts = options.retries.saturating_add(1);
     reporter.start(running, plan.binaries_with_tests(), plan.tests.len() - running, options.jobs, attempts);
-    reporter.not_run(&plan.not_run, false);
+    reporter.not_run(&plan.not_run);
     if settings.verbose {
         reporter.note(&runner::describe(options));
     }
     // From here SIGINT and SIGTERM stop the tests (their process groups killed) and end the run with a summary
     // marked incomplete, rather than leave the tests running.
     signals::catch();
-    let started = Instant::now();
-    let records = runner::run(&plan.tests, options, |record| reporter.result(record));
+    let (started, started_at) = (Instant::now(), std::time::SystemTime::now());
+    let mut events = LibtestJson::new(settings.message_format, &plan.tests);
+    let records = runner::run(&plan.tests, options, |record| {
+        reporter.result(record);
+        if let Some(events) = &mut events {
+            events.finished(record);
+        }
+    });
+    if let Some(events) = &mut events {
+        events.finish();
+    }
     let interrupted = signals::interrupted();
     let mut run =
         Run { tests: records, elapsed: started.elapsed(), fail_fast: options.fail_fast, gate: None, interrupted };
@@ -162,13 +178,15 @@ fn run_tests(plan: &Plan, options: &RunOptions, settings: &Settings, baseline: &
     let mut summary = run.summary();
     summary.not_run.clone_from(&plan.not_run);
     summary.measured = settings.measure.recorded();
+    summary.started_at = Some(humantime::format_rfc3339_millis(started_at).to_string());
+    summary.tolerance = Some(settings.gating.tolerance.stated());
+    summary.exit_code = Some(run.exit_code(settings.save_baseline));
     artifacts::summary(&run, &summary, &options.out_dir)?;
     artifacts::sweep(&run, &options.out_dir, replaced.as_deref())?;
     reporter.finish(&run);
-    reporter.not_run(&plan.not_run, true);
-    reporter.artifacts(&options.out_dir.join("index.html"));
     reporter.gate(&run, &baseline.path, settings.save_baseline);
-    Ok(run)
+    reporter.artifacts(&options.out_dir.join("index.html"));
+    Ok((run, reporter))
 }
 
 /// Writes the baseline from `run`'s measured tests (the others' entries kept), and says so; refuses when the run
@@ -213,11 +231,16 @@ fn no_tests(action: NoTests) -> u8 {
 }
 
 /// GitHub Actions annotations and job summary (when `GITHUB_ACTIONS=true`), and JUnit XML (when asked).
-/// `workspace_root`: the cargo workspace's root, inside the repository.
-fn write_ci_outputs(run: &Run, junit_path: Option<&Path>, workspace_root: &Path) -> Result<()> {
+/// `workspace_root`: the cargo workspace's root, inside the repository. The annotations go to standard output,
+/// or to standard error when it carries `--message-format`'s events (the runner reads workflow commands on both).
+fn write_ci_outputs(run: &Run, settings: &Settings, workspace_root: &Path) -> Result<()> {
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|value| value == "true") {
         for line in github::annotations(run, &github::repository_root(workspace_root)) {
-            println!("{line}");
+            if settings.message_format == MessageFormat::Human {
+                println!("{line}");
+            } else {
+                eprintln!("{line}");
+            }
         }
         if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
             use std::io::Write;
@@ -230,7 +253,7 @@ fn write_ci_outputs(run: &Run, junit_path: Option<&Path>, workspace_root: &Path)
                 .map_err(Error::io("append to", path))?;
         }
     }
-    if let Some(path) = junit_path {
+    if let Some(path) = &settings.junit {
         std::fs::write(path, junit::junit(run)).map_err(Error::io("write", path))?;
     }
     Ok(())

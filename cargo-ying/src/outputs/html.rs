@@ -6,7 +6,6 @@
 //! rounded, with the exact bytes on hover; for a steady state, the baseline and the change are per measured run.
 //! The page is well-formed XML as well as HTML.
 
-use crate::model::Totals;
 use std::collections::BTreeMap;
 use ying_report::{ByteSize, GateVerdict, Summary, SummaryTest, TestId, TestOutcome};
 
@@ -26,7 +25,7 @@ pub(crate) fn escape(text: &str) -> String {
 
 /// The terminal's Summary line for these tests: `N tests run: P passed, F failed, ...; memory: R regressed`.
 pub(crate) fn totals_line(tests: &[SummaryTest]) -> String {
-    Totals::of(tests.iter().map(|test| (test.outcome, test.gate, test.attempts.unwrap_or(1)))).to_string()
+    ying_report::Totals::of(tests.iter().map(|test| (test.outcome, test.gate, test.attempts.unwrap_or(1)))).to_string()
 }
 
 /// The run's verdict: `failed` when a test failed, crashed or timed out, else `regressed` when the gate found a

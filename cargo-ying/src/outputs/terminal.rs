@@ -1,5 +1,7 @@
 //! What the user sees: a progress bar on a terminal, one line per test like cargo's, the output of failed tests,
-//! a closing table of the measured tests and the gate's table. In CI (`CI` set) or without a terminal, plain lines only.
+//! the table of the measured tests that matter (every one with `-v`) and the gate's table; then, as cargo-nextest
+//! ends a run, what was not run, the Summary line and the tests that failed the run. In CI (`CI` set) or without a
+//! terminal, plain lines only.
 
 use crate::gate::Reruns;
 use crate::model::{Outcome, Run, TestRecord, seconds};
@@ -59,6 +61,8 @@ pub(crate) struct Reporter {
     color: bool,
     /// `--quiet`: no line for a test that passed.
     quiet: bool,
+    /// `--verbose`: every measured test in the closing table, and every failure after the Summary.
+    verbose: bool,
     /// `--no-capture`: the tests' output went straight to the terminal.
     no_capture: bool,
     progress: Option<ProgressBar>,
@@ -89,6 +93,12 @@ impl Counts {
     }
 }
 
+/// The closing table shows at most this many tests for their retained bytes alone (unless `-v`).
+const LARGEST_SHOWN: usize = 5;
+/// At most this many lines list the tests that failed the run under the Summary (unless `-v`), so that the Summary
+/// line stays on the screen.
+const FAILURES_SHOWN: usize = 12;
+
 const GREEN: &str = "\x1b[1;32m";
 const RED: &str = "\x1b[1;31m";
 const YELLOW: &str = "\x1b[1;33m";
@@ -108,10 +118,10 @@ fn outcome_label(outcome: &Outcome) -> Option<(&'static str, &'static str)> {
 impl Reporter {
     /// A reporter; the progress bar only on a terminal outside CI, and not when the tests print to it
     /// (`no_capture`). `quiet`: no line for a test that passed.
-    pub(crate) fn new(color: bool, quiet: bool, no_capture: bool) -> Self {
+    pub(crate) fn new(color: bool, quiet: bool, verbose: bool, no_capture: bool) -> Self {
         let interactive = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none() && !no_capture;
         let progress = interactive.then(ProgressBar::hidden);
-        Self { color, quiet, no_capture, progress, counts: Counts::default() }
+        Self { color, quiet, verbose, no_capture, progress, counts: Counts::default() }
     }
 
     /// A note on the run, before it starts.
@@ -205,7 +215,7 @@ impl Reporter {
         self.line(&format!("{} {id}: {what} {} of {} reruns", self.label(style, label), reruns.crossed, reruns.runs));
     }
 
-    /// The output of each failed test, the totals, and the table of leak tests.
+    /// The output of each failed test, the table of measured tests, and what the reports note.
     pub(crate) fn finish(&self, run: &Run) {
         if let Some(progress) = &self.progress {
             progress.finish_and_clear();
@@ -220,6 +230,15 @@ impl Reporter {
                 say!();
             }
         }
+        self.leak_table(run);
+        self.notes(run);
+    }
+
+    /// How the run ends, as cargo-nextest ends one: what `cargo test` would run and this run did not, the Summary
+    /// line, and under it the tests that failed the run (at most [`FAILURES_SHOWN`] lines of them unless `-v`).
+    pub(crate) fn close(&self, run: &Run, not_run: &[ying_report::NotRunTarget]) {
+        say!();
+        self.not_run(not_run);
         let totals = run.totals();
         let style = if run.failed() || run.regressed() {
             RED
@@ -228,19 +247,18 @@ impl Reporter {
         } else {
             GREEN
         };
-        say!("\n{} [{:>8}] {totals}", self.label(style, "Summary"), seconds(run.elapsed));
+        say!("{} [{:>8}] {totals}", self.label(style, "Summary"), seconds(run.elapsed));
         // What failed the run, again, where the eye lands after the run: as nextest lists failed tests.
-        for test in run.failures() {
-            match (&test.outcome, test.gate.as_ref()) {
-                (outcome, _) if outcome.is_failure() => {
-                    if let Some(line) = self.result_line(test) {
-                        say!("{line}");
-                    }
-                }
-                (_, Some(_)) => write_whole(&self.regressed(test)),
-                _ => {}
-            }
-        }
+        let (failed, regressed): (Vec<&TestRecord>, Vec<&TestRecord>) =
+            run.failures().partition(|test| test.outcome.is_failure());
+        let failed: Vec<String> =
+            failed.into_iter().filter_map(|test| self.result_line(test)).map(|line| line + "\n").collect();
+        let regressed: Vec<String> =
+            regressed.into_iter().filter(|test| test.gate.is_some()).map(|test| self.regressed(test)).collect();
+        // The regressions are kept whole where the room allows: the failed tests' lines are all above already.
+        let regressed_lines = regressed.iter().map(|test| test.lines().count()).sum::<usize>().min(FAILURES_SHOWN);
+        let room = FAILURES_SHOWN.saturating_sub(regressed_lines).max(FAILURES_SHOWN / 4);
+        write_whole(&(self.capped(&failed, room, "failed") + &self.capped(&regressed, FAILURES_SHOWN, "regressed")));
         if let Some(signal) = run.interrupted {
             say!(
                 "{} the run was stopped by {}: the tests that had not finished did not run; no baseline was written",
@@ -250,8 +268,28 @@ impl Reporter {
         } else if totals.not_run > 0 && run.fail_fast {
             say!("{} stopped after the first failure; --no-fail-fast runs every test", self.label(YELLOW, "note"));
         }
-        self.leak_table(run);
-        self.notes(run);
+    }
+
+    /// `items` (each a test's lines) in at most `room` lines unless `-v`, the last saying how many more there are.
+    fn capped(&self, items: &[String], room: usize, what: &str) -> String {
+        let mut text = String::new();
+        let mut lines = 0;
+        for (shown, item) in items.iter().enumerate() {
+            let more = items.len() - shown;
+            let room = if more == 1 { room } else { room.saturating_sub(1) };
+            if !self.verbose && lines + item.lines().count() > room {
+                let all = items.len();
+                let _ = writeln!(
+                    text,
+                    "{:>12} and {more} more {what} ({all} in all, shown above; -v lists them here)",
+                    "..."
+                );
+                break;
+            }
+            lines += item.lines().count();
+            text.push_str(item);
+        }
+        text
     }
 
     /// A regressed test's lines after the Summary: the figures that regressed (`lost bytes 0 -> 512`), then under
@@ -285,11 +323,31 @@ impl Reporter {
         }
     }
 
+    /// The figures of the measured tests: with `-v` every one; otherwise those that failed or whose memory regressed
+    /// or was unstable, and the [`LARGEST_SHOWN`] that retained the most, with a line saying how many are left out.
     fn leak_table(&self, run: &Run) {
-        let rows: Vec<_> = run.tests.iter().filter_map(|test| Some((test, test.leak.as_ref()?))).collect();
-        if rows.is_empty() {
+        let measured: Vec<_> = run.tests.iter().filter_map(|test| Some((test, test.leak.as_ref()?))).collect();
+        if measured.is_empty() {
             return;
         }
+        let mut largest: Vec<(u64, &TestId)> = measured
+            .iter()
+            .map(|(test, leak)| (leak.figures().retained_bytes, &test.id))
+            .filter(|(retained, _)| *retained > 0)
+            .collect();
+        largest.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        largest.truncate(LARGEST_SHOWN);
+        let matters = |test: &TestRecord| {
+            test.outcome.is_failure()
+                || test
+                    .gate
+                    .as_ref()
+                    .is_some_and(|gate| matches!(gate.verdict, GateVerdict::Regressed | GateVerdict::Unstable))
+                || largest.iter().any(|(_, id)| *id == &test.id)
+        };
+        // A run of a few measured tests shows them all.
+        let all = self.verbose || measured.len() <= LARGEST_SHOWN;
+        let rows: Vec<_> = measured.iter().filter(|(test, _)| all || matters(test)).collect();
         let ids: Vec<String> = rows.iter().map(|(test, _)| test.id.to_string()).collect();
         let width = ids.iter().map(String::len).max().unwrap_or(4).max(4);
         // Excused memory (captured output, thread-locals, the standard library's caches, `allow` patterns) is left
@@ -298,7 +356,7 @@ impl Reporter {
             "\n{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  outcome\n",
             "test", "retained", "excused", "peak", "allocated", "allocations"
         );
-        for ((test, leak), id) in rows.into_iter().zip(ids) {
+        for ((test, leak), id) in rows.iter().zip(ids) {
             let figures = leak.figures();
             let _ = writeln!(
                 table,
@@ -310,6 +368,13 @@ impl Reporter {
                 figures.allocations,
                 test.outcome.kind().name()
             );
+        }
+        let left_out = measured.len() - rows.len();
+        if rows.is_empty() {
+            // Nothing to show but how many: no header over no rows.
+            table = format!("\n{left_out} measured tests passed, none retaining memory (-v shows their figures)\n");
+        } else if left_out > 0 {
+            let _ = writeln!(table, "... and {left_out} more measured tests that passed (-v shows every one)");
         }
         write_whole(&table);
     }
@@ -340,11 +405,8 @@ impl Reporter {
     }
 
     /// What `cargo test` would run and this run does not, each with the command that runs it: under the Starting
-    /// line, and again after the Summary and the table (`after_summary`: then after a blank line).
-    pub(crate) fn not_run(&self, targets: &[ying_report::NotRunTarget], after_summary: bool) {
-        if after_summary && !targets.is_empty() {
-            say!();
-        }
+    /// line, and again above the Summary.
+    pub(crate) fn not_run(&self, targets: &[ying_report::NotRunTarget]) {
         for target in targets {
             self.line(&format!("{} {}", self.label(YELLOW, "NOT RUN"), crate::run::not_run::describe(target)));
         }
@@ -383,7 +445,7 @@ mod tests {
             [(id, BaselineEntry { lost_bytes: Some(0), ..BaselineEntry::default() })].into();
         run.judge_by_default(&baseline, true);
         assert_eq!(
-            Reporter::new(false, false, false).regressed(&run.tests[0]),
+            Reporter::new(false, false, false, false).regressed(&run.tests[0]),
             "   REGRESSED p::leaks forgets: lost bytes 0 -> 512\n             512 B in 1 block, lost (nothing points \
              to it), at tests/leaks.rs:12 in leaks::forgets\n"
         );

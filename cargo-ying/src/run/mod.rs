@@ -1,5 +1,6 @@
 //! A run's pipeline, from the build to each test's report: [`build`] builds the test binaries through cargo,
-//! [`not_run`] sets aside and names what cargo ying does not run (doctests, `harness = false` targets),
+//! [`not_run`] sets aside and names what cargo ying does not run (doctests, where [`doctests`] finds some;
+//! `harness = false` targets),
 //! [`discover`] lists and selects their tests (with [`filterset`]s), [`partition`] keeps this shard's, [`plan`] is
 //! these together; [`runner`] runs each test in its own process (started, killed and waited for by [`process`]),
 //! with the allocation [`interposer`] loaded under `--measure all` and the code its runtime knows by address
@@ -10,6 +11,7 @@
 pub(crate) mod build;
 pub(crate) mod collect;
 pub(crate) mod discover;
+pub(crate) mod doctests;
 pub(crate) mod filterset;
 pub(crate) mod interposer;
 pub(crate) mod known_code;

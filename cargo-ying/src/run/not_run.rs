@@ -1,5 +1,5 @@
 //! What `cargo test` runs and `cargo ying test` does not, said rather than dropped: the library's doctests (rustdoc
-//! builds and runs them; they are no test binary to list), and targets with their own harness (`harness = false`),
+//! builds and runs them; they are no test binary to list), when it has some, and targets with their own harness (`harness = false`),
 //! whose `main` is the user's and knows nothing of libtest's `--list`. Those are set aside before discovery and never
 //! started. Each is reported with why and the command that runs it.
 //!
@@ -49,10 +49,11 @@ pub(crate) fn split(binaries: Vec<TestBinary>, metadata: &Metadata, targets_sele
         for (kind, target) in custom_harness_targets(manifest)? {
             custom.insert((name.clone(), kind, target));
         }
-        let doctested = package
-            .targets
-            .iter()
-            .find(|target| target.doctest && crate::run::build::target_kind(target) == Some(TargetKind::Lib));
+        let doctested = package.targets.iter().find(|target| {
+            target.doctest
+                && crate::run::build::target_kind(target) == Some(TargetKind::Lib)
+                && crate::run::doctests::has_doctests(target.src_path.as_std_path())
+        });
         if let (false, Some(lib)) = (targets_selected, doctested) {
             not_run.push(NotRunTarget {
                 package: name.clone(),

@@ -180,8 +180,26 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
     assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
     insta::assert_snapshot!("full_run_results", result_lines(&stderr));
 
+    // As nextest ends a run: the tables first, then what was not run, the Summary and what failed the run, on one
+    // screen.
+    let lines: Vec<&str> = stderr.lines().collect();
+    let summary_at = lines.iter().rposition(|line| line.trim_start().starts_with("Summary [")).unwrap();
+    assert!(lines.len() - summary_at <= 15, "the Summary is within the last 15 lines:\n{stderr}");
+    assert!(lines[summary_at - 1].trim_start().starts_with("NOT RUN"), "{stderr}");
+    let table_at = lines.iter().position(|line| line.starts_with("test ") && line.ends_with("outcome")).unwrap();
+    assert!(table_at < summary_at, "{stderr}");
+    // The table's rows: the failed tests and the five that retained the most; the others counted in a line.
+    let rows: Vec<&str> = lines[table_at + 1..].iter().take_while(|line| !line.is_empty()).copied().collect();
+    let (last, rows) = rows.split_last().unwrap();
+    let passed: Vec<&&str> = rows.iter().filter(|row| row.ends_with("passed")).collect();
+    assert!(passed.len() <= 5 && rows.iter().all(|row| row.ends_with("passed") || row.ends_with("failed")));
+
     let summary = summary(&target_dir());
     assert_eq!(summary["schema_version"], ying_report::SUMMARY_SCHEMA_VERSION);
+    let measured = summary["tests"].as_array().unwrap().iter().filter(|test| !test["retained_bytes"].is_null());
+    let left_out = measured.count() - rows.len();
+    assert!(left_out > 0, "{stderr}");
+    assert_eq!(*last, format!("... and {left_out} more measured tests that passed (-v shows every one)"));
     let outcome = |binary: &str, name: &str| entry(&summary, binary, name)["outcome"].as_str().unwrap().to_owned();
     assert_eq!(outcome("crashes", "aborts"), "crashed");
     assert_eq!(entry(&summary, "crashes", "aborts")["reason"], "killed by SIGABRT");
@@ -343,10 +361,12 @@ fn help_documents_the_exit_codes() {
     assert!(help.contains("\n  100  a test failed, crashed or timed out\n  101  the build failed\n"), "{help}");
 }
 
-/// The gate's lines (`retained memory against ...` to the end), with the baseline's path redacted.
+/// The gate's table (`retained memory against ...` to the blank line after it), with the baseline's path redacted.
 fn gate_lines(stderr: &str, baseline: &Path) -> String {
     let start = stderr.find("retained memory against").unwrap_or_else(|| panic!("no gate output:\n{stderr}"));
-    stderr[start..].replace(&baseline.display().to_string(), "[BASELINE]").trim_end().to_owned()
+    let table = &stderr[start..];
+    let table = &table[..table.find("\n\n").unwrap_or(table.len())];
+    table.replace(&baseline.display().to_string(), "[BASELINE]").trim_end().to_owned()
 }
 
 #[test]

@@ -262,3 +262,57 @@ fn exit_codes_are_nextests_where_nextest_gives_them() {
     let grown = fixture.cargo_ying(&["--test", "leaks", "budget_passes"], &[]);
     assert_eq!(grown.status.code(), REGRESSED, "{}", stderr(&grown));
 }
+
+/// `--message-format libtest-json`: standard output is libtest's JSON events as nextest writes them, a line each
+/// (GitHub's annotations go to standard error then), and summary.json states the run's figures.
+#[test]
+fn libtest_json_events_go_to_stdout_and_summary_json_has_the_runs_figures() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let step_summary = fixture.path().join("step-summary.md");
+    let tests = "binary(leaks) & (test(=box_leak) | test(=clean) | test(=budget_passes))";
+    let mut args = vec!["--no-fail-fast", "-E", tests, "--message-format", "libtest-json"];
+    let envs = [("GITHUB_ACTIONS", "true"), ("GITHUB_STEP_SUMMARY", step_summary.to_str().unwrap())];
+    let output = fixture.cargo_ying(&args, &envs);
+    assert_eq!(output.status.code(), TEST_FAILED, "{}", stderr(&output));
+    let events: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
+        .collect();
+    let of = |kind: &str, event: &str| -> Vec<&serde_json::Value> {
+        events.iter().filter(|e| e["type"] == kind && e["event"] == event).collect()
+    };
+    assert_eq!((of("suite", "started").len(), of("test", "started").len()), (1, 3), "{events:#?}");
+    let ok: Vec<&str> = of("test", "ok").iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(ok.len(), 2, "{events:#?}");
+    assert!(ok.contains(&"leak-fixtures::leaks$clean") && ok.contains(&"leak-fixtures::leaks$budget_passes"));
+    let failed = of("test", "failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["name"], "leak-fixtures::leaks$box_leak");
+    assert!(failed[0]["stdout"].as_str().unwrap().contains("exceeded its budget"), "{}", failed[0]);
+    assert!(failed[0]["exec_time"].as_f64().unwrap() > 0.0);
+    let end = events.last().unwrap();
+    assert_eq!(
+        (&end["type"], &end["event"], &end["passed"], &end["failed"]),
+        (&"suite".into(), &"failed".into(), &2.into(), &1.into())
+    );
+    assert!(stderr(&output).contains("::error "), "the annotations went to standard error");
+
+    let summary = summary(&target_dir());
+    let totals = &summary["totals"];
+    assert_eq!((&totals["run"], &totals["passed"], &totals["failed"]), (&3.into(), &2.into(), &1.into()), "{summary}");
+    assert_eq!(summary["exit_code"], 100);
+    assert!(summary["duration"].as_f64().unwrap() > 0.0);
+    let started = summary["started_at"].as_str().unwrap();
+    assert!(started.len() == 24 && started.ends_with('Z') && started.as_bytes()[10] == b'T', "{started}");
+    assert_eq!(summary["tolerance"]["max_growth_percent"], 10.0);
+    for name in ["box_leak", "clean", "budget_passes"] {
+        assert!(entry(&summary, "leaks", name)["duration"].as_f64().unwrap() > 0.0, "{name}");
+    }
+
+    // `libtest-json-plus` names the binary on its suite's events, as nextest does.
+    args[4] = "libtest-json-plus";
+    let output = fixture.cargo_ying(&args, &[]);
+    let first: serde_json::Value = serde_json::from_str(stdout(&output).lines().next().unwrap()).unwrap();
+    assert_eq!(first["nextest"], serde_json::json!({"crate": "leak-fixtures", "test_binary": "leaks", "kind": "test"}));
+}

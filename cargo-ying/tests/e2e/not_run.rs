@@ -44,13 +44,16 @@ fn doctests_and_custom_harness_targets_are_named_with_the_command_that_runs_them
     let custom = "NOT RUN leak-fixtures::custom_harness (harness = false: its own main, which cannot list its \
                   tests): run with `cargo test -p leak-fixtures --test custom_harness`";
     for line in [doctests, custom] {
-        // Under the Starting line, and again after the Summary.
+        // Under the Starting line, and again right above the Summary, after the tables.
         assert_eq!(stderr.lines().filter(|shown| shown.trim_start() == line).count(), 2, "{line}\n{stderr}");
     }
     let starting = stderr.find("Starting").unwrap();
     let summary_line = stderr.find("Summary [").unwrap();
     let first = stderr.find(doctests).unwrap();
-    assert!(starting < first && first < summary_line && stderr.rfind(custom).unwrap() > summary_line, "{stderr}");
+    let (again, reports) = (stderr.rfind(doctests).unwrap(), stderr.find("Reports").unwrap());
+    assert!(starting < first && reports < again && again < stderr.rfind(custom).unwrap(), "{stderr}");
+    let after_custom = stderr.rfind(custom).unwrap() + custom.len();
+    assert!(stderr[after_custom..summary_line].trim().is_empty(), "the Summary follows: {stderr}");
     assert!(stderr.contains("Starting 1 test across 1 binary"), "the custom harness is no test binary: {stderr}");
 
     let summary = summary(&target_dir());
@@ -78,4 +81,22 @@ fn selecting_targets_leaves_doctests_out_as_cargo_test_does() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("doctests"), "{stderr}");
     assert!(stderr.contains("NOT RUN leak-fixtures::custom_harness"), "{stderr}");
+}
+
+#[test]
+fn a_library_without_doctests_is_not_said_to_have_doctests_not_run() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let lib = fixture.path().join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib).unwrap();
+    // The library's one Rust block made a block of text, which rustdoc does not run.
+    let without = source.replacen("/// ```\n/// assert_eq!", "/// ```text\n/// assert_eq!", 1);
+    assert_ne!(without, source);
+    std::fs::write(&lib, without).unwrap();
+    let (code, stderr) = run_without_listing_the_custom_harness(&fixture, &["clean", "--", "--exact"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("doctests"), "{stderr}");
+    assert!(stderr.contains("NOT RUN leak-fixtures::custom_harness"), "{stderr}");
+    let summary = summary(&target_dir());
+    assert!(summary["not_run"].as_array().unwrap().iter().all(|entry| entry["kind"] != "doctest"), "{summary}");
 }
