@@ -24,6 +24,7 @@ mod readme;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod site_types;
 mod trust;
+mod xsd;
 
 /// The tests share one target directory, and so one `<target>/ying/`: one at a time.
 static SHARED_TARGET: Mutex<()> = Mutex::new(());
