@@ -1,6 +1,8 @@
-//! JUnit XML for test reporters, from the run model, written with `quick-junit` (as cargo-nextest writes it) in
-//! the shape of Jenkins' junit-10 schema: a test suite per binary, a test case per test, each with its time, and
-//! totals on every suite and on the run.
+//! JUnit XML for test reporters, from the run model, valid against Jenkins' junit-10 schema (the xunit plugin's
+//! junit-10.xsd, which it validates JUnit files against): a test suite per binary, a test case per test, each with
+//! its time, and totals on every suite and on the run. Only what junit-10 declares is written: `name`, `tests`,
+//! `failures`, `errors` and `time` on `<testsuites>`; the same and `skipped` on each `<testsuite>`; `name`,
+//! `classname` and `time` on each `<testcase>`.
 //!
 //! A test case shows the run's verdict on the test: a failed, crashed or timed-out test is a `<failure>`, and so is
 //! a passing leak test whose memory regressed against the baseline, with its figures and its diff flamegraph (the
@@ -9,16 +11,92 @@
 //! An unstable test is not a failure; it says so in `<system-err>`, with the test's warnings. Ignored tests and
 //! tests fail-fast did not start are `<skipped/>`. The test's output is its `<system-out>`, ANSI codes and characters
 //! XML cannot hold removed.
+//!
+//! The XML is written here rather than by `quick-junit`'s serializer (which cargo-nextest writes with): that one
+//! puts a `disabled` attribute on every `<testsuite>`, which junit-10 does not declare, and has no way to leave it
+//! out. Its `XmlString` still cleans the text.
 
 use crate::model::{Outcome, Run, TestRecord};
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite, XmlString};
+use quick_junit::XmlString;
 use std::time::Duration;
 use ying_report::GateVerdict;
 
 /// Text as XML can hold it: `XmlString` removes ANSI escapes and control characters; the two non-characters XML
 /// refuses go too.
-fn text(text: &str) -> XmlString {
-    XmlString::new(text.replace(['\u{fffe}', '\u{ffff}'], ""))
+fn text(text: &str) -> String {
+    XmlString::new(text.replace(['\u{fffe}', '\u{ffff}'], "")).into_string()
+}
+
+/// Appends `text` to `xml`, escaped for an attribute's value (`attribute`) or an element's content. Line breaks and
+/// tabs in a value are written as character references, which a parser keeps rather than turning into spaces, and
+/// so is a carriage return anywhere, which a parser keeps rather than dropping.
+fn escape(xml: &mut String, text: &str, attribute: bool) {
+    for c in text.chars() {
+        match c {
+            '&' => xml.push_str("&amp;"),
+            '<' => xml.push_str("&lt;"),
+            '>' => xml.push_str("&gt;"),
+            '\r' => xml.push_str("&#13;"),
+            '"' if attribute => xml.push_str("&quot;"),
+            '\n' if attribute => xml.push_str("&#10;"),
+            '\t' if attribute => xml.push_str("&#9;"),
+            c => xml.push(c),
+        }
+    }
+}
+
+/// JUnit's form of a duration: seconds with three decimals, which junit-10's `SUREFIRE_TIME` pattern admits.
+fn seconds(duration: Duration) -> String {
+    format!("{:.3}", duration.as_secs_f64())
+}
+
+/// A JUnit document being written: elements indented by four spaces a level, as cargo-nextest's are; the text of
+/// an element on the element's line.
+struct Writer {
+    xml: String,
+    depth: usize,
+}
+
+impl Writer {
+    fn new() -> Self {
+        Self { xml: "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n".to_owned(), depth: 0 }
+    }
+
+    fn start_tag(&mut self, name: &str, attributes: &[(&str, &str)]) {
+        self.xml.push_str(&"    ".repeat(self.depth));
+        self.xml.push('<');
+        self.xml.push_str(name);
+        for (key, value) in attributes {
+            self.xml.push_str(&format!(" {key}=\""));
+            escape(&mut self.xml, value, true);
+            self.xml.push('"');
+        }
+    }
+
+    /// Opens an element whose children follow, up to [`close`](Self::close).
+    fn open(&mut self, name: &str, attributes: &[(&str, &str)]) {
+        self.start_tag(name, attributes);
+        self.xml.push_str(">\n");
+        self.depth += 1;
+    }
+
+    fn close(&mut self, name: &str) {
+        self.depth -= 1;
+        self.xml.push_str(&format!("{}</{name}>\n", "    ".repeat(self.depth)));
+    }
+
+    /// An element with no children: empty, or holding `content` as its text.
+    fn leaf(&mut self, name: &str, attributes: &[(&str, &str)], content: Option<&str>) {
+        self.start_tag(name, attributes);
+        match content {
+            Some(content) => {
+                self.xml.push('>');
+                escape(&mut self.xml, content, false);
+                self.xml.push_str(&format!("</{name}>\n"));
+            }
+            None => self.xml.push_str("/>\n"),
+        }
+    }
 }
 
 /// The run's memory regression of `test`, in words: each figure that grew, the sites it grew at, how the reruns
@@ -84,22 +162,27 @@ fn notes(test: &TestRecord) -> Vec<String> {
     notes
 }
 
-fn test_case(test: &TestRecord, suite: &str) -> TestCase {
-    let status = match &test.outcome {
-        Outcome::Ignored => {
-            let mut status = TestCaseStatus::skipped();
-            status.set_message("ignored");
-            status
-        }
+/// A test case's verdict, as JUnit has it.
+enum Status {
+    Success,
+    /// `<skipped message="...">`.
+    Skipped(String),
+    /// `<failure type="..." message="...">description</failure>`.
+    Failure {
+        kind: String,
+        message: String,
+        description: String,
+    },
+}
+
+fn status(test: &TestRecord) -> Status {
+    match &test.outcome {
+        Outcome::Ignored => Status::Skipped("ignored".to_owned()),
         Outcome::NotRun => {
-            let mut status = TestCaseStatus::skipped();
-            status.set_message("not run: an earlier test failed and the run stopped (fail-fast)");
-            status
+            Status::Skipped("not run: an earlier test failed and the run stopped (fail-fast)".to_owned())
         }
         Outcome::Interrupted(_) => {
-            let mut status = TestCaseStatus::skipped();
-            status.set_message(format!("not run: {}", test.outcome.reason().unwrap_or_default()));
-            status
+            Status::Skipped(text(&format!("not run: {}", test.outcome.reason().unwrap_or_default())))
         }
         outcome if outcome.is_failure() => {
             let reason = test.failure_message();
@@ -107,63 +190,124 @@ fn test_case(test: &TestRecord, suite: &str) -> TestCase {
             if let Some((_, regression)) = regression(test) {
                 description.push_str(&format!("\n\n{regression}"));
             }
-            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            status
-                .set_type(outcome.kind().name())
-                .set_message(text(reason.lines().next().unwrap_or("the test failed")))
-                .set_description(text(&description));
-            status
+            Status::Failure {
+                kind: outcome.kind().name().to_owned(),
+                message: text(reason.lines().next().unwrap_or("the test failed")),
+                description: text(&description),
+            }
         }
         _ => match regression(test) {
-            Some((message, description)) => {
-                let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                status.set_type("memory regression").set_message(text(&message)).set_description(text(&description));
-                status
-            }
-            None => TestCaseStatus::success(),
+            Some((message, description)) => Status::Failure {
+                kind: "memory regression".to_owned(),
+                message: text(&message),
+                description: text(&description),
+            },
+            None => Status::Success,
         },
-    };
-    let mut case = TestCase::new(text(&test.id.name), status);
-    case.set_classname(text(suite)).set_time(test.duration);
-    if !test.output.is_empty() {
-        case.set_system_out(text(&test.output));
     }
+}
+
+/// The test case of `test`, in the suite named `suite`.
+fn test_case(xml: &mut Writer, test: &TestRecord, status: &Status, suite: &str) {
+    let (name, time) = (text(&test.id.name), seconds(test.duration));
+    let attributes = [("name", name.as_str()), ("classname", suite), ("time", time.as_str())];
+    let output = (!test.output.is_empty()).then(|| text(&test.output));
     let notes = notes(test);
-    if !notes.is_empty() {
-        case.set_system_err(text(&(notes.join("\n") + "\n")));
+    let notes = (!notes.is_empty()).then(|| text(&(notes.join("\n") + "\n")));
+    if matches!(status, Status::Success) && output.is_none() && notes.is_none() {
+        xml.leaf("testcase", &attributes, None);
+        return;
     }
-    case
+    xml.open("testcase", &attributes);
+    match status {
+        Status::Success => {}
+        Status::Skipped(message) => xml.leaf("skipped", &[("message", message)], None),
+        Status::Failure { kind, message, description } => {
+            xml.leaf("failure", &[("type", kind), ("message", message)], Some(description));
+        }
+    }
+    if let Some(output) = &output {
+        xml.leaf("system-out", &[], Some(output));
+    }
+    if let Some(notes) = &notes {
+        xml.leaf("system-err", &[], Some(notes));
+    }
+    xml.close("testcase");
+}
+
+/// The counts of a suite or of the run. Nothing is an `<error>`, so junit-10's required `errors` is always 0.
+#[derive(Default)]
+struct Totals {
+    tests: usize,
+    failures: usize,
+    skipped: usize,
+}
+
+impl Totals {
+    fn of<'a>(statuses: impl IntoIterator<Item = &'a Status>) -> Self {
+        let mut totals = Self::default();
+        for status in statuses {
+            totals.tests += 1;
+            match status {
+                Status::Success => {}
+                Status::Skipped(_) => totals.skipped += 1,
+                Status::Failure { .. } => totals.failures += 1,
+            }
+        }
+        totals
+    }
 }
 
 /// The run as JUnit XML.
 pub(crate) fn junit(run: &Run) -> String {
-    let mut suites: Vec<(String, Vec<&TestRecord>)> = Vec::new();
+    let mut suites: Vec<(String, Vec<(&TestRecord, Status)>)> = Vec::new();
     for test in &run.tests {
         let suite = test.id.binary_id();
+        let case = (test, status(test));
         match suites.iter_mut().find(|(name, _)| *name == suite) {
-            Some((_, members)) => members.push(test),
-            None => suites.push((suite, vec![test])),
+            Some((_, cases)) => cases.push(case),
+            None => suites.push((suite, vec![case])),
         }
     }
-    let mut report = Report::new("cargo ying test");
-    report.set_time(run.elapsed);
-    for (name, members) in suites {
-        let mut suite = TestSuite::new(text(&name));
-        suite.add_test_cases(members.iter().map(|test| test_case(test, &name)));
-        suite.set_time(members.iter().map(|test| test.duration).sum::<Duration>());
-        // quick-junit counts skipped tests as `disabled`; junit-10 has `skipped` too, which reporters read.
-        let skipped = suite.disabled;
-        suite.extra.insert("skipped".into(), skipped.to_string().into());
-        report.add_test_suite(suite);
+    let run_totals = Totals::of(suites.iter().flat_map(|(_, cases)| cases.iter().map(|(_, status)| status)));
+    let mut xml = Writer::new();
+    xml.open(
+        "testsuites",
+        &[
+            ("name", "cargo ying test"),
+            ("tests", &run_totals.tests.to_string()),
+            ("failures", &run_totals.failures.to_string()),
+            ("errors", "0"),
+            ("time", &seconds(run.elapsed)),
+        ],
+    );
+    for (name, cases) in &suites {
+        let name = text(name);
+        let totals = Totals::of(cases.iter().map(|(_, status)| status));
+        let time = cases.iter().map(|(test, _)| test.duration).sum::<Duration>();
+        xml.open(
+            "testsuite",
+            &[
+                ("name", &name),
+                ("tests", &totals.tests.to_string()),
+                ("failures", &totals.failures.to_string()),
+                ("errors", "0"),
+                ("skipped", &totals.skipped.to_string()),
+                ("time", &seconds(time)),
+            ],
+        );
+        for (test, status) in cases {
+            test_case(&mut xml, test, status, &name);
+        }
+        xml.close("testsuite");
     }
-    let mut xml = Vec::new();
-    report.serialize(&mut xml).expect("XML written to memory has no I/O to fail");
-    String::from_utf8(xml).expect("quick-junit writes UTF-8")
+    xml.close("testsuites");
+    xml.xml
 }
 
 #[cfg(test)]
 mod tests {
-    use super::junit;
+    use super::{escape, junit};
     use crate::gate::{Reruns, Row, TestGate};
     use crate::model::{Outcome, Run, TestRecord};
     use std::time::Duration;
@@ -213,6 +357,28 @@ mod tests {
     }
 
     #[test]
+    fn markup_and_quotes_survive_in_names_and_text() {
+        let name = "quotes \"<&>\" and 'apostrophes'";
+        let output = "a\nb ]]> <tag/> &amp; \"quoted\"\n";
+        let xml = run(vec![record(name, Outcome::Failed, output)]);
+        let document = parse(&xml);
+        let out = case(&document, name).children().find(|node| node.has_tag_name("system-out")).unwrap();
+        assert_eq!(out.text(), Some(output), "{xml}");
+    }
+
+    #[test]
+    fn line_breaks_and_tabs_in_an_attribute_are_kept_and_a_carriage_return_anywhere() {
+        let value = "one\ntwo\tthree\r\nfour";
+        let (mut attribute, mut content) = (String::new(), String::new());
+        escape(&mut attribute, value, true);
+        escape(&mut content, value, false);
+        let xml = format!("<e a=\"{attribute}\">{content}</e>");
+        let document = parse(&xml);
+        let root = document.root_element();
+        assert_eq!((root.attribute("a"), root.text()), (Some(value), Some(value)), "{xml}");
+    }
+
+    #[test]
     fn a_regressed_passing_test_fails_and_an_unstable_one_does_not() {
         let mut regressed = record("grew", Outcome::Passed, "");
         regressed.gate = Some(gate(GateVerdict::Regressed, Some(Reruns { crossed: 2, runs: 2 })));
@@ -222,9 +388,20 @@ mod tests {
         let xml = run(vec![regressed, unstable, record("slept", Outcome::Ignored, "")]);
         let document = parse(&xml);
         let suite = document.descendants().find(|node| node.has_tag_name("testsuite")).unwrap();
-        let counts = ["tests", "failures", "errors", "skipped"].map(|name| suite.attribute(name).unwrap());
-        assert_eq!(counts, ["3", "1", "0", "1"]);
-        assert_eq!(suite.attribute("time"), Some("0.750"));
+        let attributes: Vec<(&str, &str)> =
+            suite.attributes().map(|attribute| (attribute.name(), attribute.value())).collect();
+        assert_eq!(
+            attributes,
+            [
+                ("name", "p::leaks"),
+                ("tests", "3"),
+                ("failures", "1"),
+                ("errors", "0"),
+                ("skipped", "1"),
+                ("time", "0.750")
+            ],
+            "junit-10's attributes of a suite, and no others"
+        );
 
         let failure = case(&document, "grew").children().find(|node| node.has_tag_name("failure")).unwrap();
         assert_eq!(failure.attribute("type"), Some("memory regression"));

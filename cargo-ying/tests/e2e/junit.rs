@@ -1,96 +1,11 @@
 //! `--junit`: the JUnit file shows each test's verdict as the run's exit code and summary.json do (a leak test whose
-//! memory regressed is a failure, with its figures and diff flamegraph), and has the shape of Jenkins' junit-10
-//! schema, checked element by element below.
+//! memory regressed is a failure, with its figures and diff flamegraph), and is valid against Jenkins' junit-10
+//! schema, `schemas/junit-10.xsd` (the xunit plugin's, which it validates JUnit files against), read by the validator
+//! in `xsd.rs` and, where it is installed, by `xmllint`.
 
+use super::xsd::{Schema, schemas, xmllint};
 use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
 use roxmltree::{Document, Node};
-
-/// One element of Jenkins' junit-10.xsd: its attributes, and its children as the schema's sequence, in order, each
-/// with how often it may occur.
-struct Shape {
-    name: &'static str,
-    required: &'static [&'static str],
-    optional: &'static [&'static str],
-    children: &'static [(&'static str, usize, usize)],
-}
-
-const MANY: usize = usize::MAX;
-
-/// The elements of junit-10.xsd (the schema Jenkins' JUnit plugin validates against).
-const JUNIT_10: &[Shape] = &[
-    Shape {
-        name: "testsuites",
-        required: &[],
-        optional: &["name", "time", "tests", "failures", "disabled", "errors"],
-        children: &[("testsuite", 0, MANY)],
-    },
-    Shape {
-        name: "testsuite",
-        required: &["name", "tests"],
-        optional: &["failures", "errors", "time", "disabled", "skipped", "timestamp", "hostname", "id", "package"],
-        children: &[("properties", 0, 1), ("testcase", 0, MANY), ("system-out", 0, 1), ("system-err", 0, 1)],
-    },
-    Shape { name: "properties", required: &[], optional: &[], children: &[("property", 1, MANY)] },
-    Shape { name: "property", required: &["name", "value"], optional: &[], children: &[] },
-    Shape {
-        name: "testcase",
-        required: &["name"],
-        optional: &["assertions", "time", "classname", "status"],
-        children: &[
-            ("skipped", 0, 1),
-            ("error", 0, MANY),
-            ("failure", 0, MANY),
-            ("system-out", 0, MANY),
-            ("system-err", 0, MANY),
-        ],
-    },
-    Shape { name: "skipped", required: &[], optional: &["message"], children: &[] },
-    Shape { name: "error", required: &[], optional: &["message", "type"], children: &[] },
-    Shape { name: "failure", required: &[], optional: &["message", "type"], children: &[] },
-    Shape { name: "system-out", required: &[], optional: &[], children: &[] },
-    Shape { name: "system-err", required: &[], optional: &[], children: &[] },
-];
-
-/// Checks `node` and everything under it against [`JUNIT_10`]; returns what does not fit.
-fn check_shape(node: Node, problems: &mut Vec<String>) {
-    let name = node.tag_name().name();
-    let Some(shape) = JUNIT_10.iter().find(|shape| shape.name == name) else {
-        problems.push(format!("<{name}> is no element of junit-10"));
-        return;
-    };
-    for required in shape.required {
-        if node.attribute(*required).is_none() {
-            problems.push(format!("<{name}> lacks the required attribute {required}"));
-        }
-    }
-    for attribute in node.attributes() {
-        if !shape.required.contains(&attribute.name()) && !shape.optional.contains(&attribute.name()) {
-            problems.push(format!("<{name}> has the attribute {}, which junit-10 does not allow", attribute.name()));
-        }
-    }
-    let children: Vec<Node> = node.children().filter(Node::is_element).collect();
-    let mut next = 0;
-    for &(child, min, max) in shape.children {
-        let count = children[next..].iter().take_while(|node| node.has_tag_name(child)).count();
-        if count < min || count > max {
-            problems.push(format!("<{name}> has {count} <{child}> where junit-10 allows {min} to {max}"));
-        }
-        next += count;
-    }
-    if let Some(extra) = children.get(next) {
-        let order: Vec<&str> = children.iter().map(|node| node.tag_name().name()).collect();
-        problems.push(format!(
-            "<{name}> has <{}> out of junit-10's order or not allowed: {order:?}",
-            extra.tag_name().name()
-        ));
-    }
-    if shape.children.is_empty() && !children.is_empty() {
-        problems.push(format!("<{name}> holds elements; junit-10 gives it text only"));
-    }
-    for child in children {
-        check_shape(child, problems);
-    }
-}
 
 fn count(node: Node, attribute: &str) -> usize {
     node.attribute(attribute).unwrap_or_else(|| panic!("{attribute} on <{}>", node.tag_name().name())).parse().unwrap()
@@ -105,7 +20,7 @@ fn child<'a>(node: Node<'a, 'a>, name: &str) -> Option<Node<'a, 'a>> {
 }
 
 #[test]
-fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_fits_junit_10() {
+fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_is_valid_against_junit_10() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
     let subset = [
@@ -137,9 +52,13 @@ fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_fit
     let document = Document::parse(&xml).unwrap_or_else(|error| panic!("{error}: {xml}"));
     let root = document.root_element();
     assert!(root.has_tag_name("testsuites"), "{xml}");
-    let mut problems = Vec::new();
-    check_shape(root, &mut problems);
-    assert!(problems.is_empty(), "{problems:#?}\n{xml}");
+    let schema = schemas().join("junit-10.xsd");
+    if let Err(problems) = Schema::read(&schema).validate(&xml) {
+        panic!("{problems:#?}\n{xml}");
+    }
+    if let Some((valid, said)) = xmllint(&schema, &junit) {
+        assert!(valid, "xmllint: {said}\n{xml}");
+    }
     assert!(!xml.contains('\u{1b}'), "no ANSI escape codes: {xml}");
 
     // Each test case shows the verdict summary.json has: a failure for a failed, crashed or timed-out test and

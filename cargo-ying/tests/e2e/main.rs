@@ -24,6 +24,7 @@ mod readme;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod site_types;
 mod trust;
+mod xsd;
 
 /// The exit code of a run in which a test failed.
 const TEST_FAILED: Option<i32> = Some(ying_report::exit_code::TEST_FAILED as i32);
