@@ -59,6 +59,91 @@ pub(crate) enum Command {
     /// Join the summary.json files of partitioned runs into one summary and gate them against the baseline as one
     #[command(after_help = ying_report::exit_code::help())]
     Merge(MergeArgs),
+    /// Set up another test runner to measure the tests it runs: `cargo ying setup nextest`
+    #[command(subcommand)]
+    Setup(SetupCommand),
+    /// Judge what a nextest run with the profile `ying` measured, as `cargo ying test --measure all` judges its run
+    ///
+    /// Reads the records the wrapper left of each test of the last `cargo nextest run --profile ying` (or of
+    /// `--run-id`), then writes the reports, flamegraphs, summary.json and index.html, compares with the baseline,
+    /// saves it when asked, and exits with the run's verdict. nextest has judged the tests' outcomes; this judges
+    /// their memory.
+    #[command(after_help = ying_report::exit_code::help())]
+    Gate(Box<GateArgs>),
+    /// nextest's wrapper script for the profile `ying`: runs one test measured and records it (nextest runs it)
+    #[command(hide = true)]
+    Wrap(WrapArgs),
+}
+
+/// `cargo ying setup`'s runners.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SetupCommand {
+    /// Add the profile `ying` to .config/nextest.toml: every test of `cargo nextest run --profile ying` then runs
+    /// measured, and `cargo ying gate` judges the run
+    ///
+    /// The profile runs each test through cargo-ying as a wrapper script (nextest's experimental `wrapper-scripts`)
+    /// and adds the allocation interposer to the profile's archives. What the file holds already stays as it was.
+    /// The interposer is built into the target directory now, so that no test waits for it.
+    #[command(after_help = ying_report::exit_code::help())]
+    Nextest(SetupNextestArgs),
+}
+
+/// Options of `cargo ying setup nextest`.
+#[derive(Debug, Args)]
+pub(crate) struct SetupNextestArgs {
+    /// Print the file as it would be written, and write nothing (and build nothing)
+    #[arg(long)]
+    pub print: bool,
+    /// Path to Cargo.toml
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+}
+
+/// Options of `cargo ying gate`.
+#[derive(Debug, Args)]
+pub(crate) struct GateArgs {
+    /// Path to Cargo.toml
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// The target directory the run used [default: the workspace's]
+    #[arg(long, value_name = "DIRECTORY")]
+    pub target_dir: Option<PathBuf>,
+    /// The run was of this nextest archive: the workspace is read from its Cargo.toml alone, as its sources need
+    /// not be there
+    #[arg(long, value_name = "PATH", help_heading = "Archives")]
+    pub archive_file: Option<PathBuf>,
+    /// The workspace's root, as given to `cargo nextest run --workspace-remap` [default: the current directory]
+    #[arg(long, value_name = "PATH", help_heading = "Archives")]
+    pub workspace_remap: Option<PathBuf>,
+    /// The nextest run to judge, by its id (NEXTEST_RUN_ID) [default: the last]
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// The baseline to compare with and save to [default: ying-baseline.json at the workspace root]
+    #[arg(long, value_name = "PATH", help_heading = "Baseline")]
+    pub baseline: Option<PathBuf>,
+    /// Write the run's figures into the baseline (only the tests the run ran change)
+    #[arg(long, help_heading = "Baseline")]
+    pub save_baseline: bool,
+    /// How the gate judges growth.
+    #[command(flatten)]
+    pub gating: GateOptions,
+    /// Write the results as JUnit XML to this file
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub junit: Option<PathBuf>,
+    /// When to color the output
+    #[arg(long, value_enum, value_name = "WHEN", help_heading = "Output")]
+    pub color: Option<ColorChoice>,
+    /// Show every test's line and every measured test's figures
+    #[arg(short = 'v', long, help_heading = "Output")]
+    pub verbose: bool,
+}
+
+/// The arguments nextest gives its wrapper script.
+#[derive(Debug, Args)]
+pub(crate) struct WrapArgs {
+    /// The test binary and its arguments
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "TEST")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// Options of `cargo ying merge`.

@@ -122,6 +122,21 @@ pub(crate) enum Error {
     /// The allocation interposer of `--measure all` could not be had.
     #[error("failed to build the allocation interposer of `--measure all`")]
     Interposer(#[source] InterposerError),
+    /// `.config/nextest.toml` could not take the profile `ying`.
+    #[error("failed to add the profile `ying` to {}", path.display())]
+    NextestConfig {
+        /// The file.
+        path: PathBuf,
+        /// Why: it is not TOML (with the line), or it has a `ying` of its own.
+        #[source]
+        source: NextestConfigError,
+    },
+    /// `cargo ying wrap` could not run its test measured.
+    #[error("failed to run the test measured")]
+    Wrap(#[source] WrapError),
+    /// `cargo ying gate` found no run to judge.
+    #[error("failed to find a nextest run in {}: run `cargo nextest run --profile ying` first (`cargo ying setup nextest` adds the profile)", .0.display())]
+    NoNextestRun(PathBuf),
     /// Reading or writing one of the run's files failed.
     #[error("failed to {action} {}", path.display())]
     Io {
@@ -161,6 +176,9 @@ impl Error {
             | Self::ReadComparison { .. }
             | Self::Manifest { .. }
             | Self::Interposer(InterposerError::Unsupported)
+            | Self::NextestConfig { .. }
+            | Self::Wrap(_)
+            | Self::NoNextestRun(_)
             | Self::Io { .. } => exit_code::USAGE,
         }
     }
@@ -257,6 +275,59 @@ pub(crate) enum InterposerError {
     /// It failed; it has printed why.
     #[error("cargo build exited with {0}")]
     Failed(ExitStatus),
+}
+
+/// Why the profile `ying` could not be added to .config/nextest.toml.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NextestConfigError {
+    /// The file is not TOML.
+    #[error("{}", .0.to_string().trim_end())]
+    Parse(toml_edit::TomlError),
+    /// It has a `ying` of its own.
+    #[error(transparent)]
+    Conflict(Conflict),
+}
+
+/// A table of the file named `ying` that is not setup's, or an `experimental` that is not a list.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "it has {what} already, which is not what `cargo ying setup nextest` writes; remove it, or add the profile by \
+     hand (`--print` shows it)"
+)]
+pub(crate) struct Conflict {
+    /// The table or key, as TOML names it (`[profile.ying]`).
+    pub what: String,
+}
+
+/// Why nextest's wrapper could not run its test measured.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum WrapError {
+    /// It was not started by nextest.
+    #[error(
+        "`cargo ying wrap` is the wrapper script of nextest's profile `ying`, and {0} is not set: run the tests with \
+         `cargo nextest run --profile ying` (`cargo ying setup nextest` adds the profile)"
+    )]
+    NotUnderNextest(&'static str),
+    /// nextest's binary id is not one.
+    #[error("nextest's binary id `{0}` is not of the form `package`, `package::name` or `package::kind/name`")]
+    BinaryId(String),
+    /// There is no interposer beside the test binary.
+    #[error(
+        "there is no allocation interposer in the target directory of {}: run `cargo ying setup nextest` (which builds \
+         it), and archive with `cargo nextest archive --profile ying` (which carries it)",
+        .0.display()
+    )]
+    NoInterposer(PathBuf),
+    /// The test binary could not be started.
+    #[error("could not start {}", path.display())]
+    Spawn {
+        /// The binary.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// What to do about summaries that overlap.

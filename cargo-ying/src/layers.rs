@@ -6,10 +6,10 @@
 //! |---|---|
 //! | 6 | `lib.rs` |
 //! | 5 | `commands/` |
-//! | 4 | `cli`, `settings`: the command line, resolved |
+//! | 4 | `cli`, `settings`: the command line, resolved; `ending`: the end of a run, which two commands share |
 //! | 3 | `outputs/` |
 //! | 2 | `run/` |
-//! | 1 | `model`, `baseline`, `saved`: the verdict |
+//! | 1 | `model`, `baseline`, `saved`: the verdict; `nextest`: nextest's profile, and what its runs leave |
 //! | 0 | `error`, `signals`, `lock`, `gate`, `config`, `workspace` |
 
 use std::path::{Path, PathBuf};
@@ -20,10 +20,10 @@ fn floor(module: &str) -> Option<u8> {
     Some(match top {
         "lib" | "main" | "layers" => 6,
         "commands" => 5,
-        "cli" | "settings" => 4,
+        "cli" | "settings" | "ending" => 4,
         "outputs" => 3,
         "run" => 2,
-        "model" | "baseline" | "saved" => 1,
+        "model" | "baseline" | "saved" | "nextest" => 1,
         "error" | "signals" | "lock" | "gate" | "config" | "workspace" => 0,
         _ => return None,
     })

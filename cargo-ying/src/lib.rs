@@ -4,13 +4,15 @@
 //! The binary is a thin wrapper around [`main_impl`], the crate's one public item. One job per module, from the
 //! door inwards:
 //! - the command line: `cli` parses it (clap), `settings` resolves what it says with `[workspace.metadata.ying]`
-//!   (`config`) into the values the rest takes; `commands` (`test`, `list`, `accept`, `diff`, `merge`) each tie the
-//!   modules below together for one job;
+//!   (`config`) into the values the rest takes; `commands` (`test`, `list`, `accept`, `diff`, `merge`, `setup`,
+//!   `gate`, `wrap`) each tie the modules below together for one job; `ending` is the end of a run that `test` and
+//!   `gate` share;
 //! - `outputs`: the terminal, the run's files, GitHub Actions and JUnit, each reading the run model and deciding
 //!   nothing;
 //! - `run`: the pipeline, from the build of the test binaries to each test's report (see its module);
 //! - the verdict: `model` is the run model, where each test's result (outcome, figures, gate verdict, files) is
-//!   decided once, judged by `gate` against the `baseline`; `saved` reads a finished run back;
+//!   decided once, judged by `gate` against the `baseline`; `saved` reads a finished run back, `nextest` what a
+//!   nextest run left (and the profile that has nextest run the tests measured);
 //! - the ground: `workspace` (metadata, configuration, where files go), `error` (what stops a command, with its
 //!   exit code), `signals` (their names; SIGINT and SIGTERM caught), `lock` (how a lock is waited for).
 //!
@@ -21,10 +23,12 @@ mod baseline;
 mod cli;
 mod commands;
 mod config;
+mod ending;
 mod error;
 mod gate;
 mod lock;
 mod model;
+mod nextest;
 mod outputs;
 mod run;
 mod saved;
@@ -63,6 +67,9 @@ pub fn main_impl() -> ExitCode {
         cli::Command::Accept(args) => commands::accept::run(args),
         cli::Command::Diff(args) => commands::diff::run(args),
         cli::Command::Merge(args) => commands::merge::run(args),
+        cli::Command::Setup(cli::SetupCommand::Nextest(args)) => commands::setup::nextest(args),
+        cli::Command::Gate(args) => commands::gate::run(args),
+        cli::Command::Wrap(args) => commands::wrap::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

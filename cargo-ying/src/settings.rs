@@ -65,7 +65,7 @@ impl Settings {
     /// The settings of `cargo ying test` run with `args` in `workspace`; `cargo`: what `args` ask cargo for
     /// (`CargoOptions::to_args`), which opened the workspace.
     pub(crate) fn resolve(args: &TestArgs, cargo: CargoArgs, workspace: &Workspace) -> Result<Self> {
-        let config = &workspace.config;
+        let config = &workspace.place.config;
         let request = request(&args.filter, cargo)?;
         let selection = &request.selection;
         // Output straight to the terminal is readable one test at a time, as under cargo-nextest.

@@ -1,17 +1,33 @@
 //! The workspace a command works in: its metadata, its configuration (`[workspace.metadata.ying]`), and where its
 //! outputs and baseline go. Shared by every command.
+//!
+//! Most commands read it with `cargo metadata` ([`Workspace::open`]). Those that work from what a nextest run left
+//! (`cargo ying gate`, and the wrapper each test runs in) may be where cargo cannot read it: a workspace remapped
+//! under a run of a nextest archive holds its manifest, not its sources. They read its [`Place`] from its Cargo.toml
+//! alone.
 
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Error, ManifestError, Result};
 use cargo_metadata::{Metadata, MetadataCommand};
 use std::path::{Path, PathBuf};
+
+/// Where a workspace is, where its outputs go and how it is configured.
+#[derive(Clone, Debug)]
+pub(crate) struct Place {
+    /// The root directory.
+    pub root: PathBuf,
+    /// The target directory.
+    pub target_directory: PathBuf,
+    /// Its configuration.
+    pub config: Config,
+}
 
 /// A workspace, read once.
 pub(crate) struct Workspace {
     /// `cargo metadata` of the workspace.
     pub metadata: Metadata,
-    /// Its configuration.
-    pub config: Config,
+    /// Where it is, and its configuration.
+    pub place: Place,
 }
 
 impl Workspace {
@@ -28,28 +44,84 @@ impl Workspace {
         let manifest = metadata.workspace_root.join("Cargo.toml").into_std_path_buf();
         let config =
             Config::from_metadata(&metadata.workspace_metadata).map_err(|source| Error::Config { manifest, source })?;
-        Ok(Self { metadata, config })
+        let place = Place {
+            root: metadata.workspace_root.clone().into_std_path_buf(),
+            target_directory: metadata.target_directory.clone().into_std_path_buf(),
+            config,
+        };
+        Ok(Self { metadata, place })
     }
 
     /// The workspace's root directory.
     pub(crate) fn root(&self) -> &Path {
-        self.metadata.workspace_root.as_std_path()
+        &self.place.root
     }
 
     /// Where `cargo ying` writes a run's files: `<target-dir>/ying`, the target directory being `target_dir` when
     /// given.
     pub(crate) fn out_dir(&self, target_dir: Option<&Path>) -> PathBuf {
-        target_dir
-            .map_or_else(|| self.metadata.target_directory.clone().into_std_path_buf(), Path::to_owned)
-            .join("ying")
+        self.place.out_dir(target_dir)
+    }
+
+    /// The baseline file: the flag, else the configuration (relative to the workspace root), else the default.
+    pub(crate) fn baseline_path(&self, flag: Option<&Path>) -> PathBuf {
+        self.place.baseline_path(flag)
+    }
+}
+
+impl Place {
+    /// The workspace whose root is `root`, read from its Cargo.toml without cargo: its configuration from
+    /// `[workspace.metadata.ying]`, its target directory from `CARGO_TARGET_DIR` (relative to the root), else
+    /// `target` under the root.
+    pub(crate) fn read(root: &Path) -> Result<Self> {
+        let manifest = root.join("Cargo.toml");
+        let error = |source| Error::Manifest { path: manifest.clone(), source };
+        let text = std::fs::read_to_string(&manifest).map_err(|why| error(ManifestError::Io(why)))?;
+        let table: toml::Table = text.parse().map_err(|why| error(ManifestError::Toml(why)))?;
+        let metadata = table
+            .get("workspace")
+            .and_then(|workspace| workspace.get("metadata"))
+            .and_then(|metadata| serde_json::to_value(metadata).ok())
+            .unwrap_or(serde_json::Value::Null);
+        let config =
+            Config::from_metadata(&metadata).map_err(|source| Error::Config { manifest: manifest.clone(), source })?;
+        let target_directory = match std::env::var_os("CARGO_TARGET_DIR").filter(|dir| !dir.is_empty()) {
+            Some(dir) => root.join(dir),
+            None => root.join("target"),
+        };
+        Ok(Self { root: root.to_owned(), target_directory, config })
+    }
+
+    /// `<target-dir>/ying`, the target directory being `target_dir` when given.
+    pub(crate) fn out_dir(&self, target_dir: Option<&Path>) -> PathBuf {
+        target_dir.unwrap_or(&self.target_directory).join("ying")
     }
 
     /// The baseline file: the flag, else the configuration (relative to the workspace root), else the default.
     pub(crate) fn baseline_path(&self, flag: Option<&Path>) -> PathBuf {
         match (flag, &self.config.baseline) {
             (Some(path), _) => path.to_owned(),
-            (None, Some(configured)) => self.root().join(configured),
-            (None, None) => self.root().join(ying_report::DEFAULT_BASELINE),
+            (None, Some(configured)) => self.root.join(configured),
+            (None, None) => self.root.join(ying_report::DEFAULT_BASELINE),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Place;
+
+    #[test]
+    fn a_place_is_read_from_the_manifest_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = "[workspace]\n[workspace.metadata.ying]\nbaseline = \"leaks.json\"\nallow = [\"a::b\"]\n\n\
+                        [package]\nname = \"p\"\nversion = \"0.1.0\"\n";
+        std::fs::write(dir.path().join("Cargo.toml"), manifest).unwrap();
+        let place = Place::read(dir.path()).unwrap();
+        assert_eq!(place.baseline_path(None), dir.path().join("leaks.json"));
+        assert_eq!(place.config.allow.as_deref(), Some(&["a::b".to_owned()][..]));
+        std::fs::write(dir.path().join("Cargo.toml"), "[workspace.metadata.ying]\nretries = \"x\"\n").unwrap();
+        let error = Place::read(dir.path()).unwrap_err().chain();
+        assert!(error.contains("Cargo.toml") && error.contains("retries"), "{error}");
     }
 }

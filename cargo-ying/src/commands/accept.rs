@@ -18,7 +18,7 @@ pub(crate) fn run(args: &AcceptArgs) -> Result<u8> {
     let out_dir = workspace.out_dir(args.target_dir.as_deref());
     let summary = saved::read_summary(&out_dir.join("summary.json"), " (run cargo ying test first)")?;
     let mut entries = saved::entries(&summary, &out_dir)?;
-    let gating = settings::gating(&GateOptions::default(), &workspace.config);
+    let gating = settings::gating(&GateOptions::default(), &workspace.place.config);
     let gated = gating.figures();
     if entries.is_empty() {
         return Err(Error::SaveBaseline { path: baseline.path, source: BaselineFileError::NothingMeasured });

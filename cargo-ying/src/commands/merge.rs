@@ -18,7 +18,7 @@ use ying_report::{GateVerdict, Measured, Summary, TestId};
 pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
     let workspace = Workspace::open(args.manifest_path.as_deref(), &[])?;
     let baseline = BaselineFile::open(workspace.baseline_path(args.baseline.as_deref()))?;
-    let gating = settings::gating(&args.gating, &workspace.config);
+    let gating = settings::gating(&args.gating, &workspace.place.config);
 
     let mut tests = Vec::new();
     let mut not_run = BTreeSet::new();

@@ -3,6 +3,9 @@
 
 pub(crate) mod accept;
 pub(crate) mod diff;
+pub(crate) mod gate;
 pub(crate) mod list;
 pub(crate) mod merge;
+pub(crate) mod setup;
 pub(crate) mod test;
+pub(crate) mod wrap;

@@ -3,10 +3,11 @@
 use crate::baseline::BaselineFile;
 use crate::cli::TestArgs;
 use crate::config::{Measure, NoTests};
-use crate::error::{BaselineFileError, Error, Result};
+use crate::ending::{self, Ending};
+use crate::error::Result;
 use crate::model::Run;
-use crate::outputs::libtest_json::{LibtestJson, MessageFormat};
-use crate::outputs::{artifacts, github, junit, listing, terminal};
+use crate::outputs::libtest_json::LibtestJson;
+use crate::outputs::{artifacts, listing, terminal};
 use crate::run::build::TestBinary;
 use crate::run::discover::TestCase;
 use crate::run::interposer;
@@ -18,9 +19,9 @@ use crate::run::symbols::Symbolizer;
 use crate::settings::Settings;
 use crate::signals;
 use crate::workspace::Workspace;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 use ying_report::{TestId, exit_code};
 
 /// Runs `cargo ying test`; returns the exit code.
@@ -42,18 +43,24 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     let Some((plan, options)) = prepare(&settings, &workspace)? else {
         return Ok(no_tests(settings.no_tests));
     };
-    let (run, reporter) = run_tests(&plan, &options, &settings, &baseline)?;
-    let written = write_ci_outputs(&run, &settings, workspace.root());
-    let saved = (written.is_ok() && settings.save_baseline && run.interrupted.is_none())
-        .then(|| save_baseline(&run, baseline, &settings));
-    // The run ends on its Summary, after the baseline is saved and even when saving failed; the error comes last.
-    reporter.close(&run, &plan.not_run);
-    written?;
-    if let Some(signal) = run.interrupted {
-        return Ok(exit_code::stopped_by(signal));
-    }
-    saved.transpose()?;
-    Ok(run.exit_code(settings.save_baseline))
+    // A filtered run replaces the files of its tests only: the other tests' reports stay (see `artifacts::sweep`).
+    let replaced = (!plan.complete).then(|| plan.running().map(TestCase::id).collect::<Vec<TestId>>());
+    let (mut run, reporter, started_at) = run_tests(&plan, &options, &settings, &baseline)?;
+    let ending = Ending {
+        out_dir: options.out_dir.clone(),
+        jobs: options.jobs,
+        measured: settings.measure.recorded(),
+        started_at,
+        gating: &settings.gating,
+        save_baseline: settings.save_baseline,
+        junit: settings.junit.as_deref(),
+        message_format: settings.message_format,
+        workspace_root: workspace.root(),
+        not_run: &plan.not_run,
+        replaced: replaced.as_deref(),
+    };
+    ending::write(&mut run, &ending, &reporter, &baseline)?;
+    ending::close(&run, &ending, &reporter, baseline)
 }
 
 /// Builds the tests (and, under `--measure all`, the interposer beside them) and plans the run; `None` when no test
@@ -117,16 +124,14 @@ fn prepare_symbols(symbolizer: &Arc<Symbolizer>, binaries: &[Arc<TestBinary>]) {
 }
 
 /// Runs the planned tests, each test's result shown as it comes, and judges them against the baseline (the
-/// regressions run again); the run's files are written, and the terminal has had everything but the closing words.
+/// regressions run again); returns the run, the terminal's reporter and when the tests started.
 fn run_tests(
     plan: &Plan,
     options: &RunOptions,
     settings: &Settings,
     baseline: &BaselineFile,
-) -> Result<(Run, terminal::Reporter)> {
+) -> Result<(Run, terminal::Reporter, SystemTime)> {
     let running = plan.running().count();
-    // A filtered run replaces the files of its tests only: the other tests' reports stay (see `artifacts::sweep`).
-    let replaced = (!plan.complete).then(|| plan.running().map(TestCase::id).collect::<Vec<TestId>>());
     artifacts::prepare(&options.out_dir)?;
     let mut reporter = terminal::Reporter::new(settings.color, settings.quiet, settings.verbose, settings.no_capture);
     if running == 0 {
@@ -144,7 +149,7 @@ fn run_tests(
     // From here SIGINT and SIGTERM stop the tests (their process groups killed) and end the run with a summary
     // marked incomplete, rather than leave the tests running.
     signals::catch();
-    let (started, started_at) = (Instant::now(), std::time::SystemTime::now());
+    let (started, started_at) = (Instant::now(), SystemTime::now());
     let mut events = LibtestJson::new(settings.message_format, &plan.tests);
     let records = runner::run(&plan.tests, options, |record| {
         reporter.result(record);
@@ -174,43 +179,7 @@ fn run_tests(
         }
     }
     options.symbolizer.save();
-    artifacts::flamegraphs(&mut run, &options.out_dir, options.jobs)?;
-    let mut summary = run.summary();
-    summary.not_run.clone_from(&plan.not_run);
-    summary.measured = settings.measure.recorded();
-    summary.started_at = Some(humantime::format_rfc3339_millis(started_at).to_string());
-    summary.tolerance = Some(settings.gating.tolerance.stated());
-    summary.exit_code = Some(run.exit_code(settings.save_baseline));
-    artifacts::summary(&run, &summary, &options.out_dir)?;
-    artifacts::sweep(&run, &options.out_dir, replaced.as_deref())?;
-    reporter.finish(&run);
-    reporter.gate(&run, &baseline.path, settings.save_baseline);
-    reporter.artifacts(&options.out_dir.join("index.html"));
-    Ok((run, reporter))
-}
-
-/// Writes the baseline from `run`'s measured tests (the others' entries kept), and says so; refuses when the run
-/// measured no test, leaving the file as it was. A baseline of an earlier form gets every measured test's entry
-/// and is written whole in the current one.
-fn save_baseline(run: &Run, baseline: BaselineFile, settings: &Settings) -> Result<()> {
-    // Every measured test has an entry: count them, rather than build each entry again.
-    let all = run.measured();
-    if all == 0 {
-        return Err(Error::SaveBaseline { path: baseline.path, source: BaselineFileError::NothingMeasured });
-    }
-    let entries = run.entries_to_save(settings.gating.figures(), baseline.is_of_earlier_form());
-    let written = entries.len();
-    let rewritten = baseline.save(entries, settings.measure.recorded())?;
-    let kept = match all - written {
-        0 => String::new(),
-        kept => format!(": {written} written, {kept} within the tolerance kept as recorded"),
-    };
-    let form = match rewritten {
-        Some(version) => format!("; rewritten from schema {version} in the current form, a line a test"),
-        None => String::new(),
-    };
-    eprintln!("{:>12} {} ({all} measured tests{kept}{form})", "Saved", baseline.path.display());
-    Ok(())
+    Ok((run, reporter, started_at))
 }
 
 /// What a run with no test to run does, as cargo-nextest's `--no-tests`: the exit code.
@@ -228,33 +197,4 @@ fn no_tests(action: NoTests) -> u8 {
         }
         NoTests::Pass => exit_code::OK,
     }
-}
-
-/// GitHub Actions annotations and job summary (when `GITHUB_ACTIONS=true`), and JUnit XML (when asked).
-/// `workspace_root`: the cargo workspace's root, inside the repository. The annotations go to standard output,
-/// or to standard error when it carries `--message-format`'s events (the runner reads workflow commands on both).
-fn write_ci_outputs(run: &Run, settings: &Settings, workspace_root: &Path) -> Result<()> {
-    if std::env::var("GITHUB_ACTIONS").is_ok_and(|value| value == "true") {
-        for line in github::annotations(run, &github::repository_root(workspace_root)) {
-            if settings.message_format == MessageFormat::Human {
-                println!("{line}");
-            } else {
-                eprintln!("{line}");
-            }
-        }
-        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-            use std::io::Write;
-            let path = Path::new(&path);
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .and_then(|mut file| file.write_all(github::step_summary(run).as_bytes()))
-                .map_err(Error::io("append to", path))?;
-        }
-    }
-    if let Some(path) = &settings.junit {
-        std::fs::write(path, junit::junit(run)).map_err(Error::io("write", path))?;
-    }
-    Ok(())
 }

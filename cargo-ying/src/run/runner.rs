@@ -97,7 +97,7 @@ fn output_tail(path: &Path) -> std::io::Result<(String, bool)> {
 }
 
 /// A token no other run, and no other test of this run, has: what a test's report must carry to be taken.
-fn run_token(index: usize) -> String {
+pub(crate) fn run_token(index: usize) -> String {
     use std::hash::BuildHasher;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let [a, b] = [0u8, 1]
@@ -191,28 +191,61 @@ fn command(test: &TestCase, options: &RunOptions, report_dir: &Path, token: &str
         .args(test.ignored.then_some("--include-ignored"))
         .args(&options.passthrough)
         .current_dir(&test.binary.package_dir)
-        .env(REPORT_DIR_ENV, report_dir)
-        .env(ATTRIBUTION_ENV, "process")
-        .env(DEFER_SYMBOLS_ENV, "1")
-        .env(RUN_TOKEN_ENV, token)
         .stdin(Stdio::null());
-    if let Some(allow) = &options.allow {
-        command.env(ALLOW_ENV, &**allow);
-    }
-    if let Some(known_code) = options.known_code.env_value(&test.binary.path) {
-        command.env(KNOWN_CODE_ENV, &*known_code);
-    }
-    if let Some(library) = &options.interposer {
-        let binary = &test.binary;
-        let identity = TestIdentity::listed(&binary.package, binary.kind, &binary.name, &test.name);
-        let identity = serde_json::to_string(&identity).expect("an identity is JSON");
-        command.env(PRELOAD_ENV, preload_value(library)).env(MEASURE_TEST_ENV, identity);
-    }
+    let binary = &test.binary;
+    let measuring = Measuring {
+        report_dir,
+        token,
+        known_code: options.known_code.env_value(&binary.path),
+        allow: options.allow.as_deref(),
+        interposer: options
+            .interposer
+            .as_deref()
+            .map(|library| (library, TestIdentity::listed(&binary.package, binary.kind, &binary.name, &test.name))),
+    };
+    measuring.apply(&mut command);
     command
 }
 
+/// What a test process is told to be measured: the report directory, the run's token, process attribution and
+/// deferred symbols; the code it knows by address and the workspace's `allow` patterns when there are any; and,
+/// under `--measure all` (and nextest's wrapper), the interposer preloaded with the test's identity.
+pub(crate) struct Measuring<'a> {
+    /// Where its report goes.
+    pub report_dir: &'a Path,
+    /// The run's token, which its report must carry.
+    pub token: &'a str,
+    /// [`KNOWN_CODE_ENV`]'s value for its binary.
+    pub known_code: Option<Arc<str>>,
+    /// [`ALLOW_ENV`]'s value, JSON.
+    pub allow: Option<&'a str>,
+    /// The interposer to preload, and the identity of the test it measures.
+    pub interposer: Option<(&'a Path, TestIdentity)>,
+}
+
+impl Measuring<'_> {
+    /// Sets the environment of `command`.
+    pub(crate) fn apply(&self, command: &mut Command) {
+        command
+            .env(REPORT_DIR_ENV, self.report_dir)
+            .env(ATTRIBUTION_ENV, "process")
+            .env(DEFER_SYMBOLS_ENV, "1")
+            .env(RUN_TOKEN_ENV, self.token);
+        if let Some(allow) = self.allow {
+            command.env(ALLOW_ENV, allow);
+        }
+        if let Some(known_code) = &self.known_code {
+            command.env(KNOWN_CODE_ENV, &**known_code);
+        }
+        if let Some((library, identity)) = &self.interposer {
+            let identity = serde_json::to_string(identity).expect("an identity is JSON");
+            command.env(PRELOAD_ENV, preload_value(library)).env(MEASURE_TEST_ENV, identity);
+        }
+    }
+}
+
 /// How a test process ended, as a test's outcome, and its exit code when it exited.
-fn outcome(waited: Waited, timeout: Duration) -> (Outcome, Option<i32>) {
+pub(crate) fn outcome(waited: Waited, timeout: Duration) -> (Outcome, Option<i32>) {
     match waited {
         Waited::Exited(status) => {
             let outcome = match killed_by(&status) {

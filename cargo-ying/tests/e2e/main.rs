@@ -114,6 +114,14 @@ impl Fixture {
     }
 }
 
+/// The `PATH` with the built cargo-ying's directory first, as an installed cargo-ying is on it: nextest's profile
+/// `ying` runs `cargo-ying` as its wrapper script.
+fn path_with_cargo_ying() -> std::ffi::OsString {
+    let dir = Path::new(env!("CARGO_BIN_EXE_cargo-ying")).parent().unwrap().to_path_buf();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&path))).unwrap()
+}
+
 /// `program` with a cleaned environment: none of cargo's variables but its home and toolchain, none of ying's, of
 /// libtest's or of GitHub's; the shared target directory, no colour, no backtraces, and `CI=true`.
 fn cleaned(program: impl AsRef<std::ffi::OsStr>) -> Command {
@@ -130,7 +138,8 @@ fn cleaned(program: impl AsRef<std::ffi::OsStr>) -> Command {
         .env("CARGO_TARGET_DIR", target_dir())
         .env("CARGO_TERM_COLOR", "never")
         .env("RUST_BACKTRACE", "0")
-        .env("CI", "true");
+        .env("CI", "true")
+        .env("PATH", path_with_cargo_ying());
     command
 }
 

@@ -376,3 +376,95 @@ fn the_workspaces_allow_excuses_a_static_under_measure_all_and_a_leak_tests_site
     assert_eq!(test["retained_bytes"], 0, "{test}");
     assert!(test["excused_bytes"].as_u64().unwrap() > 0, "{test}");
 }
+
+/// cargo-ying's own command line, `cargo-ying ying <args>`, in `dir`, with the tests' cleaned environment.
+fn cargo_ying_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut command = super::cleaned(env!("CARGO_BIN_EXE_cargo-ying"));
+    command.arg("ying").args(args).current_dir(dir).output().unwrap()
+}
+
+/// `cargo nextest <args>` in `dir`, with the tests' cleaned environment (cargo-ying on the `PATH`).
+fn nextest_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut command = super::cleaned("cargo");
+    command.arg("nextest").args(args).current_dir(dir).output().unwrap()
+}
+
+/// nextest measures: `cargo ying setup nextest` adds the profile, `cargo nextest run --profile ying` runs every test
+/// through cargo-ying, and `cargo ying gate` gives the figures `cargo ying test --measure all` gives, saves them, and
+/// fails a test that then loses 8 KiB, naming it. An archive of the profile runs on a workspace that holds only its
+/// manifest, baseline and `.config/`, with the same figures.
+#[test]
+fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_all_gates() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::plain();
+    let manifest = fixture.path().join("Cargo.toml");
+    let manifest = manifest.to_str().unwrap();
+
+    let setup = cargo_ying_in(fixture.path(), &["setup", "nextest", "--manifest-path", manifest]);
+    assert_eq!(setup.status.code(), Some(0), "{}", stderr(&setup));
+    let config = std::fs::read_to_string(fixture.path().join(".config/nextest.toml")).unwrap();
+    assert!(config.contains("command = \"cargo-ying ying wrap\""), "{config}");
+    let again = cargo_ying_in(fixture.path(), &["setup", "nextest", "--manifest-path", manifest]);
+    assert!(stderr(&again).contains("has the profile `ying` already"), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(fixture.path().join(".config/nextest.toml")).unwrap(), config);
+
+    let measured = fixture.cargo_ying(&["--measure", "all"], &[]);
+    assert_eq!(measured.status.code(), Some(0), "{}", stderr(&measured));
+    let expected = figures();
+    assert_eq!(expected.iter().map(|figures| figures[0]).collect::<Vec<_>>(), RETAINED.map(|(_, _, bytes)| bytes));
+
+    let run = fixture.nextest(&["run", "--profile", "ying"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let gate = fixture.subcommand("gate", &["--save-baseline"], &[]).output().unwrap();
+    assert_eq!(gate.status.code(), Some(0), "{}", stderr(&gate));
+    assert_eq!(figures(), expected, "the figures of nextest's run are those of cargo ying's");
+    let baseline = fixture.path().join("ying-baseline.json");
+    let saved = ying_report::Baseline::read(&baseline).unwrap().unwrap();
+    assert_eq!((saved.tests.len(), saved.measured), (RETAINED.len(), ying_report::Measured::All));
+
+    // Built once, run where only the manifest, the baseline and nextest's configuration are.
+    let archive_dir = tempfile::tempdir().unwrap();
+    let archive = archive_dir.path().join("tests.tar.zst");
+    let archive = archive.to_str().unwrap();
+    let archived = nextest_in(fixture.path(), &["archive", "--profile", "ying", "--archive-file", archive]);
+    assert_eq!(archived.status.code(), Some(0), "{}", stderr(&archived));
+    let remap = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture.path().join("Cargo.toml"), remap.path().join("Cargo.toml")).unwrap();
+    std::fs::copy(&baseline, remap.path().join("ying-baseline.json")).unwrap();
+    std::fs::create_dir(remap.path().join(".config")).unwrap();
+    std::fs::write(remap.path().join(".config/nextest.toml"), &config).unwrap();
+    let remapped = remap.path().to_str().unwrap();
+    let _ = std::fs::remove_file(target_dir().join("ying/summary.json"));
+    let run = nextest_in(
+        remap.path(),
+        &["run", "--archive-file", archive, "--workspace-remap", remapped, "--profile", "ying"],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let gate = cargo_ying_in(remap.path(), &["gate", "--archive-file", archive, "--workspace-remap", remapped]);
+    assert_eq!(gate.status.code(), Some(0), "{}", stderr(&gate));
+    assert!(stderr(&gate).contains("no leak test's retained memory changed"), "{}", stderr(&gate));
+    assert_eq!(figures(), expected, "the figures of the archive's run are those of cargo ying's");
+
+    // A test loses 8 KiB more: the gate fails, naming it and the line.
+    let tests = fixture.path().join("tests/plain.rs");
+    let source = std::fs::read_to_string(&tests).unwrap();
+    let grown = source.replacen(
+        "    assert_eq!(black_box(numbers).len(), 100);\n}",
+        "    assert_eq!(black_box(numbers).len(), 100);\n    std::mem::forget(black_box(vec![0u8; 8192]));\n}",
+        1,
+    );
+    assert_ne!(grown, source);
+    std::fs::write(&tests, grown).unwrap();
+    let run = fixture.nextest(&["run", "--profile", "ying"]);
+    assert_eq!(run.status.code(), Some(0), "nextest sees a passing test: {}", stderr(&run));
+    let gate = fixture.subcommand("gate", &[], &[]).output().unwrap();
+    let said = stderr(&gate);
+    assert_eq!(gate.status.code(), REGRESSED, "{said}");
+    assert!(said.contains("REGRESSED plain-fixtures::plain clean: retained bytes 0 -> 8192"), "{said}");
+    assert!(said.contains("8.0 KiB (8192 bytes) in 1 block of u8, lost"), "{said}");
+
+    // The wrapper outside nextest says what it is for.
+    let alone = cargo_ying_in(fixture.path(), &["wrap", "/bin/true"]);
+    assert_eq!(alone.status.code(), Some(2));
+    assert!(stderr(&alone).contains("NEXTEST_RUN_ID is not set"), "{}", stderr(&alone));
+}

@@ -1,0 +1,191 @@
+//! The nextest profile `ying` that `cargo ying setup nextest` writes into `.config/nextest.toml`: a wrapper script
+//! that is cargo-ying itself (`cargo-ying ying wrap`, see `commands::wrap`), a rule that runs every test through it,
+//! and the allocation interposer added to the profile's archives, so that `cargo nextest archive --profile ying`
+//! carries it to the machine that runs the tests.
+//!
+//! The file is edited, not replaced: what is in it stays as written (comments, order, layout). `wrapper-scripts` is
+//! added to its `experimental` list; the script and the profile are added, or left alone when they are there as
+//! setup writes them. A script or profile named `ying` that is something else is a conflict: the file is left as
+//! it was, and the error names the table.
+
+use crate::error::{Conflict, NextestConfigError};
+use toml_edit::{DocumentMut, Item, Table, Value};
+
+/// The profile's name, as `cargo nextest run --profile ying` takes it.
+pub(crate) const PROFILE: &str = "ying";
+/// The wrapper script's name.
+pub(crate) const SCRIPT: &str = "ying";
+/// The wrapper's command line: cargo-ying, found on the `PATH` as cargo finds it for `cargo ying`.
+pub(crate) const WRAPPER_COMMAND: &str = "cargo-ying ying wrap";
+/// Where the interposer is in the target directory (see `run::interposer`), as the profile's archives include it.
+pub(crate) const INTERPOSER_IN_TARGET: &str = "ying/interposer/target/release/libying_interposer.so";
+
+/// What setup adds, as it is written into a file that has none of it.
+fn template() -> String {
+    format!(
+        r#"# Measure every test nextest runs with `--profile {PROFILE}`: each runs under cargo-ying, which records what it
+# retained; `cargo ying gate` then reads the run, compares it with the baseline and gives the verdict. Written by
+# `cargo ying setup nextest`.
+experimental = ["wrapper-scripts"]
+
+[scripts.wrapper.{SCRIPT}]
+command = "{WRAPPER_COMMAND}"
+
+[profile.{PROFILE}]
+# `cargo nextest archive --profile {PROFILE}` carries the allocation interposer with the tests.
+archive.include = [
+    {{ path = "{INTERPOSER_IN_TARGET}", relative-to = "target", on-missing = "error" }},
+]
+
+[[profile.{PROFILE}.scripts]]
+filter = "all()"
+run-wrapper = "{SCRIPT}"
+"#
+    )
+}
+
+/// What setup did to the file.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// The profile was added; the file's new text.
+    Added(String),
+    /// It was there already, as setup writes it.
+    AlreadySet,
+}
+
+/// Adds the profile to `text` (the file's contents; empty when there is none).
+pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
+    if text.trim().is_empty() {
+        return Ok(Change::Added(template()));
+    }
+    let mut document: DocumentMut = text.parse().map_err(NextestConfigError::Parse)?;
+    let ours: DocumentMut = template().parse().expect("the template is TOML");
+    let mut changed = false;
+
+    // `experimental = [..., "wrapper-scripts"]`.
+    match document.get_mut("experimental") {
+        None => {
+            document.insert("experimental", ours["experimental"].clone());
+            changed = true;
+        }
+        Some(item) => {
+            let Some(list) = item.as_array_mut() else {
+                return Err(NextestConfigError::Conflict(Conflict {
+                    what: "an `experimental` that is not a list".to_owned(),
+                }));
+            };
+            if !list.iter().any(|feature| feature.as_str() == Some("wrapper-scripts")) {
+                list.push("wrapper-scripts");
+                changed = true;
+            }
+        }
+    }
+
+    // `[scripts.wrapper.ying]`.
+    let wrappers = implicit_table(implicit_table(document.as_table_mut(), "scripts")?, "wrapper")?;
+    match wrappers.get(SCRIPT) {
+        None => {
+            wrappers.insert(SCRIPT, ours["scripts"]["wrapper"][SCRIPT].clone());
+            changed = true;
+        }
+        Some(script) if script.get("command").and_then(Item::as_str) == Some(WRAPPER_COMMAND) => {}
+        Some(_) => return Err(NextestConfigError::Conflict(Conflict { what: format!("[scripts.wrapper.{SCRIPT}]") })),
+    }
+
+    // `[profile.ying]`, with its archive's interposer and its rule.
+    let profiles = implicit_table(document.as_table_mut(), "profile")?;
+    match profiles.get(PROFILE) {
+        None => {
+            profiles.insert(PROFILE, ours["profile"][PROFILE].clone());
+            changed = true;
+        }
+        Some(profile) if is_ours(profile) => {}
+        Some(_) => return Err(NextestConfigError::Conflict(Conflict { what: format!("[profile.{PROFILE}]") })),
+    }
+    Ok(if changed { Change::Added(document.to_string()) } else { Change::AlreadySet })
+}
+
+/// Whether `profile` runs every test through the script and archives the interposer.
+fn is_ours(profile: &Item) -> bool {
+    let wraps = profile.get("scripts").and_then(Item::as_array_of_tables).is_some_and(|rules| {
+        rules.iter().any(|rule| {
+            rule.get("run-wrapper").and_then(Item::as_str) == Some(SCRIPT)
+                && rule.get("filter").and_then(Item::as_str) == Some("all()")
+        })
+    });
+    let archives = profile
+        .get("archive")
+        .and_then(|archive| archive.get("include"))
+        .and_then(Item::as_array)
+        .is_some_and(|include| include.iter().any(includes_interposer));
+    wraps && archives
+}
+
+fn includes_interposer(entry: &Value) -> bool {
+    entry.as_inline_table().and_then(|entry| entry.get("path")).and_then(Value::as_str) == Some(INTERPOSER_IN_TARGET)
+}
+
+/// The table `key` of `table`, created implicit (no header of its own) when absent.
+fn implicit_table<'a>(table: &'a mut Table, key: &str) -> Result<&'a mut Table, NextestConfigError> {
+    let item = table.entry(key).or_insert_with(|| {
+        let mut table = Table::new();
+        table.set_implicit(true);
+        Item::Table(table)
+    });
+    item.as_table_mut()
+        .ok_or_else(|| NextestConfigError::Conflict(Conflict { what: format!("a `{key}` that is not a table") }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Change, NextestConfigError, apply, template};
+
+    fn added(text: &str) -> String {
+        match apply(text).unwrap() {
+            Change::Added(text) => text,
+            Change::AlreadySet => panic!("nothing added to:\n{text}"),
+        }
+    }
+
+    #[test]
+    fn a_new_file_gets_the_template_and_applying_it_again_changes_nothing() {
+        let written = added("");
+        assert_eq!(written, template());
+        let parsed: toml::Table = written.parse().unwrap();
+        assert_eq!(parsed["scripts"]["wrapper"]["ying"]["command"].as_str(), Some("cargo-ying ying wrap"));
+        assert_eq!(parsed["profile"]["ying"]["scripts"][0]["run-wrapper"].as_str(), Some("ying"));
+        assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
+    }
+
+    #[test]
+    fn a_users_file_keeps_what_it_had_and_gains_the_feature_the_script_and_the_profile() {
+        let users =
+            "# Our CI profile.\nexperimental = [\"setup-scripts\"]\n\n[profile.ci]\nretries = 2 # flaky network\n";
+        let written = added(users);
+        assert!(written.starts_with("# Our CI profile.\n"), "{written}");
+        assert!(written.contains("retries = 2 # flaky network"), "{written}");
+        let parsed: toml::Table = written.parse().unwrap();
+        let experimental: Vec<&str> =
+            parsed["experimental"].as_array().unwrap().iter().map(|item| item.as_str().unwrap()).collect();
+        assert_eq!(experimental, ["setup-scripts", "wrapper-scripts"]);
+        assert_eq!(parsed["profile"]["ci"]["retries"].as_integer(), Some(2));
+        assert_eq!(parsed["profile"]["ying"]["archive"]["include"][0]["relative-to"].as_str(), Some("target"));
+        assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
+    }
+
+    #[test]
+    fn a_ying_of_the_users_own_is_a_conflict_and_a_file_that_is_not_toml_an_error() {
+        for (text, what) in [
+            ("[profile.ying]\nretries = 1\n", "[profile.ying]"),
+            ("[scripts.wrapper.ying]\ncommand = \"valgrind\"\n", "[scripts.wrapper.ying]"),
+            ("experimental = \"wrapper-scripts\"\n", "an `experimental` that is not a list"),
+        ] {
+            match apply(text) {
+                Err(NextestConfigError::Conflict(conflict)) => assert_eq!(conflict.what, what, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let error = apply("[profile\n").unwrap_err().to_string();
+        assert!(error.contains("line 1"), "{error}");
+    }
+}
