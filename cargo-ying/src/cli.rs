@@ -1,7 +1,7 @@
 //! The command line: `cargo ying test [OPTIONS] [FILTERS]... [-- TEST ARGS]...`, parsed with clap. What it says
 //! goes no further than the commands, which resolve it (`settings`) into what the rest of cargo ying takes.
 
-use crate::config::{Measure, NoTests, parse_duration};
+use crate::config::{MaxFail, Measure, NoTests, RunIgnored, parse_duration};
 use crate::gate::Growth;
 use crate::outputs::libtest_json::{FORMAT_VERSION, MessageFormat};
 use crate::outputs::terminal::ColorChoice;
@@ -204,6 +204,10 @@ pub(crate) struct TestFilter {
     #[arg(short = 'E', long = "filterset", value_name = "EXPR", value_parser = parse_filterset, help_heading = "Filter options")]
     pub filtersets: Vec<Filterset>,
 
+    /// Which tests to run by their #[ignore]: default (not ignored), only (ignored ones), all
+    #[arg(long, value_enum, value_name = "WHICH", help_heading = "Filter options")]
+    pub run_ignored: Option<RunIgnored>,
+
     /// Run only this shard of the tests, as cargo-nextest shares them out: slice:M/N (round-robin across binaries),
     /// hash:M/N (by the test's name, stable as tests come and go) or count:M/N (round-robin within each binary)
     #[arg(long, value_name = "SCHEME:M/N", value_parser = Partition::parse, help_heading = "Filter options")]
@@ -235,6 +239,11 @@ pub(crate) struct TestArgs {
     #[command(flatten)]
     pub filter: TestFilter,
 
+    /// Take retries, the timeout, test threads and fail-fast from this nextest profile of .config/nextest.toml
+    /// (flags win over it; it wins over [workspace.metadata.ying])
+    #[arg(short = 'P', long, env = "NEXTEST_PROFILE", value_name = "PROFILE", help_heading = "Running")]
+    pub profile: Option<String>,
+
     /// Run at most N tests at once [default: the number of available cores]
     #[arg(short = 'j', long, visible_alias = "test-threads", value_name = "N", help_heading = "Running")]
     pub jobs: Option<usize>,
@@ -243,9 +252,21 @@ pub(crate) struct TestArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Running")]
     pub timeout: Option<std::time::Duration>,
 
+    /// Stop starting tests after the first failure [default, unless the configuration or the profile says otherwise]
+    #[arg(long, visible_alias = "ff", overrides_with_all = ["no_fail_fast", "max_fail"], help_heading = "Running")]
+    pub fail_fast: bool,
+
     /// Run every test, even after one has failed
-    #[arg(long, help_heading = "Running")]
+    #[arg(long, visible_alias = "nff", overrides_with_all = ["fail_fast", "max_fail"], help_heading = "Running")]
     pub no_fail_fast: bool,
+
+    /// Stop starting tests after N failures (the tests that run finish): N, N:wait, or all
+    #[arg(long, value_name = "N[:wait]", value_parser = MaxFail::parse, overrides_with_all = ["fail_fast", "no_fail_fast"], help_heading = "Running")]
+    pub max_fail: Option<MaxFail>,
+
+    /// Build the tests (and, under --measure all, the interposer), and run none
+    #[arg(long, help_heading = "Running")]
+    pub no_run: bool,
 
     /// Run a failing test again, up to N more times: one that then passes is reported flaky [default: 0]
     #[arg(long, value_name = "N", help_heading = "Running")]
@@ -364,6 +385,12 @@ pub(crate) struct CargoOptions {
     /// Test only the named example
     #[arg(long = "example", value_name = "NAME", help_heading = "Target selection")]
     pub example_targets: Vec<String>,
+    /// Test all benches (built in test mode, their tests run as tests)
+    #[arg(long, help_heading = "Target selection")]
+    pub benches: bool,
+    /// Test only the named bench
+    #[arg(long = "bench", value_name = "NAME", help_heading = "Target selection")]
+    pub bench_targets: Vec<String>,
     /// Test all targets (benches built in test mode included)
     #[arg(long, help_heading = "Target selection")]
     pub all_targets: bool,
@@ -415,6 +442,7 @@ impl CargoOptions {
         flag(self.tests, "--tests");
         flag(self.bins, "--bins");
         flag(self.examples, "--examples");
+        flag(self.benches, "--benches");
         flag(self.all_targets, "--all-targets");
         flag(self.all_features, "--all-features");
         flag(self.no_default_features, "--no-default-features");
@@ -436,6 +464,7 @@ impl CargoOptions {
         valued("--test", &self.test_targets);
         valued("--bin", &self.bin_targets);
         valued("--example", &self.example_targets);
+        valued("--bench", &self.bench_targets);
         valued("--features", &self.features);
         if let Some(profile) = &self.cargo_profile {
             args.extend(["--profile".to_owned(), profile.clone()]);
@@ -449,11 +478,12 @@ impl CargoOptions {
         if let Some(dir) = &self.target_dir {
             args.extend(["--target-dir".to_owned(), dir.display().to_string()]);
         }
-        let targets = [self.lib, self.tests, self.bins, self.examples, self.all_targets];
+        let targets = [self.lib, self.tests, self.bins, self.examples, self.benches, self.all_targets];
         let selects_targets = targets.into_iter().any(|flag| flag)
             || !self.test_targets.is_empty()
             || !self.bin_targets.is_empty()
-            || !self.example_targets.is_empty();
+            || !self.example_targets.is_empty()
+            || !self.bench_targets.is_empty();
         CargoArgs {
             args,
             manifest_path: self.manifest_path.clone(),

@@ -70,6 +70,66 @@ pub(crate) enum NoTests {
     Pass,
 }
 
+/// `--max-fail`, `--fail-fast` and `--no-fail-fast`, and `fail-fast` (here and in a nextest profile): after how many
+/// failed tests a run stops starting tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MaxFail {
+    /// After this many (1: fail-fast).
+    After(std::num::NonZeroUsize),
+    /// Never: every test runs.
+    Never,
+}
+
+impl MaxFail {
+    /// Fail-fast: after the first failure.
+    pub(crate) const FIRST: Self = Self::After(std::num::NonZeroUsize::MIN);
+
+    /// Parses `--max-fail`'s `N`, `N:wait` or `all`, as cargo-nextest writes it. `N:immediate`, which would also
+    /// stop the tests running, is refused: cargo ying lets them finish.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        if text == "all" {
+            return Ok(Self::Never);
+        }
+        let (count, mode) = text.split_once(':').unwrap_or((text, "wait"));
+        match mode {
+            "wait" => {}
+            "immediate" => {
+                return Err(format!(
+                    "`{text}`: cargo ying lets the tests that run finish when it stops; write `{count}` or \
+                     `{count}:wait`"
+                ));
+            }
+            _ => return Err(format!("`{mode}` is no mode of --max-fail; write N, N:wait or all")),
+        }
+        let count: usize =
+            count.parse().map_err(|_| format!("`{text}` is not a number of failures; write N, N:wait or all"))?;
+        std::num::NonZeroUsize::new(count)
+            .map(Self::After)
+            .ok_or_else(|| "--max-fail 0 would stop before the first test; write 1 or more, or `all`".to_owned())
+    }
+
+    /// The most failed tests a run takes before it stops starting tests; `None`: no limit.
+    pub(crate) fn count(self) -> Option<usize> {
+        match self {
+            Self::After(count) => Some(count.get()),
+            Self::Never => None,
+        }
+    }
+}
+
+/// `--run-ignored`: which tests run, by their `#[ignore]`, as cargo-nextest's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum RunIgnored {
+    /// The tests not marked #[ignore]
+    #[default]
+    Default,
+    /// Only the tests marked #[ignore]
+    #[value(alias = "ignored-only")]
+    Only,
+    /// Every test, #[ignore] or not
+    All,
+}
+
 /// The keys, as written in the table.
 const KEYS: &[&str] = &[
     "jobs",

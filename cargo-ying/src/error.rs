@@ -131,6 +131,17 @@ pub(crate) enum Error {
         #[source]
         source: NextestConfigError,
     },
+    /// A nextest profile (`-P`) could not be read.
+    #[error("failed to read the nextest profile `{profile}` in {}", path.display())]
+    NextestProfile {
+        /// `.config/nextest.toml`.
+        path: PathBuf,
+        /// The profile.
+        profile: String,
+        /// Why.
+        #[source]
+        source: NextestProfileError,
+    },
     /// `cargo ying wrap` could not run its test measured.
     #[error("failed to run the test measured")]
     Wrap(#[source] WrapError),
@@ -177,6 +188,7 @@ impl Error {
             | Self::Manifest { .. }
             | Self::Interposer(InterposerError::Unsupported)
             | Self::NextestConfig { .. }
+            | Self::NextestProfile { .. }
             | Self::Wrap(_)
             | Self::NoNextestRun(_)
             | Self::Io { .. } => exit_code::USAGE,
@@ -297,6 +309,37 @@ pub(crate) enum NextestConfigError {
 pub(crate) struct Conflict {
     /// The table or key, as TOML names it (`[profile.ying]`).
     pub what: String,
+}
+
+/// Why a nextest profile could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum NextestProfileError {
+    /// The file could not be read.
+    #[error(transparent)]
+    Io(std::io::Error),
+    /// It is not TOML (the message names the line and column).
+    #[error("{0}")]
+    Toml(String),
+    /// No such profile.
+    #[error("there is no such profile (the file has: {})", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
+    Unknown {
+        /// The profile named.
+        name: String,
+        /// The profiles the file has.
+        known: Vec<String>,
+    },
+    /// Profiles inherit from each other in a circle.
+    #[error("the profile `{0}` inherits from itself")]
+    Cycle(String),
+    /// A value cargo ying takes is not what nextest allows.
+    #[error("`{key}`: {message}")]
+    Value {
+        /// The key, in full (`profile.ci.slow-timeout`).
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// Why nextest's wrapper could not run its test measured.

@@ -267,8 +267,8 @@ pub(crate) struct Run {
     pub tests: Vec<TestRecord>,
     /// How long the tests took.
     pub elapsed: Duration,
-    /// The run stopped scheduling tests after the first failure.
-    pub fail_fast: bool,
+    /// After how many failed tests the run stops starting tests (1: fail-fast); `None`: it never does.
+    pub max_fail: Option<usize>,
     /// The gate, when there is a baseline.
     pub gate: Option<RunGate>,
     /// The signal that stopped the run before every test ran (SIGINT, SIGTERM): the run is incomplete.
@@ -412,7 +412,7 @@ mod tests {
         let mut run = Run {
             tests: vec![leak_test("grew", 5000, Outcome::Passed), leak_test("same", 10, Outcome::Passed)],
             elapsed: Duration::ZERO,
-            fail_fast: false,
+            max_fail: None,
             gate: None,
             interrupted: None,
         };
@@ -438,7 +438,7 @@ mod tests {
                 leak_test("fresh", 10, Outcome::Passed),
             ],
             elapsed: Duration::ZERO,
-            fail_fast: false,
+            max_fail: None,
             gate: None,
             interrupted: None,
         };
@@ -493,7 +493,7 @@ mod tests {
         (before.retained_bytes, before.lost_bytes) = (24_576, Some(0));
         before.sites = vec![("leaks::forgets".to_owned(), 24_576)];
         let mut run =
-            Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
+            Run { tests: vec![record], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), before)].into();
         assert!(run.tests[0].grown_sites().is_empty(), "not judged yet");
         run.judge_by_default(&baseline, true);

@@ -3,16 +3,17 @@
 //! structs.
 
 use crate::cli::{GateOptions, TestArgs, TestFilter};
-use crate::config::{Config, Measure, NoTests};
-use crate::error::Result;
+use crate::config::{Config, MaxFail, Measure, NoTests};
+use crate::error::{Error, NextestProfileError, Result};
 use crate::gate::{Gating, Tolerance};
+use crate::nextest::config::Profile;
 use crate::outputs::libtest_json::MessageFormat;
 use crate::outputs::terminal;
 use crate::run::build::CargoArgs;
 use crate::run::discover::Selection;
 use crate::run::plan::Request;
 use crate::workspace::Workspace;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The timeout when neither `--timeout` nor the configuration sets one: generous, for slow debug builds.
@@ -43,8 +44,10 @@ pub(crate) struct Settings {
     pub jobs: usize,
     /// Longest a test may run.
     pub timeout: Duration,
-    /// Stop starting tests after the first failure.
-    pub fail_fast: bool,
+    /// Stop starting tests after this many failures (1: fail-fast); `None`: never.
+    pub max_fail: Option<usize>,
+    /// Build, and run no test.
+    pub no_run: bool,
     /// Runs of a failing test after its first.
     pub retries: u32,
     /// Tests print straight to the terminal.
@@ -67,13 +70,21 @@ impl Settings {
     pub(crate) fn resolve(args: &TestArgs, cargo: CargoArgs, workspace: &Workspace) -> Result<Self> {
         let config = &workspace.place.config;
         let request = request(&args.filter, cargo)?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let profile = match &args.profile {
+            Some(name) => nextest_profile(workspace.root(), name, cores)?,
+            None => Profile::default(),
+        };
         let selection = &request.selection;
         // Output straight to the terminal is readable one test at a time, as under cargo-nextest.
         let no_capture = args.no_capture || selection.no_capture;
-        let jobs =
-            if no_capture { Some(1) } else { args.jobs.or(selection.test_threads).or(config.jobs.map(usize::from)) }
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-                .max(1);
+        let jobs = if no_capture {
+            Some(1)
+        } else {
+            args.jobs.or(selection.test_threads).or(profile.test_threads).or(config.jobs.map(usize::from))
+        }
+        .unwrap_or(cores)
+        .max(1);
         Ok(Self {
             out_dir: workspace.out_dir(request.cargo.target_dir.as_deref()),
             baseline: workspace.baseline_path(args.baseline.as_deref()),
@@ -84,9 +95,10 @@ impl Settings {
             allow: config.allow.clone().unwrap_or_default(),
             no_tests: args.no_tests.or(config.no_tests).unwrap_or_default(),
             jobs,
-            timeout: args.timeout.or(config.timeout).unwrap_or(DEFAULT_TIMEOUT),
-            fail_fast: !args.no_fail_fast && config.fail_fast.unwrap_or(true),
-            retries: args.retries.or(config.retries).unwrap_or(0),
+            timeout: args.timeout.or(profile.timeout).or(config.timeout).unwrap_or(DEFAULT_TIMEOUT),
+            max_fail: max_fail(args, profile.max_fail, config).count(),
+            no_run: args.no_run,
+            retries: args.retries.or(profile.retries).or(config.retries).unwrap_or(0),
             no_capture,
             color: terminal::use_color(args.color),
             quiet: args.quiet,
@@ -109,12 +121,44 @@ impl Settings {
     }
 }
 
+/// After how many failures a run stops starting tests: the flags (the last of `--fail-fast`, `--no-fail-fast` and
+/// `--max-fail` given), else the nextest profile's, else the configuration's `fail-fast`, else fail-fast.
+fn max_fail(args: &TestArgs, profile: Option<MaxFail>, config: &Config) -> MaxFail {
+    if let Some(max_fail) = args.max_fail {
+        max_fail
+    } else if args.no_fail_fast {
+        MaxFail::Never
+    } else if args.fail_fast {
+        MaxFail::FIRST
+    } else if let Some(max_fail) = profile {
+        max_fail
+    } else if config.fail_fast.unwrap_or(true) {
+        MaxFail::FIRST
+    } else {
+        MaxFail::Never
+    }
+}
+
+/// The nextest profile `name` of the workspace's `.config/nextest.toml` (a file that is not there has only the
+/// default profile, with nothing set).
+fn nextest_profile(root: &Path, name: &str, cores: usize) -> Result<Profile> {
+    let path = root.join(".config").join("nextest.toml");
+    let error = |source| Error::NextestProfile { path: path.clone(), profile: name.to_owned(), source };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(why) if why.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(why) => return Err(error(NextestProfileError::Io(why))),
+    };
+    crate::nextest::config::profile(&text, name, cores).map_err(error)
+}
+
 /// Which tests `filter` asks for, built by `cargo` (`filter.cargo`, converted); the arguments after `--` must be a
 /// test harness's.
 pub(crate) fn request(filter: &TestFilter, cargo: CargoArgs) -> Result<Request> {
     Ok(Request {
         cargo,
-        selection: Selection::new(&filter.filters, &filter.filtersets, &filter.test_args)?,
+        selection: Selection::new(&filter.filters, &filter.filtersets, &filter.test_args)?
+            .running_ignored(filter.run_ignored),
         partition: filter.partition,
     })
 }

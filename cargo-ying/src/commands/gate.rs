@@ -70,15 +70,18 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     }
     let replaced: Vec<TestId> = tests.iter().map(|test| test.id.clone()).collect();
     let elapsed = ended.duration_since(started_at).unwrap_or_default();
-    let mut run = Run { tests, elapsed, fail_fast: false, gate: None, interrupted: None };
+    let mut run = Run { tests, elapsed, max_fail: None, gate: None, interrupted: None };
 
     let gating = settings::gating(&args.gating, &place.config);
     let mut reporter = Reporter::new(terminal::use_color(args.color), !args.verbose, args.verbose, false);
+    // Which run, and how long ago: a gate after a nextest run without the profile would judge an older run.
+    let age = SystemTime::now().duration_since(started_at).unwrap_or_default();
     eprintln!(
-        "{:>12} {} tests nextest ran ({})",
+        "{:>12} {} tests nextest ran in run {}, which started {} ago",
         "Gating",
         run.tests.len(),
-        run_dir.file_name().unwrap_or_default().to_string_lossy()
+        run_dir.file_name().unwrap_or_default().to_string_lossy(),
+        humantime::format_duration(Duration::from_secs(age.as_secs()))
     );
     for test in &run.tests {
         reporter.result(test);

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::model::Run;
 use crate::outputs::libtest_json::LibtestJson;
 use crate::outputs::{artifacts, listing, terminal};
-use crate::run::build::TestBinary;
+use crate::run::build::{self, TestBinary};
 use crate::run::discover::TestCase;
 use crate::run::interposer;
 use crate::run::plan::Plan;
@@ -29,6 +29,9 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     let cargo = args.filter.cargo.to_args();
     let workspace = Workspace::open(cargo.manifest_path.as_deref(), &cargo.lock_flags)?;
     let settings = Settings::resolve(args, cargo, &workspace)?;
+    if settings.no_run {
+        return build_only(&settings, &workspace);
+    }
     let list = settings.request.selection.list;
     // Another run on this target directory finishes first: its files, and the baseline it may save, are whole.
     let _lock = if list { None } else { Some(RunLock::acquire(&settings.out_dir)?) };
@@ -61,6 +64,37 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     };
     ending::write(&mut run, &ending, &reporter, &baseline)?;
     ending::close(&run, &ending, &reporter, baseline)
+}
+
+/// `--no-run`: builds the test binaries and, under `--measure all`, the interposer, as a run would, and runs
+/// nothing: no test is listed, and nothing of a run's is written.
+fn build_only(settings: &Settings, workspace: &Workspace) -> Result<u8> {
+    let verbosity = settings.verbosity();
+    let interposer = match settings.measure {
+        Measure::All => Some(interposer::start(&settings.out_dir, verbosity, &settings.request.cargo.network_flags())?),
+        Measure::LeakTests => None,
+    };
+    let built = match build::build(&settings.request.cargo, &workspace.metadata, verbosity) {
+        Ok(built) => built,
+        Err(error) => {
+            if let Some(interposer) = interposer {
+                interposer.abandon();
+            }
+            return Err(error);
+        }
+    };
+    if let Some(interposer) = interposer {
+        interposer.finish(settings.verbose)?;
+    }
+    if !settings.quiet {
+        let binaries = built.len();
+        eprintln!(
+            "{:>12} {binaries} test binar{}; ran none (--no-run)",
+            "Built",
+            if binaries == 1 { "y" } else { "ies" }
+        );
+    }
+    Ok(exit_code::OK)
 }
 
 /// Builds the tests (and, under `--measure all`, the interposer beside them) and plans the run; `None` when no test
@@ -96,7 +130,7 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Option<(Plan, R
     let options = RunOptions {
         jobs: settings.jobs,
         timeout: settings.timeout,
-        fail_fast: settings.fail_fast,
+        max_fail: settings.max_fail,
         out_dir: settings.out_dir.clone(),
         passthrough: settings.request.selection.passthrough.clone(),
         retries: settings.retries,
@@ -162,7 +196,7 @@ fn run_tests(
     }
     let interrupted = signals::interrupted();
     let mut run =
-        Run { tests: records, elapsed: started.elapsed(), fail_fast: options.fail_fast, gate: None, interrupted };
+        Run { tests: records, elapsed: started.elapsed(), max_fail: options.max_fail, gate: None, interrupted };
     if baseline.baseline.is_some() {
         // Only a run of every test can tell a test missing from one filtered out.
         let complete = plan.complete && interrupted.is_none();

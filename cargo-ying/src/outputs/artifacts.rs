@@ -204,7 +204,7 @@ mod tests {
         let mut record = TestRecord::new(ran.clone(), Outcome::Failed, Duration::ZERO, String::new());
         record.files.output = Some(ran.output_path());
         record.files.allocated_flamegraph = Some(ran.flamegraph_path("allocated"));
-        Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None }
+        Run { tests: vec![record], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None }
     }
 
     fn touch(out: &Path, files: &[String]) {

@@ -178,7 +178,7 @@ mod tests {
         let mut tests: Vec<TestRecord> =
             (0..12).map(|index| leak_test(&format!("fails_{index:02}"), 0, Outcome::Failed)).collect();
         tests.push(leak_test("grew", 5000, Outcome::Passed));
-        let mut run = Run { tests, elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
+        let mut run = Run { tests, elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
         let grew = run.tests[12].id.clone();
         let entry = BaselineEntry::new(Figures { retained_bytes: 10, ..Figures::default() }, Vec::new());
         let baseline: BTreeMap<TestId, BaselineEntry> = [(grew, entry)].into();
@@ -224,7 +224,7 @@ mod tests {
         (before.retained_bytes, before.lost_bytes) = (24_576, Some(0));
         before.sites.retain(|(_, bytes)| *bytes > 512);
         let mut run =
-            Run { tests: vec![forgets], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
+            Run { tests: vec![forgets], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), before)].into();
         run.judge_by_default(&baseline, true);
 

@@ -332,7 +332,7 @@ mod tests {
     }
 
     fn run(tests: Vec<TestRecord>) -> String {
-        junit(&Run { tests, elapsed: Duration::from_secs(2), fail_fast: false, gate: None, interrupted: None })
+        junit(&Run { tests, elapsed: Duration::from_secs(2), max_fail: None, gate: None, interrupted: None })
     }
 
     fn parse(xml: &str) -> roxmltree::Document<'_> {
@@ -445,7 +445,7 @@ mod tests {
             .collect();
         forgets.leak = Some(Leak { report, path: String::new() });
         let mut run =
-            Run { tests: vec![forgets], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
+            Run { tests: vec![forgets], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> =
             [(run.tests[0].id.clone(), BaselineEntry { lost_bytes: Some(0), ..BaselineEntry::default() })].into();
         run.judge_by_default(&baseline, true);

@@ -265,8 +265,9 @@ impl Reporter {
                 self.label(RED, "interrupted"),
                 signals::name(signal)
             );
-        } else if totals.not_run > 0 && run.fail_fast {
-            say!("{} stopped after the first failure; --no-fail-fast runs every test", self.label(YELLOW, "note"));
+        } else if let Some(count) = run.max_fail.filter(|_| totals.not_run > 0) {
+            let after = if count == 1 { "the first failure".to_owned() } else { format!("{count} failures") };
+            say!("{} stopped after {after}; --no-fail-fast runs every test", self.label(YELLOW, "note"));
         }
     }
 
@@ -440,7 +441,7 @@ mod tests {
         report.retained_sites.push(site);
         record.leak = Some(Leak { report, path: String::new() });
         let mut run =
-            Run { tests: vec![record], elapsed: Duration::ZERO, fail_fast: false, gate: None, interrupted: None };
+            Run { tests: vec![record], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
         let baseline: BTreeMap<TestId, BaselineEntry> =
             [(id, BaselineEntry { lost_bytes: Some(0), ..BaselineEntry::default() })].into();
         run.judge_by_default(&baseline, true);

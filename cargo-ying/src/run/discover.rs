@@ -1,6 +1,7 @@
 //! Finding the tests: each binary's `--list --format terse` (and `--ignored` to know which are ignored), filtered
 //! the way libtest filters them.
 
+use crate::config::RunIgnored;
 use crate::error::{Error, ListError, Result, SelectionError};
 use crate::run::build::TestBinary;
 use crate::run::filterset::Filterset;
@@ -66,6 +67,19 @@ impl Selection {
         let mut selection = Self::parse(filters, test_args).map_err(Error::TestArgs)?;
         selection.filtersets = filtersets.to_vec();
         Ok(selection)
+    }
+
+    /// The selection with `--run-ignored`'s choice, when given: `only` as libtest's `--ignored`, `all` as its
+    /// `--include-ignored`, `default` as neither.
+    #[must_use]
+    pub(crate) fn running_ignored(mut self, which: Option<RunIgnored>) -> Self {
+        match which {
+            None => {}
+            Some(RunIgnored::Default) => (self.ignored_only, self.include_ignored) = (false, false),
+            Some(RunIgnored::Only) => (self.ignored_only, self.include_ignored) = (true, false),
+            Some(RunIgnored::All) => (self.ignored_only, self.include_ignored) = (false, true),
+        }
+        self
     }
 
     fn parse(filters: &[String], test_args: &[String]) -> std::result::Result<Self, SelectionError> {

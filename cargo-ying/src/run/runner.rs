@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 use ying_report::report::{
@@ -27,8 +27,8 @@ pub(crate) struct RunOptions {
     pub jobs: usize,
     /// Longest a test may run.
     pub timeout: Duration,
-    /// Stop starting tests after the first failure.
-    pub fail_fast: bool,
+    /// Stop starting tests after this many failures (1: fail-fast); `None`: never.
+    pub max_fail: Option<usize>,
     /// `<target-dir>/ying`.
     pub out_dir: PathBuf,
     /// Extra arguments for every test process.
@@ -54,7 +54,7 @@ impl RunOptions {
         Self {
             jobs: self.jobs,
             timeout: self.timeout,
-            fail_fast: false,
+            max_fail: None,
             out_dir,
             passthrough: self.passthrough.clone(),
             retries: 0,
@@ -321,13 +321,14 @@ pub(crate) fn run(
         }
     }
     let stop = AtomicBool::new(false);
+    let failures = AtomicUsize::new(0);
     let (sender, receiver) = mpsc::channel::<(usize, TestRecord)>();
     // No more workers than tests: `-j 1000000` starts as many threads as there are tests to run.
     let workers = options.jobs.clamp(1, queue.lock().unwrap().len().max(1));
     std::thread::scope(|scope| {
         for worker in 0..workers {
             let sender = sender.clone();
-            let (queue, stop) = (&queue, &stop);
+            let (queue, stop, failures) = (&queue, &stop, &failures);
             let scratch = options.out_dir.join("tmp").join(worker.to_string());
             scope.spawn(move || {
                 loop {
@@ -345,8 +346,11 @@ pub(crate) fn run(
                         result = run_one(test, index, options, &scratch);
                     }
                     result.failed_attempts = failed_attempts;
-                    if options.fail_fast && result.outcome.is_failure() {
-                        stop.store(true, Ordering::Relaxed);
+                    if result.outcome.is_failure() {
+                        let failed = failures.fetch_add(1, Ordering::Relaxed) + 1;
+                        if options.max_fail.is_some_and(|most| failed >= most) {
+                            stop.store(true, Ordering::Relaxed);
+                        }
                     }
                     if sender.send((index, result)).is_err() {
                         break;

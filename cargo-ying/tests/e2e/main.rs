@@ -19,6 +19,7 @@ mod junit;
 mod measure_all;
 mod nextest;
 mod not_run;
+mod options;
 mod profiles;
 mod readme;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

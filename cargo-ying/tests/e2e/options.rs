@@ -1,0 +1,122 @@
+//! nextest's run options, with nextest's meaning: `--no-run`, `--run-ignored`, `--fail-fast`/`--no-fail-fast`/
+//! `--max-fail`, `--bench`/`--benches`, and `-P` taking retries, the timeout and fail-fast from a nextest profile.
+
+use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
+
+/// The names of the tests a run reported as run, with their outcome (`PASS`, `FAIL`, ...), from its result lines.
+fn ran(stderr: &str) -> Vec<String> {
+    let mut lines: Vec<String> = stderr
+        .lines()
+        .take_while(|line| !line.trim_start().starts_with("Summary ["))
+        .filter(|line| ["PASS", "FAIL", "CRASH", "TIMEOUT"].contains(&line.split_whitespace().next().unwrap_or("")))
+        .map(|line| line[line.find(']').unwrap() + 2..].to_owned())
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn no_run_builds_and_runs_nothing() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let summary_path = target_dir().join("ying/summary.json");
+    let first = fixture.cargo_ying(&["--test", "leaks", "clean"], &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let before = std::fs::read(&summary_path).unwrap();
+    let output = fixture.cargo_ying(&["--no-run"], &[]);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert!(said.contains("ran none (--no-run)") && !said.contains("Starting") && ran(&said).is_empty(), "{said}");
+    assert_eq!(std::fs::read(&summary_path).unwrap(), before, "no summary written");
+}
+
+#[test]
+fn run_ignored_only_runs_the_ignored_tests_and_all_runs_both() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let only = fixture.cargo_ying(&["--no-fail-fast", "--run-ignored", "only", "-E", "binary(leaks)"], &[]);
+    assert_eq!(ran(&stderr(&only)), ["leak-fixtures::leaks helper_thread_leak_process"], "{}", stderr(&only));
+    let all = fixture.cargo_ying(&["--run-ignored", "all", "-E", "binary(leaks) & test(helper_thread)"], &[]);
+    let names: Vec<String> = ran(&stderr(&all));
+    assert_eq!(names.len(), 2, "{}", stderr(&all));
+    assert!(names.iter().all(|name| name.starts_with("leak-fixtures::leaks helper_thread_leak")), "{names:?}");
+}
+
+#[test]
+fn max_fail_stops_starting_tests_after_that_many_failures() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    // Four failing leak tests and a passing one, one at a time.
+    let tests = "binary(leaks) & (test(=box_leak) | test(=mem_forget) | test(=rc_cycle) | test(=budget_fails))";
+    for (args, failed) in [
+        (&["--max-fail", "1"][..], 1),
+        (&["--max-fail", "2"], 2),
+        (&["--no-fail-fast", "--fail-fast"], 1),
+        (&["--fail-fast", "--max-fail=all"], 4),
+    ] {
+        let output = fixture.cargo_ying(&[&["-j", "1", "-E", tests][..], args].concat(), &[]);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), TEST_FAILED, "{args:?}: {said}");
+        assert_eq!(ran(&said).len(), failed, "{args:?}: {said}");
+        let summary = summary(&target_dir());
+        let not_run = summary["tests"].as_array().unwrap().iter().filter(|test| test["outcome"] == "not-run").count();
+        assert_eq!(not_run, 4 - failed, "{args:?}: {said}");
+    }
+    let zero = fixture.cargo_ying(&["--max-fail", "0"], &[]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(stderr(&zero).contains("--max-fail 0 would stop before the first test"), "{}", stderr(&zero));
+}
+
+#[test]
+fn benches_are_built_in_test_mode_and_their_tests_run() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let bench = "leak-fixtures::bench/tiny a_bench_targets_test";
+    let named = fixture.cargo_ying(&["--bench", "tiny"], &[]);
+    assert_eq!(named.status.code(), Some(0), "{}", stderr(&named));
+    assert_eq!(ran(&stderr(&named)), [bench]);
+    // As cargo's: every target that is benched by default, the library and the binaries with the benches.
+    let all = fixture.cargo_ying(&["--benches"], &[]);
+    assert_eq!(all.status.code(), Some(0), "{}", stderr(&all));
+    let ran_all = ran(&stderr(&all));
+    assert!(
+        ran_all.iter().any(|test| test == bench) && ran_all.iter().any(|test| test.contains("bin/")),
+        "{ran_all:?}"
+    );
+    assert!(!ran_all.iter().any(|test| test.contains("::leaks ")), "integration tests are not benched: {ran_all:?}");
+    let default = fixture.cargo_ying(&["-E", "kind(bench)"], &[]);
+    assert_eq!(default.status.code(), Some(4), "a plain run builds no bench: {}", stderr(&default));
+}
+
+#[test]
+fn a_nextest_profile_gives_retries_the_timeout_and_fail_fast_and_flags_win_over_it() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    std::fs::create_dir(fixture.path().join(".config")).unwrap();
+    let config = "[profile.default]\nretries = 0\n\n[profile.ci]\nretries = { backoff = \"fixed\", count = 2 }\n\
+                  slow-timeout = { period = \"1s\", terminate-after = 2 }\nfail-fast = false\n";
+    std::fs::write(fixture.path().join(".config/nextest.toml"), config).unwrap();
+    let marks = tempfile::tempdir().unwrap();
+    let flaky = [("FIXTURE_FLAKY_DIR", marks.path().to_str().unwrap())];
+
+    let retried = fixture.cargo_ying(&["-P", "ci", "-E", "binary(flaky)"], &flaky);
+    assert_eq!(retried.status.code(), Some(0), "the profile's retries: {}", stderr(&retried));
+    assert!(stderr(&retried).contains("1 passed (1 flaky)"), "{}", stderr(&retried));
+    std::fs::remove_file(marks.path().join("attempted")).unwrap();
+    let flag = fixture.cargo_ying(&["-P", "ci", "--retries", "0", "-E", "binary(flaky)"], &flaky);
+    assert_eq!(flag.status.code(), TEST_FAILED, "--retries wins over the profile: {}", stderr(&flag));
+
+    let hang = fixture
+        .cargo_ying(&["-P", "ci", "--retries", "0", "--test", "crashes", "hangs"], &[("YING_FIXTURE_HANG", "1")]);
+    assert_eq!(hang.status.code(), TEST_FAILED, "{}", stderr(&hang));
+    let test = entry(&summary(&target_dir()), "crashes", "hangs").clone();
+    assert_eq!(
+        (test["outcome"].as_str(), test["reason"].as_str()),
+        (Some("timed-out"), Some("timed out after 2.000s"))
+    );
+
+    let unknown = fixture.cargo_ying(&["-P", "nightly"], &[]);
+    let said = stderr(&unknown);
+    assert_eq!(unknown.status.code(), Some(2), "{said}");
+    assert!(said.contains("nextest profile `nightly`") && said.contains("the file has: ci, default"), "{said}");
+}
