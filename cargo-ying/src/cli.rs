@@ -4,6 +4,7 @@
 use crate::config::{MaxFail, Measure, NoTests, RunIgnored, parse_duration};
 use crate::gate::Growth;
 use crate::outputs::libtest_json::{FORMAT_VERSION, MessageFormat};
+use crate::outputs::list_json::{ListFormat, ListType};
 use crate::outputs::terminal::ColorChoice;
 use crate::run::build::CargoArgs;
 use crate::run::filterset::Filterset;
@@ -230,6 +231,12 @@ pub(crate) struct ListArgs {
     /// Which tests.
     #[command(flatten)]
     pub filter: TestFilter,
+    /// The listing's format: human, or cargo-nextest's JSON test list (json, json-pretty)
+    #[arg(short = 'T', long, value_enum, value_name = "FORMAT", default_value_t, help_heading = "Output")]
+    pub message_format: ListFormat,
+    /// What to list: full (the binaries and their tests), or binaries-only (none of them run)
+    #[arg(long, value_enum, value_name = "TYPE", default_value_t, help_heading = "Output")]
+    pub list_type: ListType,
 }
 
 /// Options of `cargo ying test`.

@@ -9,5 +9,6 @@ pub(crate) mod github;
 pub(crate) mod html;
 pub(crate) mod junit;
 pub(crate) mod libtest_json;
+pub(crate) mod list_json;
 pub(crate) mod listing;
 pub(crate) mod terminal;

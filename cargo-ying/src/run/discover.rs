@@ -30,6 +30,31 @@ impl TestCase {
     }
 }
 
+/// Why a listed test is not run, as nextest's test list says it (`filter-match`'s `reason`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mismatch {
+    /// Its `#[ignore]`, against `--run-ignored`.
+    Ignored,
+    /// Its name, against the filters and skips.
+    String,
+    /// The filtersets.
+    Expression,
+    /// Another shard has it.
+    Partition,
+}
+
+impl Mismatch {
+    /// nextest's word for it.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            Self::Ignored => "ignored",
+            Self::String => "string",
+            Self::Expression => "expression",
+            Self::Partition => "partition",
+        }
+    }
+}
+
 /// Which tests run, from the positional filters, `-E` filtersets and libtest's arguments after `--`: filters,
 /// `--exact`, `--skip`, `--ignored`, `--include-ignored`. `--list`, `--nocapture` and `--test-threads` are cargo
 /// ying's to honour (listing, not capturing, running that many at once), never passed on; other arguments go to
@@ -134,10 +159,32 @@ impl Selection {
     /// Whether the test `id` passes the name filters, the skips and the filtersets (as in nextest: the union of
     /// the filtersets intersected with the union of the name filters).
     pub(crate) fn selects(&self, id: &TestId) -> bool {
+        self.unnamed(id).is_none()
+    }
+
+    /// Why the test `id` (marked `#[ignore]` or not: `ignored`) is not selected, in the order nextest asks: its
+    /// `#[ignore]` against `--run-ignored`, then its name against the filters and skips, then the filtersets; `None`
+    /// when it is selected. Ignored tests a run reports as ignored (`--run-ignored default`) count as not selected
+    /// here, as in nextest's list.
+    pub(crate) fn mismatch(&self, id: &TestId, ignored: bool) -> Option<Mismatch> {
+        if ignored != self.ignored_only && !(ignored && self.include_ignored) {
+            return Some(Mismatch::Ignored);
+        }
+        self.unnamed(id)
+    }
+
+    /// Why the test `id` fails the name filters and skips (`String`) or the filtersets (`Expression`).
+    fn unnamed(&self, id: &TestId) -> Option<Mismatch> {
         let name = id.name.as_str();
-        (self.filters.is_empty() || self.filters.iter().any(|filter| self.matches(filter, name)))
-            && !self.skip.iter().any(|skip| self.matches(skip, name))
-            && (self.filtersets.is_empty() || self.filtersets.iter().any(|set| set.matches(id)))
+        let named = (self.filters.is_empty() || self.filters.iter().any(|filter| self.matches(filter, name)))
+            && !self.skip.iter().any(|skip| self.matches(skip, name));
+        if !named {
+            return Some(Mismatch::String);
+        }
+        if !self.filtersets.is_empty() && !self.filtersets.iter().any(|set| set.matches(id)) {
+            return Some(Mismatch::Expression);
+        }
+        None
     }
 
     /// Whether every test of the built binaries is selected (ignored ones as ignored): only then is a test of the
@@ -201,17 +248,15 @@ fn list(binary: &TestBinary, ignored: bool) -> Result<Vec<String>> {
         .collect())
 }
 
-/// Lists every test of every binary that passes `selection`'s filters (ignored ones included, marked). Under
-/// `--ignored` the tests that are not ignored are filtered out, as libtest counts them: they are not ignored tests.
-pub(crate) fn discover(binaries: &[Arc<TestBinary>], selection: &Selection) -> Result<Vec<TestCase>> {
+/// Lists every test of every binary, each marked ignored or not; which of them run is the plan's to decide
+/// (`Selection`).
+pub(crate) fn discover(binaries: &[Arc<TestBinary>]) -> Result<Vec<TestCase>> {
     let mut tests = Vec::new();
     for binary in binaries {
         let ignored = list(binary, true)?;
         for name in list(binary, false)? {
             let ignored = ignored.contains(&name);
-            if selection.selects(&binary.test_id(&name)) && (ignored || !selection.ignored_only) {
-                tests.push(TestCase { binary: Arc::clone(binary), name, ignored });
-            }
+            tests.push(TestCase { binary: Arc::clone(binary), name, ignored });
         }
     }
     Ok(tests)
@@ -219,7 +264,7 @@ pub(crate) fn discover(binaries: &[Arc<TestBinary>], selection: &Selection) -> R
 
 #[cfg(test)]
 mod tests {
-    use super::Selection;
+    use super::{Mismatch, Selection};
     use crate::run::filterset::Filterset;
     use ying_report::{TargetKind, TestId};
 
@@ -302,19 +347,23 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn under_ignored_the_tests_not_ignored_are_filtered_out_not_counted_ignored() {
+    fn every_test_is_listed_marked_and_ignore_is_judged_as_nextest_judges_it() {
         let dir = tempfile::tempdir().unwrap();
         let binaries = [listing_binary(dir.path())];
-        let found = |args: &[&str]| -> Vec<(String, bool)> {
-            super::discover(&binaries, &selection(&[], args))
-                .unwrap()
-                .into_iter()
-                .map(|test| (test.name, test.ignored))
-                .collect()
-        };
-        assert_eq!(found(&[]), [("a".to_owned(), false), ("b".to_owned(), true)]);
-        // `a` does not run and is not ignored: it is not part of the run, so nothing reports it as ignored.
-        assert_eq!(found(&["--ignored"]), [("b".to_owned(), true)]);
-        assert_eq!(found(&["--include-ignored"]), [("a".to_owned(), false), ("b".to_owned(), true)]);
+        let found: Vec<(String, bool)> =
+            super::discover(&binaries).unwrap().into_iter().map(|test| (test.name, test.ignored)).collect();
+        assert_eq!(found, [("a".to_owned(), false), ("b".to_owned(), true)]);
+        let mismatch = |args: &[&str], name: &str, ignored: bool| selection(&[], args).mismatch(&id(name), ignored);
+        assert_eq!((mismatch(&[], "a", false), mismatch(&[], "b", true)), (None, Some(Mismatch::Ignored)));
+        // Under `--ignored`, `a` is not ignored: it is not part of the run.
+        assert_eq!(mismatch(&["--ignored"], "a", false), Some(Mismatch::Ignored));
+        assert_eq!(mismatch(&["--ignored"], "b", true), None);
+        assert_eq!(mismatch(&["--include-ignored"], "b", true), None);
+        // The ignore is asked first, then the name, then the filtersets.
+        assert_eq!(selection(&["zzz"], &[]).mismatch(&id("b"), true), Some(Mismatch::Ignored));
+        assert_eq!(selection(&["zzz"], &[]).mismatch(&id("a"), false), Some(Mismatch::String));
+        let sets = [Filterset::parse("test(=c)").unwrap()];
+        let by_set = Selection::new(&[], &sets, &[]).unwrap();
+        assert_eq!(by_set.mismatch(&id("a"), false), Some(Mismatch::Expression));
     }
 }

@@ -59,7 +59,7 @@ pub(crate) struct Candidate<'a> {
 
 /// The order nextest gives a binary id: by package, then a library before a binary named without a kind, before
 /// the others by kind and name.
-fn binary_order(id: &str) -> (&str, u8, &str, &str) {
+pub(crate) fn binary_order(id: &str) -> (&str, u8, &str, &str) {
     match id.split_once("::") {
         None => (id, 0, "", ""),
         Some((package, rest)) => match rest.split_once('/') {

@@ -27,6 +27,8 @@ pub(crate) struct Plan {
     pub binaries: Vec<Arc<TestBinary>>,
     /// What cargo ying does not run (doctests, `harness = false` targets), with the command that does.
     pub not_run: Vec<NotRunTarget>,
+    /// Every test of the binaries, selected or not (for `cargo ying list`'s JSON, which says why each is not).
+    pub listed: Vec<TestCase>,
     /// The selected tests of this shard, in the binaries' order, each with whether it runs (or is ignored).
     pub tests: Vec<(TestCase, bool)>,
     /// How many selected tests run, in every shard: 0 only when the selection matched no test to run.
@@ -51,9 +53,16 @@ impl Plan {
         let not_run::Split { binaries, not_run } = not_run::split(built, metadata, cargo.selects_targets)?;
         let binaries: Vec<Arc<TestBinary>> = binaries.into_iter().map(Arc::new).collect();
         on_built(&binaries);
-        let listed: Vec<TestCase> = discover::discover(&binaries, selection)?;
-        let selected = listed.iter().filter(|test| selection.runs(test.ignored)).count();
-        let tests: Vec<(TestCase, bool)> = listed
+        let listed: Vec<TestCase> = discover::discover(&binaries)?;
+        // Under `--ignored` the tests that are not ignored are left out, as libtest counts them: they are not
+        // ignored tests. Ignored tests the run does not run are kept, to be reported as ignored.
+        let chosen: Vec<TestCase> = listed
+            .iter()
+            .filter(|test| selection.selects(&test.id()) && (test.ignored || !selection.ignored_only))
+            .cloned()
+            .collect();
+        let selected = chosen.iter().filter(|test| selection.runs(test.ignored)).count();
+        let tests: Vec<(TestCase, bool)> = chosen
             .into_iter()
             .map(|test| {
                 let runs = selection.runs(test.ignored);
@@ -79,7 +88,7 @@ impl Plan {
             }
         };
         let complete = partition.is_none() && selection.selects_everything() && cargo.builds_default_targets();
-        Ok(Self { binaries, not_run, tests, selected, complete })
+        Ok(Self { binaries, not_run, listed, tests, selected, complete })
     }
 
     /// The tests of this shard that run.

@@ -144,6 +144,10 @@ fn cleaned(program: impl AsRef<std::ffi::OsStr>) -> Command {
     command
 }
 
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }

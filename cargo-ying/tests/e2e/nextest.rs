@@ -3,12 +3,8 @@
 //! tests, target selection, `-q`/`-v`, and a filtered run keeps the other tests' reports. Checked against nextest
 //! itself: a partition holds the tests nextest runs in it, and the exit codes are nextest's where it gives one.
 
-use crate::{Fixture, REGRESSED, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
+use crate::{Fixture, REGRESSED, SHARED_TARGET, TEST_FAILED, entry, stderr, stdout, summary, target_dir};
 use std::path::PathBuf;
-
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
 
 /// What `<target>/ying/` holds now: summary.json's text and the report files, to tell whether a command wrote there.
 fn out_dir_state() -> (Option<String>, Vec<PathBuf>) {

@@ -1,7 +1,7 @@
 //! nextest's run options, with nextest's meaning: `--no-run`, `--run-ignored`, `--fail-fast`/`--no-fail-fast`/
 //! `--max-fail`, `--bench`/`--benches`, and `-P` taking retries, the timeout and fail-fast from a nextest profile.
 
-use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
+use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, stdout, summary, target_dir};
 
 /// The names of the tests a run reported as run, with their outcome (`PASS`, `FAIL`, ...), from its result lines.
 fn ran(stderr: &str) -> Vec<String> {
@@ -119,4 +119,57 @@ fn a_nextest_profile_gives_retries_the_timeout_and_fail_fast_and_flags_win_over_
     let said = stderr(&unknown);
     assert_eq!(unknown.status.code(), Some(2), "{said}");
     assert!(said.contains("nextest profile `nightly`") && said.contains("the file has: ci, default"), "{said}");
+}
+
+/// Every test of nextest's JSON test list, `binary-id name ignored status reason`, sorted; and its `test-count`.
+fn test_list(json: &str) -> (u64, Vec<String>) {
+    let list: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|error| panic!("{error}: {json}"));
+    let mut tests = Vec::new();
+    for (binary, suite) in list["rust-suites"].as_object().unwrap() {
+        // A binary nextest did not list (a filterset ruled it out whole) has no tests to compare.
+        if suite["status"] != "listed" {
+            continue;
+        }
+        for (name, case) in suite["testcases"].as_object().unwrap() {
+            let filter = &case["filter-match"];
+            tests.push(format!("{binary} {name} {} {} {}", case["ignored"], filter["status"], filter["reason"]));
+        }
+    }
+    tests.sort();
+    (list["test-count"].as_u64().unwrap(), tests)
+}
+
+#[test]
+fn list_message_format_json_is_nextests_test_list() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    // The custom harness cannot list its tests: nextest is kept from asking, as cargo ying never does.
+    let not_custom = "not binary(custom_harness)";
+    let with_leak = format!("{not_custom} & test(leak)");
+    for args in [
+        &["-E", not_custom][..],
+        &["-E", &with_leak],
+        &["-E", not_custom, "--partition", "hash:2/3"],
+        &["-E", not_custom, "--run-ignored", "only", "box"],
+    ] {
+        let nextest = fixture.nextest(&[&["list", "--message-format", "json"][..], args].concat());
+        assert_eq!(nextest.status.code(), Some(0), "{}", stderr(&nextest));
+        let ours = fixture.subcommand("list", &[&["-T", "json"][..], args].concat(), &[]).output().unwrap();
+        assert_eq!(ours.status.code(), Some(0), "{}", stderr(&ours));
+        let (ours, theirs) = (test_list(&stdout(&ours)), test_list(&stdout(&nextest)));
+        assert_eq!(ours, theirs, "{args:?}");
+        assert!(ours.1.iter().any(|test| test.contains("\"mismatch\"")) || args.len() == 2, "{args:?}");
+    }
+
+    let binaries = fixture.subcommand("list", &["--list-type", "binaries-only", "-T", "json-pretty"], &[]).output();
+    let binaries: serde_json::Value = serde_json::from_str(&stdout(&binaries.unwrap())).unwrap();
+    let nextest = fixture.nextest(&["list", "--list-type", "binaries-only", "--message-format", "json"]);
+    let nextest: serde_json::Value = serde_json::from_str(&stdout(&nextest)).unwrap();
+    let ids = |list: &serde_json::Value| -> Vec<String> {
+        let mut ids: Vec<String> = list["rust-binaries"].as_object().unwrap().keys().cloned().collect();
+        ids.retain(|id| id != "leak-fixtures::custom_harness");
+        ids
+    };
+    assert_eq!(ids(&binaries), ids(&nextest));
+    assert_eq!(binaries["rust-binaries"]["leak-fixtures::leaks"]["kind"], "test");
 }
