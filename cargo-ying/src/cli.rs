@@ -119,21 +119,15 @@ pub(crate) struct GateArgs {
     /// The nextest run to judge, by its id (NEXTEST_RUN_ID) [default: the last]
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
-    /// The baseline to compare with and save to [default: ying-baseline.json at the workspace root]
-    #[arg(long, value_name = "PATH", help_heading = "Baseline")]
-    pub baseline: Option<PathBuf>,
-    /// Write the run's figures into the baseline (only the tests the run ran change)
-    #[arg(long, help_heading = "Baseline")]
-    pub save_baseline: bool,
+    /// The baseline, and whether to save the run into it.
+    #[command(flatten)]
+    pub saving: BaselineArgs,
     /// How the gate judges growth.
     #[command(flatten)]
     pub gating: GateOptions,
-    /// Write the results as JUnit XML to this file
-    #[arg(long, value_name = "PATH", help_heading = "Output")]
-    pub junit: Option<PathBuf>,
-    /// When to color the output
-    #[arg(long, value_enum, value_name = "WHEN", help_heading = "Output")]
-    pub color: Option<ColorChoice>,
+    /// JUnit and colour.
+    #[command(flatten)]
+    pub report: ReportArgs,
     /// Show every test's line and every measured test's figures
     #[arg(short = 'v', long, help_heading = "Output")]
     pub verbose: bool,
@@ -292,10 +286,6 @@ pub(crate) struct TestArgs {
     #[arg(long, value_enum, value_name = "ACTION", help_heading = "Running")]
     pub no_tests: Option<NoTests>,
 
-    /// When to color the output
-    #[arg(long, value_enum, value_name = "WHEN", help_heading = "Output")]
-    pub color: Option<ColorChoice>,
-
     /// Say more: cargo's build commands and each test's command line
     #[arg(short = 'v', long, conflicts_with = "quiet", help_heading = "Output")]
     pub verbose: bool,
@@ -304,21 +294,17 @@ pub(crate) struct TestArgs {
     #[arg(short = 'q', long, help_heading = "Output")]
     pub quiet: bool,
 
-    /// The baseline to compare with and save to [default: ying-baseline.json at the workspace root]
-    #[arg(long, value_name = "PATH", help_heading = "Baseline")]
-    pub baseline: Option<PathBuf>,
-
-    /// Write this run's leak-test figures into the baseline (only the tests that ran change)
-    #[arg(long, help_heading = "Baseline")]
-    pub save_baseline: bool,
+    /// The baseline, and whether to save the run into it.
+    #[command(flatten)]
+    pub saving: BaselineArgs,
 
     /// How the gate judges growth.
     #[command(flatten)]
     pub gating: GateOptions,
 
-    /// Write the results as JUnit XML to this file
-    #[arg(long, value_name = "PATH", help_heading = "Output")]
-    pub junit: Option<PathBuf>,
+    /// JUnit and colour.
+    #[command(flatten)]
+    pub report: ReportArgs,
 
     /// Write the run's events on standard output: libtest-json (libtest's JSON, as cargo-nextest writes it, a
     /// binary's events together) or libtest-json-plus (each as it comes, with nextest's `nextest` object)
@@ -328,6 +314,30 @@ pub(crate) struct TestArgs {
     /// The version of --message-format's format (there is one: 0.1)
     #[arg(long, value_name = "VERSION", value_parser = [FORMAT_VERSION], help_heading = "Output")]
     pub message_format_version: Option<String>,
+}
+
+/// Which baseline a run is compared with, and whether it is saved into it; shared by `test` and `gate`.
+#[derive(Debug, Default, Args)]
+pub(crate) struct BaselineArgs {
+    /// The baseline to compare with and save to [default: ying-baseline.json at the workspace root]
+    #[arg(long, value_name = "PATH", help_heading = "Baseline")]
+    pub baseline: Option<PathBuf>,
+
+    /// Write the run's figures into the baseline (only the tests the run measured change)
+    #[arg(long, help_heading = "Baseline")]
+    pub save_baseline: bool,
+}
+
+/// The files and colours of a run's report beyond its own files; shared by `test` and `gate`.
+#[derive(Debug, Default, Args)]
+pub(crate) struct ReportArgs {
+    /// Write the results as JUnit XML to this file
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub junit: Option<PathBuf>,
+
+    /// When to color the output
+    #[arg(long, value_enum, value_name = "WHEN", help_heading = "Output")]
+    pub color: Option<ColorChoice>,
 }
 
 /// How the gate judges a run against the baseline; shared by `test`, `diff` and `merge`.

@@ -87,8 +87,8 @@ impl Settings {
         .max(1);
         Ok(Self {
             out_dir: workspace.out_dir(request.cargo.target_dir.as_deref()),
-            baseline: workspace.baseline_path(args.baseline.as_deref()),
-            save_baseline: args.save_baseline,
+            baseline: workspace.baseline_path(args.saving.baseline.as_deref()),
+            save_baseline: args.saving.save_baseline,
             gating: gating(&args.gating, config),
             check: args.gating.check,
             measure: args.measure.or(config.measure).unwrap_or_default(),
@@ -100,10 +100,10 @@ impl Settings {
             no_run: args.no_run,
             retries: args.retries.or(profile.retries).or(config.retries).unwrap_or(0),
             no_capture,
-            color: terminal::use_color(args.color),
+            color: terminal::use_color(args.report.color),
             quiet: args.quiet,
             verbose: args.verbose,
-            junit: args.junit.clone(),
+            junit: args.report.junit.clone(),
             message_format: args.message_format,
             request,
         })

@@ -35,8 +35,8 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     }
     let out_dir = place.out_dir(args.target_dir.as_deref());
     let _lock = RunLock::acquire(&out_dir)?;
-    let baseline_path = place.baseline_path(args.baseline.as_deref());
-    let baseline = if args.save_baseline {
+    let baseline_path = place.baseline_path(args.saving.baseline.as_deref());
+    let baseline = if args.saving.save_baseline {
         BaselineFile::open_to_save(baseline_path)?
     } else {
         BaselineFile::open(baseline_path)?
@@ -73,7 +73,7 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     let mut run = Run { tests, elapsed, max_fail: None, gate: None, interrupted: None };
 
     let gating = settings::gating(&args.gating, &place.config);
-    let mut reporter = Reporter::new(terminal::use_color(args.color), !args.verbose, args.verbose, false);
+    let mut reporter = Reporter::new(terminal::use_color(args.report.color), !args.verbose, args.verbose, false);
     // Which run, and how long ago: a gate after a nextest run without the profile would judge an older run.
     let age = SystemTime::now().duration_since(started_at).unwrap_or_default();
     eprintln!(
@@ -102,8 +102,8 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
         measured: Measured::All,
         started_at,
         gating: &gating,
-        save_baseline: args.save_baseline,
-        junit: args.junit.as_deref(),
+        save_baseline: args.saving.save_baseline,
+        junit: args.report.junit.as_deref(),
         message_format: MessageFormat::Human,
         workspace_root: &place.root,
         not_run: &[],
