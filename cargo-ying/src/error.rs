@@ -148,6 +148,18 @@ pub(crate) enum Error {
     /// `cargo ying gate` found no run to judge.
     #[error("failed to find a nextest run in {}: run `cargo nextest run --profile ying` first (`cargo ying setup nextest` adds the profile)", .0.display())]
     NoNextestRun(PathBuf),
+    /// The run's lock is something cargo ying did not make: a link, a named pipe, a device, a directory.
+    #[error(
+        "failed to lock {}: it is {what}, not the regular file cargo ying makes there; remove it, and cargo ying makes \
+         it again",
+        path.display()
+    )]
+    LockNotAFile {
+        /// The lock's path.
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
+    },
     /// Reading or writing one of the run's files failed.
     #[error("failed to {action} {}", path.display())]
     Io {
@@ -191,6 +203,7 @@ impl Error {
             | Self::NextestProfile { .. }
             | Self::Wrap(_)
             | Self::NoNextestRun(_)
+            | Self::LockNotAFile { .. }
             | Self::Io { .. } => exit_code::USAGE,
         }
     }

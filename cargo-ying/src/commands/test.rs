@@ -43,8 +43,15 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
         listing::print(&Plan::make(&settings.request, &workspace.metadata, settings.verbosity(), |_| {})?);
         return Ok(exit_code::OK);
     }
-    let Some((plan, options)) = prepare(&settings, &workspace)? else {
-        return Ok(no_tests(settings.no_tests));
+    let (plan, options) = match prepare(&settings, &workspace)? {
+        Prepared::Run(prepared) => *prepared,
+        Prepared::NoTests(not_run) => {
+            // Why there is nothing to run, when what was selected is what cargo ying does not run.
+            for target in &not_run {
+                eprintln!("{:>12} {}", "NOT RUN", crate::run::not_run::describe(target));
+            }
+            return Ok(no_tests(settings.no_tests));
+        }
     };
     // A filtered run replaces the files of its tests only: the other tests' reports stay (see `artifacts::sweep`).
     let replaced = (!plan.complete).then(|| plan.running().map(TestCase::id).collect::<Vec<TestId>>());
@@ -97,9 +104,9 @@ fn build_only(settings: &Settings, workspace: &Workspace) -> Result<u8> {
     Ok(exit_code::OK)
 }
 
-/// Builds the tests (and, under `--measure all`, the interposer beside them) and plans the run; `None` when no test
+/// Builds the tests (and, under `--measure all`, the interposer beside them) and plans the run, or finds that no test
 /// is selected to run.
-fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Option<(Plan, RunOptions)>> {
+fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
     let verbosity = settings.verbosity();
     // Checked while the tests are built and listed; a first build runs after theirs (a build error of the tests
     // comes first), before any test runs.
@@ -123,7 +130,7 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Option<(Plan, R
             if let Some(build) = interposer.take() {
                 build.abandon();
             }
-            return none_or_error.map(|_| None);
+            return none_or_error.map(|plan| Prepared::NoTests(plan.not_run));
         }
     };
     let interposer = interposer.map(|build| build.finish(settings.verbose)).transpose()?;
@@ -140,7 +147,15 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Option<(Plan, R
         known_code: Arc::default(),
         allow: (!settings.allow.is_empty()).then(|| serde_json::to_string(&settings.allow).unwrap_or_default().into()),
     };
-    Ok(Some((plan, options)))
+    Ok(Prepared::Run(Box::new((plan, options))))
+}
+
+/// What a run is ready to do.
+enum Prepared {
+    /// Run the plan's tests with the options.
+    Run(Box<(Plan, RunOptions)>),
+    /// Nothing: no test is selected; what cargo ying does not run of what was selected.
+    NoTests(Vec<ying_report::NotRunTarget>),
 }
 
 /// Starts a thread that parses, in `binaries` order, the parts of each binary's debug information its first

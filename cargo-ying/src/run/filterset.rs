@@ -57,11 +57,26 @@ pub(crate) struct ParseError {
     pub message: String,
 }
 
+/// The most characters of a filterset an error shows on each side of where it went wrong.
+const SHOWN_AROUND: usize = 40;
+/// The deepest a filterset may nest (parentheses and `not`s): deeper, it is refused rather than parsed on a stack
+/// that would overflow.
+const MAX_NESTING: usize = 256;
+/// The most operators (`and`, `or`, `-`) a filterset may have: each is a level of the tree a test is matched down.
+const MAX_OPERATORS: usize = 4096;
+
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{} at column {}", self.message, self.position + 1)?;
-        writeln!(f, "  {}", self.source)?;
-        write!(f, "  {}^", " ".repeat(self.position))
+        // A long filterset is shown around the place, not whole.
+        let chars: Vec<char> = self.source.chars().collect();
+        let start = self.position.saturating_sub(SHOWN_AROUND);
+        let end = (self.position + SHOWN_AROUND).min(chars.len());
+        let before = if start > 0 { "..." } else { "" };
+        let after = if end < chars.len() { "..." } else { "" };
+        let shown: String = chars.get(start..end).unwrap_or_default().iter().collect();
+        writeln!(f, "  {before}{shown}{after}")?;
+        write!(f, "  {}^", " ".repeat(before.len() + self.position - start))
     }
 }
 
@@ -70,7 +85,7 @@ impl std::error::Error for ParseError {}
 impl Filterset {
     /// Parses `source`.
     pub(crate) fn parse(source: &str) -> Result<Self, ParseError> {
-        let mut parser = Parser { chars: source.chars().collect(), at: 0, source };
+        let mut parser = Parser { chars: source.chars().collect(), at: 0, source, nesting: 0, operators: 0 };
         let expr = parser.or()?;
         parser.skip_space();
         if parser.at < parser.chars.len() {
@@ -155,6 +170,10 @@ struct Parser<'a> {
     chars: Vec<char>,
     at: usize,
     source: &'a str,
+    /// How deep the parser is in parentheses and `not`s.
+    nesting: usize,
+    /// How many operators it has read.
+    operators: usize,
 }
 
 impl Parser<'_> {
@@ -196,11 +215,32 @@ impl Parser<'_> {
         }
     }
 
+    /// Counts an operator; refuses one too many.
+    fn operator(&mut self) -> Result<(), ParseError> {
+        self.operators += 1;
+        if self.operators > MAX_OPERATORS {
+            return Err(self.error(format!("more than {MAX_OPERATORS} operators; split the filterset in several -E")));
+        }
+        Ok(())
+    }
+
+    /// Goes a level deeper; refuses to go too deep.
+    fn deeper(&mut self) -> Result<(), ParseError> {
+        self.nesting += 1;
+        if self.nesting > MAX_NESTING {
+            // At the parenthesis or `not` just read.
+            let at = self.at.saturating_sub(1);
+            return Err(self.error_at(at, format!("nested more than {MAX_NESTING} deep (parentheses and `not`s)")));
+        }
+        Ok(())
+    }
+
     fn or(&mut self) -> Result<Expr, ParseError> {
         let mut left = self.and()?;
         loop {
             self.skip_space();
             if self.keyword("or") || self.symbol('|') || self.symbol('+') {
+                self.operator()?;
                 left = Expr::Or(Box::new(left), Box::new(self.and()?));
             } else {
                 return Ok(left);
@@ -213,8 +253,10 @@ impl Parser<'_> {
         loop {
             self.skip_space();
             if self.keyword("and") || self.symbol('&') {
+                self.operator()?;
                 left = Expr::And(Box::new(left), Box::new(self.not()?));
             } else if self.symbol('-') {
+                self.operator()?;
                 left = Expr::Difference(Box::new(left), Box::new(self.not()?));
             } else {
                 return Ok(left);
@@ -225,7 +267,10 @@ impl Parser<'_> {
     fn not(&mut self) -> Result<Expr, ParseError> {
         self.skip_space();
         if self.keyword("not") || self.symbol('!') {
-            return Ok(Expr::Not(Box::new(self.not()?)));
+            self.deeper()?;
+            let inner = self.not()?;
+            self.nesting -= 1;
+            return Ok(Expr::Not(Box::new(inner)));
         }
         self.atom()
     }
@@ -233,11 +278,13 @@ impl Parser<'_> {
     fn atom(&mut self) -> Result<Expr, ParseError> {
         self.skip_space();
         if self.symbol('(') {
+            self.deeper()?;
             let inner = self.or()?;
             self.skip_space();
             if !self.symbol(')') {
                 return Err(self.error("expected `)`"));
             }
+            self.nesting -= 1;
             return Ok(inner);
         }
         let start = self.at;
@@ -426,6 +473,25 @@ mod tests {
             error("test(a) and").to_string(),
             "expected a predicate such as `test(name)` or `package(name)`, or `(` at column 12\n  test(a) and\n             ^"
         );
+    }
+
+    /// A filterset deeper or longer than a stack can take is refused with where, not parsed until it overflows.
+    #[test]
+    fn a_filterset_too_deep_or_too_long_is_an_error_not_a_crash() {
+        let deep = format!("{}test(a){}", "(".repeat(10_000), ")".repeat(10_000));
+        let error = Filterset::parse(&deep).unwrap_err();
+        assert!(error.message.contains("nested more than 256 deep"), "{error}");
+        assert_eq!(error.position, 256);
+        let shown = error.to_string();
+        assert!(shown.lines().all(|line| line.chars().count() < 100), "shown around the place: {shown}");
+        let nots = format!("{}test(a)", "!".repeat(100_000));
+        assert!(Filterset::parse(&nots).unwrap_err().message.contains("nested more than 256 deep"));
+        let long = vec!["test(a)"; 100_000].join(" | ");
+        assert!(Filterset::parse(&long).unwrap_err().message.contains("more than 4096 operators"));
+        // Just within the limits, it parses and matches.
+        let within = format!("{}test(a){}", "(".repeat(256), ")".repeat(256));
+        assert!(Filterset::parse(&within).unwrap().matches(&ids()[0]));
+        assert!(Filterset::parse(&vec!["test(a)"; 4097].join(" | ")).is_ok());
     }
 
     #[test]

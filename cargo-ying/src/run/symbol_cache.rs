@@ -42,6 +42,27 @@ struct Kept {
     types: Vec<(u64, usize, Option<String>)>,
 }
 
+/// The most a kept file is read: a larger one is not one cargo ying wrote for a test binary.
+const MAX_KEPT: u64 = 256 << 20;
+
+/// The bytes of the kept file at `path`, when it is a regular file (never through a link, never a named pipe or a
+/// device, which could block or never end) of at most [`MAX_KEPT`] bytes.
+fn read_kept(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = options.open(path).ok()?;
+    let metadata = file.metadata().ok()?;
+    if !metadata.is_file() || metadata.len() > MAX_KEPT {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_KEPT + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= MAX_KEPT).then_some(bytes)
+}
+
 /// The length and modification time of the file at `path`.
 fn file_stamp(path: &Path) -> Option<(u64, u128)> {
     let metadata = std::fs::metadata(path).ok()?;
@@ -77,7 +98,7 @@ impl SymbolCache {
         let (frames, types): (HashMap<u64, Vec<Frame>>, KeptTypes) = identity
             .as_ref()
             .and_then(|identity| {
-                let kept: Kept = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+                let kept: Kept = serde_json::from_slice(&read_kept(&path)?).ok()?;
                 let types = kept.types.into_iter().map(|(address, index, name)| ((address, index), name));
                 (kept.identity == *identity).then(|| (kept.frames.into_iter().collect(), types.collect()))
             })
@@ -114,5 +135,42 @@ impl SymbolCache {
         std::fs::rename(&aside, &self.path).inspect_err(|_| {
             let _ = std::fs::remove_file(&aside);
         })
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::SymbolCache;
+    use std::time::Duration;
+
+    /// The kept file's path for `executable` in `dir`, as `open` names it.
+    fn kept_path(dir: &std::path::Path, executable: &std::path::Path) -> std::path::PathBuf {
+        let name = executable.file_name().unwrap().to_string_lossy().into_owned();
+        let hash = twox_hash::XxHash3_128::oneshot(executable.as_os_str().as_encoded_bytes());
+        dir.join(format!("{name}.{:016x}.json", hash as u64))
+    }
+
+    #[test]
+    fn a_kept_file_that_is_a_pipe_or_an_endless_device_is_passed_over_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let executable = dir.path().join("tests-0123");
+        std::fs::write(&executable, "a test binary").unwrap();
+        let kept = kept_path(dir.path(), &executable);
+        let fifo = std::ffi::CString::new(kept.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) with a NUL-terminated path that lives through the call.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        // Read in a thread, so that a read that never ends fails the test instead of hanging it.
+        let open = |dir: std::path::PathBuf, executable: std::path::PathBuf| {
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let (cache, frames, _) = SymbolCache::open(&dir, &executable);
+                let _ = sender.send((cache.was_kept(), frames.len()));
+            });
+            receiver.recv_timeout(Duration::from_secs(60)).expect("the kept file is passed over, not read forever")
+        };
+        assert_eq!(open(dir.path().to_owned(), executable.clone()), (false, 0), "a named pipe");
+        std::fs::remove_file(&kept).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &kept).unwrap();
+        assert_eq!(open(dir.path().to_owned(), executable), (false, 0), "a link to an endless device");
     }
 }

@@ -100,3 +100,13 @@ fn a_library_without_doctests_is_not_said_to_have_doctests_not_run() {
     let summary = summary(&target_dir());
     assert!(summary["not_run"].as_array().unwrap().iter().all(|entry| entry["kind"] != "doctest"), "{summary}");
 }
+
+#[test]
+fn selecting_only_a_custom_harness_says_why_there_is_nothing_to_run() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let (code, stderr) = run_without_listing_the_custom_harness(&fixture, &["--test", "custom_harness"]);
+    assert_eq!(code, Some(4), "{stderr}");
+    let not_run = stderr.find("NOT RUN leak-fixtures::custom_harness (harness = false").expect(&stderr);
+    assert!(not_run < stderr.find("error: no tests to run").unwrap(), "{stderr}");
+}
