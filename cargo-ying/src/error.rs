@@ -148,6 +148,14 @@ pub(crate) enum Error {
     /// `cargo ying gate` found no run to judge.
     #[error("failed to find a nextest run in {}: run `cargo nextest run --profile ying` first (`cargo ying setup nextest` adds the profile)", .0.display())]
     NoNextestRun(PathBuf),
+    /// A test binary to measure from outside is statically linked: the interposer cannot be loaded into it.
+    #[error(
+        "failed to measure the tests of {} from outside: it is statically linked (no dynamic loader reads \
+         LD_PRELOAD in it: `-C target-feature=+crt-static`, or a musl target); build it dynamically linked to run it \
+         with --measure all, or measure its leak tests (`#[ying::leak_test]`, the runtime linked in)",
+        .0.display()
+    )]
+    StaticBinary(PathBuf),
     /// The run's lock is something cargo ying did not make: a link, a named pipe, a device, a directory.
     #[error(
         "failed to lock {}: it is {what}, not the regular file cargo ying makes there; remove it, and cargo ying makes \
@@ -204,6 +212,7 @@ impl Error {
             | Self::Wrap(_)
             | Self::NoNextestRun(_)
             | Self::LockNotAFile { .. }
+            | Self::StaticBinary(_)
             | Self::Io { .. } => exit_code::USAGE,
         }
     }
@@ -375,6 +384,13 @@ pub(crate) enum WrapError {
         .0.display()
     )]
     NoInterposer(PathBuf),
+    /// The test binary is statically linked.
+    #[error(
+        "{} is statically linked: no dynamic loader reads LD_PRELOAD in it, so the interposer cannot measure it; \
+         build the tests dynamically linked to run them with the profile `ying`",
+        .0.display()
+    )]
+    StaticBinary(PathBuf),
     /// The test binary could not be started.
     #[error("could not start {}", path.display())]
     Spawn {

@@ -4,7 +4,7 @@ use crate::baseline::BaselineFile;
 use crate::cli::TestArgs;
 use crate::config::{Measure, NoTests};
 use crate::ending::{self, Ending};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::Run;
 use crate::outputs::libtest_json::LibtestJson;
 use crate::outputs::{artifacts, listing, terminal};
@@ -133,6 +133,18 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
             return none_or_error.map(|plan| Prepared::NoTests(plan.not_run));
         }
     };
+    // A statically linked binary never reads LD_PRELOAD: its tests would pass unmeasured.
+    let statically_linked = plan
+        .binaries
+        .iter()
+        .filter(|binary| plan.running().any(|test| Arc::ptr_eq(&test.binary, binary)))
+        .find(|binary| interposer.is_some() && interposer::preloads(&binary.path) == Some(false));
+    if let Some(binary) = statically_linked {
+        if let Some(build) = interposer.take() {
+            build.abandon();
+        }
+        return Err(Error::StaticBinary(binary.path.clone()));
+    }
     let interposer = interposer.map(|build| build.finish(settings.verbose)).transpose()?;
     let options = RunOptions {
         jobs: settings.jobs,

@@ -60,6 +60,9 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         .find(|library| library.is_file())
         .ok_or_else(|| Error::Wrap(WrapError::NoInterposer(binary.clone())))?;
 
+    if crate::run::interposer::preloads(&binary) == Some(false) {
+        return Err(Error::Wrap(WrapError::StaticBinary(binary)));
+    }
     let run_dir = record::run_dir(&out_dir, &run_id);
     let report_dir = run_dir.join("tmp").join(std::process::id().to_string());
     std::fs::create_dir_all(&report_dir).map_err(Error::io("create", &report_dir))?;

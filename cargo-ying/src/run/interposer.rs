@@ -274,6 +274,30 @@ fn dep_info_files(dep_info: &str) -> Vec<String> {
     files
 }
 
+/// Whether the executable at `path` loads shared libraries at start (it names a dynamic loader, `PT_INTERP`), and so
+/// takes the interposer: a statically linked one (`-C target-feature=+crt-static`, a musl target) runs without a
+/// loader, and `LD_PRELOAD` is never read. `None` when it is not an ELF file this can read.
+pub(crate) fn preloads(path: &Path) -> Option<bool> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let (_, bytes) = crate::run::symbols::map_executable(path)?;
+    let data: &[u8] = &bytes;
+    match object::FileKind::parse(data).ok()? {
+        object::FileKind::Elf64 => {
+            let header = object::elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
+            let endian = header.endian().ok()?;
+            let headers = header.program_headers(endian, data).ok()?;
+            Some(headers.iter().any(|header| header.p_type(endian) == object::elf::PT_INTERP))
+        }
+        object::FileKind::Elf32 => {
+            let header = object::elf::FileHeader32::<object::Endianness>::parse(data).ok()?;
+            let endian = header.endian().ok()?;
+            let headers = header.program_headers(endian, data).ok()?;
+            Some(headers.iter().any(|header| header.p_type(endian) == object::elf::PT_INTERP))
+        }
+        _ => None,
+    }
+}
+
 /// `LD_PRELOAD` for a test process: the interposer first, then whatever the environment preloads already.
 pub(crate) fn preload_value(library: &Path) -> std::ffi::OsString {
     let mut value = library.as_os_str().to_owned();
@@ -286,7 +310,7 @@ pub(crate) fn preload_value(library: &Path) -> std::ffi::OsString {
 
 #[cfg(test)]
 mod tests {
-    use super::{Inputs, dep_info_files, manifest};
+    use super::{Inputs, dep_info_files, manifest, preloads};
     use std::fs::File;
     use std::path::Path;
     use std::time::{Duration, SystemTime};
@@ -354,5 +378,14 @@ mod tests {
         assert!(toml.contains_key("workspace"));
         let released: toml::Table = manifest("\"=0.1.0\"").parse().unwrap();
         assert_eq!(released["dependencies"]["ying-preload"].as_str(), Some("=0.1.0"));
+    }
+
+    #[test]
+    fn a_dynamically_linked_executable_takes_the_interposer_and_a_file_that_is_no_executable_is_unknown() {
+        // This test binary is linked as a test binary usually is: with the dynamic loader.
+        assert_eq!(preloads(&std::env::current_exe().unwrap()), Some(true));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("text"), "not an executable").unwrap();
+        assert_eq!(preloads(&dir.path().join("text")), None);
     }
 }

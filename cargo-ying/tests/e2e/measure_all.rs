@@ -468,3 +468,23 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
     assert_eq!(alone.status.code(), Some(2));
     assert!(stderr(&alone).contains("NEXTEST_RUN_ID is not set"), "{}", stderr(&alone));
 }
+
+/// A statically linked test binary reads no `LD_PRELOAD`: measuring it from outside is refused, naming it, rather
+/// than passed with no figures.
+#[test]
+fn a_statically_linked_suite_under_measure_all_is_refused_with_the_reason() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::plain();
+    // `--target`, so that only the tests are linked statically (build scripts and proc macros run on the host).
+    let rustc = std::process::Command::new("rustc").arg("-vV").output().unwrap();
+    let rustc = String::from_utf8_lossy(&rustc.stdout).into_owned();
+    let host = rustc.lines().find_map(|line| line.strip_prefix("host: ")).expect("rustc names its host");
+    let output = fixture.cargo_ying(
+        &["--measure", "all", "--target", host, "--test", "plain"],
+        &[("RUSTFLAGS", "-C target-feature=+crt-static")],
+    );
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("from outside: it is statically linked") && said.contains("deps/plain-"), "{said}");
+    assert!(!said.contains("Starting"), "no test ran: {said}");
+}
