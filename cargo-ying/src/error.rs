@@ -156,6 +156,14 @@ pub(crate) enum Error {
         .0.display()
     )]
     StaticBinary(PathBuf),
+    /// cargo ying was asked to stop (SIGINT, SIGTERM) before the tests ran.
+    #[error("failed to {during}: cargo ying was stopped by {}", crate::signals::name(*signal))]
+    Interrupted {
+        /// What it was doing (`build the tests`).
+        during: &'static str,
+        /// The signal.
+        signal: i32,
+    },
     /// The run's lock is something cargo ying did not make: a link, a named pipe, a device, a directory.
     #[error(
         "failed to lock {}: it is {what}, not the regular file cargo ying makes there; remove it, and cargo ying makes \
@@ -194,6 +202,10 @@ impl Error {
             Self::Metadata(_) => exit_code::CARGO_METADATA_FAILED,
             Self::Build(_) | Self::Interposer(InterposerError::Spawn(_) | InterposerError::Failed(_)) => {
                 exit_code::BUILD_FAILED
+            }
+            Self::Interrupted { signal, .. } => exit_code::stopped_by(*signal),
+            Self::List { source: ListError::Interrupted(_), .. } => {
+                crate::signals::interrupted().map_or(exit_code::TEST_LIST_FAILED, exit_code::stopped_by)
             }
             Self::List { .. } => exit_code::TEST_LIST_FAILED,
             Self::Config { .. }

@@ -17,6 +17,8 @@ use ying_report::exit_code;
 
 /// Runs `cargo ying list`; returns the exit code.
 pub(crate) fn run(args: &ListArgs) -> Result<u8> {
+    // SIGINT and SIGTERM stop the build whole (see `run::process::stop_on_interrupt`).
+    crate::signals::catch();
     let cargo = args.filter.cargo.to_args();
     let workspace = Workspace::open(cargo.manifest_path.as_deref(), &cargo.lock_flags)?;
     let request = settings::request(&args.filter, cargo)?;

@@ -11,6 +11,8 @@ use ying_report::exit_code;
 
 /// Runs `cargo ying setup nextest`; returns the exit code.
 pub(crate) fn nextest(args: &SetupNextestArgs) -> Result<u8> {
+    // SIGINT and SIGTERM stop the build whole (see `run::process::stop_on_interrupt`).
+    crate::signals::catch();
     let workspace = Workspace::open(args.manifest_path.as_deref(), &[])?;
     let path = workspace.root().join(".config").join("nextest.toml");
     let text = match std::fs::read_to_string(&path) {

@@ -26,6 +26,9 @@ use ying_report::{TestId, exit_code};
 
 /// Runs `cargo ying test`; returns the exit code.
 pub(crate) fn run(args: &TestArgs) -> Result<u8> {
+    // From the first moment, SIGINT and SIGTERM stop the run: the build, the listing and the tests alike, each
+    // child's group killed (rather than left to finish, or ignored as a background job's SIGINT is).
+    signals::catch();
     let cargo = args.filter.cargo.to_args();
     let workspace = Workspace::open(cargo.manifest_path.as_deref(), &cargo.lock_flags)?;
     let settings = Settings::resolve(args, cargo, &workspace)?;
@@ -207,9 +210,6 @@ fn run_tests(
     if settings.verbose {
         reporter.note(&runner::describe(options));
     }
-    // From here SIGINT and SIGTERM stop the tests (their process groups killed) and end the run with a summary
-    // marked incomplete, rather than leave the tests running.
-    signals::catch();
     let (started, started_at) = (Instant::now(), SystemTime::now());
     let mut events = LibtestJson::new(settings.message_format, &plan.tests);
     let records = runner::run(&plan.tests, options, |record| {

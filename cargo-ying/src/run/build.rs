@@ -2,6 +2,8 @@
 //! taken from cargo's `compiler-artifact` messages. Compiler diagnostics reach the user as cargo renders them.
 
 use crate::error::{BuildError, Error, Result};
+use crate::run::process;
+use crate::signals;
 use cargo_metadata::{Message, Metadata};
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -84,14 +86,34 @@ pub(crate) fn target_kind(target: &cargo_metadata::Target) -> Option<TargetKind>
 /// Builds the test binaries and returns them, in cargo's order. `verbosity`: cargo's `--quiet` or `--verbose`,
 /// if any.
 pub(crate) fn build(cargo_args: &CargoArgs, metadata: &Metadata, verbosity: Option<&str>) -> Result<Vec<TestBinary>> {
-    let mut child = cargo()
+    let mut command = cargo();
+    command
         .args(["test", "--no-run", "--message-format=json-render-diagnostics"])
         .args(verbosity)
         .args(&cargo_args.args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|error| Error::Build(BuildError::Spawn(error)))?;
+        .stderr(Stdio::inherit());
+    // In a process group of its own, with every rustc it starts: stopped whole when cargo ying is asked to stop,
+    // and by the watchdog when cargo ying is killed.
+    let mut child = process::spawn(&mut command).map_err(|error| Error::Build(BuildError::Spawn(error)))?;
+    let stopper = process::stop_on_interrupt(&child);
+    let binaries = read_binaries(&mut child, metadata);
+    drop(stopper);
+    let status = child.wait().map_err(|error| Error::Build(BuildError::Messages(error)));
+    // What is left of the group (nothing, once cargo exited) goes, and the watchdog forgets it.
+    process::kill_group(&mut child);
+    if let Some(signal) = signals::interrupted() {
+        return Err(Error::Interrupted { during: "build the tests", signal });
+    }
+    let status = status?;
+    if !status.success() {
+        return Err(Error::Build(BuildError::Failed(status)));
+    }
+    binaries
+}
+
+/// The test binaries of cargo's messages on `child`'s standard output, until it ends.
+fn read_binaries(child: &mut std::process::Child, metadata: &Metadata) -> Result<Vec<TestBinary>> {
     let stdout = child.stdout.take().expect("stdout is piped");
     let mut binaries = Vec::new();
     for message in Message::parse_stream(BufReader::new(stdout)) {
@@ -116,10 +138,6 @@ pub(crate) fn build(cargo_args: &CargoArgs, metadata: &Metadata, verbosity: Opti
             path: executable.into_std_path_buf(),
             package_dir,
         });
-    }
-    let status = child.wait().map_err(|error| Error::Build(BuildError::Messages(error)))?;
-    if !status.success() {
-        return Err(Error::Build(BuildError::Failed(status)));
     }
     Ok(binaries)
 }

@@ -9,6 +9,8 @@
 
 use crate::error::{Error, InterposerError, Result};
 use crate::run::build::cargo;
+use crate::run::process;
+use crate::signals;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -98,7 +100,7 @@ pub(crate) fn start(out_dir: &Path, verbosity: Option<&str>, cargo_flags: &[&str
     } else if Inputs::unchanged(&dir) {
         Cargo::Fresh
     } else {
-        let child = command.stderr(Stdio::piped()).spawn().map_err(spawn_failed)?;
+        let child = process::spawn(command.stderr(Stdio::piped())).map_err(spawn_failed)?;
         Cargo::Checking(child)
     };
     Ok(Build { library, dir, started, cargo })
@@ -110,13 +112,16 @@ impl Build {
     pub(crate) fn finish(self, verbose: bool) -> Result<PathBuf> {
         let status = match self.cargo {
             Cargo::Fresh => return Ok(self.library),
-            Cargo::Building(mut command) => command.stderr(Stdio::inherit()).status().map_err(spawn_failed)?,
+            Cargo::Building(mut command) => {
+                let child = process::spawn(command.stderr(Stdio::inherit())).map_err(spawn_failed)?;
+                finished(child)?.0
+            }
             Cargo::Checking(child) => {
-                let output = child.wait_with_output().map_err(spawn_failed)?;
-                if verbose || !output.status.success() {
-                    let _ = std::io::Write::write_all(&mut std::io::stderr(), &output.stderr);
+                let (status, stderr) = finished(child)?;
+                if verbose || !status.success() {
+                    let _ = std::io::Write::write_all(&mut std::io::stderr(), &stderr);
                 }
-                output.status
+                status
             }
         };
         if !status.success() {
@@ -131,9 +136,26 @@ impl Build {
     /// that no cargo outlives the run; a build not started is not run.
     pub(crate) fn abandon(self) {
         if let Cargo::Checking(child) = self.cargo {
-            let _ = child.wait_with_output();
+            let _ = finished(child);
         }
     }
+}
+
+/// Waits for the interposer's cargo, its standard error read (when piped); stops it, its whole group, when cargo
+/// ying is asked to stop.
+fn finished(mut child: Child) -> Result<(std::process::ExitStatus, Vec<u8>)> {
+    let stopper = process::stop_on_interrupt(&child);
+    let mut stderr = Vec::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_end(&mut pipe, &mut stderr);
+    }
+    let status = child.wait().map_err(spawn_failed);
+    drop(stopper);
+    process::kill_group(&mut child);
+    if let Some(signal) = signals::interrupted() {
+        return Err(Error::Interrupted { during: "build the allocation interposer", signal });
+    }
+    Ok((status?, stderr))
 }
 
 /// The error of a `cargo build` of the interposer that could not be started or waited for.

@@ -92,6 +92,45 @@ fn outlive(input: impl BufRead) {
     }
 }
 
+/// Kills the process group of `child` (started by [`spawn`]) when cargo ying is asked to stop, for as long as the
+/// stopper lives: for a child whose output is read, where the reading does not look at interrupts.
+pub(crate) fn stop_on_interrupt(child: &Child) -> Stopper {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let group = i32::try_from(child.id()).ok();
+    let watching = std::sync::Arc::clone(&done);
+    let thread = std::thread::Builder::new().name("ying-stopper".into()).spawn(move || {
+        while !watching.load(std::sync::atomic::Ordering::SeqCst) {
+            if signals::interrupted().is_some() {
+                #[cfg(unix)]
+                if let Some(group) = group {
+                    // SAFETY: kill has no memory effects; a group that is already gone gives ESRCH, which is fine.
+                    unsafe {
+                        libc::kill(-group, libc::SIGKILL);
+                    }
+                }
+                return;
+            }
+            std::thread::sleep(CHECK);
+        }
+    });
+    Stopper { done, thread: thread.ok() }
+}
+
+/// Watches for an interrupt until dropped (see [`stop_on_interrupt`]).
+pub(crate) struct Stopper {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Stopper {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Kills the process group `child` leads (the child and whatever it started that stayed in its group), and tells
 /// the watchdog it is gone.
 pub(crate) fn kill_group(child: &mut Child) {

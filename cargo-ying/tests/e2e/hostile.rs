@@ -282,3 +282,56 @@ fn a_leak_test_forking_200_times_while_another_thread_allocates_ends_and_every_c
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(err.contains("PASS [") && err.contains("hostile forks"), "{err}");
 }
+
+/// The running processes whose command line names `needle` (a cargo or rustc building into a target directory).
+fn processes_naming(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if String::from_utf8_lossy(&cmdline).contains(needle) && alive(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// SIGINT or SIGTERM while the tests are still being built stops the build, every cargo and rustc of it, and the
+/// run: no test runs, and the exit code is the signal's. SIGINT is ignored in the process when it starts, as a
+/// background job of a script has it, which cargo ying must not take for leave to go on.
+#[test]
+fn an_interrupt_during_the_build_stops_it_whole_and_no_test_runs() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    for (signal, name, code) in [(libc::SIGINT, "SIGINT", 130), (libc::SIGTERM, "SIGTERM", 143)] {
+        // A target directory of its own: a build from nothing, under way when the signal comes.
+        let target = tempfile::tempdir().unwrap();
+        let target_dir = target.path().to_str().unwrap();
+        let mut command = fixture.command(&[], &[("CARGO_TARGET_DIR", target_dir)]);
+        command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+        // SAFETY: signal(2) between fork and exec changes only the disposition the child starts with.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().unwrap();
+        // Until rustc builds into the directory.
+        let started = Instant::now();
+        while processes_naming(target_dir).iter().all(|&pid| pid == i32::try_from(child.id()).unwrap()) {
+            assert!(started.elapsed() < Duration::from_secs(120), "the build never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        // SAFETY: signals the cargo-ying process this test started.
+        unsafe { libc::kill(i32::try_from(child.id()).unwrap(), signal) };
+        let status = wait_at_most(&mut child, Duration::from_secs(120));
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(code), "{name}: {err}");
+        assert!(err.contains(&format!("cargo ying was stopped by {name}")), "{name}: {err}");
+        assert!(!err.contains("Starting"), "{name}: no test ran: {err}");
+        assert_gone(&processes_naming(target_dir), &format!("after {name} during the build, cargo and rustc"));
+    }
+}
