@@ -14,7 +14,7 @@ use crate::run::interposer;
 use crate::run::plan::Plan;
 use crate::run::rerun;
 use crate::run::run_lock::RunLock;
-use crate::run::runner::{self, RunOptions};
+use crate::run::runner::{self, Finished, RunOptions};
 use crate::run::symbols::Symbolizer;
 use crate::settings::Settings;
 use crate::signals;
@@ -212,10 +212,13 @@ fn run_tests(
     }
     let (started, started_at) = (Instant::now(), SystemTime::now());
     let mut events = LibtestJson::new(settings.message_format, &plan.tests);
-    let records = runner::run(&plan.tests, options, |record| {
-        reporter.result(record);
-        if let Some(events) = &mut events {
-            events.finished(record);
+    let records = runner::run(&plan.tests, options, |finished| match finished {
+        Finished::Attempt(id, number, attempt) => reporter.attempt(id, *number, attempt),
+        Finished::Test(_, record) => {
+            reporter.result(record);
+            if let Some(events) = &mut events {
+                events.finished(record);
+            }
         }
     });
     if let Some(events) = &mut events {

@@ -4,7 +4,7 @@
 //! terminal, plain lines only.
 
 use crate::gate::Reruns;
-use crate::model::{Outcome, Run, TestRecord, seconds};
+use crate::model::{Attempt, Outcome, Run, TestRecord, seconds};
 use crate::signals;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
@@ -180,19 +180,20 @@ impl Reporter {
         Some(format!("{} [{:>8}] {}{reason}", self.label(style, &label), seconds(result.duration), result.id))
     }
 
-    /// One test's result line (after a line for each failed attempt before it), and its warnings.
+    /// A failed attempt of a test that runs again (`--retries`), as it ends: `TRY 1 FAIL [ 0.012s] my-crate::t x`.
+    pub(crate) fn attempt(&self, id: &TestId, number: usize, attempt: &Attempt) {
+        let Some((label, _)) = outcome_label(&attempt.outcome) else { return };
+        let reason = attempt.outcome.reason().map_or_else(String::new, |reason| format!(" ({reason})"));
+        let duration = seconds(attempt.duration);
+        self.line(&format!("{} [{duration:>8}] {id}{reason}", self.label(RED, &format!("TRY {number} {label}"))));
+    }
+
+    /// One test's result line, and its warnings.
     pub(crate) fn result(&mut self, result: &TestRecord) {
         let Some(line) = self.result_line(result) else { return };
         self.counts.done += 1;
         if result.outcome.is_failure() {
             self.counts.failed += 1;
-        }
-        for (number, attempt) in result.failed_attempts.iter().enumerate() {
-            let reason = attempt.outcome.reason().map_or_else(String::new, |reason| format!(" ({reason})"));
-            let Some((label, _)) = outcome_label(&attempt.outcome) else { continue };
-            let label = format!("TRY {} {label}", number + 1);
-            let duration = seconds(attempt.duration);
-            self.line(&format!("{} [{duration:>8}] {}{reason}", self.label(RED, &label), result.id));
         }
         if !(self.quiet && result.outcome == Outcome::Passed && result.warnings.is_empty()) || result.is_flaky() {
             self.line(&line);

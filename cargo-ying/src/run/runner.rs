@@ -303,12 +303,22 @@ fn skipped(test: &TestCase, outcome: Outcome) -> TestRecord {
     record
 }
 
-/// Runs the `tests` that run (the others are ignored), `options.jobs` at once; `on_result` sees each record as it
+/// What ended, as the run goes: what [`run`] tells its caller.
+pub(crate) enum Finished {
+    /// A failed attempt of a test that runs again (`--retries`): the test, the attempt's number, from 1, and how it
+    /// ended.
+    Attempt(ying_report::TestId, usize, Attempt),
+    /// A test's last attempt, by its index among the tests.
+    Test(usize, Box<TestRecord>),
+}
+
+/// Runs the `tests` that run (the others are ignored), `options.jobs` at once; `on_finished` sees each failed attempt
+/// that is tried again as it ends, and each test's record as it
 /// arrives. Returns every test's record (ignored and not-run tests included), in the order of `tests`.
 pub(crate) fn run(
     tests: &[(TestCase, bool)],
     options: &RunOptions,
-    mut on_result: impl FnMut(&TestRecord),
+    mut on_finished: impl FnMut(&Finished),
 ) -> Vec<TestRecord> {
     let total = tests.len();
     let queue: Mutex<VecDeque<(usize, &TestCase)>> = Mutex::new(VecDeque::new());
@@ -322,7 +332,7 @@ pub(crate) fn run(
     }
     let stop = AtomicBool::new(false);
     let failures = AtomicUsize::new(0);
-    let (sender, receiver) = mpsc::channel::<(usize, TestRecord)>();
+    let (sender, receiver) = mpsc::channel::<Finished>();
     // No more workers than tests: `-j 1000000` starts as many threads as there are tests to run.
     let workers = options.jobs.clamp(1, queue.lock().unwrap().len().max(1));
     std::thread::scope(|scope| {
@@ -342,8 +352,21 @@ pub(crate) fn run(
                         && failed_attempts.len() < options.retries as usize
                         && signals::interrupted().is_none()
                     {
-                        failed_attempts.push(Attempt::of(result));
-                        result = run_one(test, index, options, &scratch);
+                        // Each failed attempt is shown as it ends, as nextest shows them.
+                        let attempt = Attempt::of(result.clone());
+                        if sender
+                            .send(Finished::Attempt(result.id.clone(), failed_attempts.len() + 1, attempt.clone()))
+                            .is_err()
+                        {
+                            break;
+                        }
+                        let again = run_one(test, index, options, &scratch);
+                        if matches!(again.outcome, Outcome::Interrupted(_)) {
+                            // Stopped before it ended: the last attempt that ended is the test's result.
+                            break;
+                        }
+                        failed_attempts.push(attempt);
+                        result = again;
                     }
                     result.failed_attempts = failed_attempts;
                     if result.outcome.is_failure() {
@@ -352,16 +375,18 @@ pub(crate) fn run(
                             stop.store(true, Ordering::Relaxed);
                         }
                     }
-                    if sender.send((index, result)).is_err() {
+                    if sender.send(Finished::Test(index, Box::new(result))).is_err() {
                         break;
                     }
                 }
             });
         }
         drop(sender);
-        for (index, result) in receiver {
-            on_result(&result);
-            results[index] = Some(result);
+        for finished in receiver {
+            on_finished(&finished);
+            if let Finished::Test(index, result) = finished {
+                results[index] = Some(*result);
+            }
         }
     });
     let not_run = match signals::interrupted() {

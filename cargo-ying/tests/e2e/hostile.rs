@@ -335,3 +335,42 @@ fn an_interrupt_during_the_build_stops_it_whole_and_no_test_runs() {
         assert_gone(&processes_naming(target_dir), &format!("after {name} during the build, cargo and rustc"));
     }
 }
+
+/// Each failed attempt of a retried test is shown as it ends (`TRY 2 FAIL`), and a run stopped while the test runs
+/// again keeps the attempts that ended: the test failed, it is not "not run".
+#[test]
+fn retries_are_shown_as_they_end_and_an_interrupt_keeps_the_attempts_that_ended() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let mut command = fixture.command(&["--retries", "50", "-E", "binary(leaks) & test(=box_leak)"], &[]);
+    command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+            let Ok(line) = line else { break };
+            let _ = sender.send(line.clone());
+            all.push(line);
+        }
+        all
+    });
+    // The third failed attempt is shown while the test still runs.
+    let started = Instant::now();
+    loop {
+        let line = receiver.recv_timeout(Duration::from_secs(120)).expect("cargo ying says how the attempts end");
+        if line.trim_start().starts_with("TRY 3 FAIL [") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "no third attempt was shown");
+    }
+    // SAFETY: signals the cargo-ying process this test started.
+    unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGINT) };
+    let status = wait_at_most(&mut child, Duration::from_secs(120));
+    let said = reader.join().unwrap().join("\n");
+    assert_eq!(status.code(), Some(130), "{said}");
+    let test = entry(&summary(&target_dir()), "leaks", "box_leak").clone();
+    assert_eq!(test["outcome"], "failed", "the last attempt that ended is the test's: {test}\n{said}");
+    assert!(test["attempts"].as_u64().unwrap() >= 3, "{test}");
+}
