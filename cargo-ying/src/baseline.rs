@@ -48,6 +48,10 @@ impl BaselineFile {
         let target = ying_report::resolve_symlinks(&self.path).map_err(|why| error(BaselineFileError::Check(why)))?;
         match std::fs::metadata(&target) {
             Ok(metadata) => {
+                // An attribute that forbids any change, whatever the permissions (root's included).
+                if let Some((flag, what)) = locking_attribute(&target) {
+                    return Err(error(BaselineFileError::Attribute { flag, what, directory: false }));
+                }
                 // No write permission for anyone (as root too), or none for this user.
                 if metadata.permissions().readonly() || !writable(&target) {
                     return Err(error(BaselineFileError::ReadOnly { mode: mode(&metadata) }));
@@ -57,6 +61,9 @@ impl BaselineFile {
             Err(why) => return Err(error(BaselineFileError::Check(why))),
         }
         let dir = directory(&target);
+        if let Some((flag, what)) = locking_attribute(dir) {
+            return Err(error(BaselineFileError::Attribute { flag, what, directory: true }));
+        }
         if !writable(dir) {
             return Err(error(BaselineFileError::DirectoryReadOnly(dir.to_owned())));
         }
@@ -120,6 +127,37 @@ fn mode(metadata: &std::fs::Metadata) -> u32 {
 #[cfg(not(unix))]
 fn mode(metadata: &std::fs::Metadata) -> u32 {
     if metadata.permissions().readonly() { 0o444 } else { 0o644 }
+}
+
+/// The attribute of `path` that forbids replacing it whatever its permissions say, as chattr(1) names it with what
+/// it makes the file: `i`, immutable; `a`, append-only. Linux's file attributes (`FS_IOC_GETFLAGS`).
+#[cfg(target_os = "linux")]
+fn locking_attribute(path: &Path) -> Option<(char, &'static str)> {
+    use std::os::fd::AsRawFd as _;
+    // linux/fs.h.
+    const FS_IMMUTABLE_FL: libc::c_long = 0x10;
+    const FS_APPEND_FL: libc::c_long = 0x20;
+    let file = File::open(path).ok()?;
+    let mut flags: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS writes the file's flags (an int) through the pointer, to a zeroed local of at least
+    // that size which outlives the call; the descriptor is open for the call.
+    let got = unsafe { libc::ioctl(file.as_raw_fd(), libc::FS_IOC_GETFLAGS, &raw mut flags) };
+    if got != 0 {
+        return None;
+    }
+    if flags & FS_IMMUTABLE_FL != 0 {
+        Some(('i', "immutable"))
+    } else if flags & FS_APPEND_FL != 0 {
+        Some(('a', "append-only"))
+    } else {
+        None
+    }
+}
+
+/// No attribute forbids changes beyond the permissions here.
+#[cfg(not(target_os = "linux"))]
+fn locking_attribute(_path: &Path) -> Option<(char, &'static str)> {
+    None
 }
 
 /// Whether this process may write `path`: the permissions say no more than `readonly` here.
@@ -286,5 +324,24 @@ mod tests {
         drop(held);
         receiver.recv_timeout(std::time::Duration::from_secs(60)).unwrap();
         saver.join().unwrap();
+    }
+
+    /// An immutable baseline (chattr +i) is not read-only by its mode: the error says what it is and how to lift it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_immutable_baseline_is_named_immutable_not_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ying-baseline.json");
+        Baseline::default().write(&path).unwrap();
+        let chattr = |flag: &str| std::process::Command::new("chattr").arg(flag).arg(&path).status();
+        if !chattr("+i").is_ok_and(|status| status.success()) {
+            eprintln!("chattr +i is not available here (it needs root and a file system with attributes)");
+            return;
+        }
+        let error = BaselineFile::open_to_save(path.clone()).err().map(|error| error.chain());
+        let _ = chattr("-i");
+        let error = error.expect("an immutable baseline cannot be saved");
+        assert!(error.contains("is immutable (chattr +i)") && error.contains("chattr -i"), "{error}");
+        assert!(!error.contains("chmod"), "{error}");
     }
 }

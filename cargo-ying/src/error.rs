@@ -276,6 +276,16 @@ pub(crate) enum BaselineFileError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The file, or its directory, has an attribute that forbids replacing it whatever the permissions say.
+    #[error("{} is {what} (chattr +{flag}); lift it to save the baseline (chattr -{flag})", if *directory { "its directory" } else { "it" })]
+    Attribute {
+        /// The attribute's letter, as chattr(1) names it (`i`, `a`).
+        flag: char,
+        /// What it makes the file (`immutable`, `append-only`).
+        what: &'static str,
+        /// Whether it is the directory's.
+        directory: bool,
+    },
     /// Its directory does not let a file be replaced in it.
     #[error("its directory {} is not writable, and the baseline is replaced by a rename in it", .0.display())]
     DirectoryReadOnly(PathBuf),
