@@ -211,7 +211,7 @@ fn run_tests(
         reporter.note(&runner::describe(options));
     }
     let (started, started_at) = (Instant::now(), SystemTime::now());
-    let mut events = LibtestJson::new(settings.message_format, &plan.tests);
+    let mut events = LibtestJson::new(settings.message_format, &plan.tests, &plan.listed);
     let records = runner::run(&plan.tests, options, |finished| match finished {
         Finished::Attempt(id, number, attempt) => reporter.attempt(id, *number, attempt),
         Finished::Test(_, record) => {

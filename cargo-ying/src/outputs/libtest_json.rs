@@ -9,8 +9,8 @@
 //!
 //! `libtest-json` writes a binary's events together once its last test has finished, as `cargo test` would have
 //! written them; `libtest-json-plus` writes each as it comes, and adds to the suite's events a `nextest` object naming
-//! the crate, the test binary and its kind, as nextest does. Tests that fail-fast left unstarted count as filtered
-//! out. Memory is not in these events: the gate's verdict comes after every test, and summary.json has it.
+//! the crate, the test binary and its kind, as nextest does. Tests the filters left out, and those fail-fast left
+//! unstarted, count as filtered out. Memory is not in these events: the gate's verdict comes after every test, and summary.json has it.
 
 use crate::model::{Outcome, TestRecord};
 use crate::run::discover::TestCase;
@@ -70,8 +70,9 @@ pub(crate) struct LibtestJson {
 }
 
 impl LibtestJson {
-    /// The writer of `format` for a run of `tests` (each with whether it runs); `None` for the human format.
-    pub(crate) fn new(format: MessageFormat, tests: &[(TestCase, bool)]) -> Option<Self> {
+    /// The writer of `format` for a run of `tests` (each with whether it runs) of the binaries' `listed` tests;
+    /// `None` for the human format.
+    pub(crate) fn new(format: MessageFormat, tests: &[(TestCase, bool)], listed: &[TestCase]) -> Option<Self> {
         let plus = match format {
             MessageFormat::Human => return None,
             MessageFormat::LibtestJson => false,
@@ -109,6 +110,14 @@ impl LibtestJson {
                 let _ = writeln!(events, r#"{{"type":"test","event":"ignored","name":{name}}}"#);
             }
             suite_of.insert(test.id(), id);
+        }
+        // The binary's tests the filters (or the partition) left out, as libtest counts them.
+        for test in listed {
+            if let Some(suite) = suites.get_mut(&test.binary.binary_id())
+                && !suite_of.contains_key(&test.id())
+            {
+                suite.filtered += 1;
+            }
         }
         Some(Self { plus, suites, suite_of })
     }

@@ -288,6 +288,12 @@ fn libtest_json_events_go_to_stdout_and_summary_json_has_the_runs_figures() {
     assert!(failed[0]["stdout"].as_str().unwrap().contains("exceeded its budget"), "{}", failed[0]);
     assert!(failed[0]["exec_time"].as_f64().unwrap() > 0.0);
     let end = events.last().unwrap();
+    // The binary's other tests, as libtest counts them: listed, not run (`helper_thread_leak_process` is ignored
+    // and filtered out too).
+    let listed = fixture.subcommand("list", &["-T", "json", "-E", "binary(leaks)"], &[]).output().unwrap();
+    let listed: serde_json::Value = serde_json::from_str(&stdout(&listed)).unwrap();
+    let in_binary = listed["rust-suites"]["leak-fixtures::leaks"]["testcases"].as_object().unwrap().len();
+    assert_eq!(end["filtered_out"], in_binary - 3, "{end}");
     assert_eq!(
         (&end["type"], &end["event"], &end["passed"], &end["failed"]),
         (&"suite".into(), &"failed".into(), &2.into(), &1.into())
