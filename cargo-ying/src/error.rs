@@ -120,7 +120,7 @@ pub(crate) enum Error {
         source: ManifestError,
     },
     /// The allocation interposer of `--measure all` could not be had.
-    #[error("failed to build the allocation interposer of `--measure all`")]
+    #[error("failed to set up the allocation interposer of `--measure all`")]
     Interposer(#[source] InterposerError),
     /// `.config/nextest.toml` could not take the profile `ying`.
     #[error("failed to add the profile `ying` to {}", path.display())]
@@ -200,9 +200,7 @@ impl Error {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Self::Metadata(_) => exit_code::CARGO_METADATA_FAILED,
-            Self::Build(_) | Self::Interposer(InterposerError::Spawn(_) | InterposerError::Failed(_)) => {
-                exit_code::BUILD_FAILED
-            }
+            Self::Build(_) => exit_code::BUILD_FAILED,
             Self::Interrupted { signal, .. } => exit_code::stopped_by(*signal),
             Self::List { source: ListError::Interrupted(_), .. } => {
                 crate::signals::interrupted().map_or(exit_code::TEST_LIST_FAILED, exit_code::stopped_by)
@@ -218,7 +216,7 @@ impl Error {
             | Self::ReadReport { .. }
             | Self::ReadComparison { .. }
             | Self::Manifest { .. }
-            | Self::Interposer(InterposerError::Unsupported)
+            | Self::Interposer(_)
             | Self::NextestConfig { .. }
             | Self::NextestProfile { .. }
             | Self::Wrap(_)
@@ -325,12 +323,18 @@ pub(crate) enum InterposerError {
          (`#[ying::leak_test]`)"
     )]
     Unsupported,
-    /// cargo could not be started.
-    #[error("could not run cargo build")]
-    Spawn(#[source] std::io::Error),
-    /// It failed; it has printed why.
-    #[error("cargo build exited with {0}")]
-    Failed(ExitStatus),
+    /// There is no cache directory to write it to.
+    #[error("neither XDG_CACHE_HOME nor HOME names a directory to keep it in; set one")]
+    NoCacheDirectory,
+    /// It could not be written there.
+    #[error("could not write {}", path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Why the profile `ying` could not be added to .config/nextest.toml.
@@ -399,13 +403,6 @@ pub(crate) enum WrapError {
     /// nextest's binary id is not one.
     #[error("nextest's binary id `{0}` is not of the form `package`, `package::name` or `package::kind/name`")]
     BinaryId(String),
-    /// There is no interposer beside the test binary.
-    #[error(
-        "there is no allocation interposer in the target directory of {}: run `cargo ying setup nextest` (which builds \
-         it), and archive with `cargo nextest archive --profile ying` (which carries it)",
-        .0.display()
-    )]
-    NoInterposer(PathBuf),
     /// The test binary is statically linked.
     #[error(
         "{} is statically linked: no dynamic loader reads LD_PRELOAD in it, so the interposer cannot measure it; \
@@ -508,7 +505,6 @@ mod tests {
         let failed = std::process::ExitStatus::from_raw(101 << 8);
         let build = Error::Build(super::BuildError::Failed(failed));
         assert_eq!(build.exit_code(), exit_code::BUILD_FAILED);
-        assert_eq!(Error::Interposer(InterposerError::Failed(failed)).exit_code(), exit_code::BUILD_FAILED);
         let list = Error::List { binary: "t".into(), source: super::ListError::Interrupted("SIGINT".into()) };
         assert_eq!(list.exit_code(), exit_code::TEST_LIST_FAILED);
         let metadata = Error::Metadata(cargo_metadata::Error::CargoMetadata { stderr: String::new() });
@@ -521,7 +517,7 @@ mod tests {
         assert_eq!(error.exit_code(), exit_code::USAGE);
         assert_eq!(
             error.chain(),
-            "failed to build the allocation interposer of `--measure all`: there is none for this platform, only \
+            "failed to set up the allocation interposer of `--measure all`: there is none for this platform, only \
              for Linux with glibc; here ying measures leak tests (`#[ying::leak_test]`)"
         );
     }

@@ -1,6 +1,5 @@
-//! `cargo ying setup nextest`: adds the profile `ying` to `.config/nextest.toml` (see `nextest::profile`) and builds
-//! the allocation interposer into the target directory, where the wrapper finds it beside the tests and nextest's
-//! archives of the profile take it.
+//! `cargo ying setup nextest`: adds the profile `ying` to `.config/nextest.toml` (see `nextest::profile`), and makes
+//! the allocation interposer ready, as the wrapper then finds it (`run::interposer::library`).
 
 use crate::cli::SetupNextestArgs;
 use crate::error::{Error, Result};
@@ -25,8 +24,8 @@ pub(crate) fn nextest(args: &SetupNextestArgs) -> Result<u8> {
         print!("{}", if let Change::Added(text) = &change { text } else { &text });
         return Ok(exit_code::OK);
     }
-    // Built before the file names it: a profile whose tests would all fail for want of it is never written.
-    let library = interposer::start(&workspace.out_dir(None), None, &[])?.finish(false)?;
+    // Ready before the file names it: a profile whose tests would all fail for want of it is never written.
+    let library = interposer::library()?;
     match change {
         Change::Added(text) => {
             let dir = path.parent().expect("the file is in .config");

@@ -76,26 +76,13 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     ending::close(&run, &ending, &reporter, baseline)
 }
 
-/// `--no-run`: builds the test binaries and, under `--measure all`, the interposer, as a run would, and runs
-/// nothing: no test is listed, and nothing of a run's is written.
+/// `--no-run`: builds the test binaries (and, under `--measure all`, makes the interposer ready) as a run would, and
+/// runs nothing: no test is listed, and nothing of a run's is written.
 fn build_only(settings: &Settings, workspace: &Workspace) -> Result<u8> {
-    let verbosity = settings.verbosity();
-    let interposer = match settings.measure {
-        Measure::All => Some(interposer::start(&settings.out_dir, verbosity, &settings.request.cargo.network_flags())?),
-        Measure::LeakTests => None,
-    };
-    let built = match build::build(&settings.request.cargo, &workspace.metadata, verbosity) {
-        Ok(built) => built,
-        Err(error) => {
-            if let Some(interposer) = interposer {
-                interposer.abandon();
-            }
-            return Err(error);
-        }
-    };
-    if let Some(interposer) = interposer {
-        interposer.finish(settings.verbose)?;
+    if settings.measure == Measure::All {
+        interposer::library()?;
     }
+    let built = build::build(&settings.request.cargo, &workspace.metadata, settings.verbosity())?;
     if !settings.quiet {
         let binaries = built.len();
         eprintln!(
@@ -107,14 +94,12 @@ fn build_only(settings: &Settings, workspace: &Workspace) -> Result<u8> {
     Ok(exit_code::OK)
 }
 
-/// Builds the tests (and, under `--measure all`, the interposer beside them) and plans the run, or finds that no test
-/// is selected to run.
+/// Makes the interposer ready (under `--measure all`), builds the tests and plans the run, or finds that no test is
+/// selected to run.
 fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
     let verbosity = settings.verbosity();
-    // Checked while the tests are built and listed; a first build runs after theirs (a build error of the tests
-    // comes first), before any test runs.
-    let mut interposer = match settings.measure {
-        Measure::All => Some(interposer::start(&settings.out_dir, verbosity, &settings.request.cargo.network_flags())?),
+    let interposer = match settings.measure {
+        Measure::All => Some(interposer::library()?),
         Measure::LeakTests => None,
     };
     let symbolizer =
@@ -129,12 +114,7 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
     });
     let plan = match planned {
         Ok(plan) if plan.selected > 0 => plan,
-        none_or_error => {
-            if let Some(build) = interposer.take() {
-                build.abandon();
-            }
-            return none_or_error.map(|plan| Prepared::NoTests(plan.not_run));
-        }
+        none_or_error => return none_or_error.map(|plan| Prepared::NoTests(plan.not_run)),
     };
     // A statically linked binary never reads LD_PRELOAD: its tests would pass unmeasured.
     let statically_linked = plan
@@ -143,12 +123,8 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
         .filter(|binary| plan.running().any(|test| Arc::ptr_eq(&test.binary, binary)))
         .find(|binary| interposer.is_some() && interposer::preloads(&binary.path) == Some(false));
     if let Some(binary) = statically_linked {
-        if let Some(build) = interposer.take() {
-            build.abandon();
-        }
         return Err(Error::StaticBinary(binary.path.clone()));
     }
-    let interposer = interposer.map(|build| build.finish(settings.verbose)).transpose()?;
     let options = RunOptions {
         jobs: settings.jobs,
         timeout: settings.timeout,

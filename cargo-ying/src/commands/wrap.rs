@@ -12,14 +12,12 @@
 //! Where things are: the target directory is the one the test binary is in (cargo keeps its `.rustc_info.json`
 //! there, and `cargo ying gate` finds the same directory through `cargo metadata`), or, for a binary extracted
 //! from an archive, the workspace's (`CARGO_TARGET_DIR`, else `target` under its root; `cargo ying gate
-//! --workspace-remap` reads it the same way).
-//! The interposer is the one in the binary's target directory, which `cargo ying setup nextest` builds and
-//! `cargo nextest archive --profile ying` carries.
+//! --workspace-remap` reads it the same way). The interposer is the one cargo-ying carries (`run::interposer`):
+//! a machine that runs an archive's tests needs cargo-ying, nothing more.
 
 use crate::cli::WrapArgs;
 use crate::error::{Error, Result, WrapError};
 use crate::model::Outcome;
-use crate::nextest::profile::INTERPOSER_IN_TARGET;
 use crate::nextest::record::{self, Record};
 use crate::run::collect::take_report;
 use crate::run::known_code::KnownCodes;
@@ -54,11 +52,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let ancestors: Vec<&Path> = binary.ancestors().skip(1).take(LEVELS).collect();
     let target_dir = ancestors.iter().find(|dir| dir.join(".rustc_info.json").is_file());
     let out_dir = target_dir.map_or_else(|| place.out_dir(None), |dir| dir.join("ying"));
-    let interposer = ancestors
-        .iter()
-        .map(|dir| dir.join(INTERPOSER_IN_TARGET))
-        .find(|library| library.is_file())
-        .ok_or_else(|| Error::Wrap(WrapError::NoInterposer(binary.clone())))?;
+    let interposer = crate::run::interposer::library()?;
 
     if crate::run::interposer::preloads(&binary) == Some(false) {
         return Err(Error::Wrap(WrapError::StaticBinary(binary)));

@@ -1,7 +1,6 @@
 //! The nextest profile `ying` that `cargo ying setup nextest` writes into `.config/nextest.toml`: a wrapper script
-//! that is cargo-ying itself (`cargo-ying ying wrap`, see `commands::wrap`), a rule that runs every test through it,
-//! and the allocation interposer added to the profile's archives, so that `cargo nextest archive --profile ying`
-//! carries it to the machine that runs the tests.
+//! that is cargo-ying itself (`cargo-ying ying wrap`, see `commands::wrap`), and a rule that runs every test through
+//! it. The wrapper carries the allocation interposer: an archive of the profile's tests needs nothing more.
 //!
 //! The file is edited, not replaced: what is in it stays as written (comments, order, layout). `wrapper-scripts` is
 //! added to its `experimental` list; the script and the profile are added, or left alone when they are there as
@@ -9,7 +8,7 @@
 //! it was, and the error names the table.
 
 use crate::error::{Conflict, NextestConfigError};
-use toml_edit::{DocumentMut, Item, Table, Value};
+use toml_edit::{DocumentMut, Item, Table};
 
 /// The profile's name, as `cargo nextest run --profile ying` takes it.
 pub(crate) const PROFILE: &str = "ying";
@@ -17,8 +16,6 @@ pub(crate) const PROFILE: &str = "ying";
 pub(crate) const SCRIPT: &str = "ying";
 /// The wrapper's command line: cargo-ying, found on the `PATH` as cargo finds it for `cargo ying`.
 pub(crate) const WRAPPER_COMMAND: &str = "cargo-ying ying wrap";
-/// Where the interposer is in the target directory (see `run::interposer`), as the profile's archives include it.
-pub(crate) const INTERPOSER_IN_TARGET: &str = "ying/interposer/target/release/libying_interposer.so";
 
 /// What setup adds, as it is written into a file that has none of it.
 fn template() -> String {
@@ -30,12 +27,6 @@ experimental = ["wrapper-scripts"]
 
 [scripts.wrapper.{SCRIPT}]
 command = "{WRAPPER_COMMAND}"
-
-[profile.{PROFILE}]
-# `cargo nextest archive --profile {PROFILE}` carries the allocation interposer with the tests.
-archive.include = [
-    {{ path = "{INTERPOSER_IN_TARGET}", relative-to = "target", on-missing = "error" }},
-]
 
 [[profile.{PROFILE}.scripts]]
 filter = "all()"
@@ -92,7 +83,7 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
         Some(_) => return Err(NextestConfigError::Conflict(Conflict { what: format!("[scripts.wrapper.{SCRIPT}]") })),
     }
 
-    // `[profile.ying]`, with its archive's interposer and its rule.
+    // `[profile.ying]`, with its rule.
     let profiles = implicit_table(document.as_table_mut(), "profile")?;
     match profiles.get(PROFILE) {
         None => {
@@ -105,24 +96,14 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
     Ok(if changed { Change::Added(document.to_string()) } else { Change::AlreadySet })
 }
 
-/// Whether `profile` runs every test through the script and archives the interposer.
+/// Whether `profile` runs every test through the script.
 fn is_ours(profile: &Item) -> bool {
-    let wraps = profile.get("scripts").and_then(Item::as_array_of_tables).is_some_and(|rules| {
+    profile.get("scripts").and_then(Item::as_array_of_tables).is_some_and(|rules| {
         rules.iter().any(|rule| {
             rule.get("run-wrapper").and_then(Item::as_str) == Some(SCRIPT)
                 && rule.get("filter").and_then(Item::as_str) == Some("all()")
         })
-    });
-    let archives = profile
-        .get("archive")
-        .and_then(|archive| archive.get("include"))
-        .and_then(Item::as_array)
-        .is_some_and(|include| include.iter().any(includes_interposer));
-    wraps && archives
-}
-
-fn includes_interposer(entry: &Value) -> bool {
-    entry.as_inline_table().and_then(|entry| entry.get("path")).and_then(Value::as_str) == Some(INTERPOSER_IN_TARGET)
+    })
 }
 
 /// The table `key` of `table`, created implicit (no header of its own) when absent.
@@ -169,7 +150,7 @@ mod tests {
             parsed["experimental"].as_array().unwrap().iter().map(|item| item.as_str().unwrap()).collect();
         assert_eq!(experimental, ["setup-scripts", "wrapper-scripts"]);
         assert_eq!(parsed["profile"]["ci"]["retries"].as_integer(), Some(2));
-        assert_eq!(parsed["profile"]["ying"]["archive"]["include"][0]["relative-to"].as_str(), Some("target"));
+        assert_eq!(parsed["profile"]["ying"]["scripts"][0]["filter"].as_str(), Some("all()"));
         assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
     }
 

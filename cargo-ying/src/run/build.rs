@@ -36,13 +36,6 @@ impl CargoArgs {
     pub(crate) fn builds_default_targets(&self) -> bool {
         !self.selects_targets && !self.selects_packages
     }
-
-    /// `--offline` when the run is to stay off the network (`--offline` or `--frozen`), for cargo ying's own
-    /// builds beside the tests' (whose lock files are cargo ying's, not the workspace's).
-    pub(crate) fn network_flags(&self) -> Vec<&'static str> {
-        let offline = self.lock_flags.iter().any(|flag| matches!(*flag, "--offline" | "--frozen"));
-        if offline { vec!["--offline"] } else { Vec::new() }
-    }
 }
 
 /// One test executable.
