@@ -4,14 +4,17 @@
 //!
 //! The library is built from the `ying-preload` beside this package, with this workspace's lock file, by a cargo of
 //! its own in `OUT_DIR` (a workspace of its own, released, with line tables for the names of its own frames), and
-//! without the flags of the build around it (a `-C target-cpu`, say, is harmless; a sanitizer is not). Where there
-//! is no interposer (not Linux with glibc), the binary carries an empty one, and `--measure all` says so.
+//! without the flags of the build around it (a `-C target-cpu`, say, is harmless; a sanitizer is not), its paths
+//! remapped so that it names no directory of the machine it was built on. Where there is no interposer (not Linux
+//! with glibc), the binary carries an empty one, and `--measure all` says so.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The library's file name.
 const LIBRARY: &str = "libying_interposer.so";
+/// What the workspace's directory is called in the library.
+const REMAPPED: &str = "/ying";
 
 fn main() {
     let manifest_dir = PathBuf::from(var("CARGO_MANIFEST_DIR"));
@@ -40,16 +43,17 @@ fn main() {
     let mut cargo = Command::new(var("CARGO"));
     cargo.args(["build", "--release", "--quiet", "--manifest-path"]).arg(dir.join("Cargo.toml"));
     cargo.arg("--target-dir").arg(&target);
-    for flags in [
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "RUSTC_WORKSPACE_WRAPPER",
-    ] {
+    for flags in
+        ["RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER"]
+    {
         cargo.env_remove(flags);
     }
+    // The sources' directory is named `/ying` in the library (its line tables, its panics' locations): the binary
+    // that carries it names no directory of this machine. The runtime is told where its source then is, for the
+    // frames it trims.
+    let remap = format!("--remap-path-prefix={}={REMAPPED}", workspace.display());
+    cargo.env("CARGO_ENCODED_RUSTFLAGS", remap);
+    cargo.env("YING_REMAPPED_RUNTIME_SOURCE", format!("{REMAPPED}/ying-runtime/src/"));
     let status = cargo.status().expect("cargo runs");
     assert!(status.success(), "building the allocation interposer failed: {status}");
     std::fs::copy(target.join("release").join(LIBRARY), &library).expect("the interposer was built");

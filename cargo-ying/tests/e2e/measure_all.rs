@@ -488,3 +488,34 @@ fn a_statically_linked_suite_under_measure_all_is_refused_with_the_reason() {
     assert!(said.contains("from outside: it is statically linked") && said.contains("deps/plain-"), "{said}");
     assert!(!said.contains("Starting"), "no test ran: {said}");
 }
+
+/// The interposer travels with cargo-ying: a run in a fresh target directory, for a user with an empty cache,
+/// builds nothing of it and passes; the library is written to the user's cache, and names no directory of the
+/// machine cargo-ying was built on.
+#[test]
+fn the_interposer_is_carried_by_cargo_ying_and_written_to_the_users_cache_not_built() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::plain();
+    let cache = tempfile::tempdir().unwrap();
+    let target = tempfile::tempdir().unwrap();
+    let envs =
+        [("XDG_CACHE_HOME", cache.path().to_str().unwrap()), ("CARGO_TARGET_DIR", target.path().to_str().unwrap())];
+    let output = fixture.cargo_ying(&["--measure", "all", "--test", "plain", "leaks_a_box", "--", "--exact"], &envs);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert!(!said.contains("ying-interposer") && !target.path().join("ying/interposer").exists(), "{said}");
+    let summary = summary(target.path());
+    assert_eq!(entry(&summary, "plain", "leaks_a_box")["retained_bytes"], 1000);
+    let libraries: Vec<std::path::PathBuf> = std::fs::read_dir(cache.path().join("ying/interposer"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path().join("libying_interposer.so"))
+        .collect();
+    assert_eq!(libraries.len(), 1, "one library for this version and checksum: {libraries:?}");
+    let library = std::fs::read(&libraries[0]).unwrap();
+    let repository = super::repository().display().to_string();
+    assert!(
+        !library.windows(repository.len()).any(|window| window == repository.as_bytes()),
+        "the library names {repository}"
+    );
+}

@@ -38,8 +38,14 @@ fn resolve_ip(ip: usize) -> Arc<[Frame]> {
     frames
 }
 
-/// Where the profiler's own source lives, as debug information records it.
-pub(crate) const OWN_SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
+/// Where the profiler's own source lives, as debug information records it: its package's directory, or, in a build
+/// whose paths are remapped (`--remap-path-prefix`, as cargo-ying's build of the allocation interposer does, so
+/// that the installed binary names no directory of the machine it was built on), the remapped directory that build
+/// gives in `YING_REMAPPED_RUNTIME_SOURCE`.
+pub(crate) const OWN_SOURCE: &str = match option_env!("YING_REMAPPED_RUNTIME_SOURCE") {
+    Some(remapped) => remapped,
+    None => concat!(env!("CARGO_MANIFEST_DIR"), "/src/"),
+};
 
 /// The trimming rules for stacks this runtime captures.
 pub(crate) const TRIM: Trim<'static> = Trim::new(OWN_SOURCE);
