@@ -119,8 +119,8 @@ pub(crate) struct Attempt {
 
 impl Attempt {
     /// The attempt `record` was.
-    pub(crate) fn of(record: TestRecord) -> Self {
-        Self { outcome: record.outcome, duration: record.duration }
+    pub(crate) fn of(record: &TestRecord) -> Self {
+        Self { outcome: record.outcome.clone(), duration: record.duration }
     }
 }
 

@@ -51,19 +51,16 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     }
 
     artifacts::prepare(&out_dir)?;
-    let started_at = records
-        .iter()
-        .filter_map(|record| humantime::parse_rfc3339(&record.started_at).ok())
-        .min()
-        .unwrap_or_else(SystemTime::now);
-    let ended = records
+    // Each test's start and end, its start read once.
+    let spans: Vec<(SystemTime, SystemTime)> = records
         .iter()
         .filter_map(|record| {
             let start = humantime::parse_rfc3339(&record.started_at).ok()?;
-            Some(start + Duration::from_secs_f64(record.duration.max(0.0)))
+            Some((start, start + Duration::from_secs_f64(record.duration.max(0.0))))
         })
-        .max()
-        .unwrap_or(started_at);
+        .collect();
+    let started_at = spans.iter().map(|(start, _)| *start).min().unwrap_or_else(SystemTime::now);
+    let ended = spans.iter().map(|(_, end)| *end).max().unwrap_or(started_at);
     let mut tests = Vec::with_capacity(records.len());
     for record in records {
         tests.push(test_record(record, &run_dir, &out_dir)?);

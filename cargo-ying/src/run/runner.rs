@@ -353,7 +353,7 @@ pub(crate) fn run(
                         && signals::interrupted().is_none()
                     {
                         // Each failed attempt is shown as it ends, as nextest shows them.
-                        let attempt = Attempt::of(result.clone());
+                        let attempt = Attempt::of(&result);
                         if sender
                             .send(Finished::Attempt(result.id.clone(), failed_attempts.len() + 1, attempt.clone()))
                             .is_err()
