@@ -202,6 +202,14 @@ impl TestRecord {
         }
     }
 
+    /// The leak test's message (why it failed) when its captured output does not hold it: a test that closed its
+    /// standard error, or whose harness lost it. What the terminal adds under the output.
+    pub(crate) fn message_not_in_output(&self) -> Option<&str> {
+        let message = self.leak.as_ref()?.report.message.as_deref()?;
+        let first = message.lines().next()?;
+        (!self.output.contains(first)).then_some(message)
+    }
+
     /// Where a regressed test's memory grew ([`gate::grown_sites`]), as every output lists it: a line per site in
     /// the words of [`ying_frames::why::site_line`] (size, blocks, type, why it is still there, file:line), at most
     /// [`SHOWN_SITES`], then `... and 3 more`. Empty unless the gate's verdict is that the test regressed.

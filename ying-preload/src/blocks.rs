@@ -6,6 +6,10 @@
 //! distance back to the C library's block and the size asked for. Every block of the process comes from here, from
 //! the first `malloc` on (the interposer is loaded before the program's first allocation), so every pointer the
 //! program frees has its header.
+//!
+//! The header is sealed with the address it belongs to, and the seal is broken when the block is freed, so a
+//! block freed twice (whose header the C library has since written over) or an address that was never a block is
+//! told apart from a live block, instead of being trusted as one.
 
 use crate::libc_malloc::{__libc_calloc, __libc_free, __libc_malloc, __libc_memalign, __libc_realloc};
 use crate::own::{MALLOC_ALIGN, realloc_by_copy};
@@ -19,10 +23,37 @@ const _: () = assert!(size_of::<Header>() <= HEADER && HEADER.is_multiple_of(MAL
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct Header {
-    /// From the C library's block to the program's address: [`HEADER`], or the alignment of an over-aligned block.
-    offset: usize,
     /// The size the program asked for.
     size: usize,
+    /// The distance from the C library's block to the program's address ([`HEADER`], or the alignment of an
+    /// over-aligned block), as its base-2 logarithm in the low byte, the rest a hash of the address and the size.
+    seal: usize,
+}
+
+/// The bits of [`Header::seal`] that hold the offset's logarithm.
+const OFFSET_BITS: usize = 0xFF;
+
+impl Header {
+    /// The header of the block at `user`, `offset` bytes into the C library's block, of `size` bytes asked for.
+    fn new(user: *mut u8, offset: usize, size: usize) -> Self {
+        let hash = (user.addr() ^ size).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Self { size, seal: (hash & !OFFSET_BITS) | offset.trailing_zeros() as usize }
+    }
+
+    /// The header of no block: what a block's header becomes as it is freed.
+    const BROKEN: Self = Self { size: 0, seal: 0 };
+
+    /// The offset of the block at `user`, when this is the header [`Header::new`] made for it: `None` for a
+    /// block freed already (its header broken, or the C library's since) or an address that was never a block.
+    fn offset(self, user: *mut u8) -> Option<usize> {
+        let offset = 1_usize.checked_shl(u32::try_from(self.seal & OFFSET_BITS).ok()?)?;
+        (offset >= HEADER && Self::new(user, offset, self.size).seal == self.seal).then_some(offset)
+    }
+
+    /// The offset this header keeps, known to be one [`Header::new`] made.
+    fn offset_unchecked(self) -> usize {
+        1 << (self.seal & OFFSET_BITS)
+    }
 }
 
 /// The header of the block the program knows as `user`.
@@ -36,17 +67,20 @@ unsafe fn header(user: *mut u8) -> *mut Header {
     unsafe { user.sub(HEADER).cast() }
 }
 
-/// The layout the program's block `user` was allocated with: the size asked for, and its alignment.
+/// The layout the program's block `user` was allocated with (the size asked for, and its alignment), or `None`
+/// when `user` is not a live block of ours: freed already, or never one.
 ///
 /// # Safety
 ///
-/// `user` is an address [`Blocks`] returned, not yet freed.
-pub(crate) unsafe fn layout_of(user: *mut u8) -> Layout {
-    // SAFETY: the header of a live block of ours (the caller's contract), written when the block was made.
-    let Header { offset, size } = unsafe { header(user).read() };
+/// `user` is an address the program holds as a block: the 16 bytes before it are readable. (Any block of the C
+/// library's has them, freed or not, unless it was a mapping of its own, now unmapped, as glibc itself assumes.)
+pub(crate) unsafe fn layout_of(user: *mut u8) -> Option<Layout> {
+    // SAFETY: the bytes before a block the program holds (the caller's contract).
+    let header = unsafe { header(user).read() };
+    let offset = header.offset(user)?;
     let align = if offset == HEADER { MALLOC_ALIGN } else { offset };
     // SAFETY: the size and alignment of a layout the block was allocated with (an alignment is a power of two).
-    unsafe { Layout::from_size_align_unchecked(size, align) }
+    Some(unsafe { Layout::from_size_align_unchecked(header.size, align) })
 }
 
 /// The C library's allocator, each block with its [`Header`]: the provider of the interposer's profiler.
@@ -66,7 +100,7 @@ impl Blocks {
         // SAFETY: `offset` bytes into a block longer than that (the caller's contract), with room for the header.
         unsafe {
             let user = raw.add(offset);
-            header(user).write(Header { offset, size });
+            header(user).write(Header::new(user, offset, size));
             user
         }
     }
@@ -106,16 +140,17 @@ unsafe impl GlobalAlloc for Blocks {
 
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
         // SAFETY: `ptr` is a live block of ours (the caller's contract); its header says where the C library's
-        // block starts, which goes back to it once.
+        // block starts, which goes back to it once, its header broken first.
         unsafe {
-            let Header { offset, .. } = header(ptr).read();
+            let offset = header(ptr).read().offset_unchecked();
+            header(ptr).write(Header::BROKEN);
             __libc_free(ptr.sub(offset).cast());
         }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: `ptr` is a live block of ours (the caller's contract).
-        let Header { offset, .. } = unsafe { header(ptr).read() };
+        let offset = unsafe { header(ptr).read() }.offset_unchecked();
         if offset == HEADER {
             let Some(total) = new_size.checked_add(HEADER) else { return core::ptr::null_mut() };
             // SAFETY: the C library's block of `ptr`, resized; its contents (the header first) move with it, and

@@ -9,6 +9,7 @@ use crate::blocks::{Blocks, layout_of};
 use crate::own::MALLOC_ALIGN;
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;
+use core::fmt::Write as _;
 use ying::YingProfiler;
 
 /// The profiler every allocation of the process goes through. The interposer changes no allocation's outcome:
@@ -72,8 +73,48 @@ pub(crate) unsafe extern "C" fn free(ptr: *mut c_void) {
         return;
     }
     let ptr = ptr.cast::<u8>();
-    // SAFETY: a live block of ours (the caller's contract), freed with the layout its header keeps.
-    unsafe { PROFILER.dealloc(ptr, layout_of(ptr)) }
+    // SAFETY: a block the program holds (the caller's contract); the bytes before it are readable.
+    let Some(layout) = (unsafe { layout_of(ptr) }) else { not_a_block("free", ptr) };
+    // SAFETY: a live block of ours, freed with the layout its header keeps.
+    unsafe { PROFILER.dealloc(ptr, layout) }
+}
+
+/// Ends the process as glibc does when `function` (`free`, `realloc`) is passed `ptr`, which is no live block:
+/// freed already, or never allocated. Says so first on standard error, starting `ying: `, without allocating.
+#[cold]
+fn not_a_block(function: &str, ptr: *mut u8) -> ! {
+    let mut line = Line::default();
+    // A line longer than the buffer is cut; the writes cannot fail otherwise.
+    let _ = writeln!(
+        line,
+        "ying: {function}({ptr:p}): double free or invalid pointer: the block was freed already, or never \
+         allocated; aborting"
+    );
+    // SAFETY: the buffer's written bytes; a failed write of a process that is about to end changes nothing.
+    unsafe { libc::write(libc::STDERR_FILENO, line.bytes.as_ptr().cast(), line.len) };
+    // SAFETY: `abort` ends the process; nothing after it runs.
+    unsafe { libc::abort() }
+}
+
+/// A line of text in a fixed buffer, for what is written where nothing may allocate.
+struct Line {
+    bytes: [u8; 192],
+    len: usize,
+}
+
+impl Default for Line {
+    fn default() -> Self {
+        Self { bytes: [0; 192], len: 0 }
+    }
+}
+
+impl core::fmt::Write for Line {
+    fn write_str(&mut self, text: &str) -> core::fmt::Result {
+        let end = self.len.checked_add(text.len()).filter(|&end| end <= self.bytes.len()).ok_or(core::fmt::Error)?;
+        self.bytes[self.len..end].copy_from_slice(text.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 /// `realloc(3)`: `realloc(NULL, n)` allocates, `realloc(p, 0)` frees `p` and returns null (glibc's meaning).
@@ -92,10 +133,11 @@ pub(crate) unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c
         return core::ptr::null_mut();
     }
     let ptr = ptr.cast::<u8>();
+    // SAFETY: a block the program holds (the caller's contract); the bytes before it are readable.
+    let Some(layout) = (unsafe { layout_of(ptr) }) else { not_a_block("realloc", ptr) };
     // SAFETY: a live block of ours with the layout its header keeps; the new size, at that alignment, cannot
     // overflow a layout (checked first).
     unsafe {
-        let layout = layout_of(ptr);
         if Layout::from_size_align(size, layout.align()).is_err() {
             set_errno(libc::ENOMEM);
             return core::ptr::null_mut();
@@ -215,6 +257,7 @@ pub(crate) unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
     if ptr.is_null() {
         return 0;
     }
-    // SAFETY: a live block of ours (the caller's contract).
-    unsafe { layout_of(ptr.cast()) }.size()
+    // SAFETY: a block the program holds (the caller's contract). One that is not a live block has no usable
+    // bytes, as glibc answers for a freed one.
+    unsafe { layout_of(ptr.cast()) }.map_or(0, |layout| layout.size())
 }

@@ -115,6 +115,41 @@ fn what_a_spawned_thread_leaks_is_the_tests() {
     assert!(sites[0].2.iter().any(|function| function.starts_with("interposed::subject_thread_leaks_2000")));
 }
 
+/// Runs `subject` alone under the interposer, expecting it to be ended by SIGABRT, and returns its standard error.
+fn aborted(subject: &str) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    let reports = tempfile::tempdir().unwrap();
+    let identity = TestIdentity::new("ying-preload", None, "interposed", subject, "", 0);
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", subject, "--include-ignored", "--nocapture", "--test-threads=1"])
+        .env("LD_PRELOAD", interposer())
+        .env(MEASURE_TEST_ENV, serde_json::to_string(&identity).unwrap())
+        .env(REPORT_DIR_ENV, reports.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.signal(), Some(libc::SIGABRT), "{subject} ended as {:?}:\n{stderr}", output.status);
+    stderr
+}
+
+#[test]
+fn a_block_freed_twice_is_named_and_the_process_aborts_as_under_glibc() {
+    for (subject, function) in [
+        ("subject_double_free", "free"),
+        ("subject_double_free_aligned", "free"),
+        ("subject_realloc_after_free", "realloc"),
+        ("subject_free_inside_a_block", "free"),
+    ] {
+        let stderr = aborted(subject);
+        let said = stderr.lines().find(|line| line.starts_with(&format!("ying: {function}(0x")));
+        let said = said.unwrap_or_else(|| panic!("{subject} did not say why it ended:\n{stderr}"));
+        assert!(
+            said.ends_with("double free or invalid pointer: the block was freed already, or never allocated; aborting"),
+            "{said}"
+        );
+    }
+}
+
 #[test]
 fn a_deterministic_tests_figures_are_the_same_in_every_run() {
     // Frees of blocks older than the test (the harness's) race with the harness's main thread; what the test
@@ -268,4 +303,48 @@ fn subject_libc_malloc_500() {
 #[test]
 fn subject_thread_leaks_2000() {
     std::thread::spawn(|| Box::leak(vec![1u8; 2000].into_boxed_slice()).len()).join().unwrap();
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_double_free() {
+    // SAFETY: none: the block is freed twice, the bug this test is about.
+    unsafe {
+        let block = libc::malloc(100);
+        libc::free(block);
+        libc::free(std::hint::black_box(block));
+    }
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_double_free_aligned() {
+    // SAFETY: none: the block is freed twice, the bug this test is about.
+    unsafe {
+        let mut block = std::ptr::null_mut();
+        assert_eq!(libc::posix_memalign(&mut block, 256, 1000), 0);
+        libc::free(block);
+        libc::free(std::hint::black_box(block));
+    }
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_realloc_after_free() {
+    // SAFETY: none: a freed block is resized, the bug this test is about.
+    unsafe {
+        let block = libc::malloc(40);
+        libc::free(block);
+        libc::realloc(std::hint::black_box(block), 80);
+    }
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_free_inside_a_block() {
+    // SAFETY: none: an address inside a block is freed, the bug this test is about.
+    unsafe {
+        let block = libc::calloc(1, 256).cast::<u8>();
+        libc::free(std::hint::black_box(block.add(64)).cast());
+    }
 }

@@ -93,7 +93,8 @@ pub struct LeakReport {
     pub iterations: u32,
     /// How the test ended.
     pub outcome: Outcome,
-    /// The failure message, when the test failed a budget.
+    /// Why the test failed, in the words the runtime printed: the exceeded budgets, or the body's panic message or
+    /// failing return value.
     pub message: Option<String>,
     /// Exact figures of the measured runs as a whole.
     pub figures: ScopeStats,

@@ -230,6 +230,9 @@ impl Reporter {
             if !test.output.ends_with('\n') && !test.output.is_empty() {
                 say!();
             }
+            if let Some(message) = test.message_not_in_output().filter(|_| !self.no_capture) {
+                say!("(the output above does not say why the test failed; its report does:)\n{message}");
+            }
         }
         self.leak_table(run);
         self.notes(run);
@@ -387,7 +390,15 @@ impl Reporter {
         // Nothing measured passes every gate: said once, here, or by the error when the baseline is to be saved.
         let nothing_measured = run.measured() == 0 && !run.tests.is_empty() && run.interrupted.is_none();
         if nothing_measured && !saving {
-            say!("\n{}", crate::error::NOTHING_MEASURED);
+            // Tests that crashed or timed out were killed before they could report: adding leak tests would not
+            // help.
+            let ran: Vec<&TestRecord> = run.tests.iter().filter(|test| test.outcome.ran()).collect();
+            let killed = |test: &&TestRecord| matches!(test.outcome, Outcome::Crashed(_) | Outcome::TimedOut(_));
+            if !ran.is_empty() && ran.iter().all(killed) {
+                say!("\n0 tests measured: every test that ran was killed before it could report its figures");
+            } else {
+                say!("\n{}", crate::error::NOTHING_MEASURED);
+            }
         }
         match &run.gate {
             Some(gate) => {

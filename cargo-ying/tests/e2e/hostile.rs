@@ -3,7 +3,8 @@
 //! does not grow cargo ying, a process a test leaves writing outside its group writes nothing into the next test's
 //! output, concurrent runs on one target directory both complete, `-j` far beyond the tests does not hang, and a
 //! leak test that forks 200 times while another thread allocates (every allocation sampled)
-//! ends with every child exited.
+//! ends with every child exited. A leak test that closes its standard output and error still says why it failed,
+//! and a double free under `--measure all` says what it is.
 
 use crate::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
 use std::path::Path;
@@ -373,4 +374,72 @@ fn retries_are_shown_as_they_end_and_an_interrupt_keeps_the_attempts_that_ended(
     let test = entry(&summary(&target_dir()), "leaks", "box_leak").clone();
     assert_eq!(test["outcome"], "failed", "the last attempt that ended is the test's: {test}\n{said}");
     assert!(test["attempts"].as_u64().unwrap() >= 3, "{test}");
+}
+
+/// Leak tests that close their standard output and error before failing, and a test that frees a block twice.
+const CLOSED_OUTPUT: &str = r#"
+#[global_allocator]
+static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
+
+fn close_output() {
+    // SAFETY: the test's own descriptors; nothing writes to them after.
+    unsafe {
+        libc::close(1);
+        libc::close(2);
+    }
+}
+
+#[ying::leak_test(max_retained = "0 B")]
+fn leaks_past_its_budget() {
+    close_output();
+    std::mem::forget(std::hint::black_box(vec![0u8; 4096]));
+}
+
+#[ying::leak_test]
+fn panics() {
+    close_output();
+    panic!("the reason it failed");
+}
+
+#[test]
+fn frees_twice() {
+    // SAFETY: none: the double free this test is about.
+    unsafe {
+        let block = libc::malloc(100);
+        libc::free(block);
+        libc::free(std::hint::black_box(block));
+    }
+}
+"#;
+
+#[test]
+fn a_leak_test_that_closed_its_output_says_why_it_failed_and_a_double_free_says_what_it_is() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    std::fs::write(fixture.path().join("tests/closed_output.rs"), CLOSED_OUTPUT).unwrap();
+    let output = fixture.cargo_ying(&["--test", "closed_output", "--no-fail-fast", "-E", "not test(frees_twice)"], &[]);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), TEST_FAILED, "{said}");
+    // What the runtime printed on the closed standard error, taken from each test's report.
+    let budget = "ying: leak test `leaks_past_its_budget` exceeded its budget\n  max_retained = 0 B: retained 4.0 KiB \
+                  (4096 bytes) in 1 block";
+    assert!(said.contains(budget), "{said}");
+    assert!(said.contains("ying: leak test `panics` panicked: the reason it failed"), "{said}");
+    let summary = summary(&target_dir());
+    let report = entry(&summary, "closed_output", "panics")["report"].as_str().unwrap().to_owned();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(target_dir().join("ying").join(report)).unwrap()).unwrap();
+    assert_eq!(report["message"], "ying: leak test `panics` panicked: the reason it failed", "{report}");
+
+    // The interposer finds the block's header broken by the first free: the test aborts saying so, as under glibc,
+    // and cargo ying does not ask for leak tests or `--measure all` to measure a test that was killed.
+    let output = fixture.cargo_ying(&["--measure", "all", "--test", "closed_output", "-E", "test(frees_twice)"], &[]);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), TEST_FAILED, "{said}");
+    assert!(said.contains("CRASH"), "{said}");
+    let free = said.lines().find(|line| line.contains("ying: free(0x")).unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        free.ends_with("double free or invalid pointer: the block was freed already, or never allocated; aborting")
+    );
+    assert!(said.contains("0 tests measured: every test that ran was killed before it could report its figures"));
 }

@@ -21,17 +21,29 @@ use ying_report::report::{IterationFigures, Outcome, RetainedSite};
 #[doc(hidden)]
 pub trait TestResult {
     fn is_success(&self) -> bool;
+
+    /// What the test returned, in the test harness's words, when it is a failure.
+    fn failure(&self) -> Option<String>;
 }
 
 impl TestResult for () {
     fn is_success(&self) -> bool {
         true
     }
+
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
-impl<T, E> TestResult for Result<T, E> {
+/// A test harness takes a `Result` whose error is `Debug`, and says `Error: {error:?}`.
+impl<T, E: core::fmt::Debug> TestResult for Result<T, E> {
     fn is_success(&self) -> bool {
         self.is_ok()
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.as_ref().err().map(|error| format!("Error: {error:?}"))
     }
 }
 
@@ -39,6 +51,27 @@ impl<T, E> TestResult for Result<T, E> {
 impl TestResult for std::process::ExitCode {
     fn is_success(&self) -> bool {
         *self == Self::SUCCESS
+    }
+
+    fn failure(&self) -> Option<String> {
+        (!self.is_success()).then(|| format!("{self:?}"))
+    }
+}
+
+/// Why the body failed, for its report: the test harness prints it on standard error, which the test may have
+/// closed. `panic` is the payload of the body's panic.
+fn body_failure(plan: &Plan, panic: Option<&(dyn core::any::Any + Send)>, returned: Option<String>) -> String {
+    let name = plan.harness_name();
+    match (panic, returned) {
+        (Some(payload), _) => {
+            let text = payload.downcast_ref::<&str>().copied().or(payload.downcast_ref::<String>().map(String::as_str));
+            match text {
+                Some(text) => format!("ying: leak test `{name}` panicked: {text}"),
+                None => format!("ying: leak test `{name}` panicked"),
+            }
+        }
+        (None, Some(returned)) => format!("ying: leak test `{name}` returned a failure: {returned}"),
+        (None, None) => format!("ying: leak test `{name}` failed"),
     }
 }
 
@@ -117,14 +150,16 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     let result = match outcome {
         Ok(()) => last.expect("at least one measured run"),
         Err(panic) => {
-            report::write(&plan, &measured.findings(), Outcome::BodyFailed, None, Vec::new());
+            let failure = body_failure(&plan, Some(&*panic), None);
+            report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), Vec::new());
             resume_unwind(panic);
         }
     };
     if result.is_success() {
         measured.judge(&plan);
     } else {
-        report::write(&plan, &measured.findings(), Outcome::BodyFailed, None, Vec::new());
+        let failure = body_failure(&plan, None, result.failure());
+        report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), Vec::new());
     }
     result
 }
