@@ -519,3 +519,69 @@ fn the_interposer_is_carried_by_cargo_ying_and_written_to_the_users_cache_not_bu
         "the library names {repository}"
     );
 }
+
+/// An installed cargo-ying stands alone: `cargo install --path cargo-ying` from a copy of this repository, the copy
+/// then deleted, measures the plain fixture in a fresh target directory with an empty cache, building no
+/// interposer, and the installed binary names neither the copy's directory nor this repository's.
+///
+/// The install is cargo's own (`--locked --offline`, the release profile, its optimisation turned off for the
+/// time it takes): what it writes is what a user's `cargo install` writes but for the machine code.
+#[test]
+fn an_installed_cargo_ying_needs_no_clone_no_build_and_names_no_directory_of_the_clone() {
+    let work = tempfile::tempdir().unwrap();
+    let clone = work.path().join("clone");
+    let repository = super::repository();
+    // The workspace's own files: its manifests, lock file, documents and member packages (no fixtures, no build).
+    std::fs::create_dir_all(&clone).unwrap();
+    for entry in std::fs::read_dir(&repository).unwrap().flatten() {
+        let name = entry.file_name();
+        if [".git", "target", "fixtures"].iter().any(|left_out| name == *left_out) {
+            continue;
+        }
+        if entry.file_type().unwrap().is_dir() {
+            super::copy_dir(&entry.path(), &clone.join(&name));
+        } else {
+            std::fs::copy(entry.path(), clone.join(&name)).unwrap();
+        }
+    }
+    let root = work.path().join("installed");
+    let mut install = super::cleaned("cargo");
+    install
+        .args(["install", "--locked", "--offline", "--path"])
+        .arg(clone.join("cargo-ying"))
+        .arg("--root")
+        .arg(&root)
+        .arg("--target-dir")
+        .arg(clone.join("target"))
+        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0");
+    let installed = install.output().unwrap();
+    assert!(installed.status.success(), "cargo install failed:\n{}", stderr(&installed));
+    std::fs::remove_dir_all(&clone).unwrap();
+
+    let binary = root.join("bin/cargo-ying");
+    let bytes = std::fs::read(&binary).unwrap();
+    for directory in [clone.display().to_string(), repository.display().to_string()] {
+        let named = bytes.windows(directory.len()).filter(|window| *window == directory.as_bytes()).count();
+        assert_eq!(named, 0, "the installed cargo-ying names {directory}");
+    }
+
+    let fixture = Fixture::plain();
+    let cache = work.path().join("cache");
+    let target = work.path().join("target");
+    let mut run = super::cleaned(&binary);
+    run.args(["ying", "test", "--measure", "all", "--manifest-path"])
+        .arg(fixture.path().join("Cargo.toml"))
+        .env("XDG_CACHE_HOME", &cache)
+        .env("CARGO_TARGET_DIR", &target);
+    let output = run.output().unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert!(!target.join("ying/interposer").exists(), "an interposer was built in the target directory:\n{said}");
+    let summary = summary(&target);
+    for (binary, name, retained) in RETAINED {
+        assert_eq!(entry(&summary, binary, name)["retained_bytes"], retained, "{binary} {name}\n{said}");
+    }
+    let written: Vec<_> = std::fs::read_dir(cache.join("ying/interposer")).unwrap().flatten().collect();
+    assert_eq!(written.len(), 1, "the carried library is written to the user's cache once");
+}
