@@ -225,10 +225,11 @@ pub(crate) struct ListArgs {
     /// Which tests.
     #[command(flatten)]
     pub filter: TestFilter,
-    /// The listing's format: human, or cargo-nextest's JSON test list (json, json-pretty)
+    /// Output format: human (each binary's tests under it), oneline (one test per line), or cargo-nextest's JSON
+    /// test list (json, json-pretty)
     #[arg(short = 'T', long, value_enum, value_name = "FORMAT", default_value_t, help_heading = "Output")]
     pub message_format: ListFormat,
-    /// What to list: full (the binaries and their tests), or binaries-only (none of them run)
+    /// Type of listing: full (the binaries and their tests), or binaries-only (the binaries, none of them run)
     #[arg(long, value_enum, value_name = "TYPE", default_value_t, help_heading = "Output")]
     pub list_type: ListType,
 }
@@ -245,32 +246,61 @@ pub(crate) struct TestArgs {
     #[arg(short = 'P', long, env = "NEXTEST_PROFILE", value_name = "PROFILE", help_heading = "Running")]
     pub profile: Option<String>,
 
-    /// Run at most N tests at once [default: the number of available cores]
-    #[arg(short = 'j', long, visible_alias = "test-threads", value_name = "N", help_heading = "Running")]
+    /// Number of tests to run simultaneously: N, "num-cpus", or -N (that many fewer than the cores) [default: the
+    /// number of available cores]
+    #[arg(
+        short = 'j',
+        long,
+        visible_alias = "test-threads",
+        value_name = "N",
+        env = "NEXTEST_TEST_THREADS",
+        allow_negative_numbers = true,
+        value_parser = parse_test_threads,
+        help_heading = "Running"
+    )]
     pub jobs: Option<usize>,
 
     /// Stop a test that runs longer than this and count it as failed (e.g. 90s, 5m, 500ms) [default: 5m]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Running")]
     pub timeout: Option<std::time::Duration>,
 
-    /// Stop starting tests after the first failure [default, unless the configuration or the profile says otherwise]
-    #[arg(long, visible_alias = "ff", overrides_with_all = ["no_fail_fast", "max_fail"], help_heading = "Running")]
+    /// Stop running tests after the first failure [default, unless the configuration or the profile says otherwise]
+    #[arg(
+        long,
+        visible_alias = "ff",
+        overrides_with = "no_fail_fast",
+        conflicts_with = "no_run",
+        help_heading = "Running"
+    )]
     pub fail_fast: bool,
 
-    /// Run every test, even after one has failed
-    #[arg(long, visible_alias = "nff", overrides_with_all = ["fail_fast", "max_fail"], help_heading = "Running")]
+    /// Run all tests regardless of failure
+    #[arg(
+        long,
+        visible_alias = "nff",
+        overrides_with = "fail_fast",
+        conflicts_with = "no_run",
+        help_heading = "Running"
+    )]
     pub no_fail_fast: bool,
 
-    /// Stop starting tests after N failures (the tests that run finish): N, N:wait, or all
-    #[arg(long, value_name = "N[:wait]", value_parser = MaxFail::parse, overrides_with_all = ["fail_fast", "no_fail_fast"], help_heading = "Running")]
+    /// Number of failures after which to stop running tests: N, N:wait (the tests running finish; the default), or
+    /// all
+    #[arg(
+        long,
+        value_name = "N[:MODE]",
+        value_parser = MaxFail::parse,
+        conflicts_with_all = ["no_run", "fail_fast", "no_fail_fast"],
+        help_heading = "Running"
+    )]
     pub max_fail: Option<MaxFail>,
 
-    /// Build the tests (and, under --measure all, the interposer), and run none
+    /// Compile, but don't run tests (under --measure all, the interposer is built too)
     #[arg(long, help_heading = "Running")]
     pub no_run: bool,
 
-    /// Run a failing test again, up to N more times: one that then passes is reported flaky [default: 0]
-    #[arg(long, value_name = "N", help_heading = "Running")]
+    /// Number of retries for failing tests: a test that fails and then passes is flaky [default: 0]
+    #[arg(long, env = "NEXTEST_RETRIES", value_name = "N", help_heading = "Running")]
     pub retries: Option<u32>,
 
     /// Let tests print straight to the terminal, one test at a time
@@ -536,6 +566,11 @@ pub(crate) fn exit_code(error: &clap::Error) -> u8 {
     }
 }
 
+/// Parses `-j`: a count, `num-cpus`, or a negative count, with the machine's cores.
+fn parse_test_threads(text: &str) -> Result<usize, String> {
+    crate::config::test_threads(text, crate::settings::cores())
+}
+
 /// Parses an `-E` filterset; the error shows where it went wrong.
 fn parse_filterset(text: &str) -> Result<Filterset, String> {
     Filterset::parse(text).map_err(|error| format!("\n{error}"))
@@ -605,6 +640,36 @@ mod tests {
             Cargo::try_parse_from(["cargo", "ying", "test", "-E", "test(a) & tset(b)"]).unwrap_err().to_string();
         assert!(error.contains("unknown predicate `tset`") && error.contains("column 11"), "{error}");
         assert!(Cargo::try_parse_from(["cargo", "ying", "test", "-v", "-q"]).is_err(), "verbose and quiet conflict");
+    }
+
+    #[test]
+    fn fail_fast_options_take_the_last_and_conflict_as_nextests_do() {
+        let last = test_args(&["--no-fail-fast", "--fail-fast"]);
+        assert!(last.fail_fast && !last.no_fail_fast);
+        let last = test_args(&["--ff", "--nff"]);
+        assert!(!last.fail_fast && last.no_fail_fast);
+        assert_eq!(test_args(&["--max-fail=all"]).max_fail, Some(crate::config::MaxFail::Never));
+        for args in [
+            &["--fail-fast", "--max-fail", "2"][..],
+            &["--max-fail=2", "--no-fail-fast"],
+            &["--no-run", "--max-fail=2"],
+            &["--no-run", "--fail-fast"],
+            &["--no-fail-fast", "--no-run"],
+        ] {
+            let line = ["cargo", "ying", "test"].iter().chain(args);
+            let error = Cargo::try_parse_from(line).unwrap_err();
+            assert_eq!(error.kind(), clap::error::ErrorKind::ArgumentConflict, "{args:?}");
+            assert_eq!(super::exit_code(&error), ying_report::exit_code::USAGE);
+        }
+    }
+
+    #[test]
+    fn test_threads_take_num_cpus_and_a_negative_count() {
+        let cores = crate::settings::cores();
+        assert_eq!(test_args(&["-j", "num-cpus"]).jobs, Some(cores));
+        assert_eq!(test_args(&["--test-threads", "-1"]).jobs, Some(cores.saturating_sub(1).max(1)));
+        assert_eq!(test_args(&["--jobs=2"]).jobs, Some(2));
+        assert!(Cargo::try_parse_from(["cargo", "ying", "test", "-j", "0"]).is_err());
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl MaxFail {
     /// Parses `--max-fail`'s `N`, `N:wait` or `all`, as cargo-nextest writes it. `N:immediate`, which would also
     /// stop the tests running, is refused: cargo ying lets them finish.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        if text == "all" {
+        if text.eq_ignore_ascii_case("all") {
             return Ok(Self::Never);
         }
         let (count, mode) = text.split_once(':').unwrap_or((text, "wait"));
@@ -114,6 +114,20 @@ impl MaxFail {
             Self::After(count) => Some(count.get()),
             Self::Never => None,
         }
+    }
+}
+
+/// Parses `-j` and nextest's `test-threads` as nextest does: a count of tests at once, `num-cpus` (`cores`), or a
+/// negative count (that many fewer than `cores`, and at least one).
+pub(crate) fn test_threads(text: &str, cores: usize) -> Result<usize, String> {
+    if text == "num-cpus" {
+        return Ok(cores);
+    }
+    match text.parse::<isize>() {
+        Ok(0) => Err("0 tests at once would run none; write 1 or more, num-cpus, or -N".to_owned()),
+        Ok(fewer) if fewer < 0 => Ok(cores.saturating_sub(fewer.unsigned_abs()).max(1)),
+        Ok(count) => Ok(count.unsigned_abs()),
+        Err(_) => Err(format!("`{text}` is not a number of tests at once; write N, num-cpus or -N")),
     }
 }
 
@@ -369,6 +383,32 @@ mod tests {
             config(json!({"allow": [3]})).unwrap_err(),
             "`allow`: pattern 1: expected a string, a part of the function names to excuse like \"regex::\", found 3"
         );
+    }
+
+    #[test]
+    fn max_fail_takes_nextests_forms() {
+        use super::MaxFail;
+        let after = |count| MaxFail::After(std::num::NonZeroUsize::new(count).unwrap());
+        assert_eq!(MaxFail::parse("3"), Ok(after(3)));
+        assert_eq!(MaxFail::parse("3:wait"), Ok(after(3)));
+        assert_eq!(MaxFail::parse("all"), Ok(MaxFail::Never));
+        assert_eq!(MaxFail::parse("ALL"), Ok(MaxFail::Never), "as nextest, in any case");
+        assert_eq!(MaxFail::FIRST.count(), Some(1));
+        assert_eq!(MaxFail::Never.count(), None);
+        assert!(MaxFail::parse("0").unwrap_err().contains("before the first test"));
+        assert!(MaxFail::parse("-1").unwrap_err().contains("not a number of failures"));
+        assert!(MaxFail::parse("2:never").unwrap_err().contains("`never` is no mode"));
+    }
+
+    #[test]
+    fn test_threads_are_a_count_num_cpus_or_fewer_than_the_cores() {
+        use super::test_threads;
+        assert_eq!(test_threads("3", 8), Ok(3));
+        assert_eq!(test_threads("num-cpus", 8), Ok(8));
+        assert_eq!(test_threads("-2", 8), Ok(6));
+        assert_eq!(test_threads("-20", 8), Ok(1), "at least one");
+        assert!(test_threads("0", 8).unwrap_err().contains("would run none"));
+        assert!(test_threads("many", 8).unwrap_err().contains("`many` is not a number"));
     }
 
     #[test]

@@ -369,12 +369,12 @@ pub(crate) enum NextestProfileError {
     /// It is not TOML (the message names the line and column).
     #[error("{0}")]
     Toml(String),
-    /// No such profile.
-    #[error("there is no such profile (the file has: {})", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
+    /// No such profile (nextest's words).
+    #[error("profile `{name}` not found (known profiles: {})", known.join(", "))]
     Unknown {
         /// The profile named.
         name: String,
-        /// The profiles the file has.
+        /// The profiles there are: the file's and nextest's own, sorted.
         known: Vec<String>,
     },
     /// Profiles inherit from each other in a circle.

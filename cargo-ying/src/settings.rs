@@ -62,6 +62,9 @@ pub(crate) struct Settings {
     pub junit: Option<PathBuf>,
     /// How the run's events are written on standard output.
     pub message_format: MessageFormat,
+    /// What was asked for that the run does not do, said before it starts (`ignoring --retries because --no-run
+    /// is specified`), as nextest says it.
+    pub warnings: Vec<String>,
 }
 
 impl Settings {
@@ -70,7 +73,7 @@ impl Settings {
     pub(crate) fn resolve(args: &TestArgs, cargo: CargoArgs, workspace: &Workspace) -> Result<Self> {
         let config = &workspace.place.config;
         let request = request(&args.filter, cargo)?;
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = cores();
         let profile = match &args.profile {
             Some(name) => nextest_profile(workspace.root(), name, cores)?,
             None => Profile::default(),
@@ -105,6 +108,7 @@ impl Settings {
             verbose: args.verbose,
             junit: args.report.junit.clone(),
             message_format: args.message_format,
+            warnings: ignored(args, no_capture),
             request,
         })
     }
@@ -119,6 +123,39 @@ impl Settings {
             None
         }
     }
+}
+
+/// The options given that the run will not use, each as a warning: what `--no-run` does not do (nextest warns of
+/// `--test-threads`, `--retries` and `--no-tests`; the options of cargo ying's own that only a run uses likewise),
+/// and `-j` beside `--no-capture`, which runs one test at a time.
+fn ignored(args: &TestArgs, no_capture: bool) -> Vec<String> {
+    let because = if args.no_run {
+        "--no-run is specified"
+    } else if no_capture {
+        "--no-capture is specified"
+    } else {
+        return Vec::new();
+    };
+    let mut given = vec![("--test-threads", args.jobs.is_some())];
+    if args.no_run {
+        given.extend([
+            ("--retries", args.retries.is_some()),
+            ("--no-tests", args.no_tests.is_some()),
+            ("--timeout", args.timeout.is_some()),
+            ("--save-baseline", args.saving.save_baseline),
+            ("--junit", args.report.junit.is_some()),
+        ]);
+    }
+    given
+        .into_iter()
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| format!("ignoring {flag} because {because}"))
+        .collect()
+}
+
+/// The cores available to the tests: `-j`'s default, and what `num-cpus` and `-N` count from.
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// After how many failures a run stops starting tests: the flags (the last of `--fail-fast`, `--no-fail-fast` and
@@ -178,7 +215,46 @@ pub(crate) fn gating(flags: &GateOptions, config: &Config) -> Gating {
 
 #[cfg(test)]
 mod tests {
-    use super::gating;
+    use super::{gating, ignored, max_fail};
+    use crate::cli::{Cargo, CargoCommand, Command, TestArgs};
+    use crate::config::MaxFail;
+    use clap::Parser as _;
+
+    /// `cargo ying test <args>`, parsed.
+    fn test_args(args: &[&str]) -> TestArgs {
+        let CargoCommand::Ying(ying) = Cargo::parse_from(["cargo", "ying", "test"].iter().chain(args)).command;
+        let Command::Test(args) = ying.command else { panic!("parsed as test") };
+        *args
+    }
+
+    #[test]
+    fn fail_fast_is_the_flags_then_the_profiles_then_the_configurations_then_the_first_failure() {
+        let two = MaxFail::parse("2").unwrap();
+        let config = Config { fail_fast: Some(false), ..Config::default() };
+        assert_eq!(max_fail(&test_args(&[]), None, &Config::default()), MaxFail::FIRST);
+        assert_eq!(max_fail(&test_args(&[]), None, &config), MaxFail::Never);
+        assert_eq!(max_fail(&test_args(&[]), Some(two), &config), two, "the profile over the configuration");
+        assert_eq!(max_fail(&test_args(&["--ff"]), Some(two), &config), MaxFail::FIRST, "a flag over both");
+        assert_eq!(max_fail(&test_args(&["--max-fail", "all"]), Some(two), &Config::default()), MaxFail::Never);
+        assert_eq!(max_fail(&test_args(&["--nff"]), Some(MaxFail::FIRST), &Config::default()), MaxFail::Never);
+    }
+
+    #[test]
+    fn what_no_run_and_no_capture_leave_unused_is_named_as_nextest_names_it() {
+        assert_eq!(
+            ignored(&test_args(&["--no-run", "--retries", "2", "-j", "3", "--save-baseline"]), false),
+            [
+                "ignoring --test-threads because --no-run is specified",
+                "ignoring --retries because --no-run is specified",
+                "ignoring --save-baseline because --no-run is specified"
+            ]
+        );
+        assert_eq!(
+            ignored(&test_args(&["-j", "3"]), true),
+            ["ignoring --test-threads because --no-capture is specified"]
+        );
+        assert!(ignored(&test_args(&["-j", "3", "--retries", "1"]), false).is_empty());
+    }
     use crate::cli::GateOptions;
     use crate::config::Config;
     use crate::gate::{Gating, Tolerance};

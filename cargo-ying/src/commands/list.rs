@@ -1,5 +1,6 @@
 //! `cargo ying list`: the tests a run with the same options would run, by binary, as cargo-nextest lists them, or
-//! nextest's JSON test list (`-T json`), or the binaries alone (`--list-type binaries-only`, none of them run).
+//! nextest's JSON test list (`-T json`), or the binaries alone (`--list-type binaries-only`, none of them run, those
+//! with their own harness included).
 //! Builds the binaries; runs no test and writes nothing under `<target-dir>/ying/`.
 
 use crate::cli::ListArgs;
@@ -25,14 +26,16 @@ pub(crate) fn run(args: &ListArgs) -> Result<u8> {
     let json = match args.list_type {
         ListType::BinariesOnly => {
             let built = build::build(&request.cargo, &workspace.metadata, None)?;
-            let split = not_run::split(built, &workspace.metadata, request.cargo.selects_targets)?;
-            let mut binaries: Vec<_> = split.binaries.into_iter().map(Arc::new).collect();
+            let split = not_run::split(built.binaries, &workspace.metadata, request.cargo.selects_targets)?;
+            // Every test binary, as nextest lists them: those with their own harness too, which `cargo ying test`
+            // does not run (said on standard error).
+            let mut binaries: Vec<_> = split.binaries.into_iter().chain(split.own_harness).map(Arc::new).collect();
             binaries.sort_by_cached_key(|binary| {
                 let id = binary.binary_id();
                 let (package, rank, kind, name) = partition::binary_order(&id);
                 (package.to_owned(), rank, kind.to_owned(), name.to_owned())
             });
-            if args.message_format == ListFormat::Human {
+            if matches!(args.message_format, ListFormat::Human | ListFormat::Oneline) {
                 for binary in &binaries {
                     println!("{}", binary.binary_id());
                 }
@@ -41,12 +44,12 @@ pub(crate) fn run(args: &ListArgs) -> Result<u8> {
                 }
                 return Ok(exit_code::OK);
             }
-            list_json::binaries(&binaries, &workspace.metadata)
+            list_json::binaries(&binaries, &built.meta, &workspace.metadata)
         }
         ListType::Full => {
             let plan = Plan::make(&request, &workspace.metadata, None, |_| {})?;
-            if args.message_format == ListFormat::Human {
-                listing::print(&plan);
+            if matches!(args.message_format, ListFormat::Human | ListFormat::Oneline) {
+                listing::print(&plan, args.message_format == ListFormat::Oneline);
                 return Ok(exit_code::OK);
             }
             list_json::tests(&plan, &request.selection, &workspace.metadata)

@@ -32,6 +32,9 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     let cargo = args.filter.cargo.to_args();
     let workspace = Workspace::open(cargo.manifest_path.as_deref(), &cargo.lock_flags)?;
     let settings = Settings::resolve(args, cargo, &workspace)?;
+    for warning in &settings.warnings {
+        eprintln!("warning: {warning}");
+    }
     if settings.no_run {
         return build_only(&settings, &workspace);
     }
@@ -43,7 +46,7 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     let open = if settings.save_baseline { BaselineFile::open_to_save } else { BaselineFile::open };
     let baseline = open(settings.baseline.clone())?;
     if list {
-        listing::print(&Plan::make(&settings.request, &workspace.metadata, settings.verbosity(), |_| {})?);
+        listing::print(&Plan::make(&settings.request, &workspace.metadata, settings.verbosity(), |_| {})?, false);
         return Ok(exit_code::OK);
     }
     let (plan, options) = match prepare(&settings, &workspace)? {
@@ -84,7 +87,7 @@ fn build_only(settings: &Settings, workspace: &Workspace) -> Result<u8> {
     }
     let built = build::build(&settings.request.cargo, &workspace.metadata, settings.verbosity())?;
     if !settings.quiet {
-        let binaries = built.len();
+        let binaries = built.binaries.len();
         eprintln!(
             "{:>12} {binaries} test binar{}; ran none (--no-run)",
             "Built",

@@ -14,6 +14,9 @@ use crate::config::MaxFail;
 use crate::error::NextestProfileError;
 use std::time::Duration;
 
+/// The profiles nextest has of its own, with nothing cargo ying takes set in them beyond `default`'s.
+const BUILT_IN: [&str; 2] = ["default", "default-miri"];
+
 /// What a nextest profile sets that cargo ying takes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Profile {
@@ -44,11 +47,13 @@ pub(crate) fn profile(text: &str, name: &str, cores: usize) -> Result<Profile, N
         }
         let table = match lookup(&current) {
             Some(table) => Some(table),
-            // nextest has a default profile, whether or not the file names it.
-            None if current == "default" => None,
+            // nextest's own profiles are there whether or not the file names them.
+            None if BUILT_IN.contains(&current.as_str()) => None,
             None => {
-                let known: Vec<String> =
-                    profiles.map(|profiles| profiles.keys().cloned().collect()).unwrap_or_default();
+                let mut known: Vec<String> = BUILT_IN.iter().map(|name| (*name).to_owned()).collect();
+                known.extend(profiles.into_iter().flat_map(|profiles| profiles.keys().cloned()));
+                known.sort();
+                known.dedup();
                 return Err(NextestProfileError::Unknown { name: current, known });
             }
         };
@@ -107,14 +112,12 @@ fn slow_timeout(value: &toml::Value) -> Result<Option<Duration>, String> {
     }
 }
 
-/// `test-threads`: a count, `"num-cpus"`, or a negative count (that many fewer than the cores, at least one).
+/// `test-threads`: a count, `"num-cpus"`, or a negative count (that many fewer than the cores, at least one), as
+/// `-j` takes them.
 fn test_threads(value: &toml::Value, cores: usize) -> Result<usize, String> {
     match value {
         toml::Value::String(text) if text == "num-cpus" => Ok(cores),
-        toml::Value::Integer(count) if *count > 0 => usize::try_from(*count).map_err(|error| error.to_string()),
-        toml::Value::Integer(fewer) if *fewer < 0 => {
-            Ok(cores.saturating_sub(usize::try_from(fewer.unsigned_abs()).unwrap_or(usize::MAX)).max(1))
-        }
+        toml::Value::Integer(count) => crate::config::test_threads(&count.to_string(), cores),
         other => Err(format!("expected a count of threads or \"num-cpus\", found {other}")),
     }
 }
@@ -190,10 +193,16 @@ retries = 9
         match profile(FILE, "nightyl", 2) {
             Err(NextestProfileError::Unknown { name, known }) => {
                 assert_eq!(name, "nightyl");
-                assert_eq!(known, ["ci", "default", "nightly"]);
+                assert_eq!(known, ["ci", "default", "default-miri", "nightly"]);
             }
             other => panic!("{other:?}"),
         }
+        assert_eq!(
+            profile("", "ci", 2).unwrap_err().to_string(),
+            "profile `ci` not found (known profiles: default, default-miri)",
+            "nextest's words"
+        );
+        assert_eq!(profile(FILE, "default-miri", 2).unwrap().retries, Some(1), "nextest's own, from default");
         let bad = "[profile.default]\nslow-timeout = { period = \"soon\", terminate-after = 2 }\n";
         let error = profile(bad, "default", 2).unwrap_err().to_string();
         assert!(error.contains("profile.default.slow-timeout") && error.contains("soon"), "{error}");

@@ -1,13 +1,15 @@
 //! `cargo ying list --message-format json`: the test list as cargo-nextest writes it (`cargo nextest list
 //! --message-format json`, nextest-metadata's `TestListSummary`), so that tools reading nextest's read ours: every
-//! test of every binary (`test-count` counts them all, as nextest's does) with whether it matches, and why not (`ignored`, `string`, `expression`, `partition`), the
-//! binaries' ids, names, kinds, paths and packages. `--list-type binaries-only` gives the binaries alone
-//! (`BinaryListSummary`), without running them to list their tests.
+//! test of every binary (`test-count` counts them all, as nextest's does) with whether it matches, and why not
+//! (`ignored`, `string`, `expression`, `partition`), the binaries' ids, names, kinds, paths and packages; a binary
+//! with its own harness, never started, is a suite `skipped`, with no tests. `--list-type binaries-only` gives the
+//! binaries alone (`BinaryListSummary`), without running them to list their tests.
 //!
-//! What cargo ying does not know of a build is left out of `rust-build-meta` rather than made up (its platforms,
-//! its build scripts' outputs).
+//! `rust-build-meta` holds what cargo's messages tell of the build (the fields nextest-metadata requires, and the
+//! build scripts' output directories and environments); what cargo ying does not know of it is left out rather than
+//! made up (the platforms, which nextest-metadata reads as optional).
 
-use crate::run::build::TestBinary;
+use crate::run::build::{BuildMeta, TestBinary};
 use crate::run::discover::{Mismatch, Selection};
 use crate::run::plan::Plan;
 use cargo_metadata::Metadata;
@@ -21,6 +23,8 @@ pub(crate) enum ListFormat {
     /// Each binary's id, then its tests, indented
     #[default]
     Human,
+    /// One test per line: its binary's id and its name
+    Oneline,
     /// nextest's JSON test list, on one line
     Json,
     /// nextest's JSON test list, indented
@@ -60,31 +64,40 @@ pub(crate) fn tests(plan: &Plan, selection: &Selection, metadata: &Metadata) -> 
                 json!({ "kind": "test", "ignored": test.ignored, "filter-match": filter_match }),
             );
         }
-        let mut suite = binary_entry(binary, metadata);
-        suite.insert("cwd".to_owned(), json!(binary.package_dir));
-        suite.insert("status".to_owned(), json!("listed"));
-        suite.insert("testcases".to_owned(), Value::Object(cases));
-        suites.insert(binary_id, Value::Object(suite));
+        suites.insert(binary_id, suite(binary, "listed", cases, metadata));
+    }
+    // Never started, so never listed: as nextest gives a binary it did not list, with no tests.
+    for binary in &plan.own_harness {
+        suites.insert(binary.binary_id(), suite(binary, "skipped", Map::new(), metadata));
     }
     json!({
-        "rust-build-meta": build_meta(&plan.binaries, metadata),
+        "rust-build-meta": build_meta(&plan.build_meta, metadata),
         "test-count": count,
         "rust-suites": suites,
     })
 }
 
 /// The binaries alone, as nextest's JSON binary list.
-pub(crate) fn binaries(binaries: &[Arc<TestBinary>], metadata: &Metadata) -> Value {
+pub(crate) fn binaries(binaries: &[Arc<TestBinary>], meta: &BuildMeta, metadata: &Metadata) -> Value {
     let entries: Map<String, Value> =
         binaries.iter().map(|binary| (binary.binary_id(), Value::Object(binary_entry(binary, metadata)))).collect();
-    json!({ "rust-build-meta": build_meta(binaries, metadata), "rust-binaries": entries })
+    json!({ "rust-build-meta": build_meta(meta, metadata), "rust-binaries": entries })
+}
+
+/// A test suite of the list: the binary, where its tests run, whether it was `listed`, and its tests.
+fn suite(binary: &TestBinary, status: &str, cases: Map<String, Value>, metadata: &Metadata) -> Value {
+    let mut suite = binary_entry(binary, metadata);
+    suite.insert("package-name".to_owned(), json!(binary.package));
+    suite.insert("cwd".to_owned(), json!(binary.package_dir));
+    suite.insert("status".to_owned(), json!(status));
+    suite.insert("testcases".to_owned(), Value::Object(cases));
+    Value::Object(suite)
 }
 
 /// What nextest says of a test binary.
 fn binary_entry(binary: &TestBinary, metadata: &Metadata) -> Map<String, Value> {
     let package = metadata.packages.iter().find(|package| package.name.as_str() == binary.package);
     let mut entry = Map::new();
-    entry.insert("package-name".to_owned(), json!(binary.package));
     entry.insert("binary-id".to_owned(), json!(binary.binary_id()));
     entry.insert("binary-name".to_owned(), json!(binary.name));
     entry.insert("package-id".to_owned(), json!(package.map(|package| package.id.repr.clone())));
@@ -94,16 +107,32 @@ fn binary_entry(binary: &TestBinary, metadata: &Metadata) -> Map<String, Value> 
     entry
 }
 
-/// What cargo ying knows of the build: the target directory and the directories under it the binaries are in.
-fn build_meta(binaries: &[Arc<TestBinary>], metadata: &Metadata) -> Value {
-    let target = metadata.target_directory.as_std_path();
-    let outputs: BTreeSet<String> = binaries
+/// What cargo ying knows of the build, as nextest's `rust-build-meta`.
+fn build_meta(meta: &BuildMeta, metadata: &Metadata) -> Value {
+    let non_test_binaries: Map<String, Value> = meta
+        .non_test_binaries
         .iter()
-        .filter_map(|binary| {
-            // `<target>/debug/deps/<binary>`: the directory above `deps`, relative to the target directory.
-            let output = binary.path.parent()?.parent()?;
-            Some(output.strip_prefix(target).ok()?.display().to_string())
+        .map(|(package, binaries)| {
+            let binaries = binaries
+                .iter()
+                .map(|(name, kind, path)| {
+                    json!({ "name": name, "kind": kind, "path": path, "build-platform": "target" })
+                })
+                .collect();
+            (package.clone(), Value::Array(binaries))
         })
         .collect();
-    json!({ "target-directory": target, "base-output-directories": outputs })
+    json!({
+        "target-directory": metadata.target_directory,
+        "build-directory": meta.build_directory,
+        "base-output-directories": meta.base_output_directories,
+        "non-test-binaries": non_test_binaries,
+        "build-script-out-dirs": meta.build_script_out_dirs,
+        "build-script-info": meta
+            .build_script_envs
+            .iter()
+            .map(|(package, envs)| (package.clone(), json!({ "envs": envs })))
+            .collect::<Map<String, Value>>(),
+        "linked-paths": meta.linked_paths,
+    })
 }

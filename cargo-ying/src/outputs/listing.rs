@@ -1,13 +1,19 @@
 //! The listing of `cargo ying list` and `cargo ying test -- --list`: each binary's id, then its tests that would
-//! run, indented, as cargo-nextest lists them, on standard output; the count on standard error.
+//! run, indented, as cargo-nextest lists them (or, `-T oneline`, each test after its binary's id), on standard
+//! output; the count on standard error.
 
 use crate::run::plan::Plan;
 use std::fmt::Write as _;
 
-/// Prints the tests of `plan` that run to standard output; their count, and what cargo ying does not run, to
-/// standard error.
-pub(crate) fn print(plan: &Plan) {
-    print!("{}", listing(plan));
+/// Prints the tests of `plan` that run to standard output, by binary (`oneline`: one a line, after its binary's id);
+/// their count, and what cargo ying does not run, to standard error.
+pub(crate) fn print(plan: &Plan, oneline: bool) {
+    if oneline {
+        let lines: String = plan.running().map(|test| format!("{} {}\n", test.binary.binary_id(), test.name)).collect();
+        print!("{lines}");
+    } else {
+        print!("{}", listing(plan));
+    }
     let running = plan.running().count();
     let ignored = plan.tests.len() - running;
     let ignored = if ignored > 0 { format!(" ({ignored} ignored, not listed)") } else { String::new() };

@@ -23,6 +23,8 @@ pub(crate) const CUSTOM_HARNESS_REASON: &str = "harness = false: its own main, w
 pub(crate) struct Split {
     /// Binaries with libtest's harness: their tests are listed and run.
     pub binaries: Vec<TestBinary>,
+    /// Binaries with their own harness: never started.
+    pub own_harness: Vec<TestBinary>,
     /// Doctests and custom-harness targets, in the order of the packages and their binaries.
     pub not_run: Vec<NotRunTarget>,
 }
@@ -75,8 +77,8 @@ pub(crate) fn split(binaries: Vec<TestBinary>, metadata: &Metadata, targets_sele
             }
         }
     }
-    let binaries = binaries.into_iter().filter(|binary| !is_custom(&custom, binary)).collect();
-    Ok(Split { binaries, not_run })
+    let (own_harness, binaries) = binaries.into_iter().partition(|binary| is_custom(&custom, binary));
+    Ok(Split { binaries, own_harness, not_run })
 }
 
 /// Whether `binary` is one of the `custom` targets. The library matches by kind: a package has one, and its

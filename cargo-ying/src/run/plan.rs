@@ -2,7 +2,7 @@
 //! `cargo ying test` runs and `cargo ying list` lists.
 
 use crate::error::Result;
-use crate::run::build::{self, CargoArgs, TestBinary};
+use crate::run::build::{self, BuildMeta, CargoArgs, TestBinary};
 use crate::run::discover::{self, Selection, TestCase};
 use crate::run::not_run;
 use crate::run::partition::{Candidate, Partition};
@@ -27,6 +27,8 @@ pub(crate) struct Plan {
     pub binaries: Vec<Arc<TestBinary>>,
     /// What cargo ying does not run (doctests, `harness = false` targets), with the command that does.
     pub not_run: Vec<NotRunTarget>,
+    /// The test binaries with their own harness (`harness = false`): built, never started.
+    pub own_harness: Vec<Arc<TestBinary>>,
     /// Every test of the binaries, selected or not (for `cargo ying list`'s JSON, which says why each is not).
     pub listed: Vec<TestCase>,
     /// The selected tests of this shard, in the binaries' order, each with whether it runs (or is ignored).
@@ -36,6 +38,8 @@ pub(crate) struct Plan {
     /// Whether every test of the default targets is selected: only then is a test of the baseline that did not run
     /// missing, rather than filtered out.
     pub complete: bool,
+    /// What else the build made (for `cargo ying list`'s JSON).
+    pub build_meta: BuildMeta,
 }
 
 impl Plan {
@@ -48,10 +52,12 @@ impl Plan {
         on_built: impl FnOnce(&[Arc<TestBinary>]),
     ) -> Result<Self> {
         let Request { cargo, selection, partition } = request;
-        let built = build::build(cargo, metadata, verbosity)?;
+        let build::Built { binaries, meta: build_meta } = build::build(cargo, metadata, verbosity)?;
         // Doctests and `harness = false` targets: named, with the command that runs them, and never listed.
-        let not_run::Split { binaries, not_run } = not_run::split(built, metadata, cargo.selects_targets)?;
+        let not_run::Split { binaries, own_harness, not_run } =
+            not_run::split(binaries, metadata, cargo.selects_targets)?;
         let binaries: Vec<Arc<TestBinary>> = binaries.into_iter().map(Arc::new).collect();
+        let own_harness: Vec<Arc<TestBinary>> = own_harness.into_iter().map(Arc::new).collect();
         on_built(&binaries);
         let listed: Vec<TestCase> = discover::discover(&binaries)?;
         // Under `--ignored` the tests that are not ignored are left out, as libtest counts them: they are not
@@ -88,7 +94,7 @@ impl Plan {
             }
         };
         let complete = partition.is_none() && selection.selects_everything() && cargo.builds_default_targets();
-        Ok(Self { binaries, not_run, listed, tests, selected, complete })
+        Ok(Self { binaries, not_run, own_harness, listed, tests, selected, complete, build_meta })
     }
 
     /// The tests of this shard that run.
