@@ -538,6 +538,7 @@ impl CargoOptions {
             lock_flags,
             selects_targets,
             selects_packages: !self.packages.is_empty(),
+            target: self.target.clone(),
         }
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! `rust-build-meta` holds what cargo's messages tell of the build (the fields nextest-metadata requires, and the
 //! build scripts' output directories and environments); what cargo ying does not know of it is left out rather than
-//! made up (the platforms, which nextest-metadata reads as optional).
+//! made up (the platforms but the cross-compiled triple, which nextest-metadata reads as optional).
 
 use crate::run::build::{BuildMeta, TestBinary};
 use crate::run::discover::{Mismatch, Selection};
@@ -134,5 +134,6 @@ fn build_meta(meta: &BuildMeta, metadata: &Metadata) -> Value {
             .map(|(package, envs)| (package.clone(), json!({ "envs": envs })))
             .collect::<Map<String, Value>>(),
         "linked-paths": meta.linked_paths,
+        "target-platform": meta.target_platform,
     })
 }

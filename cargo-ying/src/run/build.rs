@@ -31,6 +31,8 @@ pub(crate) struct CargoArgs {
     pub selects_targets: bool,
     /// Packages are selected (`-p`).
     pub selects_packages: bool,
+    /// `--target`: the triple cross-compiled for.
+    pub target: Option<String>,
 }
 
 impl CargoArgs {
@@ -83,6 +85,8 @@ pub(crate) struct Built {
 pub(crate) struct BuildMeta {
     /// The directory cargo builds in.
     pub build_directory: PathBuf,
+    /// The triple cross-compiled for (`--target`), if any.
+    pub target_platform: Option<String>,
     /// The `[<triple>/]<profile>` directories the executables were built into.
     pub base_output_directories: BTreeSet<String>,
     /// The executables (`bin-exe`) and dynamic libraries (`dylib`) that are not tests, by package id: each one's
@@ -191,7 +195,10 @@ pub(crate) fn build(cargo_args: &CargoArgs, metadata: &Metadata, verbosity: Opti
     // and by the watchdog when cargo ying is killed.
     let mut child = process::spawn(&mut command).map_err(|error| Error::Build(BuildError::Spawn(error)))?;
     let stopper = process::stop_on_interrupt(&child);
-    let built = read_built(&mut child, metadata);
+    let built = read_built(&mut child, metadata).map(|mut built| {
+        built.meta.target_platform.clone_from(&cargo_args.target);
+        built
+    });
     drop(stopper);
     let status = child.wait().map_err(|error| Error::Build(BuildError::Messages(error)));
     // What is left of the group (nothing, once cargo exited) goes, and the watchdog forgets it.

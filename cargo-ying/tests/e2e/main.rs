@@ -124,13 +124,16 @@ fn path_with_cargo_ying() -> std::ffi::OsString {
 }
 
 /// `program` with a cleaned environment: none of cargo's variables but its home and toolchain, none of ying's, of
-/// libtest's or of GitHub's; the shared target directory, no colour, no backtraces, and `CI=true`.
+/// libtest's, of nextest's or of GitHub's; the shared target directory, no colour, no backtraces, and `CI=true`.
 fn cleaned(program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut command = Command::new(program);
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy().into_owned();
         let keep = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"].contains(&key.as_str());
-        let ours = key.starts_with("YING_") || key.starts_with("RUST_TEST_") || key.starts_with("GITHUB_");
+        let ours = key.starts_with("YING_")
+            || key.starts_with("RUST_TEST_")
+            || key.starts_with("GITHUB_")
+            || key.starts_with("NEXTEST_");
         if (key.starts_with("CARGO") && !keep) || ours {
             command.env_remove(&key);
         }

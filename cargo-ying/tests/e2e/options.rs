@@ -15,19 +15,56 @@ fn ran(stderr: &str) -> Vec<String> {
     lines
 }
 
+/// Every file and directory under `dir`, with its size and when it was last changed, sorted.
+fn tree(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64, std::time::SystemTime)> {
+    let mut entries = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let (path, metadata) = (entry.path(), entry.metadata().unwrap());
+            if metadata.is_dir() {
+                dirs.push(path.clone());
+            }
+            entries.push((path, metadata.len(), metadata.modified().unwrap()));
+        }
+    }
+    entries.sort();
+    entries
+}
+
 #[test]
 fn no_run_builds_and_runs_nothing() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
-    let summary_path = target_dir().join("ying/summary.json");
-    let first = fixture.cargo_ying(&["--test", "leaks", "clean"], &[]);
-    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
-    let before = std::fs::read(&summary_path).unwrap();
-    let output = fixture.cargo_ying(&["--no-run"], &[]);
+    let out_dir = target_dir().join("ying");
+    // A run first, so that there are a summary, reports and kept files that --no-run must leave as they are.
+    let first = fixture.cargo_ying(&["--test", "leaks", "clean", "box_leak"], &[]);
+    assert_eq!(first.status.code(), TEST_FAILED, "{}", stderr(&first));
+    // A change to a test's source: --no-run builds it anew.
+    let leaks = fixture.path().join("tests/leaks.rs");
+    let source = std::fs::read_to_string(&leaks).unwrap();
+    std::fs::write(&leaks, format!("{source}\n#[test]\nfn added_after_the_first_run() {{}}\n")).unwrap();
+    let before = tree(&out_dir);
+    assert!(before.iter().any(|(path, ..)| path.ends_with("summary.json")), "{before:?}");
+
+    let output = fixture.cargo_ying(&["--no-run", "--retries", "2"], &[]);
     let said = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{said}");
+    assert!(said.contains("Compiling leak-fixtures"), "the tests are built: {said}");
     assert!(said.contains("ran none (--no-run)") && !said.contains("Starting") && ran(&said).is_empty(), "{said}");
-    assert_eq!(std::fs::read(&summary_path).unwrap(), before, "no summary written");
+    assert!(said.contains("warning: ignoring --retries because --no-run is specified"), "{said}");
+    assert_eq!(tree(&out_dir), before, "nothing under <target>/ying written, swept or removed");
+    // The build is the one a run takes: the added test is listed without building again.
+    let list = fixture.subcommand("list", &["--test", "leaks", "added_after"], &[]).output().unwrap();
+    assert!(!stderr(&list).contains("Compiling"), "{}", stderr(&list));
+    assert_eq!(stdout(&list), "leak-fixtures::leaks:\n    added_after_the_first_run\n");
+
+    // As nextest's: --no-run with an option only a run has is a usage error.
+    for conflicting in ["--fail-fast", "--no-fail-fast", "--max-fail=2"] {
+        let output = fixture.cargo_ying(&["--no-run", conflicting], &[]);
+        assert_eq!(output.status.code(), Some(2), "{conflicting}: {}", stderr(&output));
+        assert!(stderr(&output).contains("cannot be used with"), "{}", stderr(&output));
+    }
 }
 
 #[test]
@@ -52,7 +89,8 @@ fn max_fail_stops_starting_tests_after_that_many_failures() {
         (&["--max-fail", "1"][..], 1),
         (&["--max-fail", "2"], 2),
         (&["--no-fail-fast", "--fail-fast"], 1),
-        (&["--fail-fast", "--max-fail=all"], 4),
+        (&["--max-fail=all"], 4),
+        (&["--fail-fast", "--no-fail-fast"], 4),
     ] {
         let output = fixture.cargo_ying(&[&["-j", "1", "-E", tests][..], args].concat(), &[]);
         let said = stderr(&output);
@@ -65,6 +103,10 @@ fn max_fail_stops_starting_tests_after_that_many_failures() {
     let zero = fixture.cargo_ying(&["--max-fail", "0"], &[]);
     assert_eq!(zero.status.code(), Some(2));
     assert!(stderr(&zero).contains("--max-fail 0 would stop before the first test"), "{}", stderr(&zero));
+    // As nextest's: --max-fail beside --fail-fast or --no-fail-fast is a usage error, not the last one winning.
+    let both = fixture.cargo_ying(&["--fail-fast", "--max-fail=all"], &[]);
+    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
+    assert!(stderr(&both).contains("cannot be used with"), "{}", stderr(&both));
 }
 
 #[test]
@@ -118,25 +160,35 @@ fn a_nextest_profile_gives_retries_the_timeout_and_fail_fast_and_flags_win_over_
     let unknown = fixture.cargo_ying(&["-P", "nightly"], &[]);
     let said = stderr(&unknown);
     assert_eq!(unknown.status.code(), Some(2), "{said}");
-    assert!(said.contains("nextest profile `nightly`") && said.contains("the file has: ci, default"), "{said}");
+    assert!(
+        said.contains("failed to read the nextest profile `nightly` in")
+            && said.contains(
+                ".config/nextest.toml: profile `nightly` not found (known profiles: ci, default, default-miri)"
+            ),
+        "nextest's words, with the file: {said}"
+    );
+    std::fs::write(fixture.path().join(".config/nextest.toml"), "[profile.ci]\nretries = 1\n[profile.ci\n").unwrap();
+    let malformed = fixture.cargo_ying(&["-P", "ci"], &[]);
+    let said = stderr(&malformed);
+    assert_eq!(malformed.status.code(), Some(2), "{said}");
+    assert!(said.contains(".config/nextest.toml") && said.contains("line 3, column 12"), "{said}");
 }
 
-/// Every test of nextest's JSON test list, `binary-id name ignored status reason`, sorted; and its `test-count`.
-fn test_list(json: &str) -> (u64, Vec<String>) {
+/// The suites of a JSON test list, each with its fields, and its tests (whether each is ignored, matches, and why
+/// not); and its `test-count`.
+fn test_list(json: &str) -> (u64, serde_json::Value) {
     let list: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|error| panic!("{error}: {json}"));
-    let mut tests = Vec::new();
-    for (binary, suite) in list["rust-suites"].as_object().unwrap() {
-        // A binary nextest did not list (a filterset ruled it out whole) has no tests to compare.
-        if suite["status"] != "listed" {
-            continue;
-        }
-        for (name, case) in suite["testcases"].as_object().unwrap() {
-            let filter = &case["filter-match"];
-            tests.push(format!("{binary} {name} {} {} {}", case["ignored"], filter["status"], filter["reason"]));
-        }
+    (list["test-count"].as_u64().unwrap(), list["rust-suites"].clone())
+}
+
+/// The build's fields of a JSON list, less the platforms (which nextest-metadata reads as optional, and cargo ying
+/// does not know).
+fn build_meta(list: &serde_json::Value) -> serde_json::Value {
+    let mut meta = list["rust-build-meta"].as_object().unwrap().clone();
+    for optional in ["platforms", "target-platforms"] {
+        meta.remove(optional);
     }
-    tests.sort();
-    (list["test-count"].as_u64().unwrap(), tests)
+    serde_json::Value::Object(meta)
 }
 
 #[test]
@@ -156,20 +208,27 @@ fn list_message_format_json_is_nextests_test_list() {
         assert_eq!(nextest.status.code(), Some(0), "{}", stderr(&nextest));
         let ours = fixture.subcommand("list", &[&["-T", "json"][..], args].concat(), &[]).output().unwrap();
         assert_eq!(ours.status.code(), Some(0), "{}", stderr(&ours));
-        let (ours, theirs) = (test_list(&stdout(&ours)), test_list(&stdout(&nextest)));
-        assert_eq!(ours, theirs, "{args:?}");
-        assert!(ours.1.iter().any(|test| test.contains("\"mismatch\"")) || args.len() == 2, "{args:?}");
+        let (ours, theirs) = (stdout(&ours), stdout(&nextest));
+        // Every suite with every field, and every test with its match and nextest's reason for a mismatch.
+        assert_eq!(test_list(&ours), test_list(&theirs), "{args:?}");
+        let json: serde_json::Value = serde_json::from_str(&ours).unwrap();
+        assert!(json.to_string().contains("\"mismatch\"") || args.len() == 2, "{args:?}");
+        let nextest: serde_json::Value = serde_json::from_str(&theirs).unwrap();
+        assert_eq!(build_meta(&json), build_meta(&nextest), "{args:?}");
     }
 
     let binaries = fixture.subcommand("list", &["--list-type", "binaries-only", "-T", "json-pretty"], &[]).output();
     let binaries: serde_json::Value = serde_json::from_str(&stdout(&binaries.unwrap())).unwrap();
     let nextest = fixture.nextest(&["list", "--list-type", "binaries-only", "--message-format", "json"]);
     let nextest: serde_json::Value = serde_json::from_str(&stdout(&nextest)).unwrap();
-    let ids = |list: &serde_json::Value| -> Vec<String> {
-        let mut ids: Vec<String> = list["rust-binaries"].as_object().unwrap().keys().cloned().collect();
-        ids.retain(|id| id != "leak-fixtures::custom_harness");
-        ids
-    };
-    assert_eq!(ids(&binaries), ids(&nextest));
+    assert_eq!(binaries["rust-binaries"], nextest["rust-binaries"], "every binary, its own harness's too");
+    assert_eq!(build_meta(&binaries), build_meta(&nextest));
     assert_eq!(binaries["rust-binaries"]["leak-fixtures::leaks"]["kind"], "test");
+
+    // The listings for people, test for test and in nextest's order.
+    for format in ["human", "oneline"] {
+        let ours = fixture.subcommand("list", &["-T", format, "-E", not_custom], &[]).output().unwrap();
+        let nextest = fixture.nextest(&["list", "-T", format, "-E", not_custom]);
+        assert_eq!(stdout(&ours), stdout(&nextest), "{format}");
+    }
 }
