@@ -284,8 +284,8 @@ pub(crate) struct TestArgs {
     )]
     pub no_fail_fast: bool,
 
-    /// Number of failures after which to stop running tests: N, N:wait (the tests running finish; the default), or
-    /// all
+    /// Number of failures after which to stop running tests: N, N:wait (the tests running finish; the default),
+    /// N:immediate (the tests running are stopped, and fail), or all
     #[arg(
         long,
         value_name = "N[:MODE]",

@@ -75,45 +75,55 @@ pub(crate) enum NoTests {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum MaxFail {
     /// After this many (1: fail-fast).
-    After(std::num::NonZeroUsize),
+    After {
+        /// The failures.
+        count: std::num::NonZeroUsize,
+        /// The tests running then are stopped too (`N:immediate`), rather than left to finish (`N:wait`).
+        immediate: bool,
+    },
     /// Never: every test runs.
     Never,
 }
 
 impl MaxFail {
-    /// Fail-fast: after the first failure.
-    pub(crate) const FIRST: Self = Self::After(std::num::NonZeroUsize::MIN);
+    /// Fail-fast: after the first failure, the tests running left to finish.
+    pub(crate) const FIRST: Self = Self::After { count: std::num::NonZeroUsize::MIN, immediate: false };
 
-    /// Parses `--max-fail`'s `N`, `N:wait` or `all`, as cargo-nextest writes it. `N:immediate`, which would also
-    /// stop the tests running, is refused: cargo ying lets them finish.
+    /// Parses `--max-fail`'s `N`, `N:wait`, `N:immediate` or `all`, as cargo-nextest writes it.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
         if text.eq_ignore_ascii_case("all") {
             return Ok(Self::Never);
         }
         let (count, mode) = text.split_once(':').unwrap_or((text, "wait"));
-        match mode {
-            "wait" => {}
-            "immediate" => {
-                return Err(format!(
-                    "`{text}`: cargo ying lets the tests that run finish when it stops; write `{count}` or \
-                     `{count}:wait`"
-                ));
-            }
-            _ => return Err(format!("`{mode}` is no mode of --max-fail; write N, N:wait or all")),
-        }
-        let count: usize =
-            count.parse().map_err(|_| format!("`{text}` is not a number of failures; write N, N:wait or all"))?;
+        let immediate = Self::immediate(mode)?;
+        let count: usize = count
+            .parse()
+            .map_err(|_| format!("`{text}` is not a number of failures; write N, N:wait, N:immediate or all"))?;
         std::num::NonZeroUsize::new(count)
-            .map(Self::After)
+            .map(|count| Self::After { count, immediate })
             .ok_or_else(|| "--max-fail 0 would stop before the first test; write 1 or more, or `all`".to_owned())
+    }
+
+    /// Whether the mode `wait` or `immediate` (nextest's `terminate`) stops the tests running.
+    pub(crate) fn immediate(mode: &str) -> Result<bool, String> {
+        match mode {
+            "wait" => Ok(false),
+            "immediate" => Ok(true),
+            _ => Err(format!("`{mode}` is no mode of --max-fail; write wait or immediate")),
+        }
     }
 
     /// The most failed tests a run takes before it stops starting tests; `None`: no limit.
     pub(crate) fn count(self) -> Option<usize> {
         match self {
-            Self::After(count) => Some(count.get()),
+            Self::After { count, .. } => Some(count.get()),
             Self::Never => None,
         }
+    }
+
+    /// Whether reaching the count stops the tests running too.
+    pub(crate) fn stops_running(self) -> bool {
+        matches!(self, Self::After { immediate: true, .. })
     }
 }
 
@@ -388,9 +398,11 @@ mod tests {
     #[test]
     fn max_fail_takes_nextests_forms() {
         use super::MaxFail;
-        let after = |count| MaxFail::After(std::num::NonZeroUsize::new(count).unwrap());
-        assert_eq!(MaxFail::parse("3"), Ok(after(3)));
-        assert_eq!(MaxFail::parse("3:wait"), Ok(after(3)));
+        let after = |count, immediate| MaxFail::After { count: std::num::NonZeroUsize::new(count).unwrap(), immediate };
+        assert_eq!(MaxFail::parse("3"), Ok(after(3, false)));
+        assert_eq!(MaxFail::parse("3:wait"), Ok(after(3, false)));
+        assert_eq!(MaxFail::parse("1:immediate"), Ok(after(1, true)));
+        assert!(MaxFail::parse("1:immediate").unwrap().stops_running() && !MaxFail::FIRST.stops_running());
         assert_eq!(MaxFail::parse("all"), Ok(MaxFail::Never));
         assert_eq!(MaxFail::parse("ALL"), Ok(MaxFail::Never), "as nextest, in any case");
         assert_eq!(MaxFail::FIRST.count(), Some(1));

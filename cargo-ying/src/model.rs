@@ -40,6 +40,9 @@ pub(crate) enum Outcome {
     NotRun,
     /// Stopped, or never started, because cargo ying was asked to stop (by this signal).
     Interrupted(i32),
+    /// Stopped while it ran, when the run's failures reached `--max-fail N:immediate` (N): a failure, as nextest
+    /// counts the tests it terminates then.
+    Cancelled(usize),
 }
 
 impl Outcome {
@@ -47,7 +50,7 @@ impl Outcome {
     pub(crate) fn kind(&self) -> TestOutcome {
         match self {
             Self::Passed => TestOutcome::Passed,
-            Self::Failed | Self::Unreported(_) => TestOutcome::Failed,
+            Self::Failed | Self::Unreported(_) | Self::Cancelled(_) => TestOutcome::Failed,
             Self::Crashed(_) => TestOutcome::Crashed,
             Self::TimedOut(_) => TestOutcome::TimedOut,
             Self::Ignored => TestOutcome::Ignored,
@@ -74,6 +77,11 @@ impl Outcome {
                 Some(format!("exited with code {code} before the leak test reported what it retained"))
             }
             Self::Interrupted(signal) => Some(format!("the run was stopped by {}", signals::name(*signal))),
+            Self::Cancelled(count) => Some(format!(
+                "stopped before it ended: {count} test{} failed, and --max-fail {count}:immediate stops the tests \
+                 running",
+                if *count == 1 { "" } else { "s" }
+            )),
             _ => None,
         }
     }

@@ -46,6 +46,8 @@ pub(crate) struct Settings {
     pub timeout: Duration,
     /// Stop starting tests after this many failures (1: fail-fast); `None`: never.
     pub max_fail: Option<usize>,
+    /// Reaching `max_fail` stops the tests running too (`N:immediate`).
+    pub stop_running: bool,
     /// Build, and run no test.
     pub no_run: bool,
     /// Runs of a failing test after its first.
@@ -100,6 +102,7 @@ impl Settings {
             jobs,
             timeout: args.timeout.or(profile.timeout).or(config.timeout).unwrap_or(DEFAULT_TIMEOUT),
             max_fail: max_fail(args, profile.max_fail, config).count(),
+            stop_running: max_fail(args, profile.max_fail, config).stops_running(),
             no_run: args.no_run,
             retries: args.retries.or(profile.retries).or(config.retries).unwrap_or(0),
             no_capture,

@@ -132,6 +132,7 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
         jobs: settings.jobs,
         timeout: settings.timeout,
         max_fail: settings.max_fail,
+        stop_running: settings.stop_running,
         out_dir: settings.out_dir.clone(),
         passthrough: settings.request.selection.passthrough.clone(),
         retries: settings.retries,

@@ -8,7 +8,7 @@
 //! | `retries = N`, `retries = { count = N, ... }` | `--retries N` |
 //! | `slow-timeout = { period = "60s", terminate-after = N }` | `--timeout` of `period` × `N` (without `terminate-after`, nextest only warns: no timeout) |
 //! | `test-threads = N`, `"num-cpus"`, `-N` (that many fewer than the cores) | `-j` |
-//! | `fail-fast = true`, `false`, `{ max-fail = N }`, `{ max-fail = "all" }` | `--fail-fast`, `--no-fail-fast`, `--max-fail N` |
+//! | `fail-fast = true`, `false`, `{ max-fail = N, terminate = "wait" \| "immediate" }`, `{ max-fail = "all" }` | `--fail-fast`, `--no-fail-fast`, `--max-fail N[:MODE]` |
 
 use crate::config::MaxFail;
 use crate::error::NextestProfileError;
@@ -122,16 +122,27 @@ fn test_threads(value: &toml::Value, cores: usize) -> Result<usize, String> {
     }
 }
 
-/// `fail-fast`: a boolean, or `{ max-fail = N }` / `{ max-fail = "all" }`.
+/// `fail-fast`: a boolean, or `{ max-fail = N }` / `{ max-fail = "all" }`, with `terminate = "wait"` (the
+/// default) or `"immediate"`.
 fn fail_fast(value: &toml::Value) -> Result<MaxFail, String> {
     match value {
         toml::Value::Boolean(true) => Ok(MaxFail::FIRST),
         toml::Value::Boolean(false) => Ok(MaxFail::Never),
-        toml::Value::Table(table) => match table.get("max-fail") {
-            Some(toml::Value::Integer(count)) => MaxFail::parse(&count.to_string()),
-            Some(toml::Value::String(text)) => MaxFail::parse(text),
-            _ => Err(format!("expected `max-fail = N` or `max-fail = \"all\"`, found {value}")),
-        },
+        toml::Value::Table(table) => {
+            let terminate = match table.get("terminate") {
+                None => "wait",
+                Some(toml::Value::String(mode)) => mode,
+                Some(other) => {
+                    return Err(format!("expected `terminate = \"wait\"` or `\"immediate\"`, found {other}"));
+                }
+            };
+            let count = match table.get("max-fail") {
+                Some(toml::Value::Integer(count)) => count.to_string(),
+                Some(toml::Value::String(text)) if text == "all" => return Ok(MaxFail::Never),
+                _ => return Err(format!("expected `max-fail = N` or `max-fail = \"all\"`, found {value}")),
+            };
+            MaxFail::parse(&format!("{count}:{terminate}"))
+        }
         other => Err(format!("expected true, false or {{ max-fail = N }}, found {other}")),
     }
 }
@@ -162,6 +173,9 @@ slow-timeout = "2m"
 test-threads = -1
 fail-fast = false
 
+[profile.strict]
+fail-fast = { max-fail = 2, terminate = "immediate" }
+
 [[profile.ci.overrides]]
 filter = "test(slow)"
 retries = 9
@@ -185,6 +199,7 @@ retries = 9
             Profile { retries: Some(3), timeout: None, test_threads: Some(7), max_fail: Some(MaxFail::Never) }
         );
         assert_eq!(profile(FILE, "default", 2).unwrap().retries, Some(1));
+        assert_eq!(profile(FILE, "strict", 2).unwrap().max_fail, Some(MaxFail::parse("2:immediate").unwrap()));
         assert_eq!(profile("", "default", 2).unwrap(), Profile::default(), "nextest always has a default profile");
     }
 
@@ -193,7 +208,7 @@ retries = 9
         match profile(FILE, "nightyl", 2) {
             Err(NextestProfileError::Unknown { name, known }) => {
                 assert_eq!(name, "nightyl");
-                assert_eq!(known, ["ci", "default", "default-miri", "nightly"]);
+                assert_eq!(known, ["ci", "default", "default-miri", "nightly", "strict"]);
             }
             other => panic!("{other:?}"),
         }

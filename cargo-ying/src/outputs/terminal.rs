@@ -111,6 +111,7 @@ fn outcome_label(outcome: &Outcome) -> Option<(&'static str, &'static str)> {
         Outcome::Failed | Outcome::Unreported(_) => Some(("FAIL", RED)),
         Outcome::Crashed(_) => Some(("CRASH", RED)),
         Outcome::TimedOut(_) => Some(("TIMEOUT", RED)),
+        Outcome::Cancelled(_) => Some(("CANCEL", RED)),
         Outcome::Ignored | Outcome::NotRun | Outcome::Interrupted(_) => None,
     }
 }
@@ -221,7 +222,9 @@ impl Reporter {
         if let Some(progress) = &self.progress {
             progress.finish_and_clear();
         }
-        for test in run.tests.iter().filter(|test| test.outcome.is_failure()) {
+        // Not of a test the run cancelled: as nextest, what it printed until it was stopped is left out.
+        let failed = run.tests.iter().filter(|test| test.outcome.is_failure());
+        for test in failed.filter(|test| !matches!(test.outcome, Outcome::Cancelled(_))) {
             say!("\n{}", self.paint(RED, &format!("--- {}: output ---", test.id)));
             if test.output.is_empty() && self.no_capture {
                 say!("(not captured: --no-capture printed it above)");
@@ -255,8 +258,13 @@ impl Reporter {
         // What failed the run, again, where the eye lands after the run: as nextest lists failed tests.
         let (failed, regressed): (Vec<&TestRecord>, Vec<&TestRecord>) =
             run.failures().partition(|test| test.outcome.is_failure());
-        let failed: Vec<String> =
-            failed.into_iter().filter_map(|test| self.result_line(test)).map(|line| line + "\n").collect();
+        // A test the run cancelled is shown as it ended, not again: as nextest, only what failed of its own.
+        let failed: Vec<String> = failed
+            .into_iter()
+            .filter(|test| !matches!(test.outcome, Outcome::Cancelled(_)))
+            .filter_map(|test| self.result_line(test))
+            .map(|line| line + "\n")
+            .collect();
         let regressed: Vec<String> =
             regressed.into_iter().filter(|test| test.gate.is_some()).map(|test| self.regressed(test)).collect();
         // The regressions are kept whole where the room allows: the failed tests' lines are all above already.
@@ -269,7 +277,9 @@ impl Reporter {
                 self.label(RED, "interrupted"),
                 signals::name(signal)
             );
-        } else if let Some(count) = run.max_fail.filter(|_| totals.not_run > 0) {
+        } else if let Some(count) = run.max_fail.filter(|_| {
+            totals.not_run > 0 || run.tests.iter().any(|test| matches!(test.outcome, Outcome::Cancelled(_)))
+        }) {
             let after = if count == 1 { "the first failure".to_owned() } else { format!("{count} failures") };
             say!("{} stopped after {after}; --no-fail-fast runs every test", self.label(YELLOW, "note"));
         }

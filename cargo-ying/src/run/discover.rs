@@ -213,6 +213,7 @@ fn list_output(mut command: Command) -> std::result::Result<Output, ListError> {
         Waited::TimedOut => return Err(ListError::TimedOut(LIST_TIMEOUT)),
         Waited::Interrupted(signal) => return Err(ListError::Interrupted(signals::name(signal))),
         Waited::Failed(error) => return Err(ListError::Spawn(error)),
+        Waited::Cancelled => unreachable!("`wait` is never cancelled: only a test's run is"),
     };
     let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
     Ok(Output { status, stdout, stderr })

@@ -10,6 +10,7 @@
 use crate::signals;
 use std::io::{BufRead, Write as _};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -156,6 +157,8 @@ pub(crate) enum Waited {
     TimedOut,
     /// cargo ying was asked to stop (`signal`); the child was killed with its group.
     Interrupted(i32),
+    /// The run stopped the tests running (`--max-fail N:immediate`); the child was killed with its group.
+    Cancelled,
     /// Waiting failed.
     Failed(std::io::Error),
 }
@@ -164,6 +167,11 @@ pub(crate) enum Waited {
 /// when it is not waited for to the end, and in any case once it exited (what it left running in its group goes
 /// with it).
 pub(crate) fn wait(child: &mut Child, started: Instant, timeout: Duration) -> Waited {
+    wait_unless(child, started, timeout, &AtomicBool::new(false))
+}
+
+/// [`wait`], and stops waiting (the child killed with its group) once `cancel` is set.
+pub(crate) fn wait_unless(child: &mut Child, started: Instant, timeout: Duration, cancel: &AtomicBool) -> Waited {
     let exit = ExitNotice::of(child);
     let waited = loop {
         match child.try_wait() {
@@ -171,6 +179,9 @@ pub(crate) fn wait(child: &mut Child, started: Instant, timeout: Duration) -> Wa
             Ok(None) => {
                 if let Some(signal) = signals::interrupted() {
                     break Waited::Interrupted(signal);
+                }
+                if cancel.load(Ordering::Relaxed) {
+                    break Waited::Cancelled;
                 }
                 let Some(left) = timeout.checked_sub(started.elapsed()).filter(|left| !left.is_zero()) else {
                     break Waited::TimedOut;

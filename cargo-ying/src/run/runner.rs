@@ -29,6 +29,8 @@ pub(crate) struct RunOptions {
     pub timeout: Duration,
     /// Stop starting tests after this many failures (1: fail-fast); `None`: never.
     pub max_fail: Option<usize>,
+    /// Reaching `max_fail` stops the tests running too (`--max-fail N:immediate`): they end cancelled.
+    pub stop_running: bool,
     /// `<target-dir>/ying`.
     pub out_dir: PathBuf,
     /// Extra arguments for every test process.
@@ -55,6 +57,7 @@ impl RunOptions {
             jobs: self.jobs,
             timeout: self.timeout,
             max_fail: None,
+            stop_running: false,
             out_dir,
             passthrough: self.passthrough.clone(),
             retries: 0,
@@ -131,7 +134,7 @@ pub(crate) fn describe(options: &RunOptions) -> String {
 /// running outside its group writes to a file no one reads). `scratch` is the directory of the worker that runs it, for
 /// the whole run, and its report directory the next test's (directories created and deleted for every test cost more
 /// than a short test on some file systems).
-fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path) -> TestRecord {
+fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path, cancel: &AtomicBool) -> TestRecord {
     let started = Instant::now();
     let id = test.id();
     let finish = |outcome: Outcome, output: String| TestRecord::new(id.clone(), outcome, started.elapsed(), output);
@@ -157,7 +160,11 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path) 
             return finish(Outcome::Failed, message);
         }
     };
-    let (outcome, exit_code) = outcome(process::wait(&mut child, started, options.timeout), options.timeout);
+    let waited = process::wait_unless(&mut child, started, options.timeout, cancel);
+    let (outcome, exit_code) = match waited {
+        Waited::Cancelled => (Outcome::Cancelled(options.max_fail.unwrap_or(0)), None),
+        waited => outcome(waited, options.timeout),
+    };
     let collected = take_report(&id, &report_dir, &options.out_dir, &token, |report| {
         options.symbolizer.complete(report, &test.binary.path, &test.binary.package_dir)
     });
@@ -257,6 +264,8 @@ pub(crate) fn outcome(waited: Waited, timeout: Duration) -> (Outcome, Option<i32
         }
         Waited::TimedOut => (Outcome::TimedOut(timeout), None),
         Waited::Interrupted(signal) => (Outcome::Interrupted(signal), None),
+        // Only a run that can cancel its tests waits so (`run_one`); this one never tells how many failed.
+        Waited::Cancelled => (Outcome::Cancelled(0), None),
         Waited::Failed(_) => (Outcome::Failed, None),
     }
 }
@@ -331,6 +340,8 @@ pub(crate) fn run(
         }
     }
     let stop = AtomicBool::new(false);
+    // Set with `stop` under `--max-fail N:immediate`: the tests running are stopped too.
+    let cancel = AtomicBool::new(false);
     let failures = AtomicUsize::new(0);
     let (sender, receiver) = mpsc::channel::<Finished>();
     // No more workers than tests: `-j 1000000` starts as many threads as there are tests to run.
@@ -338,7 +349,7 @@ pub(crate) fn run(
     std::thread::scope(|scope| {
         for worker in 0..workers {
             let sender = sender.clone();
-            let (queue, stop, failures) = (&queue, &stop, &failures);
+            let (queue, stop, cancel, failures) = (&queue, &stop, &cancel, &failures);
             let scratch = options.out_dir.join("tmp").join(worker.to_string());
             scope.spawn(move || {
                 loop {
@@ -346,11 +357,13 @@ pub(crate) fn run(
                         break;
                     }
                     let Some((index, test)) = queue.lock().unwrap().pop_front() else { break };
-                    let mut result = run_one(test, index, options, &scratch);
+                    let mut result = run_one(test, index, options, &scratch, cancel);
                     let mut failed_attempts = Vec::new();
                     while result.outcome.is_failure()
+                        && !matches!(result.outcome, Outcome::Cancelled(_))
                         && failed_attempts.len() < options.retries as usize
                         && signals::interrupted().is_none()
+                        && !cancel.load(Ordering::Relaxed)
                     {
                         // Each failed attempt is shown as it ends, as nextest shows them.
                         let attempt = Attempt::of(&result);
@@ -360,8 +373,8 @@ pub(crate) fn run(
                         {
                             break;
                         }
-                        let again = run_one(test, index, options, &scratch);
-                        if matches!(again.outcome, Outcome::Interrupted(_)) {
+                        let again = run_one(test, index, options, &scratch, cancel);
+                        if matches!(again.outcome, Outcome::Interrupted(_) | Outcome::Cancelled(_)) {
                             // Stopped before it ended: the last attempt that ended is the test's result.
                             break;
                         }
@@ -369,10 +382,12 @@ pub(crate) fn run(
                         result = again;
                     }
                     result.failed_attempts = failed_attempts;
-                    if result.outcome.is_failure() {
+                    // A test the run cancelled is not one more failure that stops it.
+                    if result.outcome.is_failure() && !matches!(result.outcome, Outcome::Cancelled(_)) {
                         let failed = failures.fetch_add(1, Ordering::Relaxed) + 1;
                         if options.max_fail.is_some_and(|most| failed >= most) {
                             stop.store(true, Ordering::Relaxed);
+                            cancel.store(options.stop_running, Ordering::Relaxed);
                         }
                     }
                     if sender.send(Finished::Test(index, Box::new(result))).is_err() {

@@ -1,5 +1,6 @@
 //! nextest's run options, with nextest's meaning: `--no-run`, `--run-ignored`, `--fail-fast`/`--no-fail-fast`/
-//! `--max-fail`, `--bench`/`--benches`, and `-P` taking retries, the timeout and fail-fast from a nextest profile.
+//! `--max-fail` (`N:immediate` too), `--bench`/`--benches`, `-P` taking retries, the timeout and fail-fast from a
+//! nextest profile, and `cargo ying list`'s formats.
 
 use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, stdout, summary, target_dir};
 
@@ -107,6 +108,25 @@ fn max_fail_stops_starting_tests_after_that_many_failures() {
     let both = fixture.cargo_ying(&["--fail-fast", "--max-fail=all"], &[]);
     assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
     assert!(stderr(&both).contains("cannot be used with"), "{}", stderr(&both));
+}
+
+#[test]
+fn max_fail_immediate_stops_the_tests_running_too() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    // The crashing tests and the one that hangs start together: the first failure stops it, long before its timeout.
+    let args = ["--test", "crashes", "-j", "4", "--timeout", "120s", "--max-fail", "1:immediate"];
+    let output = fixture.cargo_ying(&args, &[("YING_FIXTURE_HANG", "1")]);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), TEST_FAILED, "{said}");
+    let summary = summary(&target_dir());
+    let hangs = entry(&summary, "crashes", "hangs");
+    assert_eq!(hangs["outcome"], "failed", "a test the run stopped fails, as nextest counts it: {said}");
+    let reason = hangs["reason"].as_str().unwrap();
+    assert!(reason.contains("--max-fail 1:immediate stops the tests running"), "{reason}");
+    assert!(said.contains("CANCEL [") && said.contains("crashes hangs (stopped before it ended"), "{said}");
+    assert!(!said.contains("--- leak-fixtures::crashes hangs: output ---"), "its output is left out: {said}");
+    assert_eq!(entry(&summary, "crashes", "aborts")["outcome"], "crashed");
 }
 
 #[test]
