@@ -241,8 +241,8 @@ pub(crate) struct TestArgs {
     #[command(flatten)]
     pub filter: TestFilter,
 
-    /// Take retries, the timeout, test threads and fail-fast from this nextest profile of .config/nextest.toml
-    /// (flags win over it; it wins over [workspace.metadata.ying])
+    /// The nextest profile to use: its retries, slow-timeout (period × terminate-after), test-threads and fail-fast,
+    /// from .config/nextest.toml (flags win over it; it wins over [workspace.metadata.ying])
     #[arg(short = 'P', long, env = "NEXTEST_PROFILE", value_name = "PROFILE", help_heading = "Running")]
     pub profile: Option<String>,
 

@@ -114,19 +114,23 @@ fn max_fail_stops_starting_tests_after_that_many_failures() {
 fn max_fail_immediate_stops_the_tests_running_too() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
-    // The crashing tests and the one that hangs start together: the first failure stops it, long before its timeout.
-    let args = ["--test", "crashes", "-j", "4", "--timeout", "120s", "--max-fail", "1:immediate"];
-    let output = fixture.cargo_ying(&args, &[("YING_FIXTURE_HANG", "1")]);
+    // The test that hangs starts beside one that fails a second later: that failure stops it, long before its
+    // timeout.
+    let tests = "binary(crashes) & test(=hangs) | binary(hostile) & test(=prints_a_lot)";
+    let args = ["-E", tests, "-j", "2", "--timeout", "120s", "--max-fail", "1:immediate"];
+    let envs = [("YING_FIXTURE_HANG", "1"), ("FIXTURE_PRINT_PAUSE_MS", "1000"), ("FIXTURE_PRINT_FAIL", "1")];
+    let output = fixture.cargo_ying(&args, &envs);
     let said = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "{said}");
     let summary = summary(&target_dir());
+    assert_eq!(entry(&summary, "hostile", "prints_a_lot")["outcome"], "failed", "{said}");
     let hangs = entry(&summary, "crashes", "hangs");
     assert_eq!(hangs["outcome"], "failed", "a test the run stopped fails, as nextest counts it: {said}");
     let reason = hangs["reason"].as_str().unwrap();
     assert!(reason.contains("--max-fail 1:immediate stops the tests running"), "{reason}");
     assert!(said.contains("CANCEL [") && said.contains("crashes hangs (stopped before it ended"), "{said}");
     assert!(!said.contains("--- leak-fixtures::crashes hangs: output ---"), "its output is left out: {said}");
-    assert_eq!(entry(&summary, "crashes", "aborts")["outcome"], "crashed");
+    assert!(said.contains("--- leak-fixtures::hostile prints_a_lot: output ---"), "{said}");
 }
 
 #[test]
