@@ -219,9 +219,11 @@ pub(crate) fn gating(flags: &GateOptions, config: &Config) -> Gating {
 #[cfg(test)]
 mod tests {
     use super::{gating, ignored, max_fail};
-    use crate::cli::{Cargo, CargoCommand, Command, TestArgs};
-    use crate::config::MaxFail;
+    use crate::cli::{Cargo, CargoCommand, Command, GateOptions, TestArgs};
+    use crate::config::{Config, MaxFail};
+    use crate::gate::{Gating, Tolerance};
     use clap::Parser as _;
+    use ying_report::{ByteSize, Figure};
 
     /// `cargo ying test <args>`, parsed.
     fn test_args(args: &[&str]) -> TestArgs {
@@ -258,10 +260,6 @@ mod tests {
         );
         assert!(ignored(&test_args(&["-j", "3", "--retries", "1"]), false).is_empty());
     }
-    use crate::cli::GateOptions;
-    use crate::config::Config;
-    use crate::gate::{Gating, Tolerance};
-    use ying_report::{ByteSize, Figure};
 
     #[test]
     fn the_gate_takes_each_flag_before_the_configuration_and_the_configuration_before_the_default() {
