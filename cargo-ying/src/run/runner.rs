@@ -334,6 +334,7 @@ pub(crate) fn run(
     let mut results: Vec<Option<TestRecord>> = (0..total).map(|_| None).collect();
     for (index, (test, runs)) in tests.iter().enumerate() {
         if *runs {
+            options.symbolizer.expect(&test.binary.path);
             queue.lock().unwrap().push_back((index, test));
         } else {
             results[index] = Some(skipped(test, Outcome::Ignored));
@@ -382,6 +383,7 @@ pub(crate) fn run(
                         result = again;
                     }
                     result.failed_attempts = failed_attempts;
+                    options.symbolizer.done(&test.binary.path);
                     // A test the run cancelled is not one more failure that stops it.
                     if result.outcome.is_failure() && !matches!(result.outcome, Outcome::Cancelled(_)) {
                         let failed = failures.fetch_add(1, Ordering::Relaxed) + 1;

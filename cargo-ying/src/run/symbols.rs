@@ -7,15 +7,17 @@ use crate::run::symbol_cache::{KeptTypes, SymbolCache};
 use addr2line::Loader;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use ying_frames::debug_types::DebugTypes;
 use ying_frames::names::{DebugFrame, frames_at_address};
 use ying_frames::types::{AllocatedType, allocated_type};
 use ying_report::Frame;
 use ying_report::LeakReport;
 
-/// Debug information of the test executables, each loaded on first use. The runner's workers share it, each
-/// executable behind a lock of its own: reports of two executables are named at once.
+/// Debug information of the test executables, each loaded on first use and let go once the executable's last
+/// expected report is named ([`Symbolizer::expect`]): a run holds the debug information of the executables whose
+/// tests are running, not of every one it ran. The runner's workers share it, each executable behind a lock of its
+/// own: reports of two executables are named at once.
 #[derive(Default)]
 pub(crate) struct Symbolizer {
     executables: Mutex<HashMap<PathBuf, Arc<Slot>>>,
@@ -23,6 +25,35 @@ pub(crate) struct Symbolizer {
     kept: Option<PathBuf>,
     /// The workspace's `allow` patterns, which excuse a deferred site as the runtime's excuses would.
     allow: Vec<String>,
+    /// The reports still expected of each executable.
+    expected: Mutex<HashMap<PathBuf, usize>>,
+    /// How many executables have their debug information loaded.
+    loaded: Arc<Loaded>,
+}
+
+/// At most this many executables' debug information is loaded ahead of their reports ([`Symbolizer::prepare`]):
+/// each is tens to hundreds of megabytes once parsed.
+const PREPARED_AHEAD: usize = 2;
+
+/// A count of the executables whose debug information is loaded, that [`Symbolizer::prepare`] waits on.
+#[derive(Default)]
+struct Loaded {
+    count: Mutex<usize>,
+    changed: Condvar,
+}
+
+impl Loaded {
+    fn add(&self, change: isize) {
+        let mut count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
+        *count = count.saturating_add_signed(change);
+        self.changed.notify_all();
+    }
+
+    /// Waits until fewer than `most` are loaded.
+    fn wait_below(&self, most: usize) {
+        let count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
+        drop(self.changed.wait_while(count, |count| *count >= most).unwrap_or_else(PoisonError::into_inner));
+    }
 }
 
 /// An executable's frames, opened by the first thread to need them (the others wait for it).
@@ -43,11 +74,13 @@ struct Executable {
     /// `None` until needed; then `Some(None)` when it cannot be read.
     debug_types: Option<Option<DebugTypes<memmap2::Mmap>>>,
     cache: Option<SymbolCache>,
+    /// The symbolizer's count of loaded executables, this one's loading and letting go counted in it.
+    loaded: Arc<Loaded>,
 }
 
 impl Executable {
     /// The executable at `path`, with the frames kept for it in `kept`.
-    fn open(path: &Path, kept: Option<&Path>) -> Self {
+    fn open(path: &Path, kept: Option<&Path>, loaded: Arc<Loaded>) -> Self {
         let (cache, frames, types) = match kept {
             Some(dir) => {
                 let (cache, frames, types) = SymbolCache::open(dir, path);
@@ -55,12 +88,24 @@ impl Executable {
             }
             None => (None, HashMap::new(), HashMap::new()),
         };
-        Self { path: path.to_owned(), loader: None, frames, types, debug_types: None, cache }
+        Self { path: path.to_owned(), loader: None, frames, types, debug_types: None, cache, loaded }
     }
 
     /// The executable's debug information, loaded the first time; `None` when it cannot be read.
     fn loader(&mut self) -> Option<&Loader> {
-        self.loader.get_or_insert_with(|| Loader::new(&self.path).ok()).as_ref()
+        if self.loader.is_none() {
+            self.loader = Some(Loader::new(&self.path).ok());
+            self.loaded.add(1);
+        }
+        self.loader.as_ref().and_then(Option::as_ref)
+    }
+
+    /// Lets go of the debug information (the frames and types named from it stay): loaded again if needed.
+    fn let_go(&mut self) {
+        self.debug_types = None;
+        if self.loader.take().is_some() {
+            self.loaded.add(-1);
+        }
     }
 
     /// The frames at each of `addresses`, in order, each named from the debug information the first time.
@@ -199,7 +244,7 @@ fn library_unit_addresses(executable: &Path) -> Vec<(&'static str, u64)> {
 impl Symbolizer {
     /// A symbolizer that keeps each executable's frames in `kept` from one run to the next (see [`SymbolCache`]).
     pub(crate) fn keeping_frames_in(kept: PathBuf) -> Self {
-        Self { executables: Mutex::default(), kept: Some(kept), allow: Vec::new() }
+        Self { kept: Some(kept), ..Self::default() }
     }
 
     /// The symbolizer, judging deferred sites with the workspace's `allow` patterns too.
@@ -217,17 +262,46 @@ impl Symbolizer {
 
     /// The frames in `slot`, opened for `path` if no thread has yet.
     fn opened<'a>(&self, slot: &'a Slot, path: &Path) -> &'a Mutex<Executable> {
-        slot.get_or_init(|| Mutex::new(Executable::open(path, self.kept.as_deref())))
+        slot.get_or_init(|| Mutex::new(Executable::open(path, self.kept.as_deref(), Arc::clone(&self.loaded))))
+    }
+
+    /// One more report is expected of `executable` (a test of it is to run): its debug information, once loaded,
+    /// is kept until the report is [`done`](Self::done).
+    pub(crate) fn expect(&self, executable: &Path) {
+        let mut expected = self.expected.lock().unwrap_or_else(PoisonError::into_inner);
+        *expected.entry(executable.to_owned()).or_default() += 1;
+    }
+
+    /// Every report expected of `executable` is done: its tests ran before it was prepared.
+    fn all_done(&self, executable: &Path) -> bool {
+        self.expected.lock().unwrap_or_else(PoisonError::into_inner).get(executable) == Some(&0)
+    }
+
+    /// An expected report of `executable` is named (or its test ended without one): at the last, the executable's
+    /// debug information is let go.
+    pub(crate) fn done(&self, executable: &Path) {
+        let last = {
+            let mut expected = self.expected.lock().unwrap_or_else(PoisonError::into_inner);
+            let left = expected.entry(executable.to_owned()).or_default();
+            *left = left.saturating_sub(1);
+            *left == 0
+        };
+        if last && let Some(opened) = self.slot(executable).get() {
+            opened.lock().unwrap_or_else(PoisonError::into_inner).let_go();
+        }
     }
 
     /// Opens `executable`'s frames ahead of its first report and, unless frames were kept for it, loads its debug
     /// information and parses its [`LIBRARY_UNITS`], for a thread with nothing else to do while the tests are
     /// listed: naming the first report then takes a fraction of the time. A report of the executable waits until
-    /// this is done (it would do the same work).
+    /// this is done (it would do the same work). Waits first until fewer than [`PREPARED_AHEAD`] executables have
+    /// their debug information loaded.
     pub(crate) fn prepare(&self, executable: &Path) {
+        self.loaded.wait_below(PREPARED_AHEAD);
         let slot = self.slot(executable);
         let mut opened = self.opened(&slot, executable).lock().unwrap_or_else(PoisonError::into_inner);
-        if opened.cache.as_ref().is_some_and(SymbolCache::was_kept) {
+        // Checked with the executable locked: `done` lets go of what is loaded after this.
+        if opened.cache.as_ref().is_some_and(SymbolCache::was_kept) || self.all_done(executable) {
             return;
         }
         let Some(loader) = opened.loader() else { return };
@@ -400,6 +474,61 @@ mod tests {
         let fourth = Symbolizer::keeping_frames_in(kept);
         assert_eq!(name(&fourth, &executable, address), named);
         assert!(fourth.slot(&executable).get().unwrap().lock().unwrap().loader.is_none());
+    }
+
+    /// Whether `symbolizer` holds `executable`'s debug information.
+    fn holds(symbolizer: &Symbolizer, executable: &Path) -> bool {
+        symbolizer.slot(executable).get().is_some_and(|opened| opened.lock().unwrap().loader.is_some())
+    }
+
+    #[test]
+    fn debug_information_is_let_go_after_the_last_expected_report_and_prepared_at_most_two_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let executables: Vec<(PathBuf, u64)> = (0..3)
+            .map(|index| {
+                let sub = dir.path().join(index.to_string());
+                std::fs::create_dir(&sub).unwrap();
+                executable_in(&sub)
+            })
+            .collect();
+        let symbolizer = std::sync::Arc::new(Symbolizer::default());
+        for (executable, address) in &executables[..2] {
+            symbolizer.expect(executable);
+            symbolizer.expect(executable);
+            let named = name(&symbolizer, executable, *address);
+            assert!(!named.is_empty() && holds(&symbolizer, executable));
+        }
+
+        // Two are loaded: the third is prepared only once one of them is let go.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let preparing = {
+            let (symbolizer, third) = (std::sync::Arc::clone(&symbolizer), executables[2].0.clone());
+            std::thread::spawn(move || {
+                symbolizer.prepare(&third);
+                sender.send(()).unwrap();
+            })
+        };
+        let waited = receiver.recv_timeout(std::time::Duration::from_millis(300));
+        assert!(waited.is_err(), "prepared while two executables were loaded");
+        let first = &executables[0].0;
+        symbolizer.done(first);
+        assert!(holds(&symbolizer, first), "one report of the first is still expected");
+        symbolizer.done(first);
+        assert!(!holds(&symbolizer, first), "the first's last report is done");
+        receiver.recv_timeout(std::time::Duration::from_secs(60)).expect("the third is prepared");
+        preparing.join().unwrap();
+        assert!(holds(&symbolizer, &executables[2].0));
+
+        // An executable whose tests all ran before it was prepared is not loaded for nothing.
+        let second = &executables[1].0;
+        symbolizer.done(second);
+        symbolizer.done(second);
+        assert!(!holds(&symbolizer, second));
+        symbolizer.prepare(second);
+        assert!(!holds(&symbolizer, second), "prepared after its last report");
+        // Named again after it was let go, from its debug information loaded anew.
+        let address = executables[0].1 + 16;
+        assert_eq!(name(&symbolizer, first, address), name(&Symbolizer::default(), first, address));
     }
 
     #[test]
