@@ -9,7 +9,6 @@ use crate::blocks::{Blocks, layout_of};
 use crate::own::MALLOC_ALIGN;
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;
-use core::fmt::Write as _;
 use ying::YingProfiler;
 
 /// The profiler every allocation of the process goes through. The interposer changes no allocation's outcome:
@@ -83,38 +82,12 @@ pub(crate) unsafe extern "C" fn free(ptr: *mut c_void) {
 /// freed already, or never allocated. Says so first on standard error, starting `ying: `, without allocating.
 #[cold]
 fn not_a_block(function: &str, ptr: *mut u8) -> ! {
-    let mut line = Line::default();
-    // A line longer than the buffer is cut; the writes cannot fail otherwise.
-    let _ = writeln!(
-        line,
+    ying::__private::interposer::say(format_args!(
         "ying: {function}({ptr:p}): double free or invalid pointer: the block was freed already, or never \
          allocated; aborting"
-    );
-    // SAFETY: the buffer's written bytes; a failed write of a process that is about to end changes nothing.
-    unsafe { libc::write(libc::STDERR_FILENO, line.bytes.as_ptr().cast(), line.len) };
+    ));
     // SAFETY: `abort` ends the process; nothing after it runs.
     unsafe { libc::abort() }
-}
-
-/// A line of text in a fixed buffer, for what is written where nothing may allocate.
-struct Line {
-    bytes: [u8; 192],
-    len: usize,
-}
-
-impl Default for Line {
-    fn default() -> Self {
-        Self { bytes: [0; 192], len: 0 }
-    }
-}
-
-impl core::fmt::Write for Line {
-    fn write_str(&mut self, text: &str) -> core::fmt::Result {
-        let end = self.len.checked_add(text.len()).filter(|&end| end <= self.bytes.len()).ok_or(core::fmt::Error)?;
-        self.bytes[self.len..end].copy_from_slice(text.as_bytes());
-        self.len = end;
-        Ok(())
-    }
 }
 
 /// `realloc(3)`: `realloc(NULL, n)` allocates, `realloc(p, 0)` frees `p` and returns null (glibc's meaning).

@@ -226,6 +226,14 @@ pub mod __private {
     /// What the allocation interposer (`ying-preload`) tells the runtime.
     pub mod interposer {
         pub use crate::products::leak_test::{leak_test_started, thread_named};
+
+        /// Writes `message` and a line break to standard error without allocating or locking.
+        pub fn say(message: core::fmt::Arguments<'_>) {
+            let mut stderr = crate::base::stderr::Stderr::new();
+            // Writing to the buffer cannot fail: what does not fit is written as it fills.
+            let _ = core::fmt::Write::write_fmt(&mut stderr, message);
+            stderr.line(b"");
+        }
     }
 
     /// Entries in the live table: (sampled, owned by a scope, the profiler's own).
