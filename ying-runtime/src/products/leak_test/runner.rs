@@ -58,21 +58,19 @@ impl TestResult for std::process::ExitCode {
     }
 }
 
-/// Why the body failed, for its report: the test harness prints it on standard error, which the test may have
-/// closed. `panic` is the payload of the body's panic.
-fn body_failure(plan: &Plan, panic: Option<&(dyn core::any::Any + Send)>, returned: Option<String>) -> String {
+/// Why the body failed, for its report (the test harness prints it on standard error, which the test may have
+/// closed): `what` happened (`panicked`), and the panic's message or the failure returned when there is one.
+fn body_failure(plan: &Plan, what: &str, detail: Option<&str>) -> String {
     let name = plan.harness_name();
-    match (panic, returned) {
-        (Some(payload), _) => {
-            let text = payload.downcast_ref::<&str>().copied().or(payload.downcast_ref::<String>().map(String::as_str));
-            match text {
-                Some(text) => format!("ying: leak test `{name}` panicked: {text}"),
-                None => format!("ying: leak test `{name}` panicked"),
-            }
-        }
-        (None, Some(returned)) => format!("ying: leak test `{name}` returned a failure: {returned}"),
-        (None, None) => format!("ying: leak test `{name}` failed"),
+    match detail {
+        Some(detail) => format!("ying: leak test `{name}` {what}: {detail}"),
+        None => format!("ying: leak test `{name}` {what}"),
     }
+}
+
+/// The message of a panic, when its payload is text (as `panic!`'s is).
+fn panic_message(payload: &(dyn core::any::Any + Send)) -> Option<&str> {
+    payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str))
 }
 
 thread_local! {
@@ -150,7 +148,7 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     let result = match outcome {
         Ok(()) => last.expect("at least one measured run"),
         Err(panic) => {
-            let failure = body_failure(&plan, Some(&*panic), None);
+            let failure = body_failure(&plan, "panicked", panic_message(&*panic));
             report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), Vec::new());
             resume_unwind(panic);
         }
@@ -158,7 +156,7 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     if result.is_success() {
         measured.judge(&plan);
     } else {
-        let failure = body_failure(&plan, None, result.failure());
+        let failure = body_failure(&plan, "returned a failure", result.failure().as_deref());
         report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), Vec::new());
     }
     result
