@@ -33,17 +33,22 @@ fn measure_with(subject: &str, env: &[(&str, &str)]) -> LeakReport {
     measure_into(subject, env, reports.path())
 }
 
-/// [`measure_with`], the subject writing to `reports`.
-fn measure_into(subject: &str, env: &[(&str, &str)], reports: &Path) -> LeakReport {
+/// Runs `subject` alone in a process of its own under the interposer, as a measured test writing to `reports`.
+fn run_subject(subject: &str, env: &[(&str, &str)], reports: &Path) -> std::process::Output {
     let identity = TestIdentity::new("ying-preload", None, "interposed", subject, "", 0);
-    let output = Command::new(std::env::current_exe().unwrap())
+    Command::new(std::env::current_exe().unwrap())
         .args(["--exact", subject, "--include-ignored", "--nocapture", "--test-threads=1"])
         .env("LD_PRELOAD", interposer())
         .env(MEASURE_TEST_ENV, serde_json::to_string(&identity).unwrap())
         .env(REPORT_DIR_ENV, reports)
         .envs(env.iter().copied())
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// [`measure_with`], the subject writing to `reports`.
+fn measure_into(subject: &str, env: &[(&str, &str)], reports: &Path) -> LeakReport {
+    let output = run_subject(subject, env, reports);
     let shown = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "{subject} failed under the interposer:\n{shown}");
     let report = only_report(reports).unwrap_or_else(|| panic!("{subject} wrote no report:\n{shown}"));
@@ -119,14 +124,7 @@ fn what_a_spawned_thread_leaks_is_the_tests() {
 fn aborted(subject: &str) -> String {
     use std::os::unix::process::ExitStatusExt as _;
     let reports = tempfile::tempdir().unwrap();
-    let identity = TestIdentity::new("ying-preload", None, "interposed", subject, "", 0);
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", subject, "--include-ignored", "--nocapture", "--test-threads=1"])
-        .env("LD_PRELOAD", interposer())
-        .env(MEASURE_TEST_ENV, serde_json::to_string(&identity).unwrap())
-        .env(REPORT_DIR_ENV, reports.path())
-        .output()
-        .unwrap();
+    let output = run_subject(subject, &[], reports.path());
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(output.status.signal(), Some(libc::SIGABRT), "{subject} ended as {:?}:\n{stderr}", output.status);
     stderr
