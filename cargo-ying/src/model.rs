@@ -63,6 +63,12 @@ impl Outcome {
         self.kind().is_failure()
     }
 
+    /// Whether the outcome is a failure of the test's own: not a test the run cancelled (`--max-fail N:immediate`),
+    /// which is neither retried, counted towards `--max-fail`, nor shown again.
+    pub(crate) fn is_own_failure(&self) -> bool {
+        self.is_failure() && !matches!(self, Self::Cancelled(_))
+    }
+
     /// Whether the test ran to an end of its own (or its timeout): not ignored, not left unstarted or stopped.
     pub(crate) fn ran(&self) -> bool {
         matches!(self, Self::Passed | Self::Failed | Self::Unreported(_) | Self::Crashed(_) | Self::TimedOut(_))

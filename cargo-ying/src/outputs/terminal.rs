@@ -223,8 +223,7 @@ impl Reporter {
             progress.finish_and_clear();
         }
         // Not of a test the run cancelled: as nextest, what it printed until it was stopped is left out.
-        let failed = run.tests.iter().filter(|test| test.outcome.is_failure());
-        for test in failed.filter(|test| !matches!(test.outcome, Outcome::Cancelled(_))) {
+        for test in run.tests.iter().filter(|test| test.outcome.is_own_failure()) {
             say!("\n{}", self.paint(RED, &format!("--- {}: output ---", test.id)));
             if test.output.is_empty() && self.no_capture {
                 say!("(not captured: --no-capture printed it above)");
@@ -261,7 +260,7 @@ impl Reporter {
         // A test the run cancelled is shown as it ended, not again: as nextest, only what failed of its own.
         let failed: Vec<String> = failed
             .into_iter()
-            .filter(|test| !matches!(test.outcome, Outcome::Cancelled(_)))
+            .filter(|test| test.outcome.is_own_failure())
             .filter_map(|test| self.result_line(test))
             .map(|line| line + "\n")
             .collect();

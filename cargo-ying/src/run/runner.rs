@@ -360,8 +360,7 @@ pub(crate) fn run(
                     let Some((index, test)) = queue.lock().unwrap().pop_front() else { break };
                     let mut result = run_one(test, index, options, &scratch, cancel);
                     let mut failed_attempts = Vec::new();
-                    while result.outcome.is_failure()
-                        && !matches!(result.outcome, Outcome::Cancelled(_))
+                    while result.outcome.is_own_failure()
                         && failed_attempts.len() < options.retries as usize
                         && signals::interrupted().is_none()
                         && !cancel.load(Ordering::Relaxed)
@@ -385,7 +384,7 @@ pub(crate) fn run(
                     result.failed_attempts = failed_attempts;
                     options.symbolizer.done(&test.binary.path);
                     // A test the run cancelled is not one more failure that stops it.
-                    if result.outcome.is_failure() && !matches!(result.outcome, Outcome::Cancelled(_)) {
+                    if result.outcome.is_own_failure() {
                         let failed = failures.fetch_add(1, Ordering::Relaxed) + 1;
                         if options.max_fail.is_some_and(|most| failed >= most) {
                             stop.store(true, Ordering::Relaxed);
