@@ -286,7 +286,9 @@ impl Symbolizer {
             *left = left.saturating_sub(1);
             *left == 0
         };
-        if last && let Some(opened) = self.slot(executable).get() {
+        // Only an executable opened already has anything to let go.
+        let slot = self.executables.lock().unwrap_or_else(PoisonError::into_inner).get(executable).cloned();
+        if last && let Some(opened) = slot.as_deref().and_then(OnceLock::get) {
             opened.lock().unwrap_or_else(PoisonError::into_inner).let_go();
         }
     }
