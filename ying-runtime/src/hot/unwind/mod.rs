@@ -14,7 +14,7 @@
 //! system unwinder.
 //!
 //! A thread that allocates from one place again and again walks the same stack again and again. Each thread keeps
-//! its last few walks as the memory they read (`remembered`, [`capture_cached`]): a walk is a function of the
+//! its recent walks (a few for each depth of stack) as the memory they read (`remembered`, [`capture_cached`]): a walk is a function of the
 //! registers it starts from and of the values it reads, so when the registers are the same and every remembered
 //! slot still holds the remembered value, the walk would find the same frames, and the caller's tag for that stack
 //! (the stack table's index) is returned without walking. That is one load and compare per read instead of a rule

@@ -1,5 +1,5 @@
-//! Remembered walks: each thread keeps its last few walks as the memory they read, and recognises a stack it
-//! walked before without walking it again (see `unwind`).
+//! Remembered walks: each thread keeps its recent walks as the memory they read, in sets by the stack pointer they
+//! started from, and recognises a stack it walked before without walking it again (see `unwind`).
 
 use super::cached::{Cached, Ticket};
 use super::rules::FLUSHES;
@@ -76,8 +76,21 @@ impl Ticket {
 
 /// Most memory reads a remembered walk holds (two per frame at most: return address and saved `rbp`).
 const TRACE_READS: usize = 48;
+/// Sets of remembered walks per thread: a walk is remembered in the set its starting stack pointer picks, so that
+/// walks from different depths (a recursive parser's, a compiler's) do not push each other out.
+const TRACE_SETS: usize = 8;
+/// Walks remembered per set, replaced in turn.
+const TRACE_WAYS: usize = 4;
 /// Walks remembered per thread.
-const TRACE_ENTRIES: usize = 4;
+const TRACE_ENTRIES: usize = TRACE_SETS * TRACE_WAYS;
+
+/// The first entry of the set a walk starting at stack pointer `sp` is remembered in.
+#[inline]
+fn set_of(sp: usize) -> usize {
+    // A multiplicative hash of the stack pointer's 16-byte slot; its top bits pick the set.
+    let hash = ((sp >> 4) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (hash >> (64 - TRACE_SETS.trailing_zeros())) as usize * TRACE_WAYS
+}
 const _: () = assert!(TRACE_ENTRIES <= 256, "a ticket keeps the entry in 8 bits");
 /// The tag of an entry that holds no usable walk.
 const NO_TAG: u32 = u32::MAX;
@@ -140,10 +153,10 @@ impl Trace {
     }
 }
 
-/// The walks a thread remembers, replaced in turn.
+/// The walks a thread remembers, in sets by their starting stack pointer, each set's replaced in turn.
 struct Traces {
-    /// The entry to replace next.
-    next: Cell<usize>,
+    /// The way of each set to replace next.
+    next: [Cell<usize>; TRACE_SETS],
     /// The entry last used (hit or filled): tried first, never replaced next.
     last: Cell<usize>,
     entries: [Trace; TRACE_ENTRIES],
@@ -151,7 +164,11 @@ struct Traces {
 
 std::thread_local! {
     static TRACES: Traces = const {
-        Traces { next: Cell::new(0), last: Cell::new(0), entries: [const { Trace::new() }; TRACE_ENTRIES] }
+        Traces {
+            next: [const { Cell::new(0) }; TRACE_SETS],
+            last: Cell::new(0),
+            entries: [const { Trace::new() }; TRACE_ENTRIES],
+        }
     };
 }
 
@@ -167,22 +184,26 @@ impl Traces {
         self.capture_other(regs, ips, limit, flushes)
     }
 
-    /// [`capture`](Self::capture) past the walk used last: the other remembered walks, else a new walk.
+    /// [`capture`](Self::capture) past the walk used last: the other remembered walks of the set `regs` picks,
+    /// else a new walk, remembered there.
     #[cold]
     #[inline(never)]
     fn capture_other(&self, regs: Regs, ips: &mut [MaybeUninit<usize>], limit: usize, flushes: u64) -> Cached {
         let last = self.last.get();
-        for (index, entry) in self.entries.iter().enumerate().filter(|&(index, _)| index != last) {
-            if let Some(tag) = entry.replay(regs, limit, ips.len(), flushes) {
+        let set = set_of(regs.sp);
+        for index in (set..set + TRACE_WAYS).filter(|&index| index != last) {
+            if let Some(tag) = self.entries[index].replay(regs, limit, ips.len(), flushes) {
                 self.last.set(index);
                 return Cached::Hit(tag);
             }
         }
-        let mut index = self.next.get();
-        if index == last {
-            index = (index + 1) % TRACE_ENTRIES;
+        let next = &self.next[set / TRACE_WAYS];
+        let mut way = next.get();
+        if set + way == last {
+            way = (way + 1) % TRACE_WAYS;
         }
-        self.next.set((index + 1) % TRACE_ENTRIES);
+        next.set((way + 1) % TRACE_WAYS);
+        let index = set + way;
         self.last.set(index);
         let entry = &self.entries[index];
         entry.tag.set(NO_TAG);
@@ -277,6 +298,25 @@ mod tests {
         assert!(walked[0].len() >= callers.len() + 3 && walked[0].ends_with(callers), "{walked:?}\n{callers:?}");
         // A different depth is a different stack.
         assert!(matches!(nested_probe(3, &mut ips), Cached::Walked { .. }));
+    }
+
+    #[test]
+    fn walks_from_more_depths_than_a_set_holds_are_each_recognised() {
+        // The one change of the rules a test process makes, made before any walk is remembered.
+        crate::read::symbol_table::end_stacks_at_thread_entries();
+        // Six stacks, each starting at a depth of its own, met in turn: more than one set's ways, which a cache
+        // that replaces its walks in turn whatever their depth would have replaced before each came round again.
+        const DEPTHS: usize = 6;
+        let mut ips = buffer::<64>();
+        for round in 0..3 {
+            for depth in 0..DEPTHS {
+                match nested_probe(depth, &mut ips) {
+                    Cached::Walked { ticket: Some(ticket), .. } if round == 0 => remember(ticket, depth as u32),
+                    Cached::Hit(found) if round > 0 => assert_eq!(found, depth as u32, "round {round}"),
+                    other => panic!("round {round}, depth {depth}: {other:?}"),
+                }
+            }
+        }
     }
 
     #[inline(never)]

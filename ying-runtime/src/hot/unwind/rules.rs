@@ -62,7 +62,7 @@ pub(super) enum Miss {
     Unsupported,
 }
 
-const CACHE_SLOTS: usize = 4096;
+const CACHE_SLOTS: usize = 16384;
 
 /// One cached rule: the address it is for, and the packed rule.
 struct Slot {
