@@ -94,6 +94,24 @@ fn stored_in_a_table_made_before_the_test() {
     table.insert(key, black_box("x".repeat(4093)));
 }
 
+/// A table, and blocks beside it that make the heap large.
+type TableAndBallast = (HashMap<u32, String>, Vec<Vec<u8>>);
+
+static LARGE_TABLE: Mutex<Option<TableAndBallast>> = Mutex::new(None);
+
+/// [`stored_in_a_table_made_before_the_test`] on a heap of over 8 MiB, which the scan reads a buffer at a time
+/// rather than copy.
+#[ying::leak_test(warmup = 1, iterations = 1, max_retained = "0")]
+#[ignore = "run in a child process"]
+fn stored_in_a_table_made_before_the_test_on_a_large_heap() {
+    let mut table = LARGE_TABLE.lock().unwrap();
+    let (table, ballast) =
+        table.get_or_insert_with(|| (HashMap::with_capacity(64), (0..600).map(|_| vec![1u8; 16 << 10]).collect()));
+    black_box(ballast);
+    let key = table.len() as u32;
+    table.insert(key, black_box("x".repeat(4091)));
+}
+
 /// What a leaked `Arc<Ticket>` holds.
 struct Ticket {
     _payload: [u8; 1000],
@@ -216,6 +234,12 @@ fn an_entry_stored_in_a_table_made_before_the_test_is_not_lost() {
     assert!(stderr.contains("held through memory allocated before the test (from why::TABLE)"), "{stderr}");
     // A budgeted test names its sites itself, typed too.
     assert_eq!(type_of(&report, 4093), Some("u8"));
+}
+
+#[test]
+fn an_entry_stored_in_a_table_made_before_the_test_on_a_large_heap_is_not_lost() {
+    let (_, report) = run_alone("stored_in_a_table_made_before_the_test_on_a_large_heap");
+    assert_eq!(why(&report, 4091), [(Reach::Heap, Some("why::LARGE_TABLE".to_owned()))]);
 }
 
 #[test]

@@ -31,8 +31,12 @@ impl Chunks {
         let mut ranges = RawVec::new_in(RawSystem);
         for mapping in mappings {
             if mapping.path == "[heap]" && mapping.writable {
-                let copy = Heap(reader.snapshot(mapping.start, mapping.end));
-                copy.walk_from_any(mapping.start, mapping.start + 4096, mapping.end, &mut ranges);
+                Heap::of(reader, mapping.start, mapping.end).walk_from_any(
+                    mapping.start,
+                    mapping.start + 4096,
+                    mapping.end,
+                    &mut ranges,
+                );
                 continue;
             }
             if !mapping.is_anonymous_data() || stacks.iter().any(|&sp| mapping.holds(sp)) {
@@ -46,8 +50,7 @@ impl Chunks {
                     && at + size <= mapping.end
                 {
                     // After the heap's header (and, in an arena's first heap, the arena itself).
-                    let copy = Heap(reader.snapshot(at, at + size));
-                    copy.walk_from_any(at + 4 * WORD, at + 8192, at + size, &mut ranges);
+                    Heap::of(reader, at, at + size).walk_from_any(at + 4 * WORD, at + 8192, at + size, &mut ranges);
                     at += size.next_multiple_of(4096);
                     continue;
                 }
@@ -96,17 +99,34 @@ impl Chunks {
     }
 }
 
-/// A heap's words, copied once (and kept by the reader, which serves the reads of its chunks from the copy).
-struct Heap<'a>(&'a Snapshot);
+/// Most bytes of a heap copied whole: a larger one is read a buffer at a time as its chunks are walked, and its
+/// chunks' words are read one chunk at a time by the scan (the standard library's debug information, which a test
+/// that printed a backtrace keeps, is tens of MiB the scan does not read).
+const MOST_COPIED: usize = 4 << 20;
 
-impl Heap<'_> {
-    fn word(&self, address: usize) -> usize {
-        self.0.word(address)
+/// A heap's words: copied once when it is small (and kept by the reader, which serves the reads of its chunks from
+/// the copy), else read a buffer at a time.
+enum Heap<'a> {
+    Copied(&'a Snapshot),
+    Read(&'a mut Reader),
+}
+
+impl<'a> Heap<'a> {
+    /// The heap `[start, end)`, copied when it is at most [`MOST_COPIED`] bytes.
+    fn of(reader: &'a mut Reader, start: usize, end: usize) -> Self {
+        if end - start <= MOST_COPIED { Self::Copied(reader.snapshot(start, end)) } else { Self::Read(reader) }
+    }
+
+    fn word(&mut self, address: usize) -> usize {
+        match self {
+            Self::Copied(copy) => copy.word(address),
+            Self::Read(reader) => reader.word_near(address),
+        }
     }
 
     /// Walks from the first position in `[from, until)` (16-aligned) whose chain of chunks ends at `end`, adding
     /// the chunks in use (and not the cache of freed ones) to `ranges`.
-    fn walk_from_any(&self, from: usize, until: usize, end: usize, ranges: &mut RawVec<(usize, usize)>) {
+    fn walk_from_any(&mut self, from: usize, until: usize, end: usize, ranges: &mut RawVec<(usize, usize)>) {
         let mut first = from.next_multiple_of(16);
         while first < until.min(end) {
             if self.chain_ends_at(first, end) {
@@ -119,7 +139,7 @@ impl Heap<'_> {
 
     /// Whether the chunks from `first` on follow one another to `end` (or to the two closing chunks an arena's
     /// older heap ends with, the last of size 0).
-    fn chain_ends_at(&self, first: usize, end: usize) -> bool {
+    fn chain_ends_at(&mut self, first: usize, end: usize) -> bool {
         let mut at = first;
         let mut chunks = 0;
         while at < end {
@@ -137,7 +157,7 @@ impl Heap<'_> {
         at == end && chunks > 1
     }
 
-    fn add_in_use(&self, first: usize, end: usize, ranges: &mut RawVec<(usize, usize)>) {
+    fn add_in_use(&mut self, first: usize, end: usize, ranges: &mut RawVec<(usize, usize)>) {
         let mut at = first;
         while at < end {
             let size = self.word(at + WORD) & SIZE_BITS;
@@ -155,7 +175,7 @@ impl Heap<'_> {
 
     /// Whether the chunk at `at` is a thread's cache of freed chunks: its size, counts of at most a few hundred,
     /// and a list for each count that is not zero.
-    fn is_free_chunk_cache(&self, at: usize, size: usize) -> bool {
+    fn is_free_chunk_cache(&mut self, at: usize, size: usize) -> bool {
         if size != TCACHE_CHUNK {
             return false;
         }
@@ -174,7 +194,38 @@ impl Heap<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Heap, PREV_INUSE, Reader, WORD};
+    use super::{Heap, MOST_COPIED, PREV_INUSE, Reader, WORD};
+    use crate::base::raw::{RawSystem, RawVec};
+
+    #[test]
+    fn a_heap_too_large_to_copy_is_walked_a_buffer_at_a_time_to_the_same_chunks_and_kept_nowhere() {
+        // A heap of 64 KiB chunks, 16-aligned, larger than a copy may be; every other chunk in use.
+        const CHUNK: usize = 64 << 10;
+        let chunks = MOST_COPIED / CHUNK + 8;
+        let mut words = vec![0usize; (chunks * CHUNK + 16) / WORD];
+        let start = (words.as_ptr() as usize).next_multiple_of(16);
+        let first = (start - words.as_ptr() as usize) / WORD;
+        for chunk in 0..chunks {
+            // The size of each chunk, and the bit of the chunk after: whether this one is in use.
+            words[first + chunk * CHUNK / WORD + 1] = CHUNK | (usize::from(chunk % 2 == 1) * PREV_INUSE);
+        }
+        let end = start + chunks * CHUNK;
+        std::hint::black_box(&mut words);
+        let walk = |heap: &mut Heap<'_>| {
+            let mut ranges = RawVec::new_in(RawSystem);
+            heap.walk_from_any(start, start + 4096, end, &mut ranges);
+            ranges.iter().copied().collect::<Vec<_>>()
+        };
+        let mut reader = Reader::new();
+        let read = walk(&mut Heap::of(&mut reader, start, end));
+        assert_eq!(reader.copied_bytes(), 0, "a heap of {} bytes was copied whole", end - start);
+        let copied = walk(&mut Heap::Copied(reader.snapshot(start, end)));
+        // The chunks in use are those before a chunk whose header says so: the even ones, the last (which has no
+        // chunk after it) left out.
+        assert_eq!(read.len(), (0..chunks - 1).filter(|chunk| chunk % 2 == 0).count());
+        assert_eq!(read, copied);
+        assert_eq!(read[0], (start + 2 * WORD, start + CHUNK));
+    }
 
     #[test]
     fn chunks_that_follow_one_another_to_the_end_are_a_chain_and_any_size_word_is_read_without_overflow() {
@@ -185,10 +236,10 @@ mod tests {
         }
         let (start, end) = (words.as_ptr() as usize, words.as_ptr() as usize + words.len() * WORD);
         let mut reader = Reader::new();
-        assert!(Heap(reader.snapshot(start, end)).chain_ends_at(start, end));
+        assert!(Heap::Copied(reader.snapshot(start, end)).chain_ends_at(start, end));
         // A position that holds no chunk: its "size" is any word, the largest one included.
         words[5] = usize::MAX & !15;
         std::hint::black_box(&mut words);
-        assert!(!Heap(reader.snapshot(start, end)).chain_ends_at(start, end));
+        assert!(!Heap::Copied(reader.snapshot(start, end)).chain_ends_at(start, end));
     }
 }

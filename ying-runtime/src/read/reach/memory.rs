@@ -1,8 +1,9 @@
 //! The process's memory as the scan reads it: its mappings (`/proc/self/maps`) and their words, read through the
 //! kernel (`process_vm_readv`, else `/proc/self/mem`), which answers an error for a page that is not mapped any
 //! more instead of faulting. Words are copied into a buffer mapped apart from the heap, so that no copy of a
-//! pointer the scan reads lands in memory the scan reads later. A range read whole once (a heap, whose chunks the
-//! scan then reads one by one) is kept: the reads of its words that follow are served from the copy.
+//! pointer the scan reads lands in memory the scan reads later. A range read whole once (a heap of a few MiB, whose
+//! chunks the scan then reads one by one) is kept: the reads of its words that follow are served from the copy. A
+//! larger heap is read a buffer at a time, so that the scan never holds a second copy of a large heap.
 
 use crate::base::raw::{RawSystem, RawVec};
 use std::os::unix::fs::FileExt;
@@ -85,13 +86,15 @@ pub(super) struct Reader {
     vm_refused: bool,
     /// The ranges copied whole ([`snapshot`](Self::snapshot)), whose words are read from the copy.
     snapshots: RawVec<Snapshot>,
+    /// The range whose words the buffer holds, `(start, bytes)`, for [`word_near`](Self::word_near).
+    held: (usize, usize),
 }
 
 impl Reader {
     pub(super) fn new() -> Self {
         let mut buffer = RawVec::with_capacity_in(CHUNK, RawSystem);
         buffer.resize(CHUNK, 0);
-        Self { buffer, mem: None, vm_refused: false, snapshots: RawVec::new_in(RawSystem) }
+        Self { buffer, mem: None, vm_refused: false, snapshots: RawVec::new_in(RawSystem), held: (0, 0) }
     }
 
     /// Copies the words of `[start, end)` (`start` aligned) at once, and keeps them: the words of the range are read
@@ -114,6 +117,12 @@ impl Reader {
         self.snapshots.last().expect("a snapshot was just kept")
     }
 
+    /// Bytes of the process kept copied ([`snapshot`](Self::snapshot)).
+    #[cfg(test)]
+    pub(super) fn copied_bytes(&self) -> usize {
+        self.snapshots.iter().map(|snapshot| snapshot.words.len() * WORD).sum()
+    }
+
     /// The copy that holds `[start, end)`, if one does.
     fn copied(&self, start: usize, end: usize) -> Option<&[usize]> {
         self.snapshots.iter().find_map(|snapshot| snapshot.slice(start, end))
@@ -128,6 +137,20 @@ impl Reader {
             return Some(word);
         }
         (self.read(address, WORD) == WORD).then(|| self.buffer[0])
+    }
+
+    /// The word at `address` (aligned), read with the words that follow it: a walk that moves forward through a
+    /// range too large to copy whole reads it a buffer at a time. Zero where nothing can be read.
+    pub(super) fn word_near(&mut self, address: usize) -> usize {
+        let offset = address.wrapping_sub(self.held.0);
+        if offset < self.held.1 {
+            return self.buffer[offset / WORD];
+        }
+        let start = address & !(PAGE - 1);
+        let read = self.read(start, CHUNK * WORD) / WORD * WORD;
+        self.held = (start, read);
+        let offset = address - start;
+        if offset < read { self.buffer[offset / WORD] } else { 0 }
     }
 
     /// Calls `f(address, word)` with each aligned word of `[start, end)` that can be read; unmapped pages are
@@ -156,6 +179,7 @@ impl Reader {
 
     /// Reads up to `len` bytes (at most the buffer) at `address` into the buffer; returns how many were read.
     fn read(&mut self, address: usize, len: usize) -> usize {
+        self.held = (0, 0);
         let mut buffer = core::mem::replace(&mut self.buffer, RawVec::new_in(RawSystem));
         let words = len.min(CHUNK * WORD).div_ceil(WORD);
         let read = self.read_into(address, &mut buffer[..words]).min(len);
