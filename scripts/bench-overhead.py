@@ -37,7 +37,7 @@ CONFIGS = [
 SLOW = {"dhat"}
 # The provider each ying configuration wraps, for its own overhead and its RSS above the provider's.
 PROVIDER = {"exact_floor": "system", "ying_idle": "system", "ying_leak_test": "system", "ying_r0": "system", "ying_mimalloc": "mimalloc"}
-WORKLOADS = ["w1", "w2", "w3", "w4", "w5"]
+WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w7"]
 
 
 def run(binary, workload, raw):

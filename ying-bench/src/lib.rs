@@ -12,10 +12,21 @@
 //! | `w3` | build and drop a `HashMap<String, Vec<u64>>` of 200k entries, 20 times |
 //! | `w4` | 1M vectors grown by `push` to random lengths up to 256: realloc-heavy growth |
 //! | `w5` | a tokio multi-thread runtime (2 workers) running 10,000 tasks that each build and drop a `Vec<String>` and a `HashMap`: the shape of an async test |
+//! | `w6` | serde_json: generate 42,000 records, serialise them (20 MB of JSON), parse the text into a `serde_json::Value` and into the typed records (`#[derive(Deserialize)]`), serialise the value, and the records pretty and compact |
+//! | `w7` | regex: generate a 1000-word dictionary and a 2 MB log, then search the log in 8 parts, each with 32 patterns compiled afresh (Unicode classes, addresses, dates, case-insensitive literals, captures, two alternations of the dictionary) and a `RegexSet` of 10 run on every line |
+//!
+//! The time of a run covers the whole workload: `w6` and `w7` generate their input (the records, the log) within it,
+//! allocations included, as a program would read its input.
 
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Instant;
+
+mod json_round_trip;
+mod regex_search;
+
+pub use json_round_trip::json_round_trip;
+pub use regex_search::regex_search;
 
 /// xorshift64*: deterministic sizes and lengths, the same in every configuration.
 struct Rng(u64);
@@ -121,7 +132,7 @@ pub fn tasks(tasks: usize) -> u64 {
 }
 
 /// The workloads' names.
-pub const WORKLOADS: [&str; 5] = ["w1", "w2", "w3", "w4", "w5"];
+pub const WORKLOADS: [&str; 7] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7"];
 
 /// Runs one workload by name; `None` for an unknown name.
 pub fn workload(name: &str) -> Option<u64> {
@@ -131,6 +142,8 @@ pub fn workload(name: &str) -> Option<u64> {
         "w3" => maps(20, 200_000),
         "w4" => growth(1_000_000, 4),
         "w5" => tasks(10_000),
+        "w6" => json_round_trip(42_000, 6),
+        "w7" => regex_search(2 << 20, 8, 7),
         _ => return None,
     })
 }
@@ -160,7 +173,7 @@ fn peak_rss_kib() -> u64 {
 pub fn main(config: &str, run: impl FnOnce(&dyn Fn() -> u64) -> u64) {
     let name = std::env::args().nth(1).unwrap_or_default();
     if !WORKLOADS.contains(&name.as_str()) {
-        eprintln!("ying-bench: unknown workload `{name}`; expected w1, w2, w3, w4 or w5");
+        eprintln!("ying-bench: unknown workload `{name}`; expected w1, w2, w3, w4, w5, w6 or w7");
         std::process::exit(2);
     }
     let start = Instant::now();
