@@ -5,7 +5,7 @@ Builds ying-bench in release mode, then for every workload runs each configurati
 System binary (A) as A B B A, several rounds, and reports the median ratio B/A of wall times and each side's peak
 RSS. A same-binary control (System against itself) runs first: when its drift exceeds the gate the machine is too
 noisy for the comparison, the control is repeated once, and the results are marked unstable if it stays noisy.
-Every raw output line is kept under target/bench-overhead/<time>/raw.jsonl beside the summary.
+Every raw output line is kept under bench-overhead/<time>/raw.jsonl in cargo's target directory beside the summary.
 
     python3 scripts/bench-overhead.py                      # everything, 3 rounds
     python3 scripts/bench-overhead.py --rounds 5 --configs ying_idle,ying_mimalloc --workloads w1,w2
@@ -38,6 +38,14 @@ SLOW = {"dhat"}
 # The provider each ying configuration wraps, for its own overhead and its RSS above the provider's.
 PROVIDER = {"exact_floor": "system", "ying_idle": "system", "ying_leak_test": "system", "ying_r0": "system", "ying_mimalloc": "mimalloc"}
 WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w7"]
+
+
+def target_dir():
+    """Cargo's target directory: `target` unless CARGO_TARGET_DIR or a cargo configuration puts it elsewhere."""
+    out = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    return Path(json.loads(out)["target_directory"])
 
 
 def run(binary, workload, raw):
@@ -84,8 +92,9 @@ def main():
 
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "-p", "ying-bench", "--bins"], cwd=ROOT, check=True)
-    bins = ROOT / "target" / "release"
-    out_dir = ROOT / "target" / "bench-overhead" / time.strftime("%Y%m%dT%H%M%S")
+    target = target_dir()
+    bins = target / "release"
+    out_dir = target / "bench-overhead" / time.strftime("%Y%m%dT%H%M%S")
     out_dir.mkdir(parents=True, exist_ok=True)
     system = bins / "system"
 
