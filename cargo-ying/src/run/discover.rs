@@ -8,7 +8,8 @@ use crate::run::filterset::Filterset;
 use crate::run::process::{self, Waited};
 use crate::signals;
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use ying_report::TestId;
 
@@ -250,12 +251,33 @@ fn list(binary: &TestBinary, ignored: bool) -> Result<Vec<String>> {
 }
 
 /// Lists every test of every binary, each marked ignored or not; which of them run is the plan's to decide
-/// (`Selection`).
+/// (`Selection`). The binaries list at once, as many as the machine has cores (two at least, as cargo-nextest's
+/// list threads): a listing is mostly a process starting, and a suite of many short binaries would otherwise wait
+/// for each in turn. The first binary (in order) that cannot list is the error.
 pub(crate) fn discover(binaries: &[Arc<TestBinary>]) -> Result<Vec<TestCase>> {
+    // Each binary is listed twice: its ignored tests, then all of them.
+    let jobs = binaries.len() * 2;
+    let threads = std::thread::available_parallelism().map_or(2, |cores| cores.get().max(2)).min(jobs);
+    let next = AtomicUsize::new(0);
+    let listed: Mutex<Vec<Option<Result<Vec<String>>>>> = Mutex::new((0..jobs).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let job = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(binary) = binaries.get(job / 2) else { break };
+                    let names = list(binary, job.is_multiple_of(2));
+                    listed.lock().unwrap_or_else(PoisonError::into_inner)[job] = Some(names);
+                }
+            });
+        }
+    });
+    let mut listed = listed.into_inner().unwrap_or_else(PoisonError::into_inner).into_iter();
     let mut tests = Vec::new();
     for binary in binaries {
-        let ignored = list(binary, true)?;
-        for name in list(binary, false)? {
+        let mut take = || listed.next().flatten().expect("every job was listed");
+        let ignored = take()?;
+        for name in take()? {
             let ignored = ignored.contains(&name);
             tests.push(TestCase { binary: Arc::clone(binary), name, ignored });
         }
@@ -319,6 +341,41 @@ mod tests {
         assert!(both.selects(&id("cache::evicts")) && both.selects(&id("index::build")));
         assert!(!both.selects(&id("cache::fills")) && !both.selects(&id("other::evicts")));
         assert!(!both.selects_everything() && selection(&[], &[]).selects_everything());
+    }
+
+    /// A test binary `name` in `dir` that lists its one test only once the binary `other` has started listing
+    /// its own (or alone, after five seconds), and no ignored test.
+    fn waiting_binary(dir: &std::path::Path, name: &str, other: &str) -> std::sync::Arc<crate::run::build::TestBinary> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = dir.join(name);
+        let (mine, theirs) = (dir.join(format!("{name}.listing")), dir.join(format!("{other}.listing")));
+        let script = format!(
+            "#!/bin/sh\nfor arg; do [ \"$arg\" = --ignored ] && exit 0; done\ntouch '{}'\ni=0\n\
+             while [ ! -e '{}' ]; do i=$((i + 1)); [ $i -gt 500 ] && {{ echo 'alone: test'; exit 0; }}; sleep 0.01; \
+             done\necho 'together: test'\n",
+            mine.display(),
+            theirs.display()
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::sync::Arc::new(crate::run::build::TestBinary {
+            package: "pkg".to_owned(),
+            name: name.to_owned(),
+            kind: TargetKind::Test,
+            path,
+            package_dir: dir.to_owned(),
+        })
+    }
+
+    #[test]
+    fn binaries_list_their_tests_at_once_and_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let binaries = [waiting_binary(dir.path(), "first", "second"), waiting_binary(dir.path(), "second", "first")];
+        let tests = super::discover(&binaries).unwrap();
+        let listed: Vec<_> = tests.iter().map(|test| (test.binary.name.as_str(), test.name.as_str())).collect();
+        // Listed one after the other, the first would have waited for the second in vain.
+        assert_eq!(listed, [("first", "together"), ("second", "together")]);
+        assert!(tests.iter().all(|test| !test.ignored));
     }
 
     #[test]
