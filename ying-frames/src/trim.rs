@@ -81,6 +81,19 @@ impl<'a> Trim<'a> {
             })
     }
 
+    /// A frame of the runtime's products (the leak-test runner, `measure`): the caller's context around the
+    /// allocating code, never the profiler's machinery between that code and the stack capture.
+    fn is_product_frame(&self, frame: &Frame) -> bool {
+        const PRODUCTS: &str = "ying::products::";
+        let name = frame.function.as_str();
+        name.starts_with(PRODUCTS)
+            || name.strip_prefix('<').is_some_and(|name| name.starts_with(PRODUCTS))
+            || frame.file.as_deref().is_some_and(|file| {
+                self.in_runtime_source(file)
+                    && file.replace('\\', "/")[self.runtime_source.len()..].starts_with("products/")
+            })
+    }
+
     /// A frame of the runtime's own code (a runner around a measured body, for instance), by name or source path.
     pub fn is_runtime_frame(&self, frame: &Frame) -> bool {
         frame.function.starts_with("ying::")
@@ -93,7 +106,10 @@ impl<'a> Trim<'a> {
     /// A stack that starts with the plumbing, its entry frames left out (a stack deferred under the allocation
     /// interposer keeps only the executable's frames, and the entry, `malloc`, is the interposer's), loses the
     /// plumbing all the same. Frames of the profiler further out (`ying::measure` around a measured body) are the
-    /// caller's context and stay.
+    /// caller's context and stay, also where the allocator's entry was inlined into them (an optimised build may
+    /// inline the global allocator's entry into code of the crate that declares it, a leak test's body with the
+    /// runner it was inlined into among them): the run of the profiler's frames then ends at the first of the
+    /// runtime's products.
     pub fn strip_allocator_frames<T: AsRef<Frame>>(&self, frames: &mut Vec<T>) {
         // The outermost entry: under the allocation interposer a stack passes `malloc` first, then the global
         // allocator's entry when Rust code allocated, with the program's own global allocator between them.
@@ -102,7 +118,10 @@ impl<'a> Trim<'a> {
             // of the standard library that unoptimised builds leave between its frames (a closure's `bool::then`,
             // say).
             Some(entry) => entry + 1,
-            None => frames.iter().position(|frame| !self.is_profiler_frame(frame.as_ref())).unwrap_or(frames.len()),
+            None => frames
+                .iter()
+                .position(|frame| !self.is_profiler_frame(frame.as_ref()) || self.is_product_frame(frame.as_ref()))
+                .unwrap_or(frames.len()),
         };
         let plumbing = frames[own..]
             .iter()
@@ -381,6 +400,33 @@ mod tests {
         ]);
         Trim::new(RUNTIME).strip_allocator_frames(&mut frames);
         assert_eq!(kept(&frames), ["alloc::boxed::Box<T>::new", "app::leak"]);
+    }
+
+    #[test]
+    fn an_allocator_entry_inlined_into_the_runner_leaves_the_runner() {
+        // A release build inlined the global allocator's entry into the runner, with the test's body: no entry
+        // frame, and the runner is the first frame past the profiler's.
+        let runner = format!("{LEAK_TEST_RUNNER}::<leaks::box_leak::{{{{closure}}}}>");
+        let trim = Trim::new(RUNTIME);
+        let mut frames = names(&[
+            "ying::hot::stacks::record_sample",
+            "ying::hot::allocator::YingProfiler<A>::on_alloc_full",
+            &runner,
+            "test::run_test",
+        ]);
+        trim.strip_allocator_frames(&mut frames);
+        assert_eq!(kept(&frames), [runner.as_str(), "test::run_test"]);
+        let named = trim.name_test_body(trim.tidy(frames), "leaks::box_leak");
+        assert_eq!(kept(&named), ["leaks::box_leak", runner.as_str()]);
+        // The same with short names, told by their source.
+        let own = |name: &str, file: &str| Frame::new(name, Some(format!("{RUNTIME}{file}")), Some(1));
+        let mut frames = vec![
+            own("record_sample", "hot/stacks.rs"),
+            own("on_alloc_full", "hot/allocator.rs"),
+            own("run<F>", "products/leak_test/runner.rs"),
+        ];
+        trim.strip_allocator_frames(&mut frames);
+        assert_eq!(kept(&frames), ["run<F>"]);
     }
 
     #[test]
