@@ -11,6 +11,7 @@ use crate::outputs::{artifacts, listing, terminal};
 use crate::run::build::{self, TestBinary};
 use crate::run::discover::TestCase;
 use crate::run::interposer;
+use crate::run::order::LastRun;
 use crate::run::plan::Plan;
 use crate::run::rerun;
 use crate::run::run_lock::RunLock;
@@ -49,7 +50,7 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
         listing::print(&Plan::make(&settings.request, &workspace.metadata, settings.verbosity(), |_| {})?, false);
         return Ok(exit_code::OK);
     }
-    let (plan, options) = match prepare(&settings, &workspace)? {
+    let (plan, options, start) = match prepare(&settings, &workspace)? {
         Prepared::Run(prepared) => *prepared,
         Prepared::NoTests(not_run) => {
             // Why there is nothing to run, when what was selected is what cargo ying does not run.
@@ -61,7 +62,7 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     };
     // A filtered run replaces the files of its tests only: the other tests' reports stay (see `artifacts::sweep`).
     let replaced = (!plan.complete).then(|| plan.running().map(TestCase::id).collect::<Vec<TestId>>());
-    let (mut run, reporter, started_at) = run_tests(&plan, &options, &settings, &baseline)?;
+    let (mut run, reporter, started_at) = run_tests(&plan, &start, &options, &settings, &baseline)?;
     let ending = Ending {
         out_dir: options.out_dir.clone(),
         jobs: options.jobs,
@@ -107,12 +108,14 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
     };
     let symbolizer =
         Arc::new(Symbolizer::keeping_frames_in(settings.out_dir.join("symbols")).excusing(settings.allow.clone()));
+    // Read before this run's summary replaces it.
+    let last_run = LastRun::read(&settings.out_dir);
     // Every test of a run of every test reports, so every binary's first report is named: the slowest part of that
     // is done while the tests are listed, one binary after another, when the other cores have little to do.
     let name_while_listing = interposer.is_some() && settings.request.selection.selects_everything();
     let planned = Plan::make(&settings.request, &workspace.metadata, verbosity, |binaries| {
         if name_while_listing {
-            prepare_symbols(&symbolizer, binaries);
+            prepare_symbols(&symbolizer, &last_run.binaries_first(binaries));
         }
     });
     let plan = match planned {
@@ -142,18 +145,19 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
         known_code: Arc::default(),
         allow: (!settings.allow.is_empty()).then(|| serde_json::to_string(&settings.allow).unwrap_or_default().into()),
     };
-    Ok(Prepared::Run(Box::new((plan, options))))
+    let start = last_run.start_order(&plan.tests);
+    Ok(Prepared::Run(Box::new((plan, options, start))))
 }
 
 /// What a run is ready to do.
 enum Prepared {
-    /// Run the plan's tests with the options.
-    Run(Box<(Plan, RunOptions)>),
+    /// Run the plan's tests with the options, started in the order of the indices (`order`).
+    Run(Box<(Plan, RunOptions, Vec<usize>)>),
     /// Nothing: no test is selected; what cargo ying does not run of what was selected.
     NoTests(Vec<ying_report::NotRunTarget>),
 }
 
-/// Starts a thread that parses, in `binaries` order, the parts of each binary's debug information its first
+/// Starts a thread that parses, in `binaries` order (the order their tests start in), the parts of each binary's debug information its first
 /// report needs ([`Symbolizer::prepare`]). Nothing waits for it: a report of a binary not yet prepared waits for its
 /// turn (it would do the same work), and the run's end stops it.
 fn prepare_symbols(symbolizer: &Arc<Symbolizer>, binaries: &[Arc<TestBinary>]) {
@@ -171,6 +175,7 @@ fn prepare_symbols(symbolizer: &Arc<Symbolizer>, binaries: &[Arc<TestBinary>]) {
 /// regressions run again); returns the run, the terminal's reporter and when the tests started.
 fn run_tests(
     plan: &Plan,
+    start: &[usize],
     options: &RunOptions,
     settings: &Settings,
     baseline: &BaselineFile,
@@ -192,7 +197,7 @@ fn run_tests(
     }
     let (started, started_at) = (Instant::now(), SystemTime::now());
     let mut events = LibtestJson::new(settings.message_format, &plan.tests, &plan.listed);
-    let records = runner::run(&plan.tests, options, |finished| match finished {
+    let records = runner::run(&plan.tests, start, options, |finished| match finished {
         Finished::Attempt(id, number, attempt) => reporter.attempt(id, *number, attempt),
         Finished::Test(_, record) => {
             reporter.result(record);

@@ -34,7 +34,7 @@ pub(crate) fn confirm(
     let again: Vec<(TestCase, bool)> =
         suspects.iter().flat_map(|&index| std::iter::repeat_n((planned[index].0.clone(), true), reruns)).collect();
     let rerun_options = options.again(options.out_dir.join("reruns"));
-    let records = runner::run(&again, &rerun_options, |_| {});
+    let records = runner::run(&again, &(0..again.len()).collect::<Vec<_>>(), &rerun_options, |_| {});
     let _ = std::fs::remove_dir_all(&rerun_options.out_dir);
     for (&index, records) in suspects.iter().zip(records.chunks(reruns)) {
         let test = &run.tests[index];

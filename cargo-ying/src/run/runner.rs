@@ -321,18 +321,22 @@ pub(crate) enum Finished {
     Test(usize, Box<TestRecord>),
 }
 
-/// Runs the `tests` that run (the others are ignored), `options.jobs` at once; `on_finished` sees each failed attempt
-/// that is tried again as it ends, and each test's record as it
-/// arrives. Returns every test's record (ignored and not-run tests included), in the order of `tests`.
+/// Runs the `tests` that run (the others are ignored), `options.jobs` at once, started in the order of `start` (the
+/// indices of `tests`, each once: see `order`); `on_finished` sees each failed attempt that is tried again as it
+/// ends, and each test's record as it arrives. Returns every test's record (ignored and not-run tests included), in
+/// the order of `tests`.
 pub(crate) fn run(
     tests: &[(TestCase, bool)],
+    start: &[usize],
     options: &RunOptions,
     mut on_finished: impl FnMut(&Finished),
 ) -> Vec<TestRecord> {
     let total = tests.len();
+    debug_assert_eq!(start.len(), total, "every test starts once");
     let queue: Mutex<VecDeque<(usize, &TestCase)>> = Mutex::new(VecDeque::new());
     let mut results: Vec<Option<TestRecord>> = (0..total).map(|_| None).collect();
-    for (index, (test, runs)) in tests.iter().enumerate() {
+    for &index in start {
+        let (test, runs) = &tests[index];
         if *runs {
             options.symbolizer.expect(&test.binary.path);
             queue.lock().unwrap().push_back((index, test));

@@ -197,6 +197,7 @@ fn a_process_left_writing_outside_its_tests_group_writes_nothing_into_the_next_t
     // One worker: `prints_a_lot` runs right after `leaves_a_child_running`, whose child writes every 10 ms all
     // through it (it pauses 300 ms) and fails, so that its whole output is shown and kept.
     let args = ["-j", "1", "-E", "test(=leaves_a_child_running) | test(=prints_a_lot)"];
+    super::forget_last_run();
     let envs = [
         ("FIXTURE_CHILD_PID", pid_env.as_str()),
         ("FIXTURE_CHILD_WRITES", "1"),

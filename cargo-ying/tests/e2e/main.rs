@@ -176,6 +176,21 @@ fn result_lines(stderr: &str) -> String {
     lines.join("\n")
 }
 
+/// Removes the summary the last run left in the shared target directory, whose durations order the next run's
+/// tests: a test of what happens in the listing's order starts from none.
+fn forget_last_run() {
+    let _ = std::fs::remove_file(target_dir().join("ying/summary.json"));
+}
+
+/// The tests of `stderr`'s result lines (`PASS [ 0.123s] package::binary test`), in the order they ended.
+fn ended(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|line| ["PASS", "FAIL"].contains(&line.split_whitespace().next().unwrap_or_default()))
+        .filter_map(|line| line.rsplit_once(' ').map(|(_, name)| name.to_owned()))
+        .collect()
+}
+
 fn summary(fixture_target: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(fixture_target.join("ying/summary.json")).unwrap()).unwrap()
 }
@@ -295,6 +310,8 @@ fn flamegraphs_are_deterministic() {
 fn fail_fast_stops_scheduling_after_the_first_failure() {
     let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
+    // In the listing's order: `aborts` first.
+    forget_last_run();
     let output = fixture.cargo_ying(&["--test", "crashes", "-j", "1"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
@@ -304,6 +321,38 @@ fn fail_fast_stops_scheduling_after_the_first_failure() {
         assert_eq!(entry(&summary, "crashes", name)["outcome"], "not-run", "{name}");
     }
     assert!(stderr.contains("stopped after the first failure; --no-fail-fast runs every test"), "{stderr}");
+}
+
+#[test]
+fn the_tests_the_last_run_took_longest_over_start_first() {
+    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
+    let fixture = Fixture::new();
+    let args =
+        ["-j", "1", "-E", "binary(leaks) & (test(=budget_passes) | test(=clean) | test(=lazy_init_with_warmup))"];
+    forget_last_run();
+    let first = fixture.cargo_ying(&args, &[]);
+    assert_eq!(
+        ended(&stderr(&first)),
+        ["budget_passes", "clean", "lazy_init_with_warmup"],
+        "the listing's order first"
+    );
+    // As if the last run had found `lazy_init_with_warmup` the longest and `clean` the shortest.
+    let path = target_dir().join("ying/summary.json");
+    let mut last = summary(&target_dir());
+    for test in last["tests"].as_array_mut().unwrap() {
+        let seconds = match test["name"].as_str().unwrap() {
+            "lazy_init_with_warmup" => 3.0,
+            "budget_passes" => 2.0,
+            _ => 1.0,
+        };
+        test["duration"] = serde_json::json!(seconds);
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&last).unwrap()).unwrap();
+    let second = fixture.cargo_ying(&args, &[]);
+    assert_eq!(ended(&stderr(&second)), ["lazy_init_with_warmup", "budget_passes", "clean"], "{}", stderr(&second));
+    // The run wrote its own summary, with its own durations, over the last one.
+    let written = summary(&target_dir());
+    assert!(written["tests"].as_array().unwrap().iter().all(|test| test["duration"].as_f64().unwrap() < 1.0));
 }
 
 #[test]
