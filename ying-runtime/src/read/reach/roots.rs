@@ -6,6 +6,7 @@ use super::graph::{Graph, Reached, Root};
 use super::heap::Chunks;
 use super::memory::{Mapping, Reader};
 use super::names::{EXECUTABLE, Namer};
+use crate::read::tasks::SystemCall;
 use core::ops::ControlFlow;
 use ying_report::report::Reach;
 
@@ -57,10 +58,8 @@ fn thread_pointer() -> Option<usize> {
 /// it runs. Tried a few times: a busy thread is caught between two calls.
 fn stack_pointer(id: &str) -> Option<usize> {
     for _ in 0..3 {
-        let text = std::fs::read_to_string(format!("/proc/self/task/{id}/syscall")).ok()?;
-        let fields: Vec<&str> = text.split_ascii_whitespace().collect();
-        if fields.len() >= 9 {
-            return usize::from_str_radix(fields[7].trim_start_matches("0x"), 16).ok();
+        if let Some(call) = SystemCall::of_thread(id) {
+            return Some(call.sp);
         }
         std::thread::yield_now();
     }
