@@ -10,6 +10,8 @@
 //! - [`exports`]: the C allocation functions this library defines in place of the C library's, each a call of the
 //!   profiler over [`blocks`];
 //! - [`threads`]: `pthread_setname_np`, through which the runtime learns which thread runs the measured test;
+//! - [`unwind`]: `_Unwind_Backtrace`, whose walks (a panic's printed backtrace among them) allocate outside every
+//!   figure;
 //! - [`own`]: the global allocator of this library's own Rust code (the runtime's reports, symbols), which takes
 //!   memory from the C library directly: it is never measured and never re-enters the interposer.
 //!
@@ -34,3 +36,5 @@ mod libc_malloc;
 mod own;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod threads;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod unwind;

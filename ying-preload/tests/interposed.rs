@@ -85,7 +85,8 @@ fn the_library_defines_the_c_allocator_and_the_leak_tests_hand_over() {
         .collect();
     let hand_over = ying_report::report::INTERPOSER_LEAK_TEST_STARTED.to_str().unwrap();
     let c_allocator = ["malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc"];
-    let others = ["memalign", "valloc", "pvalloc", "malloc_usable_size", "pthread_setname_np", hand_over];
+    let others =
+        ["memalign", "valloc", "pvalloc", "malloc_usable_size", "pthread_setname_np", "_Unwind_Backtrace", hand_over];
     for name in c_allocator.into_iter().chain(others) {
         assert!(exported.contains(&name), "{name} is not exported: {exported:?}");
     }

@@ -227,6 +227,12 @@ pub mod __private {
     pub mod interposer {
         pub use crate::products::leak_test::{leak_test_started, thread_named};
 
+        /// Runs `f` as the profiler on this thread: what it allocates is in no figure, and its frees of blocks it
+        /// allocated are not counted either (the unwinder's walks, through the interposer's `_Unwind_Backtrace`).
+        pub fn outside_figures<R>(f: impl FnOnce() -> R) -> R {
+            crate::base::thread::as_profiler(f)
+        }
+
         /// Writes `message` and a line break to standard error without allocating or locking.
         pub fn say(message: core::fmt::Arguments<'_>) {
             let mut stderr = crate::base::stderr::Stderr::new();
