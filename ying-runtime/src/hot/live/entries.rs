@@ -144,6 +144,18 @@ pub(crate) struct OwnedBlock {
     pub(crate) owns_block: bool,
 }
 
+/// The address of every live block the profiler allocated for itself (its reports and tables, a panic hook's work,
+/// the unwinder's walks under the interposer).
+pub(crate) fn internal_blocks() -> RawVec<usize> {
+    let mut out = RawVec::new_in(RawSystem);
+    for_each_at(|address, entry| {
+        if entry.internal {
+            out.push(address);
+        }
+    });
+    out
+}
+
 /// Every live block that scope `id` owns bytes of (the scope may have closed since).
 pub(crate) fn owned_by(id: ScopeId) -> RawVec<OwnedBlock> {
     let mut out = RawVec::new_in(RawSystem);

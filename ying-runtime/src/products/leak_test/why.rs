@@ -16,7 +16,8 @@ pub(super) struct Why {
 impl Why {
     /// Scans the process for what reaches `blocks`, those marked `known` left out: the excuses know them by the
     /// code that allocated them (the standard library's backtraces, whose cache of debug information is megabytes),
-    /// and they are neither classified nor read. `None` when no block is left (a test that retains nothing pays
+    /// and they are neither classified nor read. The profiler's own blocks are not read either (a panic's backtrace
+    /// read under the interposer is among them, tens of megabytes): what only they point to is not reached. `None` when no block is left (a test that retains nothing pays
     /// nothing) or the platform has no scan. On the thread of a leak test's body, the stack above the runner's frame
     /// (the harness's) is a root; a thread that ends with its test (measured from outside) is none.
     pub(super) fn scan(blocks: &RawVec<OwnedBlock>, known: &[bool]) -> Option<Self> {
@@ -26,7 +27,8 @@ impl Why {
         {
             let own_stack = THREAD.try_with(|thread| thread.capture_limit.get()).ok().filter(|&limit| limit != 0);
             let targets = marked(false).map(|(block, _)| (block.address, block.size));
-            let unread = marked(true).map(|(block, _)| block.address);
+            let internal = crate::hot::live::internal_blocks();
+            let unread = marked(true).map(|(block, _)| block.address).chain(internal.iter().copied());
             Some(Self { reach: crate::read::reach::Reachability::scan(targets, unread, own_stack) })
         }
         #[cfg(not(target_os = "linux"))]
