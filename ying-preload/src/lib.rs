@@ -12,6 +12,7 @@
 //! - [`threads`]: `pthread_setname_np`, through which the runtime learns which thread runs the measured test;
 //! - [`unwind`]: `_Unwind_Backtrace`, whose walks (a panic's printed backtrace among them) allocate outside every
 //!   figure;
+//! - [`next`]: the definitions these stand in front of, looked up once;
 //! - [`own`]: the global allocator of this library's own Rust code (the runtime's reports, symbols), which takes
 //!   memory from the C library directly: it is never measured and never re-enters the interposer.
 //!
@@ -32,6 +33,8 @@ mod blocks;
 mod exports;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod libc_malloc;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod next;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod own;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -5,24 +5,18 @@
 //! library calls `pthread_setname_np` with the name cut to what the system keeps). This definition names the
 //! thread with the C library's, then tells the runtime.
 
+use crate::next::Next;
 use core::ffi::{CStr, c_char, c_int};
-use core::sync::atomic::{AtomicUsize, Ordering};
 
 type SetName = unsafe extern "C" fn(libc::pthread_t, *const c_char) -> c_int;
 
-/// The C library's `pthread_setname_np` (0: not looked up yet).
-static NEXT: AtomicUsize = AtomicUsize::new(0);
+/// The C library's `pthread_setname_np`.
+static NEXT: Next = Next::new(c"pthread_setname_np");
 
 /// The definition of `pthread_setname_np` next after this library's.
 fn next_set_name() -> Option<SetName> {
-    let mut address = NEXT.load(Ordering::Acquire);
-    if address == 0 {
-        // SAFETY: `dlsym` with `RTLD_NEXT` and a constant name; it returns null or the function's address.
-        address = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_setname_np".as_ptr()) } as usize;
-        NEXT.store(address, Ordering::Release);
-    }
-    // SAFETY: a non-zero address `dlsym` gave for `pthread_setname_np`, whose C signature `SetName` is.
-    (address != 0).then(|| unsafe { core::mem::transmute::<usize, SetName>(address) })
+    // SAFETY: the address of `pthread_setname_np`, whose C signature `SetName` is.
+    NEXT.address().map(|address| unsafe { core::mem::transmute::<usize, SetName>(address) })
 }
 
 /// `pthread_setname_np(3)`.

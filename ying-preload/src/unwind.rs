@@ -10,29 +10,23 @@
 //! keeps are gathered in a walk too (only when the environment asks for them, as `Backtrace::capture` reads it);
 //! naming them later, outside a walk, is counted, and what the standard library keeps of it excused.
 
+use crate::next::Next;
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// `_Unwind_Trace_Fn`: called for each frame, with the unwinder's context and the caller's argument.
 type TraceFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
 type Backtrace = unsafe extern "C" fn(TraceFn, *mut c_void) -> c_int;
 
-/// `_URC_END_OF_STACK`'s neighbour `_URC_FATAL_PHASE1_ERROR`: what the walk returns when there is no unwinder.
+/// `_URC_FATAL_PHASE1_ERROR`: what the walk returns when there is no unwinder.
 const FATAL_PHASE1_ERROR: c_int = 3;
 
-/// The unwinder's `_Unwind_Backtrace` (0: not looked up yet).
-static NEXT: AtomicUsize = AtomicUsize::new(0);
+/// The unwinder's `_Unwind_Backtrace`.
+static NEXT: Next = Next::new(c"_Unwind_Backtrace");
 
 /// The definition of `_Unwind_Backtrace` next after this library's.
 fn next_backtrace() -> Option<Backtrace> {
-    let mut address = NEXT.load(Ordering::Acquire);
-    if address == 0 {
-        // SAFETY: `dlsym` with `RTLD_NEXT` and a constant name; it returns null or the function's address.
-        address = unsafe { libc::dlsym(libc::RTLD_NEXT, c"_Unwind_Backtrace".as_ptr()) } as usize;
-        NEXT.store(address, Ordering::Release);
-    }
-    // SAFETY: a non-zero address `dlsym` gave for `_Unwind_Backtrace`, whose C signature `Backtrace` is.
-    (address != 0).then(|| unsafe { core::mem::transmute::<usize, Backtrace>(address) })
+    // SAFETY: the address of `_Unwind_Backtrace`, whose C signature `Backtrace` is.
+    NEXT.address().map(|address| unsafe { core::mem::transmute::<usize, Backtrace>(address) })
 }
 
 /// `_Unwind_Backtrace`: the unwinder's, run outside every figure.
