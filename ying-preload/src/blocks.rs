@@ -10,6 +10,10 @@
 //! The header is sealed with the address it belongs to, and the seal is broken when the block is freed, so a
 //! block freed twice (whose header the C library has since written over) or an address that was never a block is
 //! told apart from a live block, instead of being trusted as one.
+//!
+//! A block the standard library allocates while it walks the stack (see `unwind`) is marked unmeasured in its seal:
+//! it never goes through the profiler, its free and resize neither, and the reachability scan does not read it
+//! ([`unmeasured_chunk`]).
 
 use crate::libc_malloc::{__libc_calloc, __libc_free, __libc_malloc, __libc_memalign, __libc_realloc};
 use crate::own::{MALLOC_ALIGN, realloc_by_copy};
@@ -26,18 +30,25 @@ struct Header {
     /// The size the program asked for.
     size: usize,
     /// The distance from the C library's block to the program's address ([`HEADER`], or the alignment of an
-    /// over-aligned block), as its base-2 logarithm in the low byte, the rest a hash of the address and the size.
+    /// over-aligned block), as its base-2 logarithm in the low six bits, whether the block is unmeasured in the
+    /// next ([`UNMEASURED`]), and above the low byte a hash of the address, the size and the mark.
     seal: usize,
 }
 
 /// The bits of [`Header::seal`] that hold the offset's logarithm.
-const OFFSET_BITS: usize = 0xFF;
+const OFFSET_BITS: usize = 0x3F;
+/// The bit of [`Header::seal`] that marks a block unmeasured.
+const UNMEASURED: usize = 0x40;
+/// The low byte of [`Header::seal`]: what is not the hash.
+const LOW_BYTE: usize = 0xFF;
 
 impl Header {
-    /// The header of the block at `user`, `offset` bytes into the C library's block, of `size` bytes asked for.
-    fn new(user: *mut u8, offset: usize, size: usize) -> Self {
-        let hash = (user.addr() ^ size).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        Self { size, seal: (hash & !OFFSET_BITS) | offset.trailing_zeros() as usize }
+    /// The header of the block at `user`, `offset` bytes into the C library's block, of `size` bytes asked for,
+    /// `unmeasured` or not.
+    fn new(user: *mut u8, offset: usize, size: usize, unmeasured: bool) -> Self {
+        let mark = if unmeasured { UNMEASURED } else { 0 };
+        let hash = (user.addr() ^ size ^ mark).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Self { size, seal: (hash & !LOW_BYTE) | mark | offset.trailing_zeros() as usize }
     }
 
     /// The header of no block: what a block's header becomes as it is freed.
@@ -47,7 +58,13 @@ impl Header {
     /// block freed already (its header broken, or the C library's since) or an address that was never a block.
     fn offset(self, user: *mut u8) -> Option<usize> {
         let offset = 1_usize.checked_shl(u32::try_from(self.seal & OFFSET_BITS).ok()?)?;
-        (offset >= HEADER && Self::new(user, offset, self.size).seal == self.seal).then_some(offset)
+        let sealed = Self::new(user, offset, self.size, self.unmeasured()).seal == self.seal;
+        (offset >= HEADER && sealed).then_some(offset)
+    }
+
+    /// Whether the block is marked unmeasured.
+    fn unmeasured(self) -> bool {
+        self.seal & UNMEASURED != 0
     }
 
     /// The offset this header keeps, known to be one [`Header::new`] made.
@@ -83,24 +100,52 @@ pub(crate) unsafe fn layout_of(user: *mut u8) -> Option<Layout> {
     Some(unsafe { Layout::from_size_align_unchecked(header.size, align) })
 }
 
-/// The C library's allocator, each block with its [`Header`]: the provider of the interposer's profiler.
-pub(crate) struct Blocks;
+/// Whether the live block the program knows as `user` is marked unmeasured.
+///
+/// # Safety
+///
+/// `user` is a live block of ours ([`layout_of`] gave its layout).
+pub(crate) unsafe fn is_unmeasured(user: *mut u8) -> bool {
+    // SAFETY: the header of a live block of ours (the caller's contract).
+    unsafe { header(user).read() }.unmeasured()
+}
+
+/// Whether the C library's block in use at `start` is one of ours marked unmeasured: the reachability scan leaves
+/// such blocks unread. Reads the 16 bytes at `start`, which a block in use has.
+pub(crate) fn unmeasured_chunk(start: usize) -> bool {
+    let user = core::ptr::without_provenance_mut::<u8>(start.wrapping_add(HEADER));
+    // SAFETY: the scan passes the start of a block in use of the C library's heap, whose first 16 bytes are
+    // mapped and ours to read (a header, when the block is ours).
+    let header = unsafe { (start as *const Header).read() };
+    header.unmeasured() && header.offset(user) == Some(HEADER)
+}
+
+/// The C library's allocator, each block with its [`Header`]: the provider of the interposer's profiler (its
+/// blocks measured), and of the blocks allocated inside the standard library's stack walks (unmeasured).
+pub(crate) struct Blocks {
+    unmeasured: bool,
+}
 
 impl Blocks {
+    /// The blocks the profiler measures.
+    pub(crate) const MEASURED: Self = Self { unmeasured: false };
+    /// The blocks nothing measures.
+    pub(crate) const UNMEASURED: Self = Self { unmeasured: true };
+
     /// Writes the header of a new block of the C library's at `raw` (null: none), `offset` bytes before what the
     /// program gets, for `size` bytes asked for; returns the program's address.
     ///
     /// # Safety
     ///
     /// `raw`, when not null, is a block of at least `offset + size` bytes, aligned to `offset`'s alignment need.
-    unsafe fn made(raw: *mut u8, offset: usize, size: usize) -> *mut u8 {
+    unsafe fn made(&self, raw: *mut u8, offset: usize, size: usize) -> *mut u8 {
         if raw.is_null() {
             return raw;
         }
         // SAFETY: `offset` bytes into a block longer than that (the caller's contract), with room for the header.
         unsafe {
             let user = raw.add(offset);
-            header(user).write(Header::new(user, offset, size));
+            header(user).write(Header::new(user, offset, size, self.unmeasured));
             user
         }
     }
@@ -114,12 +159,12 @@ unsafe impl GlobalAlloc for Blocks {
         if layout.align() <= MALLOC_ALIGN {
             let Some(total) = layout.size().checked_add(HEADER) else { return core::ptr::null_mut() };
             // SAFETY: `malloc` of a non-zero size; the block is 16-aligned, so `HEADER` bytes in still is.
-            unsafe { Self::made(__libc_malloc(total).cast(), HEADER, layout.size()) }
+            unsafe { self.made(__libc_malloc(total).cast(), HEADER, layout.size()) }
         } else {
             let Some(total) = layout.size().checked_add(layout.align()) else { return core::ptr::null_mut() };
             // SAFETY: the alignment is a power of two above 16; one alignment in, the address is still aligned
             // and the header (16 bytes) fits before it.
-            unsafe { Self::made(__libc_memalign(layout.align(), total).cast(), layout.align(), layout.size()) }
+            unsafe { self.made(__libc_memalign(layout.align(), total).cast(), layout.align(), layout.size()) }
         }
     }
 
@@ -135,7 +180,7 @@ unsafe impl GlobalAlloc for Blocks {
         }
         let Some(total) = layout.size().checked_add(HEADER) else { return core::ptr::null_mut() };
         // SAFETY: `calloc` of one element of a non-zero size, 16-aligned as `malloc`'s blocks are.
-        unsafe { Self::made(__libc_calloc(1, total).cast(), HEADER, layout.size()) }
+        unsafe { self.made(__libc_calloc(1, total).cast(), HEADER, layout.size()) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
@@ -155,7 +200,7 @@ unsafe impl GlobalAlloc for Blocks {
             let Some(total) = new_size.checked_add(HEADER) else { return core::ptr::null_mut() };
             // SAFETY: the C library's block of `ptr`, resized; its contents (the header first) move with it, and
             // the header is rewritten with the new size. On failure the old block stays as it was.
-            return unsafe { Self::made(__libc_realloc(ptr.sub(HEADER).cast(), total).cast(), HEADER, new_size) };
+            return unsafe { self.made(__libc_realloc(ptr.sub(HEADER).cast(), total).cast(), HEADER, new_size) };
         }
         // SAFETY: the caller's contract for `realloc`, passed on.
         unsafe { realloc_by_copy(self, ptr, layout, new_size) }

@@ -5,15 +5,16 @@
 //! The program's global allocator (Rust's `System`) reaches them too: `malloc`, `posix_memalign` past 16-byte
 //! alignment, `calloc`, `realloc` and `free`.
 
-use crate::blocks::{Blocks, layout_of};
+use crate::blocks::{Blocks, is_unmeasured, layout_of};
 use crate::own::MALLOC_ALIGN;
+use crate::unwind;
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;
 use ying::YingProfiler;
 
 /// The profiler every allocation of the process goes through. The interposer changes no allocation's outcome:
 /// no size is too large to try.
-static PROFILER: YingProfiler<Blocks> = YingProfiler::with_allocator(Blocks).giant_alloc_limit(usize::MAX);
+static PROFILER: YingProfiler<Blocks> = YingProfiler::with_allocator(Blocks::MEASURED).giant_alloc_limit(usize::MAX);
 
 /// Sets the calling thread's `errno`.
 fn set_errno(code: i32) {
@@ -21,8 +22,9 @@ fn set_errno(code: i32) {
     unsafe { *libc::__errno_location() = code };
 }
 
-/// Allocates `size` bytes aligned to `align` (a power of two) through the profiler: null and `ENOMEM` when it
-/// cannot. A size of 0 gets a block of its own, as from glibc.
+/// Allocates `size` bytes aligned to `align` (a power of two) through the profiler (unmeasured, past it, inside the
+/// standard library's stack walk: see `unwind`): null and `ENOMEM` when it cannot. A size of 0 gets a block of its
+/// own, as from glibc.
 fn allocate(size: usize, align: usize, zeroed: bool) -> *mut c_void {
     let Ok(layout) = Layout::from_size_align(size, align.max(MALLOC_ALIGN)) else {
         set_errno(libc::ENOMEM);
@@ -30,7 +32,14 @@ fn allocate(size: usize, align: usize, zeroed: bool) -> *mut c_void {
     };
     // SAFETY: the profiler passes the layout on to `Blocks`, which serves every size (0 included: the header
     // alone) and alignment; the profiler itself only counts the size.
-    let ptr = unsafe { if zeroed { PROFILER.alloc_zeroed(layout) } else { PROFILER.alloc(layout) } };
+    let ptr = unsafe {
+        match (unwind::walking(), zeroed) {
+            (false, false) => PROFILER.alloc(layout),
+            (false, true) => PROFILER.alloc_zeroed(layout),
+            (true, false) => Blocks::UNMEASURED.alloc(layout),
+            (true, true) => Blocks::UNMEASURED.alloc_zeroed(layout),
+        }
+    };
     if ptr.is_null() {
         set_errno(libc::ENOMEM);
     }
@@ -74,8 +83,15 @@ pub(crate) unsafe extern "C" fn free(ptr: *mut c_void) {
     let ptr = ptr.cast::<u8>();
     // SAFETY: a block the program holds (the caller's contract); the bytes before it are readable.
     let Some(layout) = (unsafe { layout_of(ptr) }) else { not_a_block("free", ptr) };
-    // SAFETY: a live block of ours, freed with the layout its header keeps.
-    unsafe { PROFILER.dealloc(ptr, layout) }
+    // SAFETY: a live block of ours, freed with the layout its header keeps, past the profiler when it never went
+    // through it.
+    unsafe {
+        if is_unmeasured(ptr) {
+            Blocks::UNMEASURED.dealloc(ptr, layout);
+        } else {
+            PROFILER.dealloc(ptr, layout);
+        }
+    }
 }
 
 /// Ends the process as glibc does when `function` (`free`, `realloc`) is passed `ptr`, which is no live block:
@@ -115,7 +131,12 @@ pub(crate) unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c
             set_errno(libc::ENOMEM);
             return core::ptr::null_mut();
         }
-        let new = PROFILER.realloc(ptr, layout, size);
+        // A block that never went through the profiler is resized past it, and stays unmeasured.
+        let new = if is_unmeasured(ptr) {
+            Blocks::UNMEASURED.realloc(ptr, layout, size)
+        } else {
+            PROFILER.realloc(ptr, layout, size)
+        };
         if new.is_null() {
             set_errno(libc::ENOMEM);
         }

@@ -5,13 +5,17 @@
 //! this call: the standard library reads the executable's debug information there, tens of thousands of blocks and
 //! tens of megabytes, which it keeps. A leak test runs its panic hook as the profiler (the runtime wraps it); a test
 //! measured from outside has its hook in its own copy of the standard library, which this library cannot reach, so
-//! the walk is where it is told apart. A test's figures are then the same whatever `RUST_BACKTRACE` says, and
-//! printing its panic's backtrace costs what it costs without ying. The frames a `Backtrace` the test captures
-//! keeps are gathered in a walk too (only when the environment asks for them, as `Backtrace::capture` reads it);
-//! naming them later, outside a walk, is counted, and what the standard library keeps of it excused.
+//! the walk is where it is told apart. The blocks allocated inside a walk are marked unmeasured (`blocks`): they
+//! never go through the profiler, nor do their frees and resizes, and the reachability scan does not read them. A
+//! test's figures are then the same whatever `RUST_BACKTRACE` says, and printing its panic's backtrace costs about
+//! what it costs without ying. The frames a `Backtrace` the test captures keeps are gathered in a walk too (only
+//! when the environment asks for them, as `Backtrace::capture` reads it); naming them later, outside a walk, is
+//! counted, and what the standard library keeps of it excused.
 
 use crate::next::Next;
+use core::cell::Cell;
 use core::ffi::{c_int, c_void};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// `_Unwind_Trace_Fn`: called for each frame, with the unwinder's context and the caller's argument.
 type TraceFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
@@ -23,13 +27,30 @@ const FATAL_PHASE1_ERROR: c_int = 3;
 /// The unwinder's `_Unwind_Backtrace`.
 static NEXT: Next = Next::new(c"_Unwind_Backtrace");
 
+/// How many threads are inside a walk: while none is, an allocation asks nothing more (no thread-local read).
+static WALKS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether the runtime's scan has been told which blocks are unmeasured.
+static TOLD: AtomicBool = AtomicBool::new(false);
+
+std::thread_local! {
+    /// Whether this thread is inside a walk.
+    static WALKING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is inside a walk: its allocations are unmeasured.
+#[inline]
+pub(crate) fn walking() -> bool {
+    WALKS.load(Ordering::Relaxed) != 0 && WALKING.try_with(Cell::get).unwrap_or(false)
+}
+
 /// The definition of `_Unwind_Backtrace` next after this library's.
 fn next_backtrace() -> Option<Backtrace> {
     // SAFETY: the address of `_Unwind_Backtrace`, whose C signature `Backtrace` is.
     NEXT.address().map(|address| unsafe { core::mem::transmute::<usize, Backtrace>(address) })
 }
 
-/// `_Unwind_Backtrace`: the unwinder's, run outside every figure.
+/// `_Unwind_Backtrace`: the unwinder's, what it allocates unmeasured.
 ///
 /// # Safety
 ///
@@ -37,6 +58,17 @@ fn next_backtrace() -> Option<Backtrace> {
 #[unsafe(no_mangle)]
 pub(crate) unsafe extern "C" fn _Unwind_Backtrace(trace: TraceFn, argument: *mut c_void) -> c_int {
     let Some(next) = next_backtrace() else { return FATAL_PHASE1_ERROR };
+    if !TOLD.swap(true, Ordering::Relaxed) {
+        ying::__private::interposer::leave_unread_where(crate::blocks::unmeasured_chunk);
+    }
+    let Ok(was_walking) = WALKING.try_with(|walking| walking.replace(true)) else {
+        // SAFETY: the caller's arguments, passed on to the unwinder's definition.
+        return unsafe { next(trace, argument) };
+    };
+    WALKS.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the caller's arguments, passed on to the unwinder's definition.
-    ying::__private::interposer::outside_figures(|| unsafe { next(trace, argument) })
+    let reason = unsafe { next(trace, argument) };
+    WALKS.fetch_sub(1, Ordering::Relaxed);
+    let _ = WALKING.try_with(|walking| walking.set(was_walking));
+    reason
 }

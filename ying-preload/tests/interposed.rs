@@ -213,6 +213,17 @@ fn what_a_backtrace_caches_is_excused_by_its_code_whether_names_are_deferred_or_
 }
 
 #[test]
+fn what_a_stack_walk_allocates_is_in_no_figure_and_is_freed_and_resized_as_any_block() {
+    // The frames of a captured backtrace are gathered inside the walk, in a vector grown as it goes: neither its
+    // allocations nor its resizes nor its frees are counted, and the process does not take them for blocks freed
+    // twice. The box that keeps one backtrace is the test's, counted as any other.
+    let report = measure_with("subject_walks", &[("RUST_BACKTRACE", "0")]);
+    assert_eq!(retained(&report), SUBJECT_WALKS_KEPT as u64, "{report:#?}");
+    let beside_excused = report.figures.allocated_bytes - report.excused_bytes;
+    assert!(beside_excused < 2048, "the frames of 21 walks are not counted: {report:#?}");
+}
+
+#[test]
 fn under_a_run_token_the_report_takes_the_start_marks_file() {
     let reports = tempfile::tempdir().unwrap();
     let report = measure_into("subject_box_leak_1000", &[(RUN_TOKEN_ENV, "a-run")], reports.path());
@@ -255,6 +266,20 @@ fn subject_backtrace() {
     // Naming the frames, the standard library reads the executable's debug information and keeps it.
     let shown = std::backtrace::Backtrace::force_capture().to_string();
     assert!(shown.contains("subject_backtrace"), "{shown}");
+}
+
+/// What `subject_walks` keeps: one captured backtrace, in a box.
+const SUBJECT_WALKS_KEPT: usize = size_of::<std::backtrace::Backtrace>();
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_walks() {
+    for _ in 0..20 {
+        drop(std::hint::black_box(std::backtrace::Backtrace::force_capture()));
+    }
+    let kept = Box::leak(Box::new(std::backtrace::Backtrace::force_capture()));
+    assert_eq!(size_of_val(kept), SUBJECT_WALKS_KEPT);
+    assert!(matches!(kept.status(), std::backtrace::BacktraceStatus::Captured));
 }
 
 #[ignore = "run by the interposer's tests, under LD_PRELOAD"]

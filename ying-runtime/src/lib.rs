@@ -227,10 +227,12 @@ pub mod __private {
     pub mod interposer {
         pub use crate::products::leak_test::{leak_test_started, thread_named};
 
-        /// Runs `f` as the profiler on this thread: what it allocates is in no figure, and its frees of blocks it
-        /// allocated are not counted either (the unwinder's walks, through the interposer's `_Unwind_Backtrace`).
-        pub fn outside_figures<R>(f: impl FnOnce() -> R) -> R {
-            crate::base::thread::as_profiler(f)
+        /// Tells the reachability scan which blocks of the C library's heap are not to be read: `unread(start)`,
+        /// with the start of a block in use, is true for a block the interposer keeps out of every figure (those the
+        /// standard library allocates while it walks the stack).
+        #[cfg(target_os = "linux")]
+        pub fn leave_unread_where(unread: fn(usize) -> bool) {
+            crate::read::reach::leave_unread_where(unread);
         }
 
         /// Writes `message` and a line break to standard error without allocating or locking.

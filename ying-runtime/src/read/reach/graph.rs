@@ -111,6 +111,16 @@ impl Graph {
         }
     }
 
+    /// The chunks of the heap whose start `unread` is true for are never read (as if reached already).
+    pub(super) fn leave_unread_chunks(&mut self, unread: fn(usize) -> bool) {
+        let Some(chunks) = &self.chunks else { return };
+        for chunk in 0..chunks.len() {
+            if unread(chunks.range(chunk).0) {
+                self.visited[chunk] = true;
+            }
+        }
+    }
+
     /// The chunk of the heap (not a block of the test's) that `word` points into, when not reached yet.
     fn unvisited_chunk(&self, word: usize) -> Option<usize> {
         let chunk = self.chunks.as_ref()?.find(word)?;

@@ -21,6 +21,21 @@ use names::Namer;
 use roots::Process;
 use ying_report::report::Reach;
 
+/// The blocks of the heap the scan leaves unread, told by the allocation interposer (0: none).
+static UNREAD_WHERE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// From now on, the scans leave unread each block in use of the heap whose start `unread` is true for.
+pub(crate) fn leave_unread_where(unread: fn(usize) -> bool) {
+    UNREAD_WHERE.store(unread as usize, std::sync::atomic::Ordering::Release);
+}
+
+/// What [`leave_unread_where`] was told, if anything.
+fn unread_where() -> Option<fn(usize) -> bool> {
+    let address = UNREAD_WHERE.load(std::sync::atomic::Ordering::Acquire);
+    // SAFETY: a non-zero value is a `fn(usize) -> bool` that `leave_unread_where` stored.
+    (address != 0).then(|| unsafe { core::mem::transmute::<usize, fn(usize) -> bool>(address) })
+}
+
 /// What reaches each retained block, and names for the roots.
 pub(crate) struct Reachability {
     graph: Graph,
@@ -49,6 +64,9 @@ impl Reachability {
         let mut reader = Reader::new();
         let mut graph = graph.with_heap(process.heap(&mut reader));
         graph.leave_unread(unread);
+        if let Some(unread) = unread_where() {
+            graph.leave_unread_chunks(unread);
+        }
         let mut namer = Namer::default();
         process.mark_roots(&mut graph, &mut reader, &mut namer);
         if !graph.all_reached() {
