@@ -84,30 +84,30 @@ unsafe fn header(user: *mut u8) -> *mut Header {
     unsafe { user.sub(HEADER).cast() }
 }
 
-/// The layout the program's block `user` was allocated with (the size asked for, and its alignment), or `None`
-/// when `user` is not a live block of ours: freed already, or never one.
+/// What a live block's header says of it.
+#[derive(Clone, Copy)]
+pub(crate) struct Block {
+    /// The layout the block was allocated with: the size asked for, and its alignment.
+    pub(crate) layout: Layout,
+    /// It was allocated inside a stack walk, past the profiler (see `unwind`).
+    pub(crate) unmeasured: bool,
+}
+
+/// The program's block `user` as its header says it, or `None` when `user` is not a live block of ours: freed
+/// already, or never one.
 ///
 /// # Safety
 ///
 /// `user` is an address the program holds as a block: the 16 bytes before it are readable. (Any block of the C
 /// library's has them, freed or not, unless it was a mapping of its own, now unmapped, as glibc itself assumes.)
-pub(crate) unsafe fn layout_of(user: *mut u8) -> Option<Layout> {
+pub(crate) unsafe fn block_of(user: *mut u8) -> Option<Block> {
     // SAFETY: the bytes before a block the program holds (the caller's contract).
     let header = unsafe { header(user).read() };
     let offset = header.offset(user)?;
     let align = if offset == HEADER { MALLOC_ALIGN } else { offset };
     // SAFETY: the size and alignment of a layout the block was allocated with (an alignment is a power of two).
-    Some(unsafe { Layout::from_size_align_unchecked(header.size, align) })
-}
-
-/// Whether the live block the program knows as `user` is marked unmeasured.
-///
-/// # Safety
-///
-/// `user` is a live block of ours ([`layout_of`] gave its layout).
-pub(crate) unsafe fn is_unmeasured(user: *mut u8) -> bool {
-    // SAFETY: the header of a live block of ours (the caller's contract).
-    unsafe { header(user).read() }.unmeasured()
+    let layout = unsafe { Layout::from_size_align_unchecked(header.size, align) };
+    Some(Block { layout, unmeasured: header.unmeasured() })
 }
 
 /// Whether the C library's block in use at `start` is one of ours marked unmeasured: the reachability scan leaves

@@ -5,7 +5,7 @@
 //! The program's global allocator (Rust's `System`) reaches them too: `malloc`, `posix_memalign` past 16-byte
 //! alignment, `calloc`, `realloc` and `free`.
 
-use crate::blocks::{Blocks, is_unmeasured, layout_of};
+use crate::blocks::{Block, Blocks, block_of};
 use crate::own::MALLOC_ALIGN;
 use crate::unwind;
 use core::alloc::{GlobalAlloc, Layout};
@@ -82,14 +82,14 @@ pub(crate) unsafe extern "C" fn free(ptr: *mut c_void) {
     }
     let ptr = ptr.cast::<u8>();
     // SAFETY: a block the program holds (the caller's contract); the bytes before it are readable.
-    let Some(layout) = (unsafe { layout_of(ptr) }) else { not_a_block("free", ptr) };
+    let Some(block) = (unsafe { block_of(ptr) }) else { not_a_block("free", ptr) };
     // SAFETY: a live block of ours, freed with the layout its header keeps, past the profiler when it never went
     // through it.
     unsafe {
-        if is_unmeasured(ptr) {
-            Blocks::UNMEASURED.dealloc(ptr, layout);
+        if block.unmeasured {
+            Blocks::UNMEASURED.dealloc(ptr, block.layout);
         } else {
-            PROFILER.dealloc(ptr, layout);
+            PROFILER.dealloc(ptr, block.layout);
         }
     }
 }
@@ -123,7 +123,7 @@ pub(crate) unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c
     }
     let ptr = ptr.cast::<u8>();
     // SAFETY: a block the program holds (the caller's contract); the bytes before it are readable.
-    let Some(layout) = (unsafe { layout_of(ptr) }) else { not_a_block("realloc", ptr) };
+    let Some(Block { layout, unmeasured }) = (unsafe { block_of(ptr) }) else { not_a_block("realloc", ptr) };
     // SAFETY: a live block of ours with the layout its header keeps; the new size, at that alignment, cannot
     // overflow a layout (checked first).
     unsafe {
@@ -132,7 +132,7 @@ pub(crate) unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c
             return core::ptr::null_mut();
         }
         // A block that never went through the profiler is resized past it, and stays unmeasured.
-        let new = if is_unmeasured(ptr) {
+        let new = if unmeasured {
             Blocks::UNMEASURED.realloc(ptr, layout, size)
         } else {
             PROFILER.realloc(ptr, layout, size)
@@ -253,5 +253,5 @@ pub(crate) unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
     }
     // SAFETY: a block the program holds (the caller's contract). One that is not a live block has no usable
     // bytes, as glibc answers for a freed one.
-    unsafe { layout_of(ptr.cast()) }.map_or(0, |layout| layout.size())
+    unsafe { block_of(ptr.cast()) }.map_or(0, |block| block.layout.size())
 }

@@ -15,7 +15,7 @@
 use crate::next::Next;
 use core::cell::Cell;
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// `_Unwind_Trace_Fn`: called for each frame, with the unwinder's context and the caller's argument.
 type TraceFn = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
@@ -29,9 +29,6 @@ static NEXT: Next = Next::new(c"_Unwind_Backtrace");
 
 /// How many threads are inside a walk: while none is, an allocation asks nothing more (no thread-local read).
 static WALKS: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether the runtime's scan has been told which blocks are unmeasured.
-static TOLD: AtomicBool = AtomicBool::new(false);
 
 std::thread_local! {
     /// Whether this thread is inside a walk.
@@ -58,9 +55,8 @@ fn next_backtrace() -> Option<Backtrace> {
 #[unsafe(no_mangle)]
 pub(crate) unsafe extern "C" fn _Unwind_Backtrace(trace: TraceFn, argument: *mut c_void) -> c_int {
     let Some(next) = next_backtrace() else { return FATAL_PHASE1_ERROR };
-    if !TOLD.swap(true, Ordering::Relaxed) {
-        ying::__private::interposer::leave_unread_where(crate::blocks::unmeasured_chunk);
-    }
+    // Before the first unmeasured block: the runtime keeps the first it is told.
+    ying::__private::interposer::leave_unread_where(crate::blocks::unmeasured_chunk);
     let Ok(was_walking) = WALKING.try_with(|walking| walking.replace(true)) else {
         // SAFETY: the caller's arguments, passed on to the unwinder's definition.
         return unsafe { next(trace, argument) };

@@ -229,7 +229,7 @@ pub mod __private {
 
         /// Tells the reachability scan which blocks of the C library's heap are not to be read: `unread(start)`,
         /// with the start of a block in use, is true for a block the interposer keeps out of every figure (those the
-        /// standard library allocates while it walks the stack).
+        /// standard library allocates while it walks the stack). The first call decides.
         #[cfg(target_os = "linux")]
         pub fn leave_unread_where(unread: fn(usize) -> bool) {
             crate::read::reach::leave_unread_where(unread);

@@ -157,9 +157,9 @@ enum Prepared {
     NoTests(Vec<ying_report::NotRunTarget>),
 }
 
-/// Starts a thread that parses, in `binaries` order (the order their tests start in), the parts of each binary's debug information its first
-/// report needs ([`Symbolizer::prepare`]). Nothing waits for it: a report of a binary not yet prepared waits for its
-/// turn (it would do the same work), and the run's end stops it.
+/// Starts a thread that parses, in `binaries` order (the order their tests start in), the parts of each binary's
+/// debug information its first report needs ([`Symbolizer::prepare`]). Nothing waits for it: a report of a binary
+/// not yet prepared waits for its turn (it would do the same work), and the run's end stops it.
 fn prepare_symbols(symbolizer: &Arc<Symbolizer>, binaries: &[Arc<TestBinary>]) {
     let symbolizer = Arc::clone(symbolizer);
     let paths: Vec<PathBuf> = binaries.iter().map(|binary| binary.path.clone()).collect();

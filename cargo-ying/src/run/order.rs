@@ -13,10 +13,12 @@ use std::path::Path;
 use std::sync::Arc;
 use ying_report::{Summary, TestId};
 
-/// How long each test took in the last run, in seconds.
+/// How long each test, and each binary's tests together, took in the last run, in seconds.
 #[derive(Debug, Default)]
 pub(crate) struct LastRun {
     durations: HashMap<TestId, f64>,
+    /// By nextest's binary id.
+    binaries: HashMap<String, f64>,
 }
 
 impl LastRun {
@@ -24,12 +26,16 @@ impl LastRun {
     /// is missing or cannot be read (of another version, cut short) orders nothing, and is left as it is.
     pub(crate) fn read(out_dir: &Path) -> Self {
         let Ok(summary) = Summary::read(&out_dir.join("summary.json")) else { return Self::default() };
-        let durations = summary
+        let durations: HashMap<TestId, f64> = summary
             .tests
             .into_iter()
             .filter_map(|test| test.duration.filter(|seconds| seconds.is_finite()).map(|seconds| (test.id, seconds)))
             .collect();
-        Self { durations }
+        let mut binaries = HashMap::new();
+        for (id, seconds) in &durations {
+            *binaries.entry(id.binary_id()).or_default() += seconds;
+        }
+        Self { durations, binaries }
     }
 
     /// How long the test `id` took, if the last run timed it.
@@ -39,7 +45,7 @@ impl LastRun {
 
     /// How long the tests of the binary with nextest's id `binary_id` took together.
     fn of_binary(&self, binary_id: &str) -> f64 {
-        self.durations.iter().filter(|(id, _)| id.binary_id() == binary_id).map(|(_, seconds)| seconds).sum()
+        self.binaries.get(binary_id).copied().unwrap_or_default()
     }
 
     /// `binaries`, the ones whose tests took longest first (the others in their order).

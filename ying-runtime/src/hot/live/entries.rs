@@ -144,8 +144,8 @@ pub(crate) struct OwnedBlock {
     pub(crate) owns_block: bool,
 }
 
-/// The address of every live block the profiler allocated for itself (its reports and tables, a panic hook's work,
-/// the unwinder's walks under the interposer).
+/// The address of every live block the profiler allocated for itself (its reports and tables, a leak test's panic
+/// hook's work).
 pub(crate) fn internal_blocks() -> RawVec<usize> {
     let mut out = RawVec::new_in(RawSystem);
     for_each_at(|address, entry| {

@@ -16,9 +16,9 @@ pub(super) struct Why {
 impl Why {
     /// Scans the process for what reaches `blocks`, those marked `known` left out: the excuses know them by the
     /// code that allocated them (the standard library's backtraces, whose cache of debug information is megabytes),
-    /// and they are neither classified nor read. The profiler's own blocks are not read either (a panic's backtrace
-    /// read under the interposer is among them, tens of megabytes): what only they point to is not reached. `None` when no block is left (a test that retains nothing pays
-    /// nothing) or the platform has no scan. On the thread of a leak test's body, the stack above the runner's frame
+    /// and they are neither classified nor read. The profiler's own blocks are not read either (a leak test's panic
+    /// hook's work among them): what only they point to is not reached. `None` when no block is left (a test that
+    /// retains nothing pays nothing) or the platform has no scan. On the thread of a leak test's body, the stack above the runner's frame
     /// (the harness's) is a root; a thread that ends with its test (measured from outside) is none.
     pub(super) fn scan(blocks: &RawVec<OwnedBlock>, known: &[bool]) -> Option<Self> {
         let marked = |as_known: bool| blocks.iter().zip(known).filter(move |&(_, &known)| known == as_known);

@@ -21,19 +21,13 @@ use names::Namer;
 use roots::Process;
 use ying_report::report::Reach;
 
-/// The blocks of the heap the scan leaves unread, told by the allocation interposer (0: none).
-static UNREAD_WHERE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// The blocks of the heap the scan leaves unread, told by the allocation interposer.
+static UNREAD_WHERE: std::sync::OnceLock<fn(usize) -> bool> = std::sync::OnceLock::new();
 
-/// From now on, the scans leave unread each block in use of the heap whose start `unread` is true for.
+/// From now on, the scans leave unread each block in use of the heap whose start `unread` is true for. The first
+/// call decides; the later ones change nothing.
 pub(crate) fn leave_unread_where(unread: fn(usize) -> bool) {
-    UNREAD_WHERE.store(unread as usize, std::sync::atomic::Ordering::Release);
-}
-
-/// What [`leave_unread_where`] was told, if anything.
-fn unread_where() -> Option<fn(usize) -> bool> {
-    let address = UNREAD_WHERE.load(std::sync::atomic::Ordering::Acquire);
-    // SAFETY: a non-zero value is a `fn(usize) -> bool` that `leave_unread_where` stored.
-    (address != 0).then(|| unsafe { core::mem::transmute::<usize, fn(usize) -> bool>(address) })
+    let _ = UNREAD_WHERE.set(unread);
 }
 
 /// What reaches each retained block, and names for the roots.
@@ -64,7 +58,7 @@ impl Reachability {
         let mut reader = Reader::new();
         let mut graph = graph.with_heap(process.heap(&mut reader));
         graph.leave_unread(unread);
-        if let Some(unread) = unread_where() {
+        if let Some(&unread) = UNREAD_WHERE.get() {
             graph.leave_unread_chunks(unread);
         }
         let mut namer = Namer::default();
