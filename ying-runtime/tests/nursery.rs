@@ -98,15 +98,16 @@ fn a_scope_owning_more_blocks_than_a_nursery_holds_stays_exact() {
     let _serial = serial();
     let before = owned_entries();
     let (kept, stats) = ying::measure(|| {
-        let mut blocks: Vec<Box<u64>> = (0..20_000u64).map(Box::new).collect();
+        // More blocks than a nursery's 65 536 slots: the rest go to the live table.
+        let mut blocks: Vec<Box<u64>> = (0..200_000u64).map(Box::new).collect();
         blocks.retain(|block| **block % 2 == 0);
         blocks
     });
-    // 10 000 boxes of 8 bytes, and the vector's buffer of 20 000 pointers.
-    assert_eq!(stats.retained_blocks, 10_001);
-    assert_eq!(stats.retained_bytes, 10_000 * 8 + 20_000 * 8);
-    assert_eq!((stats.allocations, stats.frees), (20_001, 10_000));
-    assert_eq!(owned_entries(), before + 10_001);
+    // 100 000 boxes of 8 bytes, and the vector's buffer of 200 000 pointers.
+    assert_eq!(stats.retained_blocks, 100_001);
+    assert_eq!(stats.retained_bytes, 100_000 * 8 + 200_000 * 8);
+    assert_eq!((stats.allocations, stats.frees), (200_001, 100_000));
+    assert_eq!(owned_entries(), before + 100_001);
     drop(kept);
     assert_eq!(owned_entries(), before);
 }

@@ -6,11 +6,14 @@
 //! So while a thread has a scope open (it is the scope's home thread, see `scope`), the entries of the blocks it
 //! allocates for that scope go into its nursery, and so do those of the blocks any thread allocates for the open
 //! process-attributed scope (a test process's helper threads: tokio's workers, a thread pool); such a nursery keeps
-//! its entries after the scope closes, until its thread allocates for another scope. A nursery is 8192 slots in
+//! its entries after the scope closes, until its thread allocates for another scope. A nursery is 65,536 slots in
 //! buckets of 4, a bucket one cache line, a slot the block's address and stack packed in one word beside its size
-//! (128 KiB in all), taken from a pool of [`POOL`] for as long as the thread has a scope open (a helper thread of a
-//! process-attributed scope keeps it). A nursery serves one scope at a time (the thread's innermost); a full
-//! bucket, a block that does not pack, or an empty pool sends the entry to the live table as before.
+//! (1 MiB of address space, of which only the pages of buckets in use are ever touched), taken from a pool of
+//! [`POOL`] for as long as the thread has a scope open (a helper thread of a process-attributed scope keeps it). A
+//! nursery serves one scope at a time (the thread's innermost); a full bucket, a block that does not pack, or an
+//! empty pool sends the entry to the live table as before. A test whose code keeps tens of thousands of blocks live
+//! at once (a compiler's) fills a smaller nursery's buckets: with 8192 slots, most of regex's entries went to the
+//! live table, and its largest test took 12% longer (`BENCHMARKS.md`).
 //!
 //! Only the nursery's thread inserts. An entry leaves with the free (or realloc) of its block, and only the thread
 //! that frees a block does anything with its address:
@@ -45,10 +48,10 @@ use crate::base::raw::RawSystem;
 use crate::base::thread::{THREAD, ThreadState};
 use allocator_api2::alloc::Allocator;
 use core::alloc::Layout;
-use core::sync::atomic::{AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Ordering, fence};
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Buckets per nursery (a power of two).
-const BUCKET_BITS: u32 = 11;
+const BUCKET_BITS: u32 = 14;
 const BUCKETS: usize = 1 << BUCKET_BITS;
 /// Slots per bucket: a bucket is one 64-byte line.
 const WAYS: usize = 4;
@@ -56,8 +59,6 @@ const WAYS: usize = 4;
 const POOL: usize = 63;
 /// The bit of [`HELD`] set while a process-attributed scope is open.
 const PROCESS_SCOPE: u64 = 1 << POOL;
-/// Insertions whose buckets a nursery remembers, to empty it bucket by bucket.
-const TOUCHED: usize = 32;
 /// Bits of a slot's word that hold its block's stack index plus one (0: no stack); the rest hold the block's
 /// address divided by 8.
 const STACK_BITS: u32 = 19;
@@ -87,12 +88,10 @@ struct Nursery {
     /// The scope every entry belongs to: a nursery is emptied into the live table when its thread allocates for
     /// another scope, and when a scope of its thread closes (written by its thread only).
     scope: AtomicScopeId,
-    /// Entries inserted since the nursery was last emptied (written by its thread only). Removals do not count
-    /// down, so 0 means certainly empty.
-    inserted: AtomicUsize,
-    /// The buckets of the first [`TOUCHED`] of those entries: a scope that allocated little is emptied without
-    /// reading every bucket (`measure` in a loop closes a scope per turn).
-    touched: [AtomicU16; TOUCHED],
+    /// One bit per bucket, set when an entry went in since the nursery was last emptied (written by its thread
+    /// only; removals leave it set): emptying the nursery and reading every entry read only those buckets, so that
+    /// a scope that allocated little (`measure` in a loop closes a scope per turn) costs little to close.
+    occupied: [AtomicU64; BUCKETS / 64],
 }
 
 impl Nursery {
@@ -204,11 +203,11 @@ pub(crate) fn insert(
     fence(Ordering::Release);
     slot.size.store(size, Ordering::Relaxed);
     slot.word.store(word, Ordering::Release);
-    let inserted = nursery.inserted.load(Ordering::Relaxed);
-    if let Some(touched) = nursery.touched.get(inserted) {
-        touched.store(bucket as u16, Ordering::Relaxed);
+    let (occupied, bit) = nursery.occupied_bit(bucket);
+    let bits = occupied.load(Ordering::Relaxed);
+    if bits & bit == 0 {
+        occupied.store(bits | bit, Ordering::Release);
     }
-    nursery.inserted.store(inserted + 1, Ordering::Relaxed);
     true
 }
 
@@ -311,19 +310,29 @@ impl Nursery {
         slot.word.compare_exchange(word, 0, Ordering::AcqRel, Ordering::Acquire).is_ok().then_some(entry)
     }
 
-    /// Hands every entry to `moved` (on its thread): from the buckets of the entries inserted since it was
-    /// last emptied when it remembers them all, else from every bucket.
+    /// Hands every entry to `moved` (on its thread), from the buckets entries went into since it was last emptied.
     fn empty_into(&self, moved: MoveOut) {
-        let inserted = self.inserted.load(Ordering::Relaxed);
-        match self.touched.get(..inserted) {
-            Some(touched) => {
-                for bucket in touched {
-                    self.empty_bucket(&self.buckets[usize::from(bucket.load(Ordering::Relaxed))], moved);
-                }
-            }
-            None => self.buckets.iter().for_each(|bucket| self.empty_bucket(bucket, moved)),
+        self.each_occupied_bucket(|bucket| self.empty_bucket(bucket, moved));
+        for occupied in self.occupied.iter().filter(|occupied| occupied.load(Ordering::Relaxed) != 0) {
+            occupied.store(0, Ordering::Relaxed);
         }
-        self.inserted.store(0, Ordering::Relaxed);
+    }
+
+    /// The word of [`Nursery::occupied`] that holds the bit of bucket `bucket`, and the bit.
+    #[inline]
+    fn occupied_bit(&self, bucket: usize) -> (&AtomicU64, u64) {
+        (&self.occupied[bucket / 64], 1 << (bucket % 64))
+    }
+
+    /// Calls `f` with each bucket an entry went into since the nursery was last emptied.
+    fn each_occupied_bucket(&self, mut f: impl FnMut(&Bucket)) {
+        for (index, occupied) in self.occupied.iter().enumerate() {
+            let mut bits = occupied.load(Ordering::Acquire);
+            while bits != 0 {
+                f(&self.buckets[index * 64 + bits.trailing_zeros() as usize]);
+                bits &= bits - 1;
+            }
+        }
     }
 
     /// Hands the entries of one bucket to `moved`.
@@ -381,19 +390,21 @@ pub(crate) fn on_scope_close(home: Option<ScopeId>, moved: MoveOut) {
 /// concurrent readers).
 pub(crate) fn for_each(mut f: impl FnMut(usize, Entry)) {
     for nursery in held_nurseries() {
-        for slot in nursery.buckets.iter().flat_map(|bucket| &bucket.0) {
-            let word = slot.word.load(Ordering::Acquire);
-            if word == 0 {
-                continue;
+        nursery.each_occupied_bucket(|bucket| {
+            for slot in &bucket.0 {
+                let word = slot.word.load(Ordering::Acquire);
+                if word == 0 {
+                    continue;
+                }
+                let size = slot.size.load(Ordering::Relaxed);
+                fence(Ordering::Acquire);
+                if slot.word.load(Ordering::Relaxed) == word {
+                    f(address(word), nursery.entry(word, size));
+                }
             }
-            let size = slot.size.load(Ordering::Relaxed);
-            fence(Ordering::Acquire);
-            if slot.word.load(Ordering::Relaxed) == word {
-                f(address(word), nursery.entry(word, size));
-            }
-        }
+        });
     }
 }
 
 const _: () = assert!(POOL < u64::BITS as usize, "a nursery is one bit of `HELD`, below `PROCESS_SCOPE`");
-const _: () = assert!(BUCKETS <= 1 << u16::BITS, "`touched` keeps bucket numbers in 16 bits");
+const _: () = assert!(BUCKETS.is_multiple_of(64), "`occupied` has one bit per bucket");
