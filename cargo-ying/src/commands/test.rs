@@ -200,6 +200,7 @@ fn run_tests(
     let records = runner::run(&plan.tests, start, options, |finished| match finished {
         Finished::Attempt(id, number, attempt) => reporter.attempt(id, *number, attempt),
         Finished::Test(_, record) => {
+            artifacts::allocated_flamegraph_now(record, &options.out_dir);
             reporter.result(record);
             if let Some(events) = &mut events {
                 events.finished(record);

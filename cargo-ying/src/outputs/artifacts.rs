@@ -125,23 +125,47 @@ pub(crate) fn flamegraphs(run: &mut Run, out_dir: &Path, threads: usize) -> Resu
     Ok(())
 }
 
-/// Writes the flamegraphs of `test`, if it is a leak test (it has a report), and returns them.
+/// Writes the allocated-memory flamegraph of `test`, if it is a leak test, as soon as its report is in, and lets go
+/// of the report's sampled stacks, which nothing else reads: a run keeps every test's report until its end, and the
+/// symbolised frames of those stacks were most of what a run of hundreds of tests held (tens of megabytes). When
+/// the file cannot be written, the stacks stay, and the run's end tries again and says why it failed.
+pub(crate) fn allocated_flamegraph_now(test: &mut TestRecord, out_dir: &Path) {
+    let Some(leak) = &mut test.leak else { return };
+    if test.files.allocated_flamegraph.is_some() {
+        return;
+    }
+    let path = test.id.flamegraph_path(FLAMEGRAPHS[1]);
+    if write_allocated(&test.id, &leak.report, &path, out_dir).is_ok() {
+        test.files.allocated_flamegraph = Some(path);
+        leak.report.sampled_stacks = Vec::new();
+    }
+}
+
+/// Writes the allocated-memory flamegraph of test `id`, whose report is `report`, at `path` under `out_dir`.
+fn write_allocated(id: &TestId, report: &LeakReport, path: &str, out_dir: &Path) -> Result<()> {
+    let file = out_dir.join(path);
+    super::flamegraph::write(&ying_frames::allocated_stacks(report), &format!("allocated bytes: {id}"), &file)
+        .map_err(Error::io("write", &file))
+}
+
+/// Writes the flamegraphs of `test`, if it is a leak test (it has a report), and returns them; the allocated-memory
+/// one only if [`allocated_flamegraph_now`] did not write it.
 fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> {
     let Some(leak) = &test.leak else { return Ok(None) };
     let [retained_name, allocated_name, diff_name] = FLAMEGRAPHS;
-    let paths = [
-        (
-            test.id.flamegraph_path(retained_name),
-            "retained bytes",
-            super::flamegraph::retained_stacks_by_kind(&leak.report),
-        ),
-        (test.id.flamegraph_path(allocated_name), "allocated bytes", ying_frames::allocated_stacks(&leak.report)),
-    ];
-    for (path, what, stacks) in &paths {
-        let file = out_dir.join(path);
-        super::flamegraph::write(stacks, &format!("{what}: {}", test.id), &file).map_err(Error::io("write", &file))?;
-    }
-    let [(retained_path, ..), (allocated_path, ..)] = paths;
+    let retained_path = test.id.flamegraph_path(retained_name);
+    let file = out_dir.join(&retained_path);
+    let retained = super::flamegraph::retained_stacks_by_kind(&leak.report);
+    super::flamegraph::write(&retained, &format!("retained bytes: {}", test.id), &file)
+        .map_err(Error::io("write", &file))?;
+    let allocated_path = match &test.files.allocated_flamegraph {
+        Some(written) => written.clone(),
+        None => {
+            let path = test.id.flamegraph_path(allocated_name);
+            write_allocated(&test.id, &leak.report, &path, out_dir)?;
+            path
+        }
+    };
     let mut files = Files {
         retained_flamegraph: Some(retained_path),
         allocated_flamegraph: Some(allocated_path),
@@ -189,11 +213,12 @@ pub(crate) fn summary(run: &Run, summary: &Summary, out_dir: &Path) -> Result<()
 
 #[cfg(test)]
 mod tests {
-    use super::sweep;
-    use crate::model::{Outcome, Run, TestRecord};
+    use super::{allocated_flamegraph_now, flamegraphs, sweep};
+    use crate::model::{Leak, Outcome, Run, TestRecord};
     use std::path::Path;
     use std::time::Duration;
-    use ying_report::{TargetKind, TestId};
+    use ying_report::report::{Attribution, Budgets, SampledStack, TestIdentity};
+    use ying_report::{Frame, LeakReport, TargetKind, TestId};
 
     fn id(name: &str) -> TestId {
         TestId::new("p", TargetKind::Test, "leaks", name)
@@ -205,6 +230,61 @@ mod tests {
         record.files.output = Some(ran.output_path());
         record.files.allocated_flamegraph = Some(ran.flamegraph_path("allocated"));
         Run { tests: vec![record], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None }
+    }
+
+    /// A leak test `name` whose report has one sampled stack, through `function`.
+    fn leak_test(name: &str, function: &str) -> TestRecord {
+        let id = id(name);
+        let mut record = TestRecord::new(id.clone(), Outcome::Passed, Duration::ZERO, String::new());
+        let identity = TestIdentity::new("p", None, "leaks", name, "tests/leaks.rs", 3);
+        let mut report = LeakReport::new(identity, Attribution::Process, Budgets::default());
+        let mut stack = SampledStack::default();
+        stack.allocated_bytes = 4096.0;
+        stack.frames = vec![Frame::new(function, None, None), Frame::new(format!("leaks::{name}"), None, None)];
+        report.sampled_stacks.push(stack);
+        record.leak = Some(Leak { report, path: id.report_path() });
+        record
+    }
+
+    #[test]
+    fn a_tests_allocated_flamegraph_is_written_as_its_report_comes_in_and_its_sampled_stacks_let_go() {
+        let out = tempfile::tempdir().unwrap();
+        let mut record = leak_test("grows", "app::fill_the_cache");
+        allocated_flamegraph_now(&mut record, out.path());
+        let path = record.id.flamegraph_path("allocated");
+        assert_eq!(record.files.allocated_flamegraph.as_ref(), Some(&path));
+        let svg = std::fs::read_to_string(out.path().join(&path)).unwrap();
+        assert!(svg.contains("app::fill_the_cache"), "{svg}");
+        assert!(record.leak.as_ref().unwrap().report.sampled_stacks.is_empty());
+
+        // The run's end writes the retained flamegraph and keeps the allocated one as it is.
+        std::fs::write(out.path().join(&path), "kept").unwrap();
+        let mut run =
+            Run { tests: vec![record], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
+        flamegraphs(&mut run, out.path(), 1).unwrap();
+        let files = &run.tests[0].files;
+        assert_eq!(files.allocated_flamegraph.as_ref(), Some(&path));
+        assert_eq!(std::fs::read_to_string(out.path().join(&path)).unwrap(), "kept");
+        assert!(out.path().join(files.retained_flamegraph.as_ref().unwrap()).exists());
+    }
+
+    #[test]
+    fn an_allocated_flamegraph_that_cannot_be_written_yet_keeps_its_stacks_for_the_runs_end() {
+        let out = tempfile::tempdir().unwrap();
+        // A file where the flamegraphs' directory would be.
+        std::fs::write(out.path().join("flamegraphs"), "").unwrap();
+        let mut record = leak_test("grows", "app::fill_the_cache");
+        allocated_flamegraph_now(&mut record, out.path());
+        assert_eq!(record.files.allocated_flamegraph, None);
+        assert_eq!(record.leak.as_ref().unwrap().report.sampled_stacks.len(), 1);
+
+        // The run's end writes it once it can, from the stacks kept.
+        std::fs::remove_file(out.path().join("flamegraphs")).unwrap();
+        let mut run =
+            Run { tests: vec![record], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
+        flamegraphs(&mut run, out.path(), 1).unwrap();
+        let path = run.tests[0].files.allocated_flamegraph.clone().unwrap();
+        assert!(std::fs::read_to_string(out.path().join(path)).unwrap().contains("app::fill_the_cache"));
     }
 
     fn touch(out: &Path, files: &[String]) {

@@ -323,13 +323,13 @@ pub(crate) enum Finished {
 
 /// Runs the `tests` that run (the others are ignored), `options.jobs` at once, started in the order of `start` (the
 /// indices of `tests`, each once: see `order`); `on_finished` sees each failed attempt that is tried again as it
-/// ends, and each test's record as it arrives. Returns every test's record (ignored and not-run tests included), in
-/// the order of `tests`.
+/// ends, and each test's record as it arrives (and may change it before it is kept). Returns every test's record
+/// (ignored and not-run tests included), in the order of `tests`.
 pub(crate) fn run(
     tests: &[(TestCase, bool)],
     start: &[usize],
     options: &RunOptions,
-    mut on_finished: impl FnMut(&Finished),
+    mut on_finished: impl FnMut(&mut Finished),
 ) -> Vec<TestRecord> {
     let total = tests.len();
     debug_assert_eq!(start.len(), total, "every test starts once");
@@ -402,8 +402,8 @@ pub(crate) fn run(
             });
         }
         drop(sender);
-        for finished in receiver {
-            on_finished(&finished);
+        for mut finished in receiver {
+            on_finished(&mut finished);
             if let Finished::Test(index, result) = finished {
                 results[index] = Some(*result);
             }
