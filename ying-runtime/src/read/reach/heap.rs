@@ -125,21 +125,25 @@ impl<'a> Heap<'a> {
     }
 
     /// Walks from the first position in `[from, until)` (16-aligned) whose chain of chunks ends at `end`, adding
-    /// the chunks in use (and not the cache of freed ones) to `ranges`.
+    /// the chunks in use (and not the cache of freed ones) to `ranges`. One pass over the chain both checks it and
+    /// adds its chunks: a heap too large to copy is read once (a test that printed a backtrace keeps tens of MiB
+    /// there, and reading them twice was most of what its scan cost).
     fn walk_from_any(&mut self, from: usize, until: usize, end: usize, ranges: &mut RawVec<(usize, usize)>) {
         let mut first = from.next_multiple_of(16);
         while first < until.min(end) {
-            if self.chain_ends_at(first, end) {
-                self.add_in_use(first, end, ranges);
+            let kept = ranges.len();
+            if self.add_chain(first, end, ranges) {
                 return;
             }
+            ranges.truncate(kept);
             first += 16;
         }
     }
 
-    /// Whether the chunks from `first` on follow one another to `end` (or to the two closing chunks an arena's
-    /// older heap ends with, the last of size 0).
-    fn chain_ends_at(&mut self, first: usize, end: usize) -> bool {
+    /// Adds the chunks in use of the chain from `first` to `ranges`; returns whether the chunks follow one another
+    /// to `end` (or to the two closing chunks an arena's older heap ends with, the last of size 0). When they do
+    /// not, what it added is no heap's.
+    fn add_chain(&mut self, first: usize, end: usize, ranges: &mut RawVec<(usize, usize)>) -> bool {
         let mut at = first;
         let mut chunks = 0;
         while at < end {
@@ -151,26 +155,15 @@ impl<'a> Heap<'a> {
             if !size.is_multiple_of(16) || size > end - at {
                 return false;
             }
-            at += size;
-            chunks += 1;
-        }
-        at == end && chunks > 1
-    }
-
-    fn add_in_use(&mut self, first: usize, end: usize, ranges: &mut RawVec<(usize, usize)>) {
-        let mut at = first;
-        while at < end {
-            let size = self.word(at + WORD) & SIZE_BITS;
-            if size == 0 {
-                return;
-            }
             let next = at + size;
             let in_use = next < end && self.word(next + WORD) & PREV_INUSE != 0;
             if in_use && !self.is_free_chunk_cache(at, size) {
                 ranges.push((at + 2 * WORD, next));
             }
             at = next;
+            chunks += 1;
         }
+        at == end && chunks > 1
     }
 
     /// Whether the chunk at `at` is a thread's cache of freed chunks: its size, counts of at most a few hundred,
@@ -219,6 +212,8 @@ mod tests {
         let mut reader = Reader::new();
         let read = walk(&mut Heap::of(&mut reader, start, end));
         assert_eq!(reader.copied_bytes(), 0, "a heap of {} bytes was copied whole", end - start);
+        // Read once: each chunk's buffer holds the header of the next.
+        assert!(reader.buffered_bytes() < (end - start) * 3 / 2, "{} bytes read", reader.buffered_bytes());
         let copied = walk(&mut Heap::Copied(reader.snapshot(start, end)));
         // The chunks in use are those before a chunk whose header says so: the even ones, the last (which has no
         // chunk after it) left out.
@@ -236,10 +231,13 @@ mod tests {
         }
         let (start, end) = (words.as_ptr() as usize, words.as_ptr() as usize + words.len() * WORD);
         let mut reader = Reader::new();
-        assert!(Heap::Copied(reader.snapshot(start, end)).chain_ends_at(start, end));
+        let mut ranges = RawVec::new_in(RawSystem);
+        assert!(Heap::Copied(reader.snapshot(start, end)).add_chain(start, end, &mut ranges));
+        // The first two chunks are in use (the chunk after each says so); the last has no chunk after it.
+        assert_eq!(ranges.as_slice(), [(start + 2 * WORD, start + 32), (start + 32 + 2 * WORD, start + 64)]);
         // A position that holds no chunk: its "size" is any word, the largest one included.
         words[5] = usize::MAX & !15;
         std::hint::black_box(&mut words);
-        assert!(!Heap::Copied(reader.snapshot(start, end)).chain_ends_at(start, end));
+        assert!(!Heap::Copied(reader.snapshot(start, end)).add_chain(start, end, &mut RawVec::new_in(RawSystem)));
     }
 }

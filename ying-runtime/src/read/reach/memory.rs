@@ -88,13 +88,24 @@ pub(super) struct Reader {
     snapshots: RawVec<Snapshot>,
     /// The range whose words the buffer holds, `(start, bytes)`, for [`word_near`](Self::word_near).
     held: (usize, usize),
+    /// Bytes read a buffer at a time.
+    #[cfg(test)]
+    buffered_bytes: usize,
 }
 
 impl Reader {
     pub(super) fn new() -> Self {
         let mut buffer = RawVec::with_capacity_in(CHUNK, RawSystem);
         buffer.resize(CHUNK, 0);
-        Self { buffer, mem: None, vm_refused: false, snapshots: RawVec::new_in(RawSystem), held: (0, 0) }
+        Self {
+            buffer,
+            mem: None,
+            vm_refused: false,
+            snapshots: RawVec::new_in(RawSystem),
+            held: (0, 0),
+            #[cfg(test)]
+            buffered_bytes: 0,
+        }
     }
 
     /// Copies the words of `[start, end)` (`start` aligned) at once, and keeps them: the words of the range are read
@@ -115,6 +126,12 @@ impl Reader {
         }
         self.snapshots.push(Snapshot { start, words });
         self.snapshots.last().expect("a snapshot was just kept")
+    }
+
+    /// Bytes read a buffer at a time (by [`word_near`](Self::word_near) and [`words`](Self::words)).
+    #[cfg(test)]
+    pub(super) fn buffered_bytes(&self) -> usize {
+        self.buffered_bytes
     }
 
     /// Bytes of the process kept copied ([`snapshot`](Self::snapshot)).
@@ -184,6 +201,10 @@ impl Reader {
         let words = len.min(CHUNK * WORD).div_ceil(WORD);
         let read = self.read_into(address, &mut buffer[..words]).min(len);
         self.buffer = buffer;
+        #[cfg(test)]
+        {
+            self.buffered_bytes += read;
+        }
         read
     }
 
