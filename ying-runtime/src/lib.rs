@@ -89,8 +89,9 @@
 //!   in one scope (two threads: 2.6x to 3.0x; a tokio multi-thread runtime's tasks: under 2x). Keep leak-test bodies
 //!   to the work under test; `measure` scopes record no stacks.
 //! - A thread with a scope open, and under process attribution any thread that allocates while the leak test runs,
-//!   keeps the entries of the blocks it allocates in a 128 KiB table of its own, mapped outside the heap (63 at
-//!   once; further threads use the shared table). A scope's own thread gives it back when its last scope closes; a
+//!   keeps the entries of the blocks it allocates in a table of its own (65,536 entries in 1 MiB of address space,
+//!   mapped outside the heap, of which only the pages it fills are touched; 63 at once; further threads use the
+//!   shared table). A scope's own thread gives it back when its last scope closes; a
 //!   helper thread of a process-attributed test keeps it until the process ends or it allocates for another scope.
 //! - Each thread that counts in another thread's scope keeps its figures in parts of its own, taken from a pool of
 //!   1024 threads' parts for the life of the process; further threads share one set of counters per scope (slower,
