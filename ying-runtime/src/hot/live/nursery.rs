@@ -11,9 +11,9 @@
 //! (1 MiB of address space, of which only the pages of buckets in use are ever touched), taken from a pool of
 //! [`POOL`] for as long as the thread has a scope open (a helper thread of a process-attributed scope keeps it). A
 //! nursery serves one scope at a time (the thread's innermost); a full bucket, a block that does not pack, or an
-//! empty pool sends the entry to the live table as before. A test whose code keeps tens of thousands of blocks live
-//! at once (a compiler's) fills a smaller nursery's buckets: with 8192 slots, most of regex's entries went to the
-//! live table, and its largest test took 12% longer (`BENCHMARKS.md`).
+//! empty pool sends the entry to the live table as before. A test whose code keeps many thousands of blocks live at
+//! once (a compiler's) fills a smaller nursery's buckets: with 8192 slots, the live table's functions took 19% of
+//! regex's largest test (3% with 65,536), which took 15% more CPU (`BENCHMARKS.md`).
 //!
 //! Only the nursery's thread inserts. An entry leaves with the free (or realloc) of its block, and only the thread
 //! that frees a block does anything with its address:
