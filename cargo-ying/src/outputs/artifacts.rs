@@ -9,7 +9,7 @@ use crate::model::{Files, Run, TestRecord};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use ying_report::{GateVerdict, LeakReport, Summary, TestId};
+use ying_report::{FoldedStack, GateVerdict, LeakReport, Summary, TestId};
 
 /// The flamegraphs a test can have, by the name in their file names.
 const FLAMEGRAPHS: [&str; 3] = ["retained", "allocated", "retained-diff"];
@@ -135,17 +135,17 @@ pub(crate) fn allocated_flamegraph_now(test: &mut TestRecord, out_dir: &Path) {
         return;
     }
     let path = test.id.flamegraph_path(FLAMEGRAPHS[1]);
-    if write_allocated(&test.id, &leak.report, &path, out_dir).is_ok() {
+    let stacks = ying_frames::allocated_stacks(&leak.report);
+    if write_flamegraph(&stacks, "allocated bytes", &test.id, &path, out_dir).is_ok() {
         test.files.allocated_flamegraph = Some(path);
         leak.report.sampled_stacks = Vec::new();
     }
 }
 
-/// Writes the allocated-memory flamegraph of test `id`, whose report is `report`, at `path` under `out_dir`.
-fn write_allocated(id: &TestId, report: &LeakReport, path: &str, out_dir: &Path) -> Result<()> {
+/// Writes the flamegraph of `stacks` (`what` they weigh) of test `id` at `path` under `out_dir`.
+fn write_flamegraph(stacks: &[FoldedStack], what: &str, id: &TestId, path: &str, out_dir: &Path) -> Result<()> {
     let file = out_dir.join(path);
-    super::flamegraph::write(&ying_frames::allocated_stacks(report), &format!("allocated bytes: {id}"), &file)
-        .map_err(Error::io("write", &file))
+    super::flamegraph::write(stacks, &format!("{what}: {id}"), &file).map_err(Error::io("write", &file))
 }
 
 /// Writes the flamegraphs of `test`, if it is a leak test (it has a report), and returns them; the allocated-memory
@@ -154,15 +154,14 @@ fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> 
     let Some(leak) = &test.leak else { return Ok(None) };
     let [retained_name, allocated_name, diff_name] = FLAMEGRAPHS;
     let retained_path = test.id.flamegraph_path(retained_name);
-    let file = out_dir.join(&retained_path);
     let retained = super::flamegraph::retained_stacks_by_kind(&leak.report);
-    super::flamegraph::write(&retained, &format!("retained bytes: {}", test.id), &file)
-        .map_err(Error::io("write", &file))?;
+    write_flamegraph(&retained, "retained bytes", &test.id, &retained_path, out_dir)?;
     let allocated_path = match &test.files.allocated_flamegraph {
         Some(written) => written.clone(),
         None => {
             let path = test.id.flamegraph_path(allocated_name);
-            write_allocated(&test.id, &leak.report, &path, out_dir)?;
+            let allocated = ying_frames::allocated_stacks(&leak.report);
+            write_flamegraph(&allocated, "allocated bytes", &test.id, &path, out_dir)?;
             path
         }
     };
@@ -229,6 +228,11 @@ mod tests {
         let mut record = TestRecord::new(ran.clone(), Outcome::Failed, Duration::ZERO, String::new());
         record.files.output = Some(ran.output_path());
         record.files.allocated_flamegraph = Some(ran.flamegraph_path("allocated"));
+        run_of(record)
+    }
+
+    /// A run of the one test `record`.
+    fn run_of(record: TestRecord) -> Run {
         Run { tests: vec![record], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None }
     }
 
@@ -259,8 +263,7 @@ mod tests {
 
         // The run's end writes the retained flamegraph and keeps the allocated one as it is.
         std::fs::write(out.path().join(&path), "kept").unwrap();
-        let mut run =
-            Run { tests: vec![record], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
+        let mut run = run_of(record);
         flamegraphs(&mut run, out.path(), 1).unwrap();
         let files = &run.tests[0].files;
         assert_eq!(files.allocated_flamegraph.as_ref(), Some(&path));
@@ -280,8 +283,7 @@ mod tests {
 
         // The run's end writes it once it can, from the stacks kept.
         std::fs::remove_file(out.path().join("flamegraphs")).unwrap();
-        let mut run =
-            Run { tests: vec![record], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
+        let mut run = run_of(record);
         flamegraphs(&mut run, out.path(), 1).unwrap();
         let path = run.tests[0].files.allocated_flamegraph.clone().unwrap();
         assert!(std::fs::read_to_string(out.path().join(path)).unwrap().contains("app::fill_the_cache"));
