@@ -5,9 +5,12 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hint::black_box;
+use std::path::Path;
 use std::process::{Command, Output};
 use std::rc::Rc;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 use ying::report::{LeakReport, Reach, RetainedSite};
 
 #[global_allocator]
@@ -127,20 +130,80 @@ fn leaked_of_each_kind() {
     std::mem::forget(black_box(String::with_capacity(1111)));
 }
 
-/// Runs the ignored test `name` alone in a child process with a report directory; returns its output and report.
-fn run_alone(name: &str) -> (Output, LeakReport) {
+/// A word that hides an address from the scan: a static holding `address ^ HIDDEN` is no reference.
+const HIDDEN: usize = 0x5a5a_5a5a_5a5a_5a5a;
+/// The address of [`forgotten_beside_a_neighbour`]'s lost block, hidden, once it is lost.
+static LOST_ADDRESS: AtomicUsize = AtomicUsize::new(0);
+/// [`neighbour_holding_an_address`] holds the address on its stack.
+static ADDRESS_HELD: AtomicBool = AtomicBool::new(false);
+
+/// Loses a block while [`neighbour_holding_an_address`], another leak test of the process, holds a copy of its
+/// address on its stack (as a stale word on a neighbour's stack would).
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn forgotten_beside_a_neighbour() {
+    let lost = black_box(vec![0u8; 2063]);
+    LOST_ADDRESS.store(lost.as_ptr().addr() ^ HIDDEN, Ordering::Release);
+    std::mem::forget(lost);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ADDRESS_HELD.load(Ordering::Acquire) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Holds the address of [`forgotten_beside_a_neighbour`]'s lost block on its stack, waiting in a system call, until
+/// that test has written its report.
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn neighbour_holding_an_address() {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut hidden = 0;
+    while hidden == 0 && Instant::now() < deadline {
+        hidden = LOST_ADDRESS.load(Ordering::Acquire);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let held = black_box(hidden ^ HIDDEN);
+    ADDRESS_HELD.store(true, Ordering::Release);
+    let dir = std::env::var_os(ying::report::REPORT_DIR_ENV).unwrap();
+    while !reports_in(Path::new(&dir)).any(|report| report.test.name == "forgotten_beside_a_neighbour")
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(5));
+        black_box(&held);
+    }
+}
+
+/// The reports written to `dir` so far.
+fn reports_in(dir: &Path) -> impl Iterator<Item = LeakReport> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "json"))
+        .filter_map(|path| serde_json::from_slice(&std::fs::read(path).ok()?).ok())
+}
+
+/// Runs the ignored tests named `names` in one child process with a report directory, on as many threads;
+/// returns its output and their reports.
+fn run_together(names: &[&str]) -> (Output, Vec<LeakReport>) {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--ignored", "--nocapture", "--test-threads=1"])
+        .arg("--exact")
+        .args(names)
+        .args(["--ignored", "--nocapture", &format!("--test-threads={}", names.len())])
         .env_remove(ying::ATTRIBUTION_ENV)
         .env(ying::report::REPORT_DIR_ENV, dir.path())
         .output()
         .unwrap();
-    let report = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| path.extension().is_some_and(|extension| extension == "json"))
-        .map(|path| serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap())
+    let reports = reports_in(dir.path()).collect();
+    (output, reports)
+}
+
+/// Runs the ignored test `name` alone in a child process with a report directory; returns its output and report.
+fn run_alone(name: &str) -> (Output, LeakReport) {
+    let (output, reports) = run_together(&[name]);
+    let report = reports
+        .into_iter()
+        .find(|report| report.test.name == name)
         .unwrap_or_else(|| panic!("no report: {}", String::from_utf8_lossy(&output.stderr)));
     (output, report)
 }
@@ -224,6 +287,17 @@ fn a_buffer_held_by_a_thread_that_never_ends_is_on_its_stack() {
     let (_, report) = run_alone("held_by_a_thread_that_never_ends");
     assert_eq!(why(&report, 3067), [(Reach::ThreadStack, Some("keeper".to_owned()))]);
     assert_eq!(type_of(&report, 3067), Some("u8"));
+}
+
+#[test]
+fn an_address_on_the_stack_of_another_leak_test_of_the_process_is_no_reference() {
+    let (output, reports) = run_together(&["forgotten_beside_a_neighbour", "neighbour_holding_an_address"]);
+    let report = reports
+        .iter()
+        .find(|report| report.test.name == "forgotten_beside_a_neighbour")
+        .unwrap_or_else(|| panic!("no report: {}", stderr(&output)));
+    assert!(reports.iter().any(|report| report.test.name == "neighbour_holding_an_address"), "{}", stderr(&output));
+    assert_eq!(why(report, 2063), [(Reach::Lost, None)]);
 }
 
 #[test]

@@ -79,7 +79,11 @@ thread_local! {
 }
 
 /// Marks the thread as running a leak test's body until dropped.
-struct OnThisThread(());
+struct OnThisThread {
+    /// Other tests' scans leave this thread's stack unread.
+    #[cfg(target_os = "linux")]
+    _test_thread: crate::read::reach::TestThread,
+}
 
 impl OnThisThread {
     /// Refuses a leak test called from another's body: the two would share one measured scope, and under process
@@ -95,7 +99,10 @@ impl OnThisThread {
             );
         }
         RUNNING_HERE.with(|running| running.set(Some(test)));
-        Self(())
+        Self {
+            #[cfg(target_os = "linux")]
+            _test_thread: crate::read::reach::TestThread::enter(),
+        }
     }
 }
 

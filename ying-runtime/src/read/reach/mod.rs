@@ -19,6 +19,7 @@ pub(crate) use graph::{Reached, Root};
 use memory::Reader;
 use names::Namer;
 use roots::Process;
+pub(crate) use roots::TestThread;
 use ying_report::report::Reach;
 
 /// The blocks of the heap the scan leaves unread, told by the allocation interposer.

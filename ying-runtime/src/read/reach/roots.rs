@@ -8,7 +8,37 @@ use super::memory::{Mapping, Reader};
 use super::names::{EXECUTABLE, Namer};
 use crate::read::tasks::SystemCall;
 use core::ops::ControlFlow;
+use core::sync::atomic::{AtomicI32, Ordering};
 use ying_report::report::Reach;
+
+/// The threads running a leak test's measured body now, by thread id (0: a free slot). Leak tests that share a
+/// process run side by side on the harness's threads; a neighbour's stack holds only its own test's words, and a
+/// stale copy of an address there (left by a thread that used the same stack before) is no reference.
+static TEST_THREADS: [AtomicI32; 256] = [const { AtomicI32::new(0) }; 256];
+
+/// The calling thread runs a leak test until this is dropped: the scans of other tests leave its stack unread.
+pub(crate) struct TestThread(Option<&'static AtomicI32>);
+
+impl TestThread {
+    pub(crate) fn enter() -> Self {
+        // SAFETY: `gettid` has no preconditions.
+        let id = unsafe { libc::gettid() };
+        Self(TEST_THREADS.iter().find(|slot| slot.compare_exchange(0, id, Ordering::AcqRel, Ordering::Relaxed).is_ok()))
+    }
+}
+
+impl Drop for TestThread {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0 {
+            slot.store(0, Ordering::Release);
+        }
+    }
+}
+
+/// Thread `id` runs a leak test now.
+fn runs_a_test(id: i32) -> bool {
+    TEST_THREADS.iter().any(|slot| slot.load(Ordering::Acquire) == id)
+}
 
 /// A live thread of the process, as the scan reads it.
 pub(crate) struct Thread {
@@ -16,6 +46,8 @@ pub(crate) struct Thread {
     pub(crate) name: String,
     /// Its stack in use, `(stack pointer, end of its mapping)`, when known.
     stack: Option<(usize, usize)>,
+    /// It runs another leak test (see [`TestThread`]): its stack is no root.
+    other_test: bool,
     /// Its thread-local storage (and thread control block), `(start, end)`, when known.
     locals: Option<(usize, usize)>,
     /// The start of the executable's thread-local block, for naming a thread-local by its offset.
@@ -101,11 +133,17 @@ impl Process {
                     None => (None, None),
                 };
                 let stack_end = locals.map_or(end, |(start, _)| start);
-                threads.push(Thread { name, stack: Some((limit, stack_end)), locals, executable_locals });
+                threads.push(Thread {
+                    name,
+                    stack: Some((limit, stack_end)),
+                    other_test: false,
+                    locals,
+                    executable_locals,
+                });
                 continue;
             }
             let Some(pointer) = stack_pointer(&id) else {
-                threads.push(Thread { name, stack: None, locals: None, executable_locals: None });
+                threads.push(Thread { name, stack: None, other_test: false, locals: None, executable_locals: None });
                 continue;
             };
             let Some(end) = mapping_end(pointer) else { continue };
@@ -116,7 +154,8 @@ impl Process {
             // A thread waiting in a system call holds nothing below its stack pointer: what lies there is stale.
             let stack_start = pointer;
             let stack_end = locals.map_or(end, |(start, _)| start);
-            threads.push(Thread { name, stack: Some((stack_start, stack_end)), locals, executable_locals });
+            let other_test = id.parse().is_ok_and(runs_a_test);
+            threads.push(Thread { name, stack: Some((stack_start, stack_end)), other_test, locals, executable_locals });
         }
         Self { mappings, threads }
     }
@@ -141,7 +180,7 @@ impl Process {
                 });
             }
         }
-        for (index, thread) in self.threads.iter().enumerate() {
+        for (index, thread) in self.threads.iter().enumerate().filter(|(_, thread)| !thread.other_test) {
             if let Some((start, end)) = thread.stack {
                 let reached = Reached { kind: Reach::ThreadStack, root: Root::Thread(index) };
                 graph.roots_in(start, end, reader, |_| reached);
