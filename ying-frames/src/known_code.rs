@@ -60,6 +60,25 @@ pub struct KnownCode {
     /// [`frames_are_excused`](crate::excuses::frames_are_excused) excuses it by name.
     #[serde(default)]
     pub std_backtrace: Vec<(u64, u64)>,
+    /// The statics of ying's own code and of the symbolisers it and the standard library use (see
+    /// [`is_own_static`]): the reachability scan does not read them as roots. Data symbols, `(start, end)` as the
+    /// file places them; `None` when whoever read the symbol table did not look for them (a `cargo ying` of an
+    /// older version): the process then looks itself.
+    #[serde(default)]
+    pub own_statics: Option<Vec<(u64, u64)>>,
+}
+
+/// The paths of the statics that are not the program's roots: ying's own (its tables, whose empty slots hold stale
+/// words), and the caches of the symbolisers ying and the standard library use.
+const OWN_STATICS: [&str; 4] = ["ying::", "ying_preload::", "backtrace::", "std::backtrace_rs::"];
+
+/// What the mangled names of [`OWN_STATICS`] contain.
+pub const OWN_CRATES: [&str; 2] = ["ying", "backtrace"];
+
+/// Whether the static demangled (without its hash) as `name` is one of ying's own or of a symboliser's (see
+/// [`KnownCode::own_statics`]).
+pub fn is_own_static(name: &str) -> bool {
+    OWN_STATICS.iter().any(|prefix| name.starts_with(prefix))
 }
 
 /// [`KnownCode`] with the identity of the executable it was read from, as
@@ -92,7 +111,7 @@ impl KnownCode {
     /// table is searched once for each name fragment (`memchr`'s vectorised search), only the names found there are
     /// demangled, and the symbols are then read once, each compared by its name's offset alone.
     pub fn read(bytes: &[u8]) -> Self {
-        use object::read::elf::{ElfFile64, SectionHeader, Sym};
+        use object::read::elf::{ElfFile64, SectionHeader, Sym as _};
         let Ok(file) = ElfFile64::<object::Endianness>::parse(bytes) else { return Self::default() };
         let endian = file.endian();
         let symbols = file.elf_symbol_table();
@@ -105,11 +124,13 @@ impl KnownCode {
         let Some(names) = names else { return Self::default() };
 
         // Where each name of each kind starts in the string table, sorted.
-        let mut starts: [Vec<u32>; 4] = Default::default();
+        let mut starts: [Vec<u32>; KINDS] = Default::default();
         for (fragment, kinds) in [
             (THREAD_ENTRY, &[Kind::ThreadEntry, Kind::TestEntry][..]),
             ("run_test", &[Kind::RunTest]),
             ("backtrace_rs", &[Kind::StdBacktrace]),
+            (OWN_CRATES[0], &[Kind::OwnStatic]),
+            (OWN_CRATES[1], &[Kind::OwnStatic]),
         ] {
             for at in memchr::memmem::find_iter(names, fragment.as_bytes()) {
                 let start = names[..at].iter().rposition(|&byte| byte == 0).map_or(0, |nul| nul + 1);
@@ -130,19 +151,27 @@ impl KnownCode {
             starts.dedup();
         }
 
-        let mut code =
-            Self { default_allocator: Some(memchr::memmem::find(names, b"__rdl_alloc").is_some()), ..Self::default() };
+        let mut code = Self {
+            default_allocator: Some(memchr::memmem::find(names, b"__rdl_alloc").is_some()),
+            own_statics: Some(Vec::new()),
+            ..Self::default()
+        };
         if starts.iter().all(Vec::is_empty) {
             return code;
         }
-        for symbol in symbols.symbols().iter().filter(|symbol| symbol.st_type() == object::elf::STT_FUNC) {
+        for symbol in symbols.symbols().iter() {
+            let kinds: &[Kind] = match symbol.st_type() {
+                object::elf::STT_FUNC => &[Kind::ThreadEntry, Kind::RunTest, Kind::TestEntry, Kind::StdBacktrace],
+                object::elf::STT_OBJECT | object::elf::STT_COMMON if !symbol.is_undefined(endian) => &[Kind::OwnStatic],
+                _ => continue,
+            };
             let name = symbol.st_name(endian);
             let start = symbol.st_value(endian);
             let range = (start, start.saturating_add(symbol.st_size(endian)));
             if range.0 >= range.1 {
                 continue;
             }
-            for kind in [Kind::ThreadEntry, Kind::RunTest, Kind::TestEntry, Kind::StdBacktrace] {
+            for &kind in kinds {
                 if starts[kind as usize].binary_search(&name).is_ok() {
                     code.ranges_mut(kind).push(range);
                 }
@@ -157,6 +186,7 @@ impl KnownCode {
             Kind::RunTest => &mut self.run_test,
             Kind::TestEntry => &mut self.test_entry,
             Kind::StdBacktrace => &mut self.std_backtrace,
+            Kind::OwnStatic => self.own_statics.get_or_insert_with(Vec::new),
         }
     }
 }
@@ -173,7 +203,12 @@ enum Kind {
     RunTest = 1,
     TestEntry = 2,
     StdBacktrace = 3,
+    OwnStatic = 4,
 }
+
+/// How many kinds there are.
+#[cfg(feature = "elf")]
+const KINDS: usize = 5;
 
 #[cfg(feature = "elf")]
 impl Kind {
@@ -188,6 +223,7 @@ impl Kind {
             }
             Self::TestEntry => name.starts_with("test::__rust_begin_short_backtrace"),
             Self::StdBacktrace => crate::excuses::is_std_backtrace(name),
+            Self::OwnStatic => is_own_static(name),
         }
     }
 }
@@ -208,6 +244,7 @@ mod tests {
             run_test: vec![(64, 128), (256, 300)],
             test_entry: vec![(400, 410)],
             std_backtrace: vec![(500, 600)],
+            own_statics: Some(vec![(700, 720)]),
         };
         let value = code.to_env(stamp(1000));
         assert_eq!(KnownCode::from_env(&value, stamp(1000)), Some(code));
@@ -243,5 +280,31 @@ mod tests {
         assert!(!code.std_backtrace.is_empty(), "{code:?}");
         assert!(code.std_backtrace.iter().all(|range| !code.thread_entries.contains(range)), "{code:?}");
         assert_eq!(KnownCode::read(b"not an executable"), KnownCode::default());
+    }
+
+    #[cfg(all(feature = "elf", target_os = "linux"))]
+    #[test]
+    fn this_test_executables_own_statics_are_the_data_symbols_so_named() {
+        use object::read::{Object, ObjectSymbol};
+        let bytes = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let mut found = KnownCode::read(&bytes).own_statics.expect("looked for");
+        // Every data symbol of the symbol table, demangled and tested one by one.
+        let file = object::File::parse(&*bytes).unwrap();
+        let mut named: Vec<(u64, u64)> = file
+            .symbols()
+            .filter(|symbol| symbol.kind() == object::SymbolKind::Data && !symbol.is_undefined() && symbol.size() > 0)
+            .filter(|symbol| {
+                let name = format!("{:#}", rustc_demangle::demangle(symbol.name().unwrap_or_default()));
+                super::is_own_static(&name)
+            })
+            .map(|symbol| (symbol.address(), symbol.address() + symbol.size()))
+            .collect();
+        found.sort_unstable();
+        named.sort_unstable();
+        named.dedup();
+        found.dedup();
+        // The standard library's backtrace keeps a few (`debug_path_exists::DEBUG_PATH_EXISTS`).
+        assert!(!named.is_empty());
+        assert_eq!(found, named);
     }
 }

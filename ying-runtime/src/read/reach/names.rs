@@ -3,37 +3,66 @@
 //! without its hash.
 
 use core::ops::ControlFlow;
-use object::read::{Object, ObjectSymbol};
+use object::read::elf::{ElfFile64, Sym as _};
+use object::read::{StringTable, elf::SymbolTable};
 use std::collections::HashMap;
 use std::sync::Mutex;
+use ying_frames::OWN_CRATES;
 
-/// The data symbols of one object file: `(address in the file, size, name as written in the file)`, sorted; names
-/// are demangled only when a root is named.
+/// Where a symbol's name lies: the table it is in (0: `.symtab`, 1: `.dynsym`) and its offset in that table's
+/// strings.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Name {
+    table: u8,
+    offset: u32,
+}
+
+/// The data symbols of one object file: `(address in the file, size, name)`, sorted. A name is read from the string
+/// table only when a root is named: the symbols are read without touching their names (a test binary's names are a
+/// megabyte or more).
 struct Symbols {
-    data: Vec<(u64, u64, &'static [u8])>,
-    thread_locals: Vec<(u64, u64, &'static [u8])>,
+    data: Vec<(u64, u64, Name)>,
+    thread_locals: Vec<(u64, u64, Name)>,
+    strings: [StringTable<'static>; 2],
 }
 
 impl Symbols {
     fn read(bytes: &'static [u8]) -> Option<Self> {
-        let file = object::File::parse(bytes).ok()?;
+        let file = ElfFile64::<object::Endianness>::parse(bytes).ok()?;
+        let endian = file.endian();
         let (mut data, mut thread_locals) = (Vec::new(), Vec::new());
-        let all = file.symbols().chain(file.dynamic_symbols());
-        for symbol in all.filter(|symbol| !symbol.is_undefined() && symbol.size() > 0) {
-            let list = match symbol.kind() {
-                object::SymbolKind::Data => &mut data,
-                object::SymbolKind::Tls => &mut thread_locals,
-                _ => continue,
-            };
-            if let Ok(name) = symbol.name_bytes() {
-                list.push((symbol.address(), symbol.size(), name));
+        let tables: [&SymbolTable<'static, _>; 2] = [file.elf_symbol_table(), file.elf_dynamic_symbol_table()];
+        for (table, symbols) in tables.iter().enumerate() {
+            for symbol in symbols.iter() {
+                if symbol.is_undefined(endian) || symbol.st_size(endian) == 0 {
+                    continue;
+                }
+                let list = match symbol.st_type() {
+                    object::elf::STT_OBJECT | object::elf::STT_COMMON => &mut data,
+                    object::elf::STT_TLS => &mut thread_locals,
+                    _ => continue,
+                };
+                let name = Name { table: table as u8, offset: symbol.st_name(endian) };
+                list.push((symbol.st_value(endian), symbol.st_size(endian), name));
             }
         }
         data.sort_unstable();
         data.dedup_by_key(|symbol| symbol.0);
         thread_locals.sort_unstable();
         thread_locals.dedup_by_key(|symbol| symbol.0);
-        Some(Self { data, thread_locals })
+        Some(Self { data, thread_locals, strings: tables.map(|symbols| symbols.strings()) })
+    }
+
+    /// The name of a symbol, as written in the file.
+    fn name(&self, name: Name) -> &'static [u8] {
+        self.strings[usize::from(name.table)].get(name.offset).unwrap_or_default()
+    }
+
+    /// The symbol of `symbols` (one of this file's lists, sorted by address) that covers `address`, demangled.
+    fn covering(&self, symbols: &[(u64, u64, Name)], address: u64) -> Option<String> {
+        let index = symbols.partition_point(|&(start, _, _)| start <= address).checked_sub(1)?;
+        let (start, size, name) = symbols[index];
+        (address < start + size).then(|| demangle(self.name(name)))
     }
 
     /// The symbols of the object file at `path`, read once per process.
@@ -54,13 +83,6 @@ impl Symbols {
 /// The path the executable is read at.
 pub(super) const EXECUTABLE: &str = "/proc/self/exe";
 
-/// The symbol of `symbols` (sorted by address) that covers `address`, demangled.
-fn covering(symbols: &[(u64, u64, &[u8])], address: u64) -> Option<String> {
-    let index = symbols.partition_point(|&(start, _, _)| start <= address).checked_sub(1)?;
-    let (start, size, name) = symbols[index];
-    (address < start + size).then(|| demangle(name))
-}
-
 /// A symbol's name demangled, without its hash.
 fn demangle(name: &[u8]) -> String {
     format!("{:#}", backtrace::SymbolName::new(name))
@@ -75,9 +97,6 @@ pub(super) fn user_path(name: &str) -> String {
         .min();
     cut.map_or(name, |cut| &name[..cut]).to_owned()
 }
-
-/// The paths of the statics that are not the program's roots (see [`Namer::own_statics`]).
-const OWN_STATICS: [&str; 4] = ["ying::", "ying_preload::", "backtrace::", "std::backtrace_rs::"];
 
 /// Names roots, reading each object's symbols once per process.
 #[derive(Default)]
@@ -95,40 +114,49 @@ impl Namer {
                 ControlFlow::Continue(())
             }
         })?;
-        covering(&Symbols::of(&path)?.data, (address - bias) as u64).map(|name| user_path(&name))
+        let symbols = Symbols::of(&path)?;
+        symbols.covering(&symbols.data, (address - bias) as u64).map(|name| user_path(&name))
     }
 
     /// The statics of ying's own code and of the symbolisers it and the standard library use (their caches, their
     /// tables) in the object loaded at `bias` from `path`, as `(start, end)` in the process: not roots of the
-    /// program's memory, and the empty slots of their tables hold stale words. Only the names that mention those
-    /// crates are demangled.
+    /// program's memory, and the empty slots of their tables hold stale words ([`ying_frames::is_own_static`]).
+    /// The executable's are known without reading its symbols when the known code has them (`cargo ying` read them
+    /// once for the binary); otherwise only the names that mention those crates are demangled.
     pub(super) fn own_statics(&mut self, path: &str, bias: usize) -> Vec<(usize, usize)> {
-        let Some(symbols) = Symbols::of(path) else { return Vec::new() };
-        let mentions = |name: &[u8], part: &str| name.windows(part.len()).any(|window| window == part.as_bytes());
-        symbols
-            .data
-            .iter()
-            .filter(|(_, _, name)| OWN_CRATES.iter().any(|part| mentions(name, part)))
-            .filter(|(_, _, name)| {
-                let name = demangle(name);
-                OWN_STATICS.iter().any(|prefix| name.starts_with(prefix))
-            })
-            .map(|&(start, size, _)| (start as usize + bias, (start + size) as usize + bias))
-            .collect()
+        known_own_statics(path, bias).unwrap_or_else(|| own_statics_by_name(path, bias))
     }
 
     /// The executable's thread-local at `offset` in its thread-local block.
     pub(super) fn thread_local_at(&mut self, offset: usize) -> Option<String> {
-        covering(&Symbols::of(EXECUTABLE)?.thread_locals, offset as u64).map(|name| user_path(&name))
+        let symbols = Symbols::of(EXECUTABLE)?;
+        symbols.covering(&symbols.thread_locals, offset as u64).map(|name| user_path(&name))
     }
 }
 
-/// What the mangled names of [`OWN_STATICS`] contain.
-const OWN_CRATES: [&str; 2] = ["ying", "backtrace"];
+/// [`Namer::own_statics`] of the executable from its known code, when that has them.
+fn known_own_statics(path: &str, bias: usize) -> Option<Vec<(usize, usize)>> {
+    let ranges = (path == EXECUTABLE).then(|| crate::read::symbol_table::known_code().own_statics.as_ref())??;
+    let in_process = |at: u64| usize::try_from(at).ok()?.checked_add(bias);
+    Some(ranges.iter().filter_map(|&(start, end)| Some((in_process(start)?, in_process(end)?))).collect())
+}
+
+/// [`Namer::own_statics`] from the object's symbols, read by name.
+fn own_statics_by_name(path: &str, bias: usize) -> Vec<(usize, usize)> {
+    let Some(symbols) = Symbols::of(path) else { return Vec::new() };
+    let mentions = |name: &[u8], part: &str| name.windows(part.len()).any(|window| window == part.as_bytes());
+    symbols
+        .data
+        .iter()
+        .filter(|&&(_, _, name)| OWN_CRATES.iter().any(|part| mentions(symbols.name(name), part)))
+        .filter(|&&(_, _, name)| ying_frames::is_own_static(&demangle(symbols.name(name))))
+        .map(|&(start, size, _)| (start as usize + bias, (start + size) as usize + bias))
+        .collect()
+}
 
 #[cfg(test)]
 mod tests {
-    use super::{Namer, user_path};
+    use super::{EXECUTABLE, Namer, known_own_statics, own_statics_by_name, user_path};
     use std::sync::Mutex;
 
     static A_STATIC_OF_THE_TEST: Mutex<Vec<u8>> = Mutex::new(Vec::new());
@@ -139,6 +167,20 @@ mod tests {
         assert_eq!(A_STATIC_OF_THE_TEST.lock().unwrap().len(), 0);
         let name = Namer::default().static_at(inside);
         assert_eq!(name.as_deref(), Some("ying::read::reach::names::tests::A_STATIC_OF_THE_TEST"));
+    }
+
+    #[test]
+    fn the_executables_own_statics_are_its_known_codes_the_same_as_its_symbols_name() {
+        // This test binary holds the runtime: ying's statics are among its own.
+        let mut known = known_own_statics(EXECUTABLE, 0x1000).expect("the known code has them");
+        let mut named = own_statics_by_name(EXECUTABLE, 0x1000);
+        for ranges in [&mut known, &mut named] {
+            ranges.sort_unstable();
+            ranges.dedup();
+        }
+        assert!(named.len() > 10, "{named:x?}");
+        assert_eq!(known, named);
+        assert_eq!(known_own_statics("/usr/lib/another.so", 0x1000), None, "only the executable's are known");
     }
 
     #[test]
