@@ -1,6 +1,7 @@
 //! Per-stack estimates as the public API returns them ([`YingProfiler::top_k_stacks_by_retained`], ...): the
 //! samples aggregated per stack, symbolised on demand.
 
+use crate::base::ids::StackId;
 use crate::base::thread::as_profiler;
 use crate::hot::allocator::YingProfiler;
 use crate::hot::histogram::LifetimeHistogram;
@@ -80,8 +81,6 @@ pub(crate) enum Order {
 
 /// A ranked stack, not symbolised yet.
 pub(crate) struct Ranked {
-    /// The stack's index in the stack table.
-    pub(crate) index: usize,
     /// Its instruction pointers, innermost first.
     pub(crate) ips: Ips,
     /// Its estimates, without frames.
@@ -90,6 +89,7 @@ pub(crate) struct Ranked {
 
 /// Every stack's estimates now, by stack index: what it allocated since the process started and what of it is
 /// still live, fractional. Runs as the profiler, so its allocations are in no figure.
+#[cfg(feature = "pprof")]
 pub(crate) fn totals() -> Vec<(Ips, StackStats)> {
     as_profiler(|| {
         // Live samples first: a sample's stack is interned before its entry is inserted, so every stack the live
@@ -120,14 +120,49 @@ pub(crate) fn totals() -> Vec<(Ips, StackStats)> {
     })
 }
 
-/// The `k` largest stacks by `order`, not symbolised. Runs as the profiler, so its allocations are in no figure.
-pub(crate) fn ranked(k: usize, order: Order) -> Vec<Ranked> {
+/// The `k` largest stacks by each of `orders`, not symbolised: those of the first order, then those of the next that
+/// are not among them already. Only the stacks kept are copied out of the stack table. Runs as the profiler, so its
+/// allocations are in no figure.
+pub(crate) fn ranked(k: usize, orders: &[Order]) -> Vec<Ranked> {
     as_profiler(|| {
-        let totals = totals();
+        let live = live::sampled();
+        let figures = stacks::figures();
+        let mut totals: Vec<StackStats> = figures
+            .iter()
+            .map(|&(allocated_objects, allocated_bytes, lifetimes)| StackStats {
+                frames: Vec::new(),
+                retained_bytes: 0.0,
+                retained_objects: 0.0,
+                allocated_bytes,
+                allocated_objects,
+                lifetimes,
+            })
+            .collect();
+        for sample in live {
+            let p = sample.weight.probability(sample.size);
+            let stats = &mut totals[sample.stack.index()];
+            stats.retained_bytes += sample.size as f64 / p;
+            stats.retained_objects += 1.0 / p;
+        }
+        let kept = top_indices(&totals, k, orders);
+        kept.into_iter()
+            .filter_map(|index| {
+                let ips = stacks::ips(StackId::new(u32::try_from(index).ok()?))?;
+                Some(Ranked { ips, stats: totals[index].clone() })
+            })
+            .collect()
+    })
+}
+
+/// The indices of the `k` largest of `totals` by each of `orders`: those of the first order, then those of the next
+/// that are not among them already. A stack with nothing to rank by (0 bytes) is left out.
+fn top_indices(totals: &[StackStats], k: usize, orders: &[Order]) -> Vec<usize> {
+    let mut kept: Vec<usize> = Vec::new();
+    for &order in orders {
         let mut ranked: Vec<(usize, f64)> = totals
             .iter()
             .enumerate()
-            .map(|(i, (_, stats))| match order {
+            .map(|(i, stats)| match order {
                 Order::Retained => (i, stats.retained_bytes),
                 Order::Allocated => (i, stats.allocated_bytes),
             })
@@ -135,22 +170,47 @@ pub(crate) fn ranked(k: usize, order: Order) -> Vec<Ranked> {
             .collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked.truncate(k);
-        ranked
-            .into_iter()
-            .map(|(index, _)| {
-                let (ips, stats) = &totals[index];
-                Ranked { index, ips: *ips, stats: stats.clone() }
-            })
-            .collect()
-    })
+        for (index, _) in ranked {
+            if !kept.contains(&index) {
+                kept.push(index);
+            }
+        }
+    }
+    kept
 }
 
 /// The `k` largest stacks by `order`, symbolised. Runs as the profiler, so its allocations are in no figure.
 pub(crate) fn top_k(k: usize, order: Order) -> Vec<StackStats> {
     as_profiler(|| {
-        ranked(k, order)
+        ranked(k, &[order])
             .into_iter()
             .map(|ranked| StackStats { frames: symbolize(&ranked.ips), ..ranked.stats })
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Order, StackStats, top_indices};
+
+    fn stats(allocated_bytes: f64, retained_bytes: f64) -> StackStats {
+        StackStats {
+            frames: Vec::new(),
+            retained_bytes,
+            retained_objects: 0.0,
+            allocated_bytes,
+            allocated_objects: 0.0,
+            lifetimes: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_top_stacks_of_each_order_are_kept_once_the_first_orders_first() {
+        let totals = [stats(10.0, 0.0), stats(50.0, 5.0), stats(30.0, 40.0), stats(0.0, 90.0), stats(20.0, 0.0)];
+        assert_eq!(top_indices(&totals, 2, &[Order::Allocated]), [1, 2]);
+        assert_eq!(top_indices(&totals, 2, &[Order::Retained]), [3, 2]);
+        // Stack 2 is in both: kept once, where the allocated order put it.
+        assert_eq!(top_indices(&totals, 2, &[Order::Allocated, Order::Retained]), [1, 2, 3]);
+        assert_eq!(top_indices(&totals, 9, &[Order::Retained]), [3, 2, 1], "stacks with nothing retained are left out");
+    }
 }

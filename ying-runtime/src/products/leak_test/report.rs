@@ -105,12 +105,7 @@ pub(super) fn file_name(test: &TestIdentity, extension: &str) -> String {
 /// addresses in the executable where the platform allows (see [`SampledStack::addresses`]).
 fn sampled_stacks(manifest_dir: &str) -> Vec<SampledStack> {
     const TOP: usize = 50;
-    let mut ranked = stack_stats::ranked(TOP, stack_stats::Order::Allocated);
-    for stack in stack_stats::ranked(TOP, stack_stats::Order::Retained) {
-        if !ranked.iter().any(|known| known.index == stack.index) {
-            ranked.push(stack);
-        }
-    }
+    let ranked = stack_stats::ranked(TOP, &[stack_stats::Order::Allocated, stack_stats::Order::Retained]);
     let defer = std::env::var_os(DEFER_SYMBOLS_ENV).is_some();
     ranked
         .into_iter()
