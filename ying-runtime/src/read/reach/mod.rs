@@ -6,7 +6,8 @@
 //! between blocks are followed (`graph`), and through the chunks in use of the C library's heap that the roots
 //! reach (`heap`: blocks allocated before the test). Memory is read through the
 //! kernel, which answers an error for a page that is gone (`memory`), into buffers mapped apart from the heap.
-//! Roots are named by their symbols (`names`). Nothing of this runs for a test that retained nothing.
+//! Roots are named by their symbols (`names`). Nothing of this runs for a test that retained nothing, and the heap
+//! is walked only when the roots do not reach every block directly.
 
 mod graph;
 mod heap;
@@ -14,6 +15,7 @@ mod memory;
 mod names;
 mod roots;
 
+use crate::base::raw::{RawSystem, RawVec};
 use graph::Graph;
 pub(crate) use graph::{Reached, Root};
 use memory::Reader;
@@ -21,6 +23,9 @@ use names::Namer;
 use roots::Process;
 pub(crate) use roots::TestThread;
 use ying_report::report::Reach;
+
+/// Most blocks whose direct roots are looked for before the heap is walked (see [`Reachability::scan`]).
+const DIRECT_FIRST: usize = 512;
 
 /// The blocks of the heap the scan leaves unread, told by the allocation interposer.
 static UNREAD_WHERE: std::sync::OnceLock<fn(usize) -> bool> = std::sync::OnceLock::new();
@@ -54,18 +59,33 @@ impl Reachability {
         // thread's scan would find them; a thread waiting here has no such frame live.
         static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let graph = Graph::new(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
+        let blocks: RawVec<(usize, usize)> = {
+            let mut ranges = RawVec::new_in(RawSystem);
+            ranges.extend(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
+            ranges
+        };
         let process = Process::now(own_stack);
         let mut reader = Reader::new();
-        let mut graph = graph.with_heap(process.heap(&mut reader));
-        graph.leave_unread(unread);
-        if let Some(&unread) = UNREAD_WHERE.get() {
-            graph.leave_unread_chunks(unread);
-        }
         let mut namer = Namer::default();
-        process.mark_roots(&mut graph, &mut reader, &mut namer);
-        if !graph.all_reached() {
-            graph.settle_unreached(&mut reader);
+        // The roots that point at the blocks themselves first, without the heap: what they reach takes the same kind
+        // and root as when the heap is walked too (a block reached through the heap is one no root reached
+        // directly), so a test whose blocks they all reach never walks the heap (tens of MiB in a test that printed
+        // a backtrace). Without the heap's copy each block is read on its own: only for a few blocks.
+        let mut graph = Graph::new(blocks.iter().copied());
+        if blocks.len() <= DIRECT_FIRST {
+            process.mark_direct_roots(&mut graph, &mut reader, &mut namer);
+        }
+        if blocks.len() > DIRECT_FIRST || !graph.all_reached() {
+            graph = Graph::new(blocks.iter().copied()).with_heap(process.heap(&mut reader));
+            graph.leave_unread(unread);
+            if let Some(&unread) = UNREAD_WHERE.get() {
+                graph.leave_unread_chunks(unread);
+            }
+            process.mark_direct_roots(&mut graph, &mut reader, &mut namer);
+            graph.through_heap(&mut reader);
+            if !graph.all_reached() {
+                graph.settle_unreached(&mut reader);
+            }
         }
         Self { graph, process, namer, named: std::collections::HashMap::new() }
     }
@@ -95,5 +115,86 @@ impl Reachability {
         };
         self.named.insert(reached, name.clone());
         name
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::Reachability;
+    use core::hint::black_box;
+    use std::cell::Cell;
+    use ying_report::report::Reach;
+
+    std::thread_local! {
+        /// Heaps walked on this thread (by `roots::Process::heap`).
+        pub(super) static HEAP_WALKS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Hides an address from the scan: a word holding `address ^ HIDE` points nowhere.
+    const HIDE: usize = 0x5a5a_5a5a_5a5a_5a5a;
+
+    /// Scans for the block of `size` bytes at `hidden ^ HIDE` with this frame as the end of the calling thread's
+    /// own stack: the callers' frames are roots, and hold only the hidden address.
+    #[inline(never)]
+    fn scan_from_below(hidden: usize, size: usize) -> Reachability {
+        let marker = 0u8;
+        scan_below(hidden, size, core::ptr::from_ref(black_box(&marker)).addr())
+    }
+
+    /// [`scan_from_below`] past `limit`: the block's address is written only in frames below it.
+    #[inline(never)]
+    fn scan_below(hidden: usize, size: usize, limit: usize) -> Reachability {
+        Reachability::scan([(black_box(hidden) ^ HIDE, size)], [], Some(limit))
+    }
+
+    /// The address of `boxed`'s contents, hidden.
+    #[inline(never)]
+    fn hidden<T>(boxed: &T) -> usize {
+        core::ptr::from_ref(boxed).addr() ^ HIDE
+    }
+
+    #[test]
+    fn blocks_their_roots_reach_directly_are_found_without_walking_the_heap() {
+        let held = black_box(Box::new([7u8; 600]));
+        let hidden = hidden(&*held);
+        let walks = HEAP_WALKS.with(Cell::get);
+        let reach = scan_from_below(hidden, 600);
+        assert_eq!(reach.of(hidden ^ HIDE).kind, Reach::ThreadStack);
+        assert_eq!(HEAP_WALKS.with(Cell::get), walks, "the heap was walked");
+        black_box(&held);
+    }
+
+    std::thread_local! {
+        /// A vector of buffers: the thread-local holds the vector's buffer, which holds the buffer.
+        static HOLDER: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// Keeps a buffer of 700 bytes in [`HOLDER`]'s vector, made in a frame of its own; returns the buffer's
+    /// address, hidden: no frame of the caller's holds it.
+    #[inline(never)]
+    fn hold_in_a_vector() -> usize {
+        let buffer = black_box(vec![9u8; 700]);
+        let hidden = hidden(&buffer[0]);
+        HOLDER.with(|holder| holder.borrow_mut().push(buffer));
+        hidden
+    }
+
+    /// Overwrites the stack below the caller's frame, where the frames of the functions it called were.
+    #[inline(never)]
+    fn scrub_stack() {
+        black_box([0u8; 64 << 10]);
+    }
+
+    #[test]
+    fn a_block_held_through_a_block_from_before_is_found_by_walking_the_heap() {
+        // The vector's buffer is no block of the scan's: only the heap's chunks lead from the thread-local to the
+        // buffer it holds.
+        let hidden = hold_in_a_vector();
+        scrub_stack();
+        let walks = HEAP_WALKS.with(Cell::get);
+        let reach = scan_from_below(hidden, 700);
+        assert_eq!(reach.of(hidden ^ HIDE).kind, Reach::Heap);
+        assert_eq!(HEAP_WALKS.with(Cell::get), walks + 1);
+        HOLDER.with(|holder| holder.borrow_mut().clear());
     }
 }

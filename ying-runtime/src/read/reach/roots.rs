@@ -162,13 +162,16 @@ impl Process {
 
     /// The chunks in use of the C library's heaps, thread stacks left out.
     pub(super) fn heap(&self, reader: &mut Reader) -> Chunks {
+        #[cfg(test)]
+        super::tests::HEAP_WALKS.with(|walks| walks.set(walks.get() + 1));
         let stacks: Vec<usize> = self.threads.iter().filter_map(|thread| thread.stack.map(|(sp, _)| sp)).collect();
         Chunks::walk(&self.mappings, &stacks, reader)
     }
 
-    /// Marks every block a root reaches, in the order of the kinds: statics, thread-locals, thread stacks, then
-    /// what they reach through the heap.
-    pub(super) fn mark_roots(&self, graph: &mut Graph, reader: &mut Reader, namer: &mut Namer) {
+    /// Marks every block a root reaches directly (or through other blocks), in the order of the kinds: statics,
+    /// thread-locals, thread stacks. With the heap in the graph, the chunks they reach are left for
+    /// [`Graph::through_heap`].
+    pub(super) fn mark_direct_roots(&self, graph: &mut Graph, reader: &mut Reader, namer: &mut Namer) {
         for (start, end) in writable_segments(namer) {
             graph.roots_in(start, end, reader, |address| Reached { kind: Reach::Static, root: Root::Word(address) });
         }
@@ -186,7 +189,6 @@ impl Process {
                 graph.roots_in(start, end, reader, |_| reached);
             }
         }
-        graph.through_heap(reader);
     }
 
     /// The thread whose thread-local storage holds `address`, and the offset of `address` in the executable's
