@@ -340,14 +340,19 @@ struct StackTable {
 
 static STACKS: SpinLock<Option<StackTable>> = SpinLock::new(None);
 
+/// Stacks the table has room for when it is made.
+const INITIAL_STACKS: usize = 2048;
+
 /// Interns `ips` and adds a sampled allocation event standing for `objects` allocations and `bytes` bytes; returns
 /// the stack, or `None` when the table is full.
 fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<StackId> {
     let hash = ips.hash();
     let mut table = STACKS.lock();
+    // Room for the stacks of a short test from the start: each growth copies every record (half a kilobyte each)
+    // into a new mapping and rehashes every stack. The pages are touched as records fill them.
     let table = table.get_or_insert_with(|| StackTable {
-        index: hashbrown::HashTable::new_in(RawSystem),
-        records: RawVec::new_in(RawSystem),
+        index: hashbrown::HashTable::with_capacity_in(INITIAL_STACKS, RawSystem),
+        records: RawVec::with_capacity_in(INITIAL_STACKS, RawSystem),
     });
     let records = &mut table.records;
     let id = match table.index.find(hash, |&id| records[id.index()].ips.same(ips)) {
@@ -442,6 +447,16 @@ pub(crate) fn ips(id: StackId) -> Option<Ips> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_stack_table_has_room_for_a_short_tests_stacks_when_made() {
+        let ips = super::capture();
+        assert!(super::record_alloc(&ips, 1.0, 8.0).is_some());
+        let table = super::STACKS.lock();
+        let table = table.as_ref().expect("made by the first stack");
+        assert!(table.records.capacity() >= super::INITIAL_STACKS, "{}", table.records.capacity());
+        assert!(table.index.capacity() >= super::INITIAL_STACKS, "{}", table.index.capacity());
+    }
+
     #[test]
     fn the_walker_and_the_system_unwinder_capture_the_same_callers() {
         let (walked, system) = (super::capture(), super::capture_with(false));
