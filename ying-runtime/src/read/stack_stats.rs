@@ -2,11 +2,13 @@
 //! samples aggregated per stack, symbolised on demand.
 
 use crate::base::ids::StackId;
+use crate::base::raw::RawVec;
 use crate::base::thread::as_profiler;
 use crate::hot::allocator::YingProfiler;
 use crate::hot::histogram::LifetimeHistogram;
+use crate::hot::live::{self, LiveSample};
+use crate::hot::stacks;
 use crate::hot::stacks::Ips;
-use crate::hot::{live, stacks};
 use crate::read::symbolize::symbolize;
 use core::alloc::GlobalAlloc;
 use ying_report::Frame;
@@ -96,28 +98,34 @@ pub(crate) fn totals() -> Vec<(Ips, StackStats)> {
         // snapshot names is in the stack snapshot taken after it.
         let live = live::sampled();
         let records = stacks::snapshot();
-        let mut totals: Vec<(Ips, StackStats)> = records
-            .iter()
-            .map(|(ips, allocated_objects, allocated_bytes, lifetimes)| {
-                let stats = StackStats {
-                    frames: Vec::new(),
-                    retained_bytes: 0.0,
-                    retained_objects: 0.0,
-                    allocated_bytes: *allocated_bytes,
-                    allocated_objects: *allocated_objects,
-                    lifetimes: *lifetimes,
-                };
-                (*ips, stats)
-            })
-            .collect();
-        for sample in live {
-            let p = sample.weight.probability(sample.size);
-            let stats = &mut totals[sample.stack.index()].1;
-            stats.retained_bytes += sample.size as f64 / p;
-            stats.retained_objects += 1.0 / p;
-        }
-        totals
+        let stats = estimates(records.iter().map(|&(_, objects, bytes, lifetimes)| (objects, bytes, lifetimes)), live);
+        records.iter().map(|record| record.0).zip(stats).collect()
     })
+}
+
+/// The estimates of the stacks whose figures are `figures` (by stack index, copied after `live` was): what each
+/// allocated, and what of it the live samples say is still live.
+fn estimates(
+    figures: impl Iterator<Item = (f64, f64, LifetimeHistogram)>,
+    live: RawVec<LiveSample>,
+) -> Vec<StackStats> {
+    let mut estimates: Vec<StackStats> = figures
+        .map(|(allocated_objects, allocated_bytes, lifetimes)| StackStats {
+            frames: Vec::new(),
+            retained_bytes: 0.0,
+            retained_objects: 0.0,
+            allocated_bytes,
+            allocated_objects,
+            lifetimes,
+        })
+        .collect();
+    for sample in live {
+        let p = sample.weight.probability(sample.size);
+        let stats = &mut estimates[sample.stack.index()];
+        stats.retained_bytes += sample.size as f64 / p;
+        stats.retained_objects += 1.0 / p;
+    }
+    estimates
 }
 
 /// The `k` largest stacks by each of `orders`, not symbolised: those of the first order, then those of the next that
@@ -125,25 +133,9 @@ pub(crate) fn totals() -> Vec<(Ips, StackStats)> {
 /// allocations are in no figure.
 pub(crate) fn ranked(k: usize, orders: &[Order]) -> Vec<Ranked> {
     as_profiler(|| {
+        // Live samples first, as in `totals`.
         let live = live::sampled();
-        let figures = stacks::figures();
-        let mut totals: Vec<StackStats> = figures
-            .iter()
-            .map(|&(allocated_objects, allocated_bytes, lifetimes)| StackStats {
-                frames: Vec::new(),
-                retained_bytes: 0.0,
-                retained_objects: 0.0,
-                allocated_bytes,
-                allocated_objects,
-                lifetimes,
-            })
-            .collect();
-        for sample in live {
-            let p = sample.weight.probability(sample.size);
-            let stats = &mut totals[sample.stack.index()];
-            stats.retained_bytes += sample.size as f64 / p;
-            stats.retained_objects += 1.0 / p;
-        }
+        let totals = estimates(stacks::figures().iter().copied(), live);
         let kept = top_indices(&totals, k, orders);
         kept.into_iter()
             .filter_map(|index| {

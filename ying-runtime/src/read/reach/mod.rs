@@ -71,22 +71,27 @@ impl Reachability {
         // and root as when the heap is walked too (a block reached through the heap is one no root reached
         // directly), so a test whose blocks they all reach never walks the heap (tens of MiB in a test that printed
         // a backtrace). Without the heap's copy each block is read on its own: only for a few blocks.
-        let mut graph = Graph::new(blocks.iter().copied());
-        if blocks.len() <= DIRECT_FIRST {
+        let direct = (blocks.len() <= DIRECT_FIRST).then(|| {
+            let mut graph = Graph::new(blocks.iter().copied());
             process.mark_direct_roots(&mut graph, &mut reader, &mut namer);
-        }
-        if blocks.len() > DIRECT_FIRST || !graph.all_reached() {
-            graph = Graph::new(blocks.iter().copied()).with_heap(process.heap(&mut reader));
-            graph.leave_unread(unread);
-            if let Some(&unread) = UNREAD_WHERE.get() {
-                graph.leave_unread_chunks(unread);
+            graph
+        });
+        let graph = match direct.filter(Graph::all_reached) {
+            Some(graph) => graph,
+            None => {
+                let mut graph = Graph::new(blocks.iter().copied()).with_heap(process.heap(&mut reader));
+                graph.leave_unread(unread);
+                if let Some(&unread) = UNREAD_WHERE.get() {
+                    graph.leave_unread_chunks(unread);
+                }
+                process.mark_direct_roots(&mut graph, &mut reader, &mut namer);
+                graph.through_heap(&mut reader);
+                if !graph.all_reached() {
+                    graph.settle_unreached(&mut reader);
+                }
+                graph
             }
-            process.mark_direct_roots(&mut graph, &mut reader, &mut namer);
-            graph.through_heap(&mut reader);
-            if !graph.all_reached() {
-                graph.settle_unreached(&mut reader);
-            }
-        }
+        };
         Self { graph, process, namer, named: std::collections::HashMap::new() }
     }
 
