@@ -89,7 +89,7 @@
 //!   in one scope (two threads: 2.6x to 3.0x; a tokio multi-thread runtime's tasks: under 2x). Keep leak-test bodies
 //!   to the work under test; `measure` scopes record no stacks.
 //! - A thread with a scope open, and under process attribution any thread that allocates while the leak test runs,
-//!   keeps the entries of the blocks it allocates in a table of its own (65,536 entries in 1 MiB of address space,
+//!   keeps the entries of the blocks it allocates in a table of its own (262,144 entries in 4 MiB of address space,
 //!   mapped outside the heap, of which only the pages it fills are touched; 63 at once; further threads use the
 //!   shared table). A scope's own thread gives it back when its last scope closes; a
 //!   helper thread of a process-attributed test keeps it until the process ends or it allocates for another scope.
@@ -250,6 +250,11 @@ pub mod __private {
         crate::hot::live::census()
     }
 
+    /// Entries the threads' nurseries hold, of those [`live_table_census`] counts.
+    pub fn nursed_entries() -> usize {
+        crate::hot::live::nursed()
+    }
+
     /// The allocator's hot-path pieces, one at a time, for the criterion benchmarks.
     pub mod hot_path {
         use crate::base::thread::THREAD;
@@ -283,7 +288,7 @@ pub mod __private {
         /// Captures the calling thread's stack and finds it in the stack table, as a sampled allocation does (adding
         /// nothing to the stack's figures): a stack this thread met just before is recognised without walking it.
         pub fn record_stack() -> bool {
-            stacks::record_sample(0.0, 0.0).is_some()
+            stacks::record_sample(0.0, 0.0, None).is_some()
         }
 
         /// [`capture_stack`] with the system unwinder only (what the caching walker replaces).

@@ -125,3 +125,20 @@ fn a_running_leak_tests_blocks_are_in_the_retained_profile() {
     drop(block);
     assert!(retained >= 54_321.0, "retained {retained}");
 }
+
+#[test]
+fn a_block_its_scope_allocated_stays_in_the_nursery_as_it_grows() {
+    let _serial = serial();
+    let ((), stats) = ying::measure(|| {
+        let mut grown: Vec<u64> = black_box(Vec::with_capacity(1));
+        let nursed = ying::__private::nursed_entries();
+        for value in 0..4096 {
+            grown.push(black_box(value));
+        }
+        // Twelve reallocs later the vector's entry is still its thread's, not the live table's.
+        assert_eq!(ying::__private::nursed_entries(), nursed);
+        drop(grown);
+        assert_eq!(ying::__private::nursed_entries(), nursed - 1);
+    });
+    assert_eq!(stats.retained_blocks, 0);
+}

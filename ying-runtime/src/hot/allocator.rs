@@ -7,6 +7,7 @@ use crate::hot::counters::{self, HeapStats};
 use crate::hot::first_event;
 use crate::hot::live::{self, Entry, Sample};
 use crate::hot::sampler::{self, DEFAULT_SAMPLE_INTERVAL, Weight};
+use crate::hot::unwind::WalkTree;
 use crate::hot::{scope, stacks};
 use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -137,12 +138,19 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     /// Samples an allocation event of `bytes` bytes, which stands for what `weight` says: captures and interns the
     /// stack. `timed`: the block's lifetime is measured (see [`Sample::born`]).
     #[inline]
-    fn sample(&self, bytes: usize, weight: Weight, objects: f64, timed: bool) -> Option<Sample> {
+    fn sample(
+        &self,
+        tree: Option<&'static WalkTree>,
+        bytes: usize,
+        weight: Weight,
+        objects: f64,
+        timed: bool,
+    ) -> Option<Sample> {
         let stack = match weight {
-            Weight::Certain => stacks::record_sample(objects, bytes as f64),
+            Weight::Certain => stacks::record_sample(objects, bytes as f64, tree),
             Weight::Sampled(interval) => {
                 let p = sampler::inclusion_probability(bytes, interval.get());
-                stacks::record_sample(objects / p, bytes as f64 / p)
+                stacks::record_sample(objects / p, bytes as f64 / p, tree)
             }
         };
         if stack.is_none() {
@@ -216,8 +224,8 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         // A scope that records every stack samples its allocations with certainty (p = 1); lifetimes are measured
         // for the allocations the sampler picked, as everywhere else.
         let sample = match (capture, sampled) {
-            (Some(true), _) => self.sample(size, Weight::Certain, 1.0, sampled),
-            (_, true) => self.sample(size, Weight::of_interval(interval), 1.0, true),
+            (Some(true), _) => self.sample(live::walk_tree(thread), size, Weight::Certain, 1.0, sampled),
+            (_, true) => self.sample(live::walk_tree(thread), size, Weight::of_interval(interval), 1.0, true),
             _ => None,
         };
         // A block that only a scope records (no lifetime, no process sample), of the thread's own scope or of the
@@ -317,7 +325,18 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     ) {
         let was_busy = thread.replace_busy(true);
         if let Some(entry) = self.resized(taken, current, old, new, sampled_interval) {
-            live::insert(new_ptr, entry);
+            // A block its thread's own scope (or the process-attributed scope) allocated and records only the stack
+            // of goes back to the thread's nursery, as at its allocation: a vector that grows is reallocated many
+            // times.
+            let nursed = match entry.owned_block_parts() {
+                Some((owner, stack)) if owner == thread.home_scope() || scope::is_process_scope(owner) => {
+                    live::insert_nursed(thread, new_ptr, new, owner, stack)
+                }
+                _ => false,
+            };
+            if !nursed {
+                live::insert(new_ptr, entry);
+            }
         }
         thread.replace_busy(was_busy);
     }
@@ -378,7 +397,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
                 match entry.and_then(|e| e.sample) {
                     Some(sample) => stacks::record_growth(sample.stack, growth, weight.probability(growth)),
                     None => {
-                        let sample = self.sample(growth, weight, 0.0, sampled_interval.is_some());
+                        let sample = self.sample(None, growth, weight, 0.0, sampled_interval.is_some());
                         entry.get_or_insert(Entry::untracked(old)).sample = sample;
                     }
                 }

@@ -10,7 +10,7 @@ use crate::base::raw::{RawSystem, RawVec};
 use crate::base::sync::{SeqCount, SpinLock};
 use crate::base::thread::{THREAD, ThreadState};
 use crate::hot::histogram::LifetimeHistogram;
-use crate::hot::unwind::Cached;
+use crate::hot::unwind::{Cached, WalkTree};
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -76,11 +76,11 @@ impl Ips {
 /// Captures the calling thread's stack and adds a sampled allocation event standing for `objects` allocations and
 /// `bytes` bytes to it (see [`record_alloc`]); returns the stack, or `None` when the table is full. A stack this
 /// thread met just before is recognised without walking it ([`crate::hot::unwind::capture_cached`]), by the index it
-/// was given.
+/// was given; `tree` is the thread's tree of walks, if it holds a nursery.
 #[inline]
-pub(crate) fn record_sample(objects: f64, bytes: f64) -> Option<StackId> {
+pub(crate) fn record_sample(objects: f64, bytes: f64, tree: Option<&'static WalkTree>) -> Option<StackId> {
     let mut stack = Ips::new();
-    match crate::hot::unwind::capture_cached(&mut stack.ips, capture_limit()) {
+    match crate::hot::unwind::capture_cached(&mut stack.ips, capture_limit(), tree) {
         Cached::Hit(index) => record_again(StackId::new(index), &stack, objects, bytes),
         Cached::Walked { len, ticket } => {
             stack.len = len as usize;

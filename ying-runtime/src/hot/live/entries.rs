@@ -35,6 +35,8 @@ pub(crate) fn insert_nursed(
     nursery::insert(thread, ptr, size, scope, stack, move_to_table)
 }
 
+pub(crate) use nursery::walk_tree;
+
 /// Moves an entry out of a nursery into the live table: inserted under its shard's lock, which the slot is cleared
 /// under (see [`table::insert_moved`]).
 fn move_to_table(ptr: usize, entry: Entry, slot: MovingSlot<'_>) {
@@ -127,6 +129,13 @@ pub(crate) fn census() -> (usize, usize, usize) {
         internal += usize::from(entry.internal);
     });
     (sampled, owned, internal)
+}
+
+/// Entries the nurseries hold (the rest of [`census`]'s are in the live table).
+pub(crate) fn nursed() -> usize {
+    let mut nursed = 0;
+    nursery::for_each(|_, _| nursed += 1);
+    nursed
 }
 
 /// A block a scope owns bytes of, as [`owned_by`] returns it.

@@ -6,14 +6,21 @@
 //! So while a thread has a scope open (it is the scope's home thread, see `scope`), the entries of the blocks it
 //! allocates for that scope go into its nursery, and so do those of the blocks any thread allocates for the open
 //! process-attributed scope (a test process's helper threads: tokio's workers, a thread pool); such a nursery keeps
-//! its entries after the scope closes, until its thread allocates for another scope. A nursery is 65,536 slots in
+//! its entries after the scope closes, until its thread allocates for another scope. A nursery is 262,144 slots in
 //! buckets of 4, a bucket one cache line, a slot the block's address and stack packed in one word beside its size
-//! (1 MiB of address space, of which only the pages of buckets in use are ever touched), taken from a pool of
+//! (4 MiB of address space, of which only the pages of buckets in use are ever touched), taken from a pool of
 //! [`POOL`] for as long as the thread has a scope open (a helper thread of a process-attributed scope keeps it). A
 //! nursery serves one scope at a time (the thread's innermost); a full bucket, a block that does not pack, or an
 //! empty pool sends the entry to the live table as before. A test whose code keeps many thousands of blocks live at
 //! once (a compiler's) fills a smaller nursery's buckets: with 8192 slots, the live table's functions took 19% of
-//! regex's largest test (3% with 65,536), which took 15% more CPU (`BENCHMARKS.md`).
+//! regex's largest test (3% with 65,536), which took 15% more CPU (`BENCHMARKS.md`); with 65,536, the live table still
+//! took 432,000 of the 790,000 entries of its test with the most blocks live at once.
+//!
+//! A bucket holds the blocks of 128 bytes of address space, and the buckets follow the addresses within each 2 MiB
+//! (each 2 MiB starting at a bucket of its own): a program's allocator hands out neighbouring blocks one after the
+//! other, and frees the latest first, so that consecutive inserts and removals touch the same few lines of the
+//! nursery, where a hash of the address sent each one to a line of its own (a cache miss at half of the allocations
+//! of regex's tests).
 //!
 //! Only the nursery's thread inserts. An entry leaves with the free (or realloc) of its block, and only the thread
 //! that frees a block does anything with its address:
@@ -46,12 +53,13 @@ use crate::base::handles::NurseryHandle;
 use crate::base::ids::{AtomicScopeId, ScopeId, StackId};
 use crate::base::raw::RawSystem;
 use crate::base::thread::{THREAD, ThreadState};
+use crate::hot::unwind::WalkTree;
 use allocator_api2::alloc::Allocator;
 use core::alloc::Layout;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Buckets per nursery (a power of two).
-const BUCKET_BITS: u32 = 14;
+const BUCKET_BITS: u32 = 16;
 const BUCKETS: usize = 1 << BUCKET_BITS;
 /// Slots per bucket: a bucket is one 64-byte line.
 const WAYS: usize = 4;
@@ -92,6 +100,8 @@ struct Nursery {
     /// only; removals leave it set): emptying the nursery and reading every entry read only those buckets, so that
     /// a scope that allocated little (`measure` in a loop closes a scope per turn) costs little to close.
     occupied: [AtomicU64; BUCKETS / 64],
+    /// The holding thread's tree of walks (see `unwind`), used by that thread only.
+    walks: WalkTree,
 }
 
 impl Nursery {
@@ -109,10 +119,13 @@ static NURSERIES: [AtomicPtr<Nursery>; POOL] = [const { AtomicPtr::new(core::ptr
 /// process-attributed scope is open.
 static HELD: AtomicU64 = AtomicU64::new(0);
 
-/// The bucket of `ptr` (a different mix than the live table's, whose shards take the high bits of another product).
+/// The bucket of `ptr`: its 128-byte line, counted from the bucket its 2 MiB starts at, a hash of its address above
+/// them (see the module docs).
 #[inline]
 fn bucket(ptr: usize) -> usize {
-    ((ptr as u64 ^ (ptr as u64 >> 29)).wrapping_mul(0xd6e8_feb8_6659_fd93) >> (64 - BUCKET_BITS)) as usize
+    let line = (ptr >> 7) as u64;
+    let region = ((ptr >> 21) as u64).wrapping_mul(0xd6e8_feb8_6659_fd93) >> (64 - BUCKET_BITS);
+    (line.wrapping_add(region) & (BUCKETS as u64 - 1)) as usize
 }
 
 /// The address of the block a slot's `word` names.
@@ -209,6 +222,12 @@ pub(crate) fn insert(
         occupied.store(bits | bit, Ordering::Release);
     }
     true
+}
+
+/// The tree of walks of the nursery `thread` holds (see `unwind`), if it holds one.
+#[inline]
+pub(crate) fn walk_tree(thread: &ThreadState) -> Option<&'static WalkTree> {
+    of_thread(thread.nursery()).map(|nursery| &nursery.walks)
 }
 
 /// The calling thread's nursery, taken from the pool if it has none yet.
@@ -408,3 +427,26 @@ pub(crate) fn for_each(mut f: impl FnMut(usize, Entry)) {
 
 const _: () = assert!(POOL < u64::BITS as usize, "a nursery is one bit of `HELD`, below `PROCESS_SCOPE`");
 const _: () = assert!(BUCKETS.is_multiple_of(64), "`occupied` has one bit per bucket");
+
+#[cfg(test)]
+mod tests {
+    use super::{BUCKETS, WAYS, bucket};
+
+    #[test]
+    fn neighbouring_blocks_share_a_bucket_and_the_next_line_takes_the_next_bucket() {
+        // Blocks as an allocator hands them out, one after the other: the smallest glibc chunk is 32 bytes.
+        let base = 0x5555_5560_0000_usize;
+        for line in 0..4096 {
+            let first = base + line * 128;
+            let blocks: Vec<usize> = (0..WAYS).map(|block| bucket(first + block * 32)).collect();
+            assert!(blocks.iter().all(|&b| b == blocks[0]), "line {line}: {blocks:?}");
+            assert_eq!(bucket(first + 128), (blocks[0] + 1) % BUCKETS, "line {line}");
+        }
+        // Each 2 MiB starts at a bucket of its own: the same offset in two of them seldom shares a bucket.
+        let starts: Vec<usize> = (0..64).map(|region| bucket(base + region * (2 << 20))).collect();
+        let mut distinct = starts.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() >= 60, "{starts:?}");
+    }
+}

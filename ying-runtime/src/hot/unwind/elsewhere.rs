@@ -8,8 +8,15 @@ pub(crate) fn capture(_ips: &mut [MaybeUninit<usize>], _limit: usize) -> Option<
     None
 }
 
+/// No walks are kept here: a nursery's tree of walks is empty.
+pub(crate) struct WalkTree;
+
 /// Always [`Cached::Unsupported`].
-pub(crate) fn capture_cached(_ips: &mut [MaybeUninit<usize>], _limit: usize) -> Cached {
+pub(crate) fn capture_cached(
+    _ips: &mut [MaybeUninit<usize>],
+    _limit: usize,
+    _tree: Option<&'static WalkTree>,
+) -> Cached {
     Cached::Unsupported
 }
 

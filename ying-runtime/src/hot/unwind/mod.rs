@@ -18,7 +18,9 @@
 //! registers it starts from and of the values it reads, so when the registers are the same and every remembered
 //! slot still holds the remembered value, the walk would find the same frames, and the caller's tag for that stack
 //! (the stack table's index) is returned without walking. That is one load and compare per read instead of a rule
-//! lookup per frame.
+//! lookup per frame. A thread that holds a nursery (a leak test's) also keeps every walk it makes in a tree by
+//! starting point (`tree`), looked in when none of the few remembered walks is the same: a compiler's test
+//! allocates from thousands of stacks.
 //!
 //! A walk ends at a thread's entry (`__rust_begin_short_backtrace`) once [`end_stacks_at`] has been told where
 //! those functions lie: the frames past it are the runtime's and the C library's start-up, the same on every stack
@@ -38,15 +40,19 @@ mod remembered;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod rules;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod tree;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod walk;
 
 pub(crate) use cached::Cached;
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-pub(crate) use elsewhere::{capture, capture_cached, end_stacks_at, remember};
+pub(crate) use elsewhere::{WalkTree, capture, capture_cached, end_stacks_at, remember};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(crate) use remembered::{capture_cached, remember};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(crate) use rules::{end_stacks_at, lock_for_fork, unlock_after_fork};
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub(crate) use tree::WalkTree;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(crate) use walk::capture;
 

@@ -3,29 +3,32 @@
 
 use super::cached::{Cached, Ticket};
 use super::rules::FLUSHES;
-use super::walk::{Regs, registers, walk, walk_reading};
+use super::tree::{Leaf, WalkTree};
+use super::walk::{Regs, registers, value_at, walk, walk_reading};
 use core::cell::Cell;
 use core::mem::MaybeUninit;
 use core::num::NonZeroU64;
 use core::sync::atomic::Ordering;
 
 /// [`capture`](super::capture), recognising a stack this thread walked before (see `unwind`): returns its tag when
-/// the stack is the same, else walks it and remembers what the walk read.
+/// the stack is the same, else walks it and remembers what the walk read. `tree`: the thread's tree of walks (see
+/// `tree`), looked in past the walks remembered here, and given each new walk.
 #[inline]
-pub(crate) fn capture_cached(ips: &mut [MaybeUninit<usize>], limit: usize) -> Cached {
-    Cached::unpack(capture_packed(ips, limit))
+pub(crate) fn capture_cached(ips: &mut [MaybeUninit<usize>], limit: usize, tree: Option<&'static WalkTree>) -> Cached {
+    Cached::unpack(capture_packed(ips, limit, tree))
 }
 
 /// [`capture_cached`] with its answer [packed](Cached::pack) into two registers (an enum comes back through
 /// memory), in the frame the walks start from.
 #[inline(never)]
-fn capture_packed(ips: &mut [MaybeUninit<usize>], limit: usize) -> (u64, u64) {
+fn capture_packed(ips: &mut [MaybeUninit<usize>], limit: usize, tree: Option<&'static WalkTree>) -> (u64, u64) {
     let regs = registers!();
-    let found =
-        TRACES.try_with(|traces| traces.capture(regs, ips, limit)).unwrap_or_else(|_| match walk(regs, ips, limit) {
+    let found = TRACES.try_with(|traces| traces.capture(regs, ips, limit, tree)).unwrap_or_else(|_| {
+        match walk(regs, ips, limit) {
             Some(len) => Cached::Walked { len: len as u32, ticket: None },
             None => Cached::Unsupported,
-        });
+        }
+    });
     found.pack()
 }
 
@@ -101,14 +104,15 @@ struct Trace {
     /// Bumped at every refill, so that a ticket for an entry filled again since names nothing.
     serial: Cell<u64>,
     flushes: Cell<u64>,
-    /// `ip`, `sp` and `bp` at the start; `bp` is compared only when the walk used it (`uses_bp`).
-    regs: [Cell<usize>; 3],
-    uses_bp: Cell<bool>,
+    /// `ip` and `sp` at the start (the starting `bp` is a read when the walk used it, see `walk_reading`).
+    regs: [Cell<usize>; 2],
     limit: Cell<usize>,
     capacity: Cell<usize>,
     reads: Cell<usize>,
     addresses: [Cell<usize>; TRACE_READS],
     values: [Cell<usize>; TRACE_READS],
+    /// The walk's leaf in the thread's tree, which [`remember`] also gives the tag.
+    leaf: Cell<Option<(&'static WalkTree, Leaf)>>,
 }
 
 impl Trace {
@@ -117,13 +121,13 @@ impl Trace {
             tag: Cell::new(NO_TAG),
             serial: Cell::new(0),
             flushes: Cell::new(0),
-            regs: [const { Cell::new(0) }; 3],
-            uses_bp: Cell::new(false),
+            regs: [const { Cell::new(0) }; 2],
             limit: Cell::new(0),
             capacity: Cell::new(0),
             reads: Cell::new(0),
             addresses: [const { Cell::new(0) }; TRACE_READS],
             values: [const { Cell::new(0) }; TRACE_READS],
+            leaf: Cell::new(None),
         }
     }
 
@@ -133,7 +137,6 @@ impl Trace {
         let tag = self.tag.get();
         let same_start = self.regs[0].get() == regs.ip
             && self.regs[1].get() == regs.sp
-            && (!self.uses_bp.get() || self.regs[2].get() == regs.bp)
             && self.limit.get() == limit
             && self.capacity.get() == capacity
             && self.flushes.get() == flushes;
@@ -145,11 +148,21 @@ impl Trace {
             // `regs` and the rule of `regs.ip`, the same as when it was remembered, and each later address
             // from the values read before it, which matched. So this is a read of a live frame's saved
             // register that the walk itself would make, as sound as `read`'s.
-            if unsafe { (address.get() as *const usize).read() } != value.get() {
+            if unsafe { value_at(address.get(), regs) } != value.get() {
                 return None;
             }
         }
         Some(tag)
+    }
+
+    /// Keeps the start and settings of the walk whose `reads` reads were just written here.
+    fn remember(&self, regs: Regs, (flushes, limit, capacity): (u64, usize, usize), reads: usize) {
+        self.regs[0].set(regs.ip);
+        self.regs[1].set(regs.sp);
+        self.limit.set(limit);
+        self.capacity.set(capacity);
+        self.flushes.set(flushes);
+        self.reads.set(reads);
     }
 }
 
@@ -175,20 +188,34 @@ std::thread_local! {
 impl Traces {
     /// See [`capture_cached`]. The walk used last is tried here; the rest is out of line.
     #[inline]
-    fn capture(&self, regs: Regs, ips: &mut [MaybeUninit<usize>], limit: usize) -> Cached {
+    fn capture(
+        &self,
+        regs: Regs,
+        ips: &mut [MaybeUninit<usize>],
+        limit: usize,
+        tree: Option<&'static WalkTree>,
+    ) -> Cached {
         let flushes = FLUSHES.load(Ordering::Acquire);
         let last = self.last.get();
         if let Some(tag) = self.entries[last].replay(regs, limit, ips.len(), flushes) {
             return Cached::Hit(tag);
         }
-        self.capture_other(regs, ips, limit, flushes)
+        self.capture_other(regs, ips, limit, flushes, tree)
     }
 
     /// [`capture`](Self::capture) past the walk used last: the other remembered walks of the set `regs` picks,
-    /// else a new walk, remembered there.
+    /// else the thread's tree (whose walk is then remembered in the set), else a new walk, remembered in the set
+    /// and given to the tree.
     #[cold]
     #[inline(never)]
-    fn capture_other(&self, regs: Regs, ips: &mut [MaybeUninit<usize>], limit: usize, flushes: u64) -> Cached {
+    fn capture_other(
+        &self,
+        regs: Regs,
+        ips: &mut [MaybeUninit<usize>],
+        limit: usize,
+        flushes: u64,
+        tree: Option<&'static WalkTree>,
+    ) -> Cached {
         let last = self.last.get();
         let set = set_of(regs.sp);
         for index in (set..set + TRACE_WAYS).filter(|&index| index != last) {
@@ -207,30 +234,41 @@ impl Traces {
         self.last.set(index);
         let entry = &self.entries[index];
         entry.tag.set(NO_TAG);
+        entry.leaf.set(None);
         entry.serial.set(entry.serial.get() + 1);
-        let mut reads = 0;
-        let uses_bp = Cell::new(false);
+        let settings = (flushes, limit, ips.len());
+        let reads = Cell::new(0);
         let record = |address, value| {
-            if reads < TRACE_READS {
-                entry.addresses[reads].set(address);
-                entry.values[reads].set(value);
+            let read = reads.get();
+            if read < TRACE_READS {
+                entry.addresses[read].set(address);
+                entry.values[read].set(value);
             }
-            reads += 1;
+            reads.set(read + 1);
         };
-        let walked = walk_reading(regs, ips, limit, record, &uses_bp);
+        if let Some(tag) = tree.and_then(|tree| tree.find(regs, settings, record))
+            && reads.get() <= TRACE_READS
+        {
+            entry.remember(regs, settings, reads.get());
+            entry.tag.set(tag);
+            return Cached::Hit(tag);
+        }
+        reads.set(0);
+        let walked = walk_reading(regs, ips, limit, record);
+        let reads = reads.get();
         let Some(len) = walked else { return Cached::Unsupported };
         // Too deep to remember, or the rules changed during the walk: walked, not remembered.
         if reads > TRACE_READS || FLUSHES.load(Ordering::Acquire) != flushes {
             return Cached::Walked { len: len as u32, ticket: None };
         }
-        for (cell, value) in entry.regs.iter().zip([regs.ip, regs.sp, regs.bp]) {
-            cell.set(value);
+        entry.remember(regs, settings, reads);
+        if let Some(tree) = tree {
+            let mut walk = [(0, 0); TRACE_READS];
+            for (read, (address, value)) in walk.iter_mut().zip(entry.addresses.iter().zip(&entry.values)) {
+                *read = (address.get(), value.get());
+            }
+            entry.leaf.set(tree.insert(regs, settings, &walk[..reads]).map(|leaf| (tree, leaf)));
         }
-        entry.uses_bp.set(uses_bp.get());
-        entry.limit.set(limit);
-        entry.capacity.set(ips.len());
-        entry.flushes.set(flushes);
-        entry.reads.set(reads);
         Cached::Walked { len: len as u32, ticket: Ticket::new(index, entry.serial.get()) }
     }
 
@@ -239,6 +277,9 @@ impl Traces {
         let entry = &self.entries[ticket.entry()];
         if entry.serial.get() == ticket.serial() {
             entry.tag.set(tag);
+            if let Some((tree, leaf)) = entry.leaf.get() {
+                tree.tag(leaf, tag);
+            }
         }
     }
 }
@@ -247,7 +288,7 @@ impl Traces {
 mod tests {
     use super::super::walk::capture;
     use super::super::walk::tests::{buffer, read};
-    use super::{Cached, capture_cached, remember};
+    use super::{Cached, WalkTree, capture_cached, remember};
     use core::mem::MaybeUninit;
 
     /// A way down to [`probe`].
@@ -255,7 +296,7 @@ mod tests {
 
     #[inline(never)]
     fn probe(ips: &mut [MaybeUninit<usize>]) -> Cached {
-        let cached = capture_cached(ips, 0);
+        let cached = capture_cached(ips, 0, None);
         std::hint::black_box(cached)
     }
 
@@ -317,6 +358,57 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Functions that each call [`probe_tree`] from a call site of their own, at the same depth.
+    macro_rules! paths_to_the_tree_probe {
+        ($($name:ident)*) => {
+            $(
+                #[inline(never)]
+                fn $name(ips: &mut [MaybeUninit<usize>], tree: &'static WalkTree) -> Cached {
+                    std::hint::black_box(probe_tree(ips, tree))
+                }
+            )*
+            const TREE_PATHS: &[fn(&mut [MaybeUninit<usize>], &'static WalkTree) -> Cached] = &[$($name),*];
+        };
+    }
+    paths_to_the_tree_probe!(
+        t00 t01 t02 t03 t04 t05 t06 t07 t08 t09 t10 t11 t12 t13 t14 t15 t16 t17 t18 t19
+        t20 t21 t22 t23 t24 t25 t26 t27 t28 t29 t30 t31 t32 t33 t34 t35 t36 t37 t38 t39
+    );
+
+    #[inline(never)]
+    fn probe_tree(ips: &mut [MaybeUninit<usize>], tree: &'static WalkTree) -> Cached {
+        std::hint::black_box(capture_cached(ips, 0, Some(tree)))
+    }
+
+    #[test]
+    fn more_stacks_than_the_thread_remembers_are_each_recognised_through_its_tree() {
+        // The one change of the rules a test process makes, made before any walk is remembered.
+        crate::read::symbol_table::end_stacks_at_thread_entries();
+        assert!(TREE_PATHS.len() > super::TRACE_ENTRIES);
+        // SAFETY: all zeros is an empty tree (every field an atomic integer), as in a fresh nursery.
+        let tree: &'static WalkTree = Box::leak(unsafe { Box::<WalkTree>::new_zeroed().assume_init() });
+        let mut ips = buffer::<64>();
+        let mut walked = Vec::new();
+        for round in 0..3 {
+            // Forty stacks met in turn: more than the walks a thread remembers, which replace each other in turn,
+            // so that without the tree each would be walked again every round.
+            for (tag, path) in TREE_PATHS.iter().enumerate() {
+                match path(&mut ips, tree) {
+                    Cached::Walked { len, ticket: Some(ticket) } if round == 0 => {
+                        walked.push(read(&ips[..len as usize]));
+                        remember(ticket, tag as u32);
+                    }
+                    Cached::Hit(found) if round > 0 => assert_eq!(found, tag as u32, "round {round}"),
+                    other => panic!("round {round}, path {tag}: {other:?}"),
+                }
+            }
+        }
+        // Forty different stacks, each the walker's own.
+        walked.sort();
+        walked.dedup();
+        assert_eq!(walked.len(), TREE_PATHS.len());
     }
 
     #[inline(never)]

@@ -2,7 +2,6 @@
 //! ([`super::rules`]) per frame.
 
 use super::rules::{Miss, rule_for};
-use core::cell::Cell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -55,21 +54,40 @@ const MAX_STACK_SPAN: usize = 1 << 30;
 
 /// Walks from `regs` into `ips`, as [`capture`] does from its own frame.
 pub(super) fn walk(regs: Regs, ips: &mut [MaybeUninit<usize>], limit: usize) -> Option<usize> {
-    walk_reading(regs, ips, limit, |_, _| {}, &Cell::new(false))
+    walk_reading(regs, ips, limit, |_, _| {})
+}
+
+/// The address [`walk_reading`] tells for the starting `rbp` (no slot of memory: never a multiple of 8).
+pub(super) const BP_REGISTER: usize = 1;
+
+/// The value a walk from `regs` finds at `address`, one it told [`walk_reading`]'s `reads` ([`BP_REGISTER`]: the
+/// starting `rbp`).
+///
+/// # Safety
+///
+/// `address` is [`BP_REGISTER`], or a slot a walk from `regs` reads: each slot of a walk follows from `regs` and
+/// the values read before it, so a caller that found every earlier value the same reads a live frame's slot.
+#[inline(always)]
+pub(super) unsafe fn value_at(address: usize, regs: Regs) -> usize {
+    if address == BP_REGISTER {
+        return regs.bp;
+    }
+    // SAFETY: a slot the walk itself reads (the caller's contract), aligned as `read` checked when it was told.
+    unsafe { (address as *const usize).read() }
 }
 
 /// [`walk`], telling `reads` every slot of memory whose value the walk depends on and the value it found there,
-/// and setting `uses_bp` when the starting `rbp` served as a CFA base. Optimised code often keeps data in
-/// `rbp`, which frames save and restore as any callee-saved register: a restored `rbp` counts (and its slot is
-/// told) only once a CFA is computed from it, and the starting one only if a CFA is computed from it before any
-/// restore. What the walk finds is a function of its start (`ip`, `sp`, `bp` when used) and of these values.
+/// in the order the walk reads them, and the starting `rbp` as a read of [`BP_REGISTER`] when it served as a CFA
+/// base. Optimised code often keeps data in `rbp`, which frames save and restore as any callee-saved register: a
+/// restored `rbp` counts (and its slot is told) only once a CFA is computed from it, and the starting one only if
+/// a CFA is computed from it before any restore. What the walk finds is a function of its start (`ip`, `sp`) and
+/// of these values, and so is each address it tells.
 #[inline(always)]
 pub(super) fn walk_reading(
     mut regs: Regs,
     ips: &mut [MaybeUninit<usize>],
     limit: usize,
     mut reads: impl FnMut(usize, usize),
-    uses_bp: &Cell<bool>,
 ) -> Option<usize> {
     if DISABLED.load(Ordering::Relaxed) {
         return None;
@@ -81,6 +99,7 @@ pub(super) fn walk_reading(
     let mut lookup = regs.ip;
     let mut first = true;
     let mut bp_restored = false;
+    let mut bp_told = false;
     // The slot the current `rbp` was restored from and its value, until a CFA is computed from it.
     let mut bp_slot = None;
     loop {
@@ -96,8 +115,9 @@ pub(super) fn walk_reading(
             }
         };
         if rule.cfa_from_bp {
-            if !bp_restored {
-                uses_bp.set(true);
+            if !bp_restored && !bp_told {
+                reads(BP_REGISTER, regs.bp);
+                bp_told = true;
             }
             if let Some((address, value)) = bp_slot.take() {
                 reads(address, value);
