@@ -42,7 +42,9 @@ struct Root {
 /// A run of reads (`start..start + len` of [`WalkTree::reads`]), and what follows: the walks that part after it
 /// (`child`, then each one's `sibling`), or for a leaf its tag.
 struct Node {
-    /// The value of its first read, compared with the value found when looking for a child of its parent.
+    /// The slot and value of its first read, compared with the value found there when looking for a child of its
+    /// parent (kept here so that the look reads no run).
+    first_address: AtomicUsize,
     first_value: AtomicUsize,
     start: AtomicU32,
     len: AtomicU32,
@@ -141,22 +143,30 @@ impl WalkTree {
                 }
                 seen(address, value);
             }
-            let first_child = self.node(node.child.load(Relaxed));
-            let Some(first_child) = first_child else {
+            let first_index = node.child.load(Relaxed);
+            let Some(first_child) = self.node(first_index) else {
                 let tag = node.tag.load(Relaxed);
                 return (tag != NO_TAG).then_some(tag);
             };
             // Every child starts with the slot the walk reads next; they differ in the value found there.
-            let address = self.run(first_child)?.first()?.address.load(Relaxed);
+            let address = first_child.first_address.load(Relaxed);
             // SAFETY: as above; the next read of every walk under this node.
             let value = unsafe { value_at(address, regs) };
-            let mut child = Some(first_child);
+            let parent = node;
+            let (mut previous, mut index) = (None::<&Node>, first_index);
             node = loop {
-                let candidate = child?;
+                let candidate = self.node(index)?;
                 if candidate.first_value.load(Relaxed) == value {
+                    if let Some(previous) = previous {
+                        // The child found goes first: the walks a thread makes again and again are found sooner.
+                        previous.sibling.store(candidate.sibling.load(Relaxed), Relaxed);
+                        candidate.sibling.store(first_index, Relaxed);
+                        parent.child.store(index, Relaxed);
+                    }
                     break candidate;
                 }
-                child = self.node(candidate.sibling.load(Relaxed));
+                previous = Some(candidate);
+                index = candidate.sibling.load(Relaxed);
             };
         }
     }
@@ -288,6 +298,7 @@ impl WalkTree {
         let index = self.nodes_used.load(Relaxed);
         let node = self.nodes.get(index as usize)?;
         let first = self.reads.get(start as usize)?;
+        node.first_address.store(first.address.load(Relaxed), Relaxed);
         node.first_value.store(first.value.load(Relaxed), Relaxed);
         node.start.store(start, Relaxed);
         node.len.store(len, Relaxed);
