@@ -93,8 +93,12 @@ fn word(ptr: usize, stack: Option<StackId>) -> Option<u64> {
 }
 
 /// One thread's table of the entries of blocks it allocated in one of its scopes. All zeros is an empty nursery.
+///
+/// In this order (`repr(C)`): the words every insert reads first, on a page of their own, then the buckets. Laid
+/// out by the compiler, `scope` came after the 4 MiB of buckets, and a leak test's allocation loop (W1) took 5%
+/// longer.
+#[repr(C)]
 struct Nursery {
-    buckets: [Bucket; BUCKETS],
     /// The scope every entry belongs to: a nursery is emptied into the live table when its thread allocates for
     /// another scope, and when a scope of its thread closes (written by its thread only).
     scope: AtomicScopeId,
@@ -102,6 +106,7 @@ struct Nursery {
     /// only; removals leave it set): emptying the nursery and reading every entry read only those buckets, so that
     /// a scope that allocated little (`measure` in a loop closes a scope per turn) costs little to close.
     occupied: [AtomicU64; BUCKETS / 64],
+    buckets: [Bucket; BUCKETS],
     /// The holding thread's tree of walks (see `unwind`), used by that thread only.
     walks: WalkTree,
 }

@@ -4,7 +4,7 @@
 use super::cached::{Cached, Ticket};
 use super::rules::FLUSHES;
 use super::tree::{Leaf, WalkTree};
-use super::walk::{Regs, registers, value_at, walk, walk_reading};
+use super::walk::{BP_REGISTER, Regs, registers, walk, walk_reading};
 use core::cell::Cell;
 use core::mem::MaybeUninit;
 use core::num::NonZeroU64;
@@ -104,8 +104,11 @@ struct Trace {
     /// Bumped at every refill, so that a ticket for an entry filled again since names nothing.
     serial: Cell<u64>,
     flushes: Cell<u64>,
-    /// `ip` and `sp` at the start (the starting `bp` is a read when the walk used it, see `walk_reading`).
+    /// `ip` and `sp` at the start.
     regs: [Cell<usize>; 2],
+    /// The starting `bp`, when the walk used it (a read of [`BP_REGISTER`], see `walk_reading`), and how many of
+    /// the reads below came before it: compared with the start rather than in the loop over the reads.
+    bp: Cell<Option<(usize, usize)>>,
     limit: Cell<usize>,
     capacity: Cell<usize>,
     reads: Cell<usize>,
@@ -122,6 +125,7 @@ impl Trace {
             serial: Cell::new(0),
             flushes: Cell::new(0),
             regs: [const { Cell::new(0) }; 2],
+            bp: Cell::new(None),
             limit: Cell::new(0),
             capacity: Cell::new(0),
             reads: Cell::new(0),
@@ -139,7 +143,8 @@ impl Trace {
             && self.regs[1].get() == regs.sp
             && self.limit.get() == limit
             && self.capacity.get() == capacity
-            && self.flushes.get() == flushes;
+            && self.flushes.get() == flushes
+            && self.bp.get().is_none_or(|(_, bp)| bp == regs.bp);
         if tag == NO_TAG || !same_start {
             return None;
         }
@@ -148,7 +153,7 @@ impl Trace {
             // `regs` and the rule of `regs.ip`, the same as when it was remembered, and each later address
             // from the values read before it, which matched. So this is a read of a live frame's saved
             // register that the walk itself would make, as sound as `read`'s.
-            if unsafe { value_at(address.get(), regs) } != value.get() {
+            if unsafe { (address.get() as *const usize).read() } != value.get() {
                 return None;
             }
         }
@@ -235,11 +240,16 @@ impl Traces {
         let entry = &self.entries[index];
         entry.tag.set(NO_TAG);
         entry.leaf.set(None);
+        entry.bp.set(None);
         entry.serial.set(entry.serial.get() + 1);
         let settings = (flushes, limit, ips.len());
         let reads = Cell::new(0);
         let record = |address, value| {
             let read = reads.get();
+            if address == BP_REGISTER {
+                entry.bp.set(Some((read, value)));
+                return;
+            }
             if read < TRACE_READS {
                 entry.addresses[read].set(address);
                 entry.values[read].set(value);
@@ -263,11 +273,22 @@ impl Traces {
         }
         entry.remember(regs, settings, reads);
         if let Some(tree) = tree {
-            let mut walk = [(0, 0); TRACE_READS];
-            for (read, (address, value)) in walk.iter_mut().zip(entry.addresses.iter().zip(&entry.values)) {
-                *read = (address.get(), value.get());
+            // The walk's reads in order, the starting `bp` among them.
+            let mut walk = [(0, 0); TRACE_READS + 1];
+            let mut len = 0;
+            for read in 0..=reads {
+                if let Some((at, bp)) = entry.bp.get()
+                    && at == read
+                {
+                    walk[len] = (BP_REGISTER, bp);
+                    len += 1;
+                }
+                if read < reads {
+                    walk[len] = (entry.addresses[read].get(), entry.values[read].get());
+                    len += 1;
+                }
             }
-            entry.leaf.set(tree.insert(regs, settings, &walk[..reads]).map(|leaf| (tree, leaf)));
+            entry.leaf.set(tree.insert(regs, settings, &walk[..len]).map(|leaf| (tree, leaf)));
         }
         Cached::Walked { len: len as u32, ticket: Ticket::new(index, entry.serial.get()) }
     }
