@@ -90,8 +90,9 @@
 //!   to the work under test; `measure` scopes record no stacks.
 //! - A thread with a scope open, and under process attribution any thread that allocates while the leak test runs,
 //!   keeps the entries of the blocks it allocates in a table of its own (262,144 entries in 4 MiB of address space,
-//!   mapped outside the heap, of which only the pages it fills are touched; 63 at once; further threads use the
-//!   shared table). A scope's own thread gives it back when its last scope closes; a
+//!   beside a tree of the thread's stack walks in about 3.4 MiB more, mapped outside the heap, of which only the
+//!   pages it fills are touched; 63 at once; further threads use the shared table). A scope's own thread gives it
+//!   back when its last scope closes; a
 //!   helper thread of a process-attributed test keeps it until the process ends or it allocates for another scope.
 //! - Each thread that counts in another thread's scope keeps its figures in parts of its own, taken from a pool of
 //!   1024 threads' parts for the life of the process; further threads share one set of counters per scope (slower,
