@@ -106,9 +106,9 @@ struct Trace {
     flushes: Cell<u64>,
     /// `ip` and `sp` at the start.
     regs: [Cell<usize>; 2],
-    /// The starting `bp`, when the walk used it (a read of [`BP_REGISTER`], see `walk_reading`), and how many of
-    /// the reads below came before it: compared with the start rather than in the loop over the reads.
-    bp: Cell<Option<(usize, usize)>>,
+    /// The starting `bp`, when the walk used it (its read of [`BP_REGISTER`], see `walk_reading`): compared with
+    /// the start rather than in the loop over the reads.
+    bp: Cell<Option<usize>>,
     limit: Cell<usize>,
     capacity: Cell<usize>,
     reads: Cell<usize>,
@@ -144,7 +144,7 @@ impl Trace {
             && self.limit.get() == limit
             && self.capacity.get() == capacity
             && self.flushes.get() == flushes
-            && self.bp.get().is_none_or(|(_, bp)| bp == regs.bp);
+            && self.bp.get().is_none_or(|bp| bp == regs.bp);
         if tag == NO_TAG || !same_start {
             return None;
         }
@@ -160,14 +160,31 @@ impl Trace {
         Some(tag)
     }
 
-    /// Keeps the start and settings of the walk whose `reads` reads were just written here.
-    fn remember(&self, regs: Regs, (flushes, limit, capacity): (u64, usize, usize), reads: usize) {
+    /// Keeps the walk from `regs` that read `walk` (in order, the starting `bp` among them) with `settings`; false
+    /// when it read more slots than an entry holds.
+    fn fill(&self, regs: Regs, (flushes, limit, capacity): (u64, usize, usize), walk: &[(usize, usize)]) -> bool {
+        let mut reads = 0;
+        let mut bp = None;
+        for &(address, value) in walk {
+            if address == BP_REGISTER {
+                bp = Some(value);
+                continue;
+            }
+            let (Some(kept_address), Some(kept_value)) = (self.addresses.get(reads), self.values.get(reads)) else {
+                return false;
+            };
+            kept_address.set(address);
+            kept_value.set(value);
+            reads += 1;
+        }
         self.regs[0].set(regs.ip);
         self.regs[1].set(regs.sp);
+        self.bp.set(bp);
         self.limit.set(limit);
         self.capacity.set(capacity);
         self.flushes.set(flushes);
         self.reads.set(reads);
+        true
     }
 }
 
@@ -240,55 +257,34 @@ impl Traces {
         let entry = &self.entries[index];
         entry.tag.set(NO_TAG);
         entry.leaf.set(None);
-        entry.bp.set(None);
         entry.serial.set(entry.serial.get() + 1);
         let settings = (flushes, limit, ips.len());
-        let reads = Cell::new(0);
-        let record = |address, value| {
-            let read = reads.get();
-            if address == BP_REGISTER {
-                entry.bp.set(Some((read, value)));
-                return;
+        // The reads of the walk (or of the tree's look), in order; counted past the buffer when there are more.
+        let mut walk = [(0, 0); TRACE_READS + 1];
+        let told = Cell::new(0);
+        let mut record = |address, value| {
+            if let Some(read) = walk.get_mut(told.get()) {
+                *read = (address, value);
             }
-            if read < TRACE_READS {
-                entry.addresses[read].set(address);
-                entry.values[read].set(value);
-            }
-            reads.set(read + 1);
+            told.set(told.get() + 1);
         };
-        if let Some(tag) = tree.and_then(|tree| tree.find(regs, settings, record))
-            && reads.get() <= TRACE_READS
-        {
-            entry.remember(regs, settings, reads.get());
-            entry.tag.set(tag);
+        if let Some(tag) = tree.and_then(|tree| tree.find(regs, settings, &mut record)) {
+            if told.get() <= walk.len() && entry.fill(regs, settings, &walk[..told.get()]) {
+                entry.tag.set(tag);
+            }
             return Cached::Hit(tag);
         }
-        reads.set(0);
-        let walked = walk_reading(regs, ips, limit, record);
-        let reads = reads.get();
+        told.set(0);
+        let walked = walk_reading(regs, ips, limit, &mut record);
+        let told = told.get();
         let Some(len) = walked else { return Cached::Unsupported };
         // Too deep to remember, or the rules changed during the walk: walked, not remembered.
-        if reads > TRACE_READS || FLUSHES.load(Ordering::Acquire) != flushes {
+        if told > walk.len() || FLUSHES.load(Ordering::Acquire) != flushes || !entry.fill(regs, settings, &walk[..told])
+        {
             return Cached::Walked { len: len as u32, ticket: None };
         }
-        entry.remember(regs, settings, reads);
         if let Some(tree) = tree {
-            // The walk's reads in order, the starting `bp` among them.
-            let mut walk = [(0, 0); TRACE_READS + 1];
-            let mut len = 0;
-            for read in 0..=reads {
-                if let Some((at, bp)) = entry.bp.get()
-                    && at == read
-                {
-                    walk[len] = (BP_REGISTER, bp);
-                    len += 1;
-                }
-                if read < reads {
-                    walk[len] = (entry.addresses[read].get(), entry.values[read].get());
-                    len += 1;
-                }
-            }
-            entry.leaf.set(tree.insert(regs, settings, &walk[..len]).map(|leaf| (tree, leaf)));
+            entry.leaf.set(tree.insert(regs, settings, &walk[..told]).map(|leaf| (tree, leaf)));
         }
         Cached::Walked { len: len as u32, ticket: Ticket::new(index, entry.serial.get()) }
     }

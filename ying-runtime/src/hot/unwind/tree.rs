@@ -193,7 +193,7 @@ impl WalkTree {
             let slot = Self::probes(regs)
                 .find(|&slot| self.roots[slot].generation.load(Relaxed) != generation)
                 .unwrap_or_else(|| Self::probes(regs).next().unwrap_or(0));
-            let node = self.add(reads, 0, 0, NO_TAG)?;
+            let node = self.add(reads, 0, 0)?;
             let root = &self.roots[slot];
             root.ip.store(regs.ip, Relaxed);
             root.sp.store(regs.sp, Relaxed);
@@ -225,7 +225,7 @@ impl WalkTree {
                     node.child.load(Relaxed),
                     node.tag.load(Relaxed),
                 )?;
-                let new = self.add(reads, at + same, rest, NO_TAG)?;
+                let new = self.add(reads, at + same, rest)?;
                 node.len.store(same as u32, Relaxed);
                 node.tag.store(NO_TAG, Relaxed);
                 node.child.store(new, Relaxed);
@@ -244,7 +244,7 @@ impl WalkTree {
             let mut child = first_child;
             index = loop {
                 let Some(candidate) = self.node(child) else {
-                    let new = self.add(reads, at, first_child, NO_TAG)?;
+                    let new = self.add(reads, at, first_child)?;
                     node.child.store(new, Relaxed);
                     return leaf(new);
                 };
@@ -278,8 +278,8 @@ impl WalkTree {
         generation
     }
 
-    /// A new leaf holding `reads[from..]`, whose next sibling is `sibling`.
-    fn add(&self, reads: &[(usize, usize)], from: usize, sibling: u32, tag: u32) -> Option<u32> {
+    /// A new leaf, with no tag yet, holding `reads[from..]`, whose next sibling is `sibling`.
+    fn add(&self, reads: &[(usize, usize)], from: usize, sibling: u32) -> Option<u32> {
         let start = self.reads_used.load(Relaxed);
         let rest = &reads[from..];
         let slots = self.reads.get(start as usize..start as usize + rest.len())?;
@@ -288,7 +288,7 @@ impl WalkTree {
             slot.value.store(value, Relaxed);
         }
         self.reads_used.store(start + rest.len() as u32, Relaxed);
-        let index = self.node_at(start, rest.len() as u32, 0, tag)?;
+        let index = self.node_at(start, rest.len() as u32, 0, NO_TAG)?;
         self.nodes[index as usize].sibling.store(sibling, Relaxed);
         Some(index)
     }
