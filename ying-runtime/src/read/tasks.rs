@@ -1,5 +1,25 @@
-//! The system call a thread of this process waits in, as `/proc/self/task/<id>/syscall` tells it: its number and
-//! arguments, and the thread's stack pointer and instruction pointer there. A thread that runs has none.
+//! What `/proc` tells of a thread of this process: its files (read through `/proc/<id>`, see [`thread_file`]), and
+//! the system call it waits in, as its `syscall` file tells it: the call's number and arguments, and the thread's
+//! stack pointer and instruction pointer there. A thread that runs has none.
+
+/// The text of file `name` of thread `id` of this process (`comm`, `syscall`); `None` when the thread has ended or
+/// the file cannot be read.
+///
+/// Read through the thread's own directory at the top of `/proc`, not through `/proc/self/task/<id>`. The kernel
+/// keeps the entries a path's lookup makes; those under the process's directory are walked again when its parent
+/// reaps it, and a thread's entries, dropped as the thread ends, can still be dropping on another CPU as that walk
+/// comes to them: the reaping parent then spins until they are gone, for up to a time slice on a busy machine (a
+/// test runner's reaps took 4-9 ms, one in four, until these reads moved). `/proc/<id>` is not under the process's
+/// directory. It names any thread of the system, so the thread is checked to be this process's after the read: a
+/// thread's id is not given to another while the thread runs.
+pub(crate) fn thread_file(id: u64, name: &str) -> Option<String> {
+    let thread = libc::pid_t::try_from(id).ok()?;
+    let text = std::fs::read_to_string(format!("/proc/{id}/{name}")).ok()?;
+    // SAFETY: getpid has no preconditions; tgkill with signal 0 sends nothing, it only checks that `thread` is a
+    // thread of the process.
+    let ours = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), thread, 0) } == 0;
+    ours.then_some(text)
+}
 
 /// A system call a thread is blocked in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,8 +37,8 @@ pub(crate) struct SystemCall {
 impl SystemCall {
     /// The call thread `id` of this process waits in; `None` while it runs (or is blocked outside a system call), or
     /// when it has ended.
-    pub(crate) fn of_thread(id: impl core::fmt::Display) -> Option<Self> {
-        Self::parse(&std::fs::read_to_string(format!("/proc/self/task/{id}/syscall")).ok()?)
+    pub(crate) fn of_thread(id: u64) -> Option<Self> {
+        Self::parse(&thread_file(id, "syscall")?)
     }
 
     /// The call of a `syscall` file's line: `number arg1 .. arg6 sp pc`, the rest in hexadecimal.
@@ -67,7 +87,7 @@ impl SystemCall {
 
 #[cfg(test)]
 mod tests {
-    use super::SystemCall;
+    use super::{SystemCall, thread_file};
 
     fn line(number: i64, args: [u64; 6]) -> String {
         let args: Vec<String> = args.iter().map(|arg| format!("0x{arg:x}")).collect();
@@ -114,7 +134,7 @@ mod tests {
         let id = receiver.recv().unwrap();
         let mut seen = None;
         for _ in 0..500 {
-            seen = SystemCall::of_thread(id).filter(SystemCall::waits_without_timeout);
+            seen = SystemCall::of_thread(u64::try_from(id).unwrap()).filter(SystemCall::waits_without_timeout);
             if seen.is_some() {
                 break;
             }
@@ -123,5 +143,31 @@ mod tests {
         assert!(seen.is_some(), "the thread blocked in accept is seen waiting for a connection");
         drop(std::net::TcpStream::connect(address).unwrap());
         thread.join().unwrap();
+    }
+
+    #[test]
+    fn a_threads_file_is_read_by_its_id_and_another_processs_is_not() {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("ying-named".to_owned())
+            .spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                sender.send(unsafe { libc::gettid() }).unwrap();
+                let _ = stopped.recv();
+            })
+            .unwrap();
+        let id = u64::try_from(receiver.recv().unwrap()).unwrap();
+        assert_eq!(thread_file(id, "comm").as_deref(), Some("ying-named\n"));
+        stop.send(()).unwrap();
+        thread.join().unwrap();
+
+        // A thread of another process has its directory at the top of `/proc` too, and is none of this one's.
+        let mut other = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let other_id = u64::from(other.id());
+        assert!(std::fs::read_to_string(format!("/proc/{other_id}/comm")).is_ok_and(|name| name == "sleep\n"));
+        assert_eq!(thread_file(other_id, "comm"), None, "another process's thread is not read as this one's");
+        other.kill().unwrap();
+        other.wait().unwrap();
     }
 }

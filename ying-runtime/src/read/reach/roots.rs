@@ -6,7 +6,7 @@ use super::graph::{Graph, Reached, Root};
 use super::heap::Chunks;
 use super::memory::{Mapping, Reader};
 use super::names::{EXECUTABLE, Namer};
-use crate::read::tasks::SystemCall;
+use crate::read::tasks::{SystemCall, thread_file};
 use core::ops::ControlFlow;
 use core::sync::atomic::{AtomicI32, Ordering};
 use ying_report::report::Reach;
@@ -42,7 +42,7 @@ fn runs_a_test(id: i32) -> bool {
 
 /// A live thread of the process, as the scan reads it.
 pub(crate) struct Thread {
-    /// Its name (`/proc/self/task/<id>/comm`).
+    /// Its name (its `comm` file).
     pub(crate) name: String,
     /// Its stack in use, `(stack pointer, end of its mapping)`, when known.
     stack: Option<(usize, usize)>,
@@ -86,9 +86,9 @@ fn thread_pointer() -> Option<usize> {
     None
 }
 
-/// The stack pointer of thread `id` while it waits in a system call (`/proc/self/task/<id>/syscall`); `None` while
-/// it runs. Tried a few times: a busy thread is caught between two calls.
-fn stack_pointer(id: &str) -> Option<usize> {
+/// The stack pointer of thread `id` while it waits in a system call (its `syscall` file); `None` while it runs.
+/// Tried a few times: a busy thread is caught between two calls.
+fn stack_pointer(id: u64) -> Option<usize> {
     for _ in 0..3 {
         if let Some(call) = SystemCall::of_thread(id) {
             return Some(call.sp);
@@ -119,12 +119,11 @@ impl Process {
         };
         let mut reader = Reader::new();
         // SAFETY: `gettid` has no preconditions.
-        let own_thread = unsafe { libc::gettid() }.to_string();
+        let own_thread = u64::try_from(unsafe { libc::gettid() }).unwrap_or_default();
         let mut threads = Vec::new();
         let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten();
-        for task in tasks {
-            let id = task.file_name().to_string_lossy().into_owned();
-            let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default().trim_end().to_owned();
+        for id in tasks.filter_map(|task| task.file_name().to_str()?.parse::<u64>().ok()) {
+            let name = thread_file(id, "comm").unwrap_or_default().trim_end().to_owned();
             if id == own_thread {
                 let Some(limit) = own_stack else { continue };
                 let Some(end) = mapping_end(limit) else { continue };
@@ -142,7 +141,7 @@ impl Process {
                 });
                 continue;
             }
-            let Some(pointer) = stack_pointer(&id) else {
+            let Some(pointer) = stack_pointer(id) else {
                 threads.push(Thread { name, stack: None, other_test: false, locals: None, executable_locals: None });
                 continue;
             };
@@ -154,7 +153,7 @@ impl Process {
             // A thread waiting in a system call holds nothing below its stack pointer: what lies there is stale.
             let stack_start = pointer;
             let stack_end = locals.map_or(end, |(start, _)| start);
-            let other_test = id.parse().is_ok_and(runs_a_test);
+            let other_test = i32::try_from(id).is_ok_and(runs_a_test);
             threads.push(Thread { name, stack: Some((stack_start, stack_end)), other_test, locals, executable_locals });
         }
         Self { mappings, threads }
