@@ -66,6 +66,12 @@ pub struct KnownCode {
     /// older version): the process then looks itself.
     #[serde(default)]
     pub own_statics: Option<Vec<(u64, u64)>>,
+    /// The thread-locals of ying's own code (a thread's remembered stack walks, its state): the reachability scan
+    /// does not read them as roots, as it does not read [`own_statics`](Self::own_statics). Offsets in the
+    /// executable's thread-local block, `(start, end)` (the file's values of its thread-local symbols); `None` when
+    /// whoever read the symbol table did not look for them: the process then looks itself.
+    #[serde(default)]
+    pub own_thread_locals: Option<Vec<(u64, u64)>>,
 }
 
 /// The paths of the statics that are not the program's roots: ying's own (its tables, whose empty slots hold stale
@@ -79,6 +85,13 @@ pub const OWN_CRATES: [&str; 2] = ["ying", "backtrace"];
 /// [`KnownCode::own_statics`]).
 pub fn is_own_static(name: &str) -> bool {
     OWN_STATICS.iter().any(|prefix| name.starts_with(prefix))
+}
+
+/// Whether the thread-local demangled (without its hash) as `name` is one of ying's own or of a symboliser's (see
+/// [`KnownCode::own_thread_locals`]): named as [`is_own_static`] names statics, but for those of ying's unit tests,
+/// which stand for a program's own.
+pub fn is_own_thread_local(name: &str) -> bool {
+    is_own_static(name) && !name.contains("::tests::")
 }
 
 /// [`KnownCode`] with the identity of the executable it was read from, as
@@ -129,8 +142,8 @@ impl KnownCode {
             (THREAD_ENTRY, &[Kind::ThreadEntry, Kind::TestEntry][..]),
             ("run_test", &[Kind::RunTest]),
             ("backtrace_rs", &[Kind::StdBacktrace]),
-            (OWN_CRATES[0], &[Kind::OwnStatic]),
-            (OWN_CRATES[1], &[Kind::OwnStatic]),
+            (OWN_CRATES[0], &[Kind::OwnStatic, Kind::OwnThreadLocal]),
+            (OWN_CRATES[1], &[Kind::OwnStatic, Kind::OwnThreadLocal]),
         ] {
             for at in memchr::memmem::find_iter(names, fragment.as_bytes()) {
                 let start = names[..at].iter().rposition(|&byte| byte == 0).map_or(0, |nul| nul + 1);
@@ -154,6 +167,7 @@ impl KnownCode {
         let mut code = Self {
             default_allocator: Some(memchr::memmem::find(names, b"__rdl_alloc").is_some()),
             own_statics: Some(Vec::new()),
+            own_thread_locals: Some(Vec::new()),
             ..Self::default()
         };
         if starts.iter().all(Vec::is_empty) {
@@ -163,6 +177,7 @@ impl KnownCode {
             let kinds: &[Kind] = match symbol.st_type() {
                 object::elf::STT_FUNC => &[Kind::ThreadEntry, Kind::RunTest, Kind::TestEntry, Kind::StdBacktrace],
                 object::elf::STT_OBJECT | object::elf::STT_COMMON if !symbol.is_undefined(endian) => &[Kind::OwnStatic],
+                object::elf::STT_TLS if !symbol.is_undefined(endian) => &[Kind::OwnThreadLocal],
                 _ => continue,
             };
             let name = symbol.st_name(endian);
@@ -187,6 +202,7 @@ impl KnownCode {
             Kind::TestEntry => &mut self.test_entry,
             Kind::StdBacktrace => &mut self.std_backtrace,
             Kind::OwnStatic => self.own_statics.get_or_insert_with(Vec::new),
+            Kind::OwnThreadLocal => self.own_thread_locals.get_or_insert_with(Vec::new),
         }
     }
 }
@@ -204,11 +220,12 @@ enum Kind {
     TestEntry = 2,
     StdBacktrace = 3,
     OwnStatic = 4,
+    OwnThreadLocal = 5,
 }
 
 /// How many kinds there are.
 #[cfg(feature = "elf")]
-const KINDS: usize = 5;
+const KINDS: usize = 6;
 
 #[cfg(feature = "elf")]
 impl Kind {
@@ -224,6 +241,7 @@ impl Kind {
             Self::TestEntry => name.starts_with("test::__rust_begin_short_backtrace"),
             Self::StdBacktrace => crate::excuses::is_std_backtrace(name),
             Self::OwnStatic => is_own_static(name),
+            Self::OwnThreadLocal => is_own_thread_local(name),
         }
     }
 }
@@ -245,6 +263,7 @@ mod tests {
             test_entry: vec![(400, 410)],
             std_backtrace: vec![(500, 600)],
             own_statics: Some(vec![(700, 720)]),
+            own_thread_locals: Some(vec![(8, 24)]),
         };
         let value = code.to_env(stamp(1000));
         assert_eq!(KnownCode::from_env(&value, stamp(1000)), Some(code));

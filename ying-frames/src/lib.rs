@@ -28,7 +28,7 @@ pub mod types;
 pub mod why;
 
 pub use fold::{MAX_KEY, allocated_stacks, fold, retained_sites, shown_site_key, site_key, user_frame};
-pub use known_code::{ExecutableStamp, KnownCode, OWN_CRATES, is_own_static};
+pub use known_code::{ExecutableStamp, KnownCode, OWN_CRATES, is_own_static, is_own_thread_local};
 pub use trim::{
     LEAK_TEST_RUNNER, Trim, is_allocation_plumbing, is_allocator_entry, is_in_leak_test_runner, is_leak_test_runner,
     is_package_code, is_poll_frame, is_thread_entry, leak_site, relative_paths,

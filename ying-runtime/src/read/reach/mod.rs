@@ -190,6 +190,43 @@ pub(super) mod tests {
         black_box([0u8; 64 << 10]);
     }
 
+    std::thread_local! {
+        /// A word of a test's thread-local, as a program's own: a root.
+        static PROGRAM_WORD: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Makes a block of 650 bytes whose address only `word` holds, in a frame of its own; returns it hidden.
+    #[inline(never)]
+    fn held_only_by(word: &'static std::thread::LocalKey<Cell<usize>>) -> usize {
+        let block = Box::leak(black_box(Box::new([5u8; 650])));
+        let hidden = hidden(&*block);
+        word.with(|word| word.set(core::ptr::from_mut(block).expose_provenance()));
+        hidden
+    }
+
+    #[test]
+    fn a_word_in_yings_own_thread_locals_is_no_root_and_one_in_a_programs_is() {
+        // A remembered stack walk keeps words it read from the stack: the address of a block the program lost
+        // among them does not hold the block.
+        let hidden = held_only_by(&super::roots::OWN_WORD);
+        scrub_stack();
+        let reach = scan_from_below(hidden, 650);
+        assert_eq!(reach.of(hidden ^ HIDE).kind, Reach::Lost);
+        super::roots::OWN_WORD.with(|word| word.set(0));
+
+        let held = held_only_by(&PROGRAM_WORD);
+        scrub_stack();
+        let mut reach = scan_from_below(held, 650);
+        let reached = reach.of(held ^ HIDE);
+        assert_eq!(reached.kind, Reach::ThreadLocal);
+        assert_eq!(reach.name(reached).as_deref(), Some("ying::read::reach::tests::PROGRAM_WORD"));
+        PROGRAM_WORD.with(|word| word.set(0));
+        for block in [hidden, held] {
+            // SAFETY: each is the address, hidden, of a block `held_only_by` leaked, freed once here.
+            drop(unsafe { Box::from_raw(core::ptr::with_exposed_provenance_mut::<[u8; 650]>(block ^ HIDE)) });
+        }
+    }
+
     #[test]
     fn a_block_held_through_a_block_from_before_is_found_by_walking_the_heap() {
         // The vector's buffer is no block of the scan's: only the heap's chunks lead from the thread-local to the

@@ -127,6 +127,24 @@ impl Namer {
         known_own_statics(path, bias).unwrap_or_else(|| own_statics_by_name(path, bias))
     }
 
+    /// The thread-locals of ying's own code and of the symbolisers in the executable (see
+    /// [`ying_frames::KnownCode::own_thread_locals`]), as `(start, end)` offsets in its thread-local block: not roots
+    /// of the program's memory (a thread's remembered walks keep words read from its stack, addresses of blocks
+    /// among them). From the known code when it has them, else from the executable's symbols.
+    pub(super) fn own_thread_locals(&mut self) -> Vec<(usize, usize)> {
+        let offsets = |ranges: &[(u64, u64)]| -> Vec<(usize, usize)> {
+            let offset = |at: u64| usize::try_from(at).ok();
+            ranges.iter().filter_map(|&(start, end)| Some((offset(start)?, offset(end)?))).collect()
+        };
+        if let Some(known) = &crate::read::symbol_table::known_code().own_thread_locals {
+            return offsets(known);
+        }
+        let Some(symbols) = Symbols::of(EXECUTABLE) else { return Vec::new() };
+        let own: Vec<(u64, u64)> =
+            own_by_name(symbols, &symbols.thread_locals, ying_frames::is_own_thread_local).collect();
+        offsets(&own)
+    }
+
     /// The executable's thread-local at `offset` in its thread-local block.
     pub(super) fn thread_local_at(&mut self, offset: usize) -> Option<String> {
         let symbols = Symbols::of(EXECUTABLE)?;
@@ -144,19 +162,28 @@ fn known_own_statics(path: &str, bias: usize) -> Option<Vec<(usize, usize)>> {
 /// [`Namer::own_statics`] from the object's symbols, read by name.
 fn own_statics_by_name(path: &str, bias: usize) -> Vec<(usize, usize)> {
     let Some(symbols) = Symbols::of(path) else { return Vec::new() };
-    let mentions = |name: &[u8], part: &str| name.windows(part.len()).any(|window| window == part.as_bytes());
-    symbols
-        .data
-        .iter()
-        .filter(|&&(_, _, name)| OWN_CRATES.iter().any(|part| mentions(symbols.name(name), part)))
-        .filter(|&&(_, _, name)| ying_frames::is_own_static(&demangle(symbols.name(name))))
-        .map(|&(start, size, _)| (start as usize + bias, (start + size) as usize + bias))
+    own_by_name(symbols, &symbols.data, ying_frames::is_own_static)
+        .map(|(start, end)| (start as usize + bias, end as usize + bias))
         .collect()
+}
+
+/// The symbols of `list` (one of `symbols`' lists) that are ying's own or a symboliser's (`own` says which by the
+/// demangled name), as `(start, end)` in the file; only the names that mention those crates are demangled.
+fn own_by_name<'s>(
+    symbols: &'s Symbols,
+    list: &'s [(u64, u64, Name)],
+    own: fn(&str) -> bool,
+) -> impl Iterator<Item = (u64, u64)> + 's {
+    let mentions = |name: &[u8], part: &str| name.windows(part.len()).any(|window| window == part.as_bytes());
+    list.iter()
+        .filter(move |&&(_, _, name)| OWN_CRATES.iter().any(|part| mentions(symbols.name(name), part)))
+        .filter(move |&&(_, _, name)| own(&demangle(symbols.name(name))))
+        .map(|&(start, size, _)| (start, start + size))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{EXECUTABLE, Namer, known_own_statics, own_statics_by_name, user_path};
+    use super::{EXECUTABLE, Namer, Symbols, known_own_statics, own_by_name, own_statics_by_name, user_path};
     use std::sync::Mutex;
 
     static A_STATIC_OF_THE_TEST: Mutex<Vec<u8>> = Mutex::new(Vec::new());
@@ -181,6 +208,30 @@ mod tests {
         assert!(named.len() > 10, "{named:x?}");
         assert_eq!(known, named);
         assert_eq!(known_own_statics("/usr/lib/another.so", 0x1000), None, "only the executable's are known");
+    }
+
+    #[test]
+    fn the_executables_own_thread_locals_are_its_known_codes_the_same_as_its_symbols_name() {
+        let known = crate::read::symbol_table::known_code().own_thread_locals.clone();
+        let mut known = known.expect("the known code has them");
+        let symbols = Symbols::of(EXECUTABLE).unwrap();
+        let mut named: Vec<(u64, u64)> =
+            own_by_name(symbols, &symbols.thread_locals, ying_frames::is_own_thread_local).collect();
+        for ranges in [&mut known, &mut named] {
+            ranges.sort_unstable();
+            ranges.dedup();
+        }
+        // The thread's state and its remembered walks at least; the tests' own thread-locals are not among them.
+        assert!(named.len() >= 2, "{named:x?}");
+        assert_eq!(known, named);
+        let all = symbols.thread_locals.len();
+        assert!(named.len() < all, "{} of {all}: a test's thread-locals stand for a program's", named.len());
+        let names: Vec<String> = named
+            .iter()
+            .filter_map(|&(start, _)| Namer::default().thread_local_at(usize::try_from(start).ok()?))
+            .collect();
+        assert!(names.iter().any(|name| name == "ying::hot::unwind::remembered::TRACES"), "{names:?}");
+        assert!(names.iter().all(|name| !name.contains("::tests::")), "{names:?}");
     }
 
     #[test]

@@ -174,8 +174,20 @@ impl Process {
         for (start, end) in writable_segments(namer) {
             graph.roots_in(start, end, reader, |address| Reached { kind: Reach::Static, root: Root::Word(address) });
         }
+        // ying's own thread-locals lie in the executable's block where the runtime is linked into it.
+        let own_locals = if self.threads.iter().any(|thread| thread.executable_locals.is_some()) {
+            namer.own_thread_locals()
+        } else {
+            Vec::new()
+        };
         for thread in &self.threads {
-            if let Some((start, end)) = thread.locals {
+            let Some(locals) = thread.locals else { continue };
+            let mut own: Vec<(usize, usize)> = match thread.executable_locals {
+                Some(block) => own_locals.iter().map(|&(start, end)| (block + start, block + end)).collect(),
+                None => Vec::new(),
+            };
+            own.sort_unstable();
+            for (start, end) in without(locals, &own) {
                 graph.roots_in(start, end, reader, |address| Reached {
                     kind: Reach::ThreadLocal,
                     root: Root::Word(address),
@@ -223,18 +235,47 @@ fn writable_segments(namer: &mut Namer) -> Vec<(usize, usize)> {
     for (path, bias, writable) in objects {
         let mut own = namer.own_statics(&path, bias);
         own.sort_unstable();
-        for (start, end) in writable {
-            let mut at = start;
-            for &(own_start, own_end) in own.iter().filter(|&&(s, e)| s < end && e > start) {
-                if at < own_start {
-                    segments.push((at, own_start));
-                }
-                at = at.max(own_end);
-            }
-            if at < end {
-                segments.push((at, end));
-            }
+        for range in writable {
+            segments.extend(without(range, &own));
         }
     }
     segments
+}
+
+/// The parts of `range`, `(start, end)`, outside all of `holes` (sorted by their starts).
+fn without((start, end): (usize, usize), holes: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut parts = Vec::new();
+    let mut at = start;
+    for &(hole_start, hole_end) in holes.iter().filter(|&&(s, e)| s < end && e > start) {
+        if at < hole_start {
+            parts.push((at, hole_start));
+        }
+        at = at.max(hole_end);
+    }
+    if at < end {
+        parts.push((at, end));
+    }
+    parts
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// A word of one of ying's own thread-locals (its path is under no `tests` module, as the runtime's own are not):
+    /// for the tests that the scan does not read them as roots.
+    pub(super) static OWN_WORD: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without;
+
+    #[test]
+    fn a_range_without_its_holes_keeps_what_lies_between_them() {
+        assert_eq!(without((100, 200), &[]), [(100, 200)]);
+        assert_eq!(without((100, 200), &[(120, 130), (150, 160)]), [(100, 120), (130, 150), (160, 200)]);
+        assert_eq!(without((100, 200), &[(50, 110), (190, 250)]), [(110, 190)], "holes over either end");
+        assert_eq!(without((100, 200), &[(0, 100), (200, 300)]), [(100, 200)], "holes that only touch it");
+        assert_eq!(without((100, 200), &[(90, 210)]), [], "a hole over all of it");
+        assert_eq!(without((100, 200), &[(120, 140), (130, 150)]), [(100, 120), (150, 200)], "overlapping holes");
+    }
 }
