@@ -165,7 +165,15 @@ mod tests {
         // A thread of another process has its directory at the top of `/proc` too, and is none of this one's.
         let mut other = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let other_id = u64::from(other.id());
-        assert!(std::fs::read_to_string(format!("/proc/{other_id}/comm")).is_ok_and(|name| name == "sleep\n"));
+        // Named `sleep` once it has run `exec` (before, it bears the name of the thread that started it).
+        let named = (0..1000).any(|_| {
+            let name = std::fs::read_to_string(format!("/proc/{other_id}/comm"));
+            name.is_ok_and(|name| name == "sleep\n") || {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                false
+            }
+        });
+        assert!(named, "the other process's file is there to read");
         assert_eq!(thread_file(other_id, "comm"), None, "another process's thread is not read as this one's");
         other.kill().unwrap();
         other.wait().unwrap();
