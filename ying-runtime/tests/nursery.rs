@@ -142,3 +142,33 @@ fn a_block_its_scope_allocated_stays_in_the_nursery_as_it_grows() {
     });
     assert_eq!(stats.retained_blocks, 0);
 }
+
+/// Grows a vector from one call site, from 8 bytes to 32 KiB (twelve reallocs).
+#[inline(never)]
+fn grow_from_one_site() -> Vec<u64> {
+    let mut grown: Vec<u64> = black_box(Vec::with_capacity(1));
+    for value in 0..4096 {
+        grown.push(black_box(value));
+    }
+    grown
+}
+
+/// The bytes allocated at the stacks through [`grow_from_one_site`].
+fn allocated_growing() -> f64 {
+    ALLOC
+        .top_k_stacks_by_allocated(usize::MAX)
+        .iter()
+        .filter(|stack| stack.frames().iter().any(|frame| frame.function.ends_with("grow_from_one_site")))
+        .map(|stack| stack.allocated_bytes())
+        .sum()
+}
+
+#[ying::leak_test]
+fn every_growth_of_a_vector_in_a_leak_test_is_allocated_at_its_stack() {
+    let _serial = serial();
+    let before = allocated_growing();
+    let grown = grow_from_one_site();
+    // The first 8 bytes and each realloc's growth, recorded with certainty: 32 KiB in all.
+    assert_eq!(allocated_growing() - before, 32_768.0);
+    drop(grown);
+}

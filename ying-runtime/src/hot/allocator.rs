@@ -281,7 +281,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     #[inline(never)]
     fn on_realloc_full(&self, new_ptr: usize, old: usize, new: usize) {
         let recorded = THREAD.try_with(|thread| {
-            if let Some((current, sampled_interval)) = self.count_resize(thread, false, old, new) {
+            if let Some((current, sampled_interval)) = self.count_resize(thread, false, None, old, new) {
                 self.record_realloc(thread, None, new_ptr, current, old, new, sampled_interval);
             }
         });
@@ -292,17 +292,21 @@ impl<A: GlobalAlloc> YingProfiler<A> {
 
     /// Counts a realloc from `old` to `new` bytes for the process and the thread's scope, and draws its growth's
     /// sample. Returns the scope and the sampling interval (when sampled) if the tables must record it: always
-    /// for a `tracked` block, else for a scope's realloc or a sampled growth.
+    /// for a `tracked` block, else for a scope's realloc or a sampled growth. A block whose `owner` is the thread's
+    /// scope and grows is counted for the scope with its growth's ownership, by [`resized`](Self::resized).
     fn count_resize(
         &self,
         thread: &ThreadState,
         tracked: bool,
+        owner: Option<ScopeId>,
         old: usize,
         new: usize,
     ) -> Option<(Option<ScopeId>, Option<usize>)> {
         counters::on_resize(first_event::counter(thread), old, new);
         let current = scope::attributed(thread);
-        if let Some(current) = current {
+        if let Some(current) = current
+            && !(new > old && owner == Some(current))
+        {
             scope::on_resize(thread, current, old, new);
         }
         let interval = self.sample_interval.load(Relaxed);
@@ -324,7 +328,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         sampled_interval: Option<usize>,
     ) {
         let was_busy = thread.replace_busy(true);
-        if let Some(entry) = self.resized(taken, current, old, new, sampled_interval) {
+        if let Some(entry) = self.resized(thread, taken, current, old, new, sampled_interval) {
             // A block its thread's own scope (or the process-attributed scope) allocated and records only the stack
             // of goes back to the thread's nursery, as at its allocation: a vector that grows is reallocated many
             // times.
@@ -349,7 +353,8 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             return;
         }
         let recorded = THREAD.try_with(|thread| {
-            if let Some((current, sampled_interval)) = self.count_resize(thread, true, old, new) {
+            let owner = taken.and_then(|entry| entry.scope);
+            if let Some((current, sampled_interval)) = self.count_resize(thread, true, owner, old, new) {
                 self.record_realloc(thread, taken, new_ptr, current, old, new, sampled_interval);
             }
         });
@@ -361,11 +366,13 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         }
     }
 
-    /// The entry of a block resized from `old` to `new` bytes in scope `current`: the block keeps its origin
-    /// (owner, stack, birth); an owner gains the growth it caused, or loses the owned bytes a shrink gave back.
+    /// The entry of a block resized from `old` to `new` bytes in scope `current` by the calling thread (`thread`):
+    /// the block keeps its origin (owner, stack, birth); an owner gains the growth it caused, or loses the owned bytes
+    /// a shrink gave back.
     #[cold]
     fn resized(
         &self,
+        thread: &ThreadState,
         taken: Option<Entry>,
         current: Option<ScopeId>,
         old: usize,
@@ -377,7 +384,12 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             let growth = new - old;
             let owner = entry.and_then(|e| e.scope);
             let mut capture = None;
-            if let Some((owner, owner_capture)) = owner.and_then(|owner| scope::own(owner, growth, false)) {
+            let owned = match owner {
+                // Counted here rather than in `count_resize`, with the growth's ownership.
+                Some(owner) if Some(owner) == current => scope::grow_owned(thread, owner, old, new),
+                owner => owner.and_then(|owner| scope::own(owner, growth, false)),
+            };
+            if let Some((owner, owner_capture)) = owned {
                 // Its owner (or the scope the owner handed its blocks to on closing) owns the growth too.
                 let e = entry.as_mut()?;
                 (e.scope, e.owned, capture) = (Some(owner), e.owned + growth, Some(owner_capture));
@@ -395,7 +407,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
                 if capture == Some(true) { Some(Weight::Certain) } else { sampled_interval.map(Weight::of_interval) };
             if let Some(weight) = weight {
                 match entry.and_then(|e| e.sample) {
-                    Some(sample) => stacks::record_growth(sample.stack, growth, weight.probability(growth)),
+                    Some(sample) => stacks::record_growth(thread, sample.stack, growth, weight.probability(growth)),
                     None => {
                         let sample = self.sample(None, growth, weight, 0.0, sampled_interval.is_some());
                         entry.get_or_insert(Entry::untracked(old)).sample = sample;

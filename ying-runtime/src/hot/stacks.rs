@@ -376,10 +376,16 @@ fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<StackId> {
     Some(id)
 }
 
-/// Adds a sampled realloc growth of `bytes` bytes, taken with probability `p`, to stack `id`.
-pub(crate) fn record_growth(id: StackId, bytes: usize, p: f64) {
-    if let Some(table) = STACKS.lock().as_mut() {
-        table.records[id.index()].allocated_bytes += bytes as f64 / p;
+/// Adds a sampled realloc growth of `bytes` bytes, taken with probability `p`, to stack `id`, on the calling thread
+/// (`thread`): to its pending record (see [`Pending`]), as an allocation of a stack met again, so that a vector
+/// that grows takes no lock at each realloc.
+#[inline]
+pub(crate) fn record_growth(thread: &ThreadState, id: StackId, bytes: usize, p: f64) {
+    let bytes = bytes as f64 / p;
+    if let Some(pending) = pending_of(thread) {
+        pending.add(id, 0.0, bytes);
+    } else if let Some(table) = STACKS.lock().as_mut() {
+        table.records[id.index()].allocated_bytes += bytes;
     }
 }
 

@@ -65,5 +65,5 @@ pub(crate) use slots::{attributed, is_process_scope, process_scope_open};
 pub(crate) use slots::{lock_for_fork, unlock_after_fork};
 #[cfg(all(test, unix))]
 pub(crate) use update::{begin_update, end_update};
-pub(crate) use update::{disown, free_owned, on_alloc, on_alloc_closed, on_free, on_resize, own};
+pub(crate) use update::{disown, free_owned, grow_owned, on_alloc, on_alloc_closed, on_free, on_resize, own};
 pub use ying_report::report::{Attribution, ScopeStats};

@@ -95,6 +95,8 @@ enum Op {
     /// A free of the first many bytes of a block the scope owned the second many bytes of (and, with the flag, the
     /// block).
     FreeOwned(usize, usize, bool),
+    /// A realloc from the first to the second, larger size of a block the scope owns, which owns the growth too.
+    GrowOwned(usize, usize),
 }
 
 impl Op {
@@ -130,6 +132,10 @@ impl Op {
             Self::FreeOwned(size, owned, block) => {
                 part.events.count_free(size, exclusive);
                 part.sub_live(owned, i64::from(block), exclusive);
+            }
+            Self::GrowOwned(old, new) => {
+                part.events.count_resize(old, new, exclusive);
+                part.add_live(figures, id, new - old, 0, exclusive);
             }
         }
     }
@@ -279,6 +285,17 @@ fn attributed_update(thread: &ThreadState, id: ScopeId, op: Op) {
     if !update(Some(thread), id, op) {
         update_closed(thread, id, op);
     }
+}
+
+/// A realloc from `old` to `new` (larger) bytes made in scope `id` by the calling thread (`thread`) of a block `id`
+/// owns: [`on_resize`] and [`own`] of the growth at once. Returns what [`own`] returns.
+#[inline]
+pub(crate) fn grow_owned(thread: &ThreadState, id: ScopeId, old: usize, new: usize) -> Option<(ScopeId, bool)> {
+    if update(Some(thread), id, Op::GrowOwned(old, new)) {
+        return Some((id, slot_of(id).capture.load(Ordering::Relaxed)));
+    }
+    on_resize(thread, id, old, new);
+    own(id, new - old, false)
 }
 
 /// Scope `id` now owns `bytes` more bytes of a live block (`block`: a whole new block). `None` when it has closed
