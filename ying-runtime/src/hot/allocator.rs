@@ -281,7 +281,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     #[inline(never)]
     fn on_realloc_full(&self, new_ptr: usize, old: usize, new: usize) {
         let recorded = THREAD.try_with(|thread| {
-            if let Some((current, sampled_interval)) = self.count_resize(thread, false, None, old, new) {
+            if let Some((current, sampled_interval)) = self.count_resize(thread, false, old, new) {
                 self.record_realloc(thread, None, new_ptr, current, old, new, sampled_interval);
             }
         });
@@ -290,25 +290,18 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         }
     }
 
-    /// Counts a realloc from `old` to `new` bytes for the process and the thread's scope, and draws its growth's
-    /// sample. Returns the scope and the sampling interval (when sampled) if the tables must record it: always
-    /// for a `tracked` block, else for a scope's realloc or a sampled growth. A block whose `owner` is the thread's
-    /// scope and grows is counted for the scope with its growth's ownership, by [`resized`](Self::resized).
+    /// Counts a realloc from `old` to `new` bytes for the process, and draws its growth's sample. Returns the
+    /// thread's scope and the sampling interval (when sampled) if the tables must record it: always for a `tracked`
+    /// block, else for a scope's realloc (which [`resized`](Self::resized) counts for the scope) or a sampled growth.
     fn count_resize(
         &self,
         thread: &ThreadState,
         tracked: bool,
-        owner: Option<ScopeId>,
         old: usize,
         new: usize,
     ) -> Option<(Option<ScopeId>, Option<usize>)> {
         counters::on_resize(first_event::counter(thread), old, new);
         let current = scope::attributed(thread);
-        if let Some(current) = current
-            && !(new > old && owner == Some(current))
-        {
-            scope::on_resize(thread, current, old, new);
-        }
         let interval = self.sample_interval.load(Relaxed);
         let sampled = new > old && sampler::should_sample(thread, new - old, interval);
         (tracked || current.is_some() || sampled).then_some((current, sampled.then_some(interval)))
@@ -353,8 +346,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
             return;
         }
         let recorded = THREAD.try_with(|thread| {
-            let owner = taken.and_then(|entry| entry.scope);
-            if let Some((current, sampled_interval)) = self.count_resize(thread, true, owner, old, new) {
+            if let Some((current, sampled_interval)) = self.count_resize(thread, true, old, new) {
                 self.record_realloc(thread, taken, new_ptr, current, old, new, sampled_interval);
             }
         });
@@ -366,9 +358,9 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         }
     }
 
-    /// The entry of a block resized from `old` to `new` bytes in scope `current` by the calling thread (`thread`):
-    /// the block keeps its origin (owner, stack, birth); an owner gains the growth it caused, or loses the owned bytes
-    /// a shrink gave back.
+    /// The entry of a block resized from `old` to `new` bytes in scope `current` by the calling thread (`thread`),
+    /// the realloc counted for that scope: the block keeps its origin (owner, stack, birth); an owner gains the
+    /// growth it caused, or loses the owned bytes a shrink gave back.
     #[cold]
     fn resized(
         &self,
@@ -380,15 +372,21 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         sampled_interval: Option<usize>,
     ) -> Option<Entry> {
         let mut entry = taken;
+        let owner = entry.and_then(|e| e.scope);
+        // The realloc counted for the thread's scope; a block that scope owns and grows is owned by it in the same
+        // update (what `own` would answer, `None` for a block of another scope).
+        let grown_owned = match current {
+            Some(current) if new > old && owner == Some(current) => Some(scope::grow_owned(thread, current, old, new)),
+            Some(current) => {
+                scope::on_resize(thread, current, old, new);
+                None
+            }
+            None => None,
+        };
         if new > old {
             let growth = new - old;
-            let owner = entry.and_then(|e| e.scope);
             let mut capture = None;
-            let owned = match owner {
-                // Counted here rather than in `count_resize`, with the growth's ownership.
-                Some(owner) if Some(owner) == current => scope::grow_owned(thread, owner, old, new),
-                owner => owner.and_then(|owner| scope::own(owner, growth, false)),
-            };
+            let owned = grown_owned.unwrap_or_else(|| owner.and_then(|owner| scope::own(owner, growth, false)));
             if let Some((owner, owner_capture)) = owned {
                 // Its owner (or the scope the owner handed its blocks to on closing) owns the growth too.
                 let e = entry.as_mut()?;

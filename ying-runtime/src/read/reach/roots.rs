@@ -175,18 +175,19 @@ impl Process {
             graph.roots_in(start, end, reader, |address| Reached { kind: Reach::Static, root: Root::Word(address) });
         }
         // ying's own thread-locals lie in the executable's block where the runtime is linked into it.
-        let own_locals = if self.threads.iter().any(|thread| thread.executable_locals.is_some()) {
+        let mut own_locals = if self.threads.iter().any(|thread| thread.executable_locals.is_some()) {
             namer.own_thread_locals()
         } else {
             Vec::new()
         };
+        own_locals.sort_unstable();
         for thread in &self.threads {
             let Some(locals) = thread.locals else { continue };
-            let mut own: Vec<(usize, usize)> = match thread.executable_locals {
+            // In the order of `own_locals`, each moved by the same block's start.
+            let own: Vec<(usize, usize)> = match thread.executable_locals {
                 Some(block) => own_locals.iter().map(|&(start, end)| (block + start, block + end)).collect(),
                 None => Vec::new(),
             };
-            own.sort_unstable();
             for (start, end) in without(locals, &own) {
                 graph.roots_in(start, end, reader, |address| Reached {
                     kind: Reach::ThreadLocal,
