@@ -5,10 +5,12 @@
 //! [`runner`] runs each test in its own process (started, killed and waited for by [`process`]), with the
 //! allocation [`interposer`] loaded under `--measure all` and the code its runtime knows by address
 //! ([`known_code`]); [`collect`] takes its report and [`symbols`] names the stacks it deferred (kept for the next
-//! run by [`symbol_cache`]), reading the types retained sites allocated with [`types`]; [`rerun`] runs a regressed
-//! test again; [`run_lock`] keeps one run per target directory.
+//! run by [`symbol_cache`]; the code executables share named once a run, by [`code_units`]), reading the types
+//! retained sites allocated with [`types`]; [`rerun`] runs a regressed test again; [`run_lock`] keeps one run per
+//! target directory.
 
 pub(crate) mod build;
+pub(crate) mod code_units;
 pub(crate) mod collect;
 pub(crate) mod discover;
 pub(crate) mod doctests;

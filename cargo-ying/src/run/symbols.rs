@@ -1,11 +1,13 @@
 //! Symbolising the stacks a leak test deferred (`YING_DEFER_SYMBOLS`): once per test executable, here, instead of
-//! every test process loading the executable's debug information for its report; and, while the executable does
-//! not change, once for all runs ([`SymbolCache`]). A retained site's type is read there too, at the frame the frame
+//! every test process loading the executable's debug information for its report; code that several executables
+//! link (the standard library's, a dependency's) once per run ([`CodeKey`]); and, while the executable does not
+//! change, once for all runs ([`SymbolCache`]). A retained site's type is read there too, at the frame the frame
 //! rules pick ([`ying_frames::types`]), by [`DebugTypes`] at the frame's entry addr2line gives.
 
+use crate::run::code_units::{CodeKey, CodeUnits};
 use crate::run::symbol_cache::{KeptTypes, SymbolCache};
 use addr2line::Loader;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use ying_frames::debug_types::DebugTypes;
@@ -29,6 +31,31 @@ pub(crate) struct Symbolizer {
     expected: Mutex<HashMap<PathBuf, usize>>,
     /// How many executables have their debug information loaded.
     loaded: Arc<Loaded>,
+    /// What every executable of the run named (see [`code_units`](crate::run::code_units)).
+    shared: Arc<SharedFrames>,
+}
+
+/// The frames each executable of a run named, by their code's [`CodeKey`], which another executable of the build
+/// finds the same frames at; and the units [`Symbolizer::prepare`] parsed.
+#[derive(Default)]
+struct SharedFrames {
+    frames: Mutex<HashMap<CodeKey, Vec<Frame>>>,
+    prepared: Mutex<HashSet<Arc<str>>>,
+}
+
+impl SharedFrames {
+    fn get(&self, key: &CodeKey) -> Option<Vec<Frame>> {
+        self.frames.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned()
+    }
+
+    fn insert(&self, key: CodeKey, frames: &[Frame]) {
+        self.frames.lock().unwrap_or_else(PoisonError::into_inner).entry(key).or_insert_with(|| frames.to_vec());
+    }
+
+    /// Whether no executable prepared `unit` before (and the caller is to).
+    fn first_to_prepare(&self, unit: &Arc<str>) -> bool {
+        self.prepared.lock().unwrap_or_else(PoisonError::into_inner).insert(Arc::clone(unit))
+    }
 }
 
 /// At most this many executables' debug information is loaded ahead of their reports ([`Symbolizer::prepare`]):
@@ -67,6 +94,8 @@ struct Executable {
     path: PathBuf,
     /// `None` until needed; then `Some(None)` when it cannot be read.
     loader: Option<Option<Loader>>,
+    /// `None` until needed, as `loader`.
+    units: Option<CodeUnits>,
     frames: HashMap<u64, Vec<Frame>>,
     /// The type read at each frame a site was typed at, by its address and its index among the address's frames;
     /// `None` where the debug information tells none.
@@ -76,11 +105,13 @@ struct Executable {
     cache: Option<SymbolCache>,
     /// The symbolizer's count of loaded executables, this one's loading and letting go counted in it.
     loaded: Arc<Loaded>,
+    /// What the run's executables named.
+    shared: Arc<SharedFrames>,
 }
 
 impl Executable {
     /// The executable at `path`, with the frames kept for it in `kept`.
-    fn open(path: &Path, kept: Option<&Path>, loaded: Arc<Loaded>) -> Self {
+    fn open(path: &Path, kept: Option<&Path>, loaded: Arc<Loaded>, shared: Arc<SharedFrames>) -> Self {
         let (cache, frames, types) = match kept {
             Some(dir) => {
                 let (cache, frames, types) = SymbolCache::open(dir, path);
@@ -88,7 +119,17 @@ impl Executable {
             }
             None => (None, HashMap::new(), HashMap::new()),
         };
-        Self { path: path.to_owned(), loader: None, frames, types, debug_types: None, cache, loaded }
+        Self {
+            path: path.to_owned(),
+            loader: None,
+            units: None,
+            frames,
+            types,
+            debug_types: None,
+            cache,
+            loaded,
+            shared,
+        }
     }
 
     /// The executable's debug information, loaded the first time; `None` when it cannot be read.
@@ -100,9 +141,15 @@ impl Executable {
         self.loader.as_ref().and_then(Option::as_ref)
     }
 
+    /// The executable's units, read the first time.
+    fn units(&mut self) -> &CodeUnits {
+        self.units.get_or_insert_with(|| CodeUnits::read(&self.path))
+    }
+
     /// Lets go of the debug information (the frames and types named from it stay): loaded again if needed.
     fn let_go(&mut self) {
         self.debug_types = None;
+        self.units = None;
         if self.loader.take().is_some() {
             self.loaded.add(-1);
         }
@@ -114,12 +161,29 @@ impl Executable {
         let mut code = Vec::new();
         for address in addresses {
             if !self.frames.contains_key(address) {
-                let named = Symbolizer::frames(self.loader()?, *address);
+                let named = self.name(*address)?;
                 self.frames.insert(*address, named);
             }
             code.extend(self.frames[address].iter().cloned());
         }
         Some(code)
+    }
+
+    /// The frames at `address`: those another executable of the run named at the same code, else named from the
+    /// debug information (and kept for the others). `None` when the debug information cannot be read.
+    fn name(&mut self, address: u64) -> Option<Vec<Frame>> {
+        // A return address points after the call: the call instruction is keyed, as it is looked up.
+        let call = address.saturating_sub(1);
+        let symbol = self.loader()?.find_symbol_info(call).map(|symbol| (symbol.name().to_owned(), symbol.address()));
+        let key = symbol.and_then(|(name, start)| self.units().key(call, &name, start));
+        if let Some(frames) = key.as_ref().and_then(|key| self.shared.get(key)) {
+            return Some(frames);
+        }
+        let named = Symbolizer::frames(self.loader()?, address);
+        if let Some(key) = key {
+            self.shared.insert(key, &named);
+        }
+        Some(named)
     }
 
     /// The type allocated at a stack deferred as `addresses`, whose frames are named already: read at the frame
@@ -215,30 +279,15 @@ pub(crate) fn map_executable(executable: &Path) -> Option<(std::fs::File, memmap
     Some((file, bytes))
 }
 
-/// An address of each of `executable`'s [`LIBRARY_UNITS`] (each one's first), with the unit's entry of
-/// [`LIBRARY_UNITS`], by a pass over its units' first entries alone; none when its debug information cannot be read.
-fn library_unit_addresses(executable: &Path) -> Vec<(&'static str, u64)> {
-    use object::{Object, ObjectSection};
-    let Some((_, bytes)) = map_executable(executable) else { return Vec::new() };
-    let Ok(object) = object::File::parse(&*bytes) else { return Vec::new() };
-    let endian = if object.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
-    let section = |id: gimli::SectionId| -> Result<gimli::EndianSlice<'_, gimli::RunTimeEndian>, gimli::Error> {
-        let data = object.section_by_name(id.name()).and_then(|section| section.data().ok()).unwrap_or(&[]);
-        Ok(gimli::EndianSlice::new(data, endian))
-    };
-    let Ok(dwarf) = gimli::Dwarf::load(section) else { return Vec::new() };
-    let mut addresses = Vec::new();
-    let mut headers = dwarf.units();
-    while let Ok(Some(header)) = headers.next() {
-        let Ok(unit) = dwarf.unit(header) else { continue };
-        let Some(name) = unit.name.and_then(|name| std::str::from_utf8(name.slice()).ok()) else { continue };
-        if let Some(library) = LIBRARY_UNITS.into_iter().find(|library| name.contains(library))
-            && let Ok(Some(range)) = dwarf.unit_ranges(&unit).and_then(|mut ranges| ranges.next())
-        {
-            addresses.push((library, range.begin));
-        }
-    }
-    addresses
+/// Each of `units` that is one of [`LIBRARY_UNITS`], with an address of its code.
+fn library_units(units: &CodeUnits) -> Vec<(Arc<str>, u64)> {
+    let library = |name: &str| LIBRARY_UNITS.iter().any(|library| name.contains(library));
+    units
+        .first_addresses()
+        .into_iter()
+        .filter(|(name, _)| library(name))
+        .map(|(name, at)| (Arc::clone(name), at))
+        .collect()
 }
 
 impl Symbolizer {
@@ -262,7 +311,10 @@ impl Symbolizer {
 
     /// The frames in `slot`, opened for `path` if no thread has yet.
     fn opened<'a>(&self, slot: &'a Slot, path: &Path) -> &'a Mutex<Executable> {
-        slot.get_or_init(|| Mutex::new(Executable::open(path, self.kept.as_deref(), Arc::clone(&self.loaded))))
+        slot.get_or_init(|| {
+            let (loaded, shared) = (Arc::clone(&self.loaded), Arc::clone(&self.shared));
+            Mutex::new(Executable::open(path, self.kept.as_deref(), loaded, shared))
+        })
     }
 
     /// One more report is expected of `executable` (a test of it is to run): its debug information, once loaded,
@@ -294,10 +346,11 @@ impl Symbolizer {
     }
 
     /// Opens `executable`'s frames ahead of its first report and, unless frames were kept for it, loads its debug
-    /// information and parses its [`LIBRARY_UNITS`], for a thread with nothing else to do while the tests are
-    /// listed: naming the first report then takes a fraction of the time. A report of the executable waits until
-    /// this is done (it would do the same work). Waits first until fewer than [`PREPARED_AHEAD`] executables have
-    /// their debug information loaded.
+    /// information and parses its [`LIBRARY_UNITS`] that no executable of the run parsed before (the others' frames
+    /// serve it there, see [`code_units`](crate::run::code_units)), for a thread with nothing else to do while the
+    /// tests are listed: naming the first report then takes a fraction of the time. A report of the executable
+    /// waits until this is done (it would do the same work). Waits first until fewer than [`PREPARED_AHEAD`]
+    /// executables have their debug information loaded.
     pub(crate) fn prepare(&self, executable: &Path) {
         self.loaded.wait_below(PREPARED_AHEAD);
         let slot = self.slot(executable);
@@ -306,9 +359,15 @@ impl Symbolizer {
         if opened.cache.as_ref().is_some_and(SymbolCache::was_kept) || self.all_done(executable) {
             return;
         }
-        let Some(loader) = opened.loader() else { return };
-        for (_, address) in library_unit_addresses(executable) {
-            if let Ok(mut frames) = loader.find_frames(address) {
+        if opened.loader().is_none() {
+            return;
+        }
+        let units = library_units(opened.units());
+        let loader = opened.loader.as_ref().and_then(Option::as_ref);
+        for (unit, address) in units {
+            if let Some(loader) = loader.filter(|_| self.shared.first_to_prepare(&unit))
+                && let Ok(mut frames) = loader.find_frames(address)
+            {
                 while let Ok(Some(_)) = frames.next() {}
             }
         }
@@ -418,7 +477,8 @@ impl Stacks<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LIBRARY_UNITS, Symbolizer, demangle, frame_entries, library_unit_addresses, map_executable};
+    use super::{LIBRARY_UNITS, Symbolizer, demangle, frame_entries, library_units, map_executable};
+    use crate::run::code_units::CodeUnits;
     use std::hint::black_box;
     use std::path::{Path, PathBuf};
     use ying_report::Frame;
@@ -435,7 +495,7 @@ mod tests {
     fn executable_in(dir: &Path) -> (PathBuf, u64) {
         let executable = dir.join("executable");
         std::fs::copy(std::env::current_exe().unwrap(), &executable).unwrap();
-        let (_, address) = library_unit_addresses(&executable)[0];
+        let (_, address) = library_units(&CodeUnits::read(&executable))[0];
         (executable, address + 1)
     }
 
@@ -590,6 +650,46 @@ mod tests {
     }
 
     #[test]
+    fn frames_named_in_one_executable_serve_another_of_the_run_at_the_same_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let [(first, address), (second, _)] = ["first", "second"].map(|name| {
+            let sub = dir.path().join(name);
+            std::fs::create_dir(&sub).unwrap();
+            executable_in(&sub)
+        });
+        let symbolizer = Symbolizer::default();
+        let named = name(&symbolizer, &first, address);
+        assert!(named.iter().any(|frame| frame.file.as_ref().is_some_and(|file| file.contains("/library/"))));
+
+        // What the first named, at the standard library's code, is what the second gets there: marked, to tell.
+        let marked = vec![Frame::new("shared::frame".to_owned(), None, None)];
+        {
+            let mut shared = symbolizer.shared.frames.lock().unwrap();
+            assert!(!shared.is_empty(), "the first's frames are shared");
+            assert!(shared.values().any(|frames| *frames == named));
+            for frames in shared.values_mut() {
+                frames.clone_from(&marked);
+            }
+        }
+        assert_eq!(name(&symbolizer, &second, address), marked);
+        // Another run names it from the debug information.
+        assert_eq!(name(&Symbolizer::default(), &second, address), named);
+    }
+
+    #[test]
+    fn each_library_unit_is_prepared_by_the_first_executable_of_the_run_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (executable, _) = executable_in(dir.path());
+        let symbolizer = Symbolizer::default();
+        symbolizer.prepare(&executable);
+        let prepared = symbolizer.shared.prepared.lock().unwrap().clone();
+        for library in LIBRARY_UNITS {
+            assert!(prepared.iter().any(|unit| unit.contains(library)), "{library} in {prepared:?}");
+        }
+        assert!(prepared.iter().all(|unit| !symbolizer.shared.first_to_prepare(unit)));
+    }
+
+    #[test]
     fn without_a_place_to_keep_them_no_frames_are_kept() {
         let dir = tempfile::tempdir().unwrap();
         let (executable, address) = executable_in(dir.path());
@@ -603,9 +703,9 @@ mod tests {
     fn each_standard_library_unit_is_found_at_an_address_of_its_code() {
         // This test binary, as any built by libtest, links the four.
         let executable = std::env::current_exe().unwrap();
-        let found = library_unit_addresses(&executable);
+        let found = library_units(&CodeUnits::read(&executable));
         for library in LIBRARY_UNITS {
-            assert!(found.iter().any(|(unit, _)| *unit == library), "{library} in {found:?}");
+            assert!(found.iter().any(|(unit, _)| unit.contains(library)), "{library} in {found:?}");
         }
         let loader = addr2line::Loader::new(&executable).unwrap();
         for (library, address) in found {
