@@ -85,8 +85,9 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let killed_by: Option<i32> = None;
     let (outcome, exit_code) = runner::outcome(Waited::Exited(status), Duration::ZERO);
 
-    let symbolizer =
-        Symbolizer::keeping_frames_in(out_dir.join("symbols")).excusing(place.config.allow.clone().unwrap_or_default());
+    let symbolizer = Symbolizer::keeping_frames_in(out_dir.join("symbols"))
+        .excusing(place.config.allow.clone().unwrap_or_default())
+        .alone();
     let collected =
         take_report(&id, &report_dir, &run_dir, &token, |report| symbolizer.complete(report, &binary, &package_dir));
     symbolizer.save();

@@ -39,6 +39,8 @@ pub(crate) struct Symbolizer {
 /// finds the same frames at; and the units [`Symbolizer::prepare`] parsed.
 #[derive(Default)]
 struct SharedFrames {
+    /// The process names one executable's stacks: nothing to share, no keys read.
+    alone: bool,
     frames: Mutex<HashMap<CodeKey, Vec<Frame>>>,
     prepared: Mutex<HashSet<Arc<str>>>,
 }
@@ -175,7 +177,7 @@ impl Executable {
         // A return address points after the call: the call instruction is keyed, as it is looked up.
         let call = address.saturating_sub(1);
         let symbol = self.loader()?.find_symbol_info(call).map(|symbol| (symbol.name().to_owned(), symbol.address()));
-        let key = symbol.and_then(|(name, start)| self.units().key(call, &name, start));
+        let key = symbol.filter(|_| !self.shared.alone).and_then(|(name, start)| self.units().key(call, &name, start));
         if let Some(frames) = key.as_ref().and_then(|key| self.shared.get(key)) {
             return Some(frames);
         }
@@ -294,6 +296,14 @@ impl Symbolizer {
     /// A symbolizer that keeps each executable's frames in `kept` from one run to the next (see [`SymbolCache`]).
     pub(crate) fn keeping_frames_in(kept: PathBuf) -> Self {
         Self { kept: Some(kept), ..Self::default() }
+    }
+
+    /// The symbolizer of a process that names the stacks of one executable only (nextest's wrapper, a process per
+    /// test): it shares no frames, and reads no units to key them by.
+    #[must_use]
+    pub(crate) fn alone(mut self) -> Self {
+        self.shared = Arc::new(SharedFrames { alone: true, ..SharedFrames::default() });
+        self
     }
 
     /// The symbolizer, judging deferred sites with the workspace's `allow` patterns too.
@@ -674,6 +684,17 @@ mod tests {
         assert_eq!(name(&symbolizer, &second, address), marked);
         // Another run names it from the debug information.
         assert_eq!(name(&Symbolizer::default(), &second, address), named);
+    }
+
+    #[test]
+    fn a_symbolizer_alone_shares_nothing_and_reads_no_units() {
+        let dir = tempfile::tempdir().unwrap();
+        let (executable, address) = executable_in(dir.path());
+        let symbolizer = Symbolizer::default().alone();
+        assert!(name(&symbolizer, &executable, address).iter().any(|frame| frame.file.is_some()));
+        assert!(symbolizer.shared.frames.lock().unwrap().is_empty());
+        let slot = symbolizer.slot(&executable);
+        assert!(slot.get().unwrap().lock().unwrap().units.is_none(), "no units read");
     }
 
     #[test]
