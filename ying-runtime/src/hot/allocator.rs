@@ -405,7 +405,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
                 if capture == Some(true) { Some(Weight::Certain) } else { sampled_interval.map(Weight::of_interval) };
             if let Some(weight) = weight {
                 match entry.and_then(|e| e.sample) {
-                    Some(sample) => stacks::record_growth(thread, sample.stack, growth, weight.probability(growth)),
+                    Some(sample) => stacks::record_growth(thread, sample.stack, growth, weight),
                     None => {
                         let sample = self.sample(None, growth, weight, 0.0, sampled_interval.is_some());
                         entry.get_or_insert(Entry::untracked(old)).sample = sample;

@@ -132,6 +132,16 @@ impl Weight {
             Self::Sampled(interval) => inclusion_probability(size, interval.get()),
         }
     }
+
+    /// The bytes a recorded event of `size` bytes stands for: `size / p`, with no division for a certain one (a
+    /// leak test's every realloc).
+    #[inline]
+    pub(crate) fn bytes_of(self, size: usize) -> f64 {
+        match self {
+            Self::Certain => size as f64,
+            Self::Sampled(interval) => size as f64 / inclusion_probability(size, interval.get()),
+        }
+    }
 }
 
 const _: () = assert!(size_of::<Weight>() == size_of::<usize>(), "a weight is one word, as the interval was");
@@ -147,7 +157,17 @@ pub(crate) fn inclusion_probability(size: usize, interval: usize) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{inclusion_probability, should_sample};
+    use super::{Weight, inclusion_probability, should_sample};
+
+    #[test]
+    fn a_recorded_event_stands_for_its_bytes_over_the_probability_it_was_recorded_with() {
+        assert_eq!(Weight::Certain.bytes_of(4096).to_bits(), 4096.0f64.to_bits());
+        let sampled = Weight::of_interval(512 * 1024);
+        let p = inclusion_probability(4096, 512 * 1024);
+        assert_eq!(sampled.bytes_of(4096).to_bits(), (4096.0 / p).to_bits());
+        assert!(sampled.bytes_of(4096) > 4096.0 * 100.0, "one 4 KiB pick stands for about 128 such events' bytes");
+        assert_eq!(Weight::of_interval(0).bytes_of(100).to_bits(), 100.0f64.to_bits());
+    }
     use crate::base::thread::THREAD;
 
     #[test]

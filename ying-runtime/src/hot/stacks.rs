@@ -10,6 +10,7 @@ use crate::base::raw::{RawSystem, RawVec};
 use crate::base::sync::{SeqCount, SpinLock};
 use crate::base::thread::{THREAD, ThreadState};
 use crate::hot::histogram::LifetimeHistogram;
+use crate::hot::sampler::Weight;
 use crate::hot::unwind::{Cached, WalkTree};
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -376,12 +377,12 @@ fn record_alloc(ips: &Ips, objects: f64, bytes: f64) -> Option<StackId> {
     Some(id)
 }
 
-/// Adds a sampled realloc growth of `bytes` bytes, taken with probability `p`, to stack `id`, on the calling thread
+/// Adds a realloc growth of `bytes` bytes, recorded as `weight` says, to stack `id`, on the calling thread
 /// (`thread`): to its pending record (see [`Pending`]), as an allocation of a stack met again, so that a vector
 /// that grows takes no lock at each realloc.
 #[inline]
-pub(crate) fn record_growth(thread: &ThreadState, id: StackId, bytes: usize, p: f64) {
-    let bytes = bytes as f64 / p;
+pub(crate) fn record_growth(thread: &ThreadState, id: StackId, bytes: usize, weight: Weight) {
+    let bytes = weight.bytes_of(bytes);
     if let Some(pending) = pending_of(thread) {
         pending.add(id, 0.0, bytes);
     } else if let Some(table) = STACKS.lock().as_mut() {
