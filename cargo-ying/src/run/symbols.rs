@@ -176,8 +176,12 @@ impl Executable {
     fn name(&mut self, address: u64) -> Option<Vec<Frame>> {
         // A return address points after the call: the call instruction is keyed, as it is looked up.
         let call = address.saturating_sub(1);
-        let symbol = self.loader()?.find_symbol_info(call).map(|symbol| (symbol.name().to_owned(), symbol.address()));
-        let key = symbol.filter(|_| !self.shared.alone).and_then(|(name, start)| self.units().key(call, &name, start));
+        let alone = self.shared.alone;
+        let loader = self.loader()?;
+        let symbol = (!alone)
+            .then(|| loader.find_symbol_info(call).map(|symbol| (symbol.name().to_owned(), symbol.address())))
+            .flatten();
+        let key = symbol.and_then(|(name, start)| self.units().key(call, &name, start));
         if let Some(frames) = key.as_ref().and_then(|key| self.shared.get(key)) {
             return Some(frames);
         }
@@ -373,9 +377,9 @@ impl Symbolizer {
             return;
         }
         let units = library_units(opened.units());
-        let loader = opened.loader.as_ref().and_then(Option::as_ref);
+        let Some(loader) = opened.loader() else { return };
         for (unit, address) in units {
-            if let Some(loader) = loader.filter(|_| self.shared.first_to_prepare(&unit))
+            if self.shared.first_to_prepare(&unit)
                 && let Ok(mut frames) = loader.find_frames(address)
             {
                 while let Ok(Some(_)) = frames.next() {}

@@ -158,6 +158,7 @@ pub(crate) fn inclusion_probability(size: usize, interval: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::{Weight, inclusion_probability, should_sample};
+    use crate::base::thread::THREAD;
 
     #[test]
     fn a_recorded_event_stands_for_its_bytes_over_the_probability_it_was_recorded_with() {
@@ -168,7 +169,6 @@ mod tests {
         assert!(sampled.bytes_of(4096) > 4096.0 * 100.0, "one 4 KiB pick stands for about 128 such events' bytes");
         assert_eq!(Weight::of_interval(0).bytes_of(100).to_bits(), 100.0f64.to_bits());
     }
-    use crate::base::thread::THREAD;
 
     #[test]
     fn sampling_rate_matches_inclusion_probability() {
