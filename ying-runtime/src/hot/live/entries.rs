@@ -35,7 +35,7 @@ pub(crate) fn insert_nursed(
     nursery::insert(thread, ptr, size, scope, stack, move_to_table)
 }
 
-pub(crate) use nursery::walk_tree;
+pub(crate) use nursery::{OwnBlock, walk_tree};
 
 /// Moves an entry out of a nursery into the live table: inserted under its shard's lock, which the slot is cleared
 /// under (see [`table::insert_moved`]).
@@ -79,9 +79,25 @@ fn remove_held(ptr: usize) -> Option<Entry> {
 /// tracked).
 #[inline(always)]
 pub(crate) fn remove_anywhere(ptr: usize) -> Option<Entry> {
+    match remove_own_nursed(ptr) {
+        Some(block) => Some(block.entry()),
+        None => remove_elsewhere(ptr),
+    }
+}
+
+/// The first half of [`remove_anywhere`]: the block at `ptr` if the calling thread's nursery holds it, whose
+/// entry is then always an [`Entry::owned_block`]'s. A free settles such blocks apart, with the entry's constants.
+#[inline(always)]
+pub(crate) fn remove_own_nursed(ptr: usize) -> Option<OwnBlock> {
+    if nursery::any_held() { nursery::take_own(ptr) } else { None }
+}
+
+/// The second half of [`remove_anywhere`], after [`remove_own_nursed`] found nothing.
+#[inline(always)]
+pub(crate) fn remove_elsewhere(ptr: usize) -> Option<Entry> {
     // The nurseries first: an entry moving out of one is in the live table before its slot is cleared.
     if nursery::any_held()
-        && let Some(entry) = nursery::take(ptr)
+        && let Some(entry) = nursery::take_other(ptr)
     {
         return Some(entry);
     }

@@ -9,7 +9,8 @@ mod table;
 
 pub(crate) use entries::{
     LiveSample, OwnedBlock, census, frees_gated, insert, insert_nursed, internal_blocks, may_hold, nursed,
-    on_scope_close, on_scope_open, owned_by, remove, remove_anywhere, sampled, set_process_scope_open, walk_tree,
+    on_scope_close, on_scope_open, owned_by, remove, remove_elsewhere, remove_own_nursed, sampled,
+    set_process_scope_open, walk_tree,
 };
 pub(crate) use entry::{Entry, Sample};
 #[cfg(unix)]

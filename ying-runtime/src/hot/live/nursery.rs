@@ -114,9 +114,14 @@ struct Nursery {
 impl Nursery {
     /// The entry of the block in `slot`, whose word was `word` and size `size`.
     fn entry(&self, word: u64, size: usize) -> Entry {
-        let stack = (word & ((1 << STACK_BITS) - 1)) as u32;
-        Entry::owned_block(size, self.scope.load(Ordering::Relaxed), StackId::unpack(stack))
+        Entry::owned_block(size, self.scope.load(Ordering::Relaxed), stack_of(word))
     }
+}
+
+/// The stack a slot's `word` names.
+#[inline]
+fn stack_of(word: u64) -> Option<StackId> {
+    StackId::unpack((word & ((1 << STACK_BITS) - 1)) as u32)
 }
 
 /// The pool: nursery `i` exists once a thread first held bit `i` of [`HELD`], and is never given back to the
@@ -289,20 +294,38 @@ fn claim(thread: &ThreadState) -> Option<&'static Nursery> {
     Some(nursery)
 }
 
-/// Removes and returns the entry of `ptr` from whichever nursery holds it; `None` when none does (the live table
-/// may). Called by the thread that frees or reallocates the block, the only one that may remove its entry.
+/// Removes and returns the entry of `ptr` from the calling thread's nursery; `None` when it holds none (another
+/// nursery or the live table may: [`take_other`]). Called by the thread that frees or reallocates the block, the
+/// only one that may remove its entry. An entry found here is always [`Entry::owned_block`]'s.
 #[inline]
-pub(crate) fn take(ptr: usize) -> Option<Entry> {
-    let own = of_calling_thread();
-    if let Some(entry) = own.and_then(|own| own.take_own(ptr)) {
-        return Some(entry);
-    }
-    take_other(ptr, own)
+pub(crate) fn take_own(ptr: usize) -> Option<OwnBlock> {
+    of_calling_thread()?.take_own(ptr)
 }
 
-/// [`take`] from the nurseries of other threads than the caller's (`own`).
+/// A block removed from its thread's own nursery: what makes its entry, [`Entry::owned_block`]'s, kept apart so
+/// that a free settles it with that entry's constants (see [`take_own`]).
+#[derive(Clone, Copy)]
+pub(crate) struct OwnBlock {
+    /// The scope that allocated it.
+    pub(crate) scope: Option<ScopeId>,
+    /// Its size, all of it owned by `scope`.
+    pub(crate) size: usize,
+    stack: Option<StackId>,
+}
+
+impl OwnBlock {
+    /// The block's entry.
+    #[inline]
+    pub(crate) fn entry(self) -> Entry {
+        Entry::owned_block(self.size, self.scope, self.stack)
+    }
+}
+
+/// Removes and returns the entry of `ptr` from the nurseries of other threads than the caller's, after
+/// [`take_own`] found none.
 #[cold]
-fn take_other(ptr: usize, own: Option<&Nursery>) -> Option<Entry> {
+pub(crate) fn take_other(ptr: usize) -> Option<Entry> {
+    let own = of_calling_thread();
     held_nurseries()
         .filter(|nursery| !own.is_some_and(|own| core::ptr::eq(own, *nursery)))
         .find_map(|nursery| nursery.take_other(ptr))
@@ -320,11 +343,11 @@ impl Nursery {
 
     /// Removal by the nursery's thread: no other thread inserts, or removes this block.
     #[inline]
-    fn take_own(&self, ptr: usize) -> Option<Entry> {
+    fn take_own(&self, ptr: usize) -> Option<OwnBlock> {
         let (slot, word) = self.find(ptr)?;
-        let entry = self.entry(word, slot.size.load(Ordering::Relaxed));
+        let size = slot.size.load(Ordering::Relaxed);
         slot.word.store(0, Ordering::Release);
-        Some(entry)
+        Some(OwnBlock { scope: self.scope.load(Ordering::Relaxed), size, stack: stack_of(word) })
     }
 
     /// Removal by another thread: the word is cleared only if the nursery's thread has not moved the entry meanwhile.
