@@ -1,6 +1,6 @@
 //! [`YingProfiler`]: the `GlobalAlloc` wrapper that keeps exact figures, samples stacks and attributes to scopes.
 
-use crate::base::ids::ScopeId;
+use crate::base::ids::{ScopeId, StackId};
 use crate::base::stderr::Stderr;
 use crate::base::thread::{THREAD, ThreadState};
 use crate::hot::counters::{self, HeapStats};
@@ -146,17 +146,8 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         objects: f64,
         timed: bool,
     ) -> Option<Sample> {
-        let stack = match weight {
-            Weight::Certain => stacks::record_sample(objects, bytes as f64, tree),
-            Weight::Sampled(interval) => {
-                let p = sampler::inclusion_probability(bytes, interval.get());
-                stacks::record_sample(objects / p, bytes as f64 / p, tree)
-            }
-        };
-        if stack.is_none() {
-            counters::on_dropped();
-        }
-        Some(Sample { stack: stack?, weight, born: timed.then(Instant::now) })
+        let stack = record_stack(tree, bytes, weight, objects)?;
+        Some(Sample { stack, weight, born: timed.then(Instant::now) })
     }
 
     #[inline(always)]
@@ -223,22 +214,25 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         }
         // A scope that records every stack samples its allocations with certainty (p = 1); lifetimes are measured
         // for the allocations the sampler picked, as everywhere else.
-        let sample = match (capture, sampled) {
-            (Some(true), _) => self.sample(live::walk_tree(thread), size, Weight::Certain, 1.0, sampled),
-            (_, true) => self.sample(live::walk_tree(thread), size, Weight::of_interval(interval), 1.0, true),
+        let weight = match (capture, sampled) {
+            (Some(true), _) => Some(Weight::Certain),
+            (_, true) => Some(Weight::of_interval(interval)),
             _ => None,
         };
+        let stack = weight.and_then(|weight| record_stack(live::walk_tree(thread), size, weight, 1.0));
         // A block that only a scope records (no lifetime, no process sample), of the thread's own scope or of the
         // process-attributed scope: kept in the thread's nursery when it has room. A `match`, not a closure passed to
         // `Option::is_some_and`: the closure was compiled out of line (59 instructions per allocation of a leak test).
-        let stack = sample.map(|sample| sample.stack);
+        // The nursery takes the stack alone: a `Sample` built before it went through memory.
         let nursed = match owner {
             Some(owner) if !sampled && (owner == thread.home_scope() || scope::is_process_scope(owner)) => {
                 live::insert_nursed(thread, ptr, size, owner, stack)
             }
             _ => false,
         };
-        if !nursed && (owner.is_some() || sample.is_some()) {
+        if !nursed && (owner.is_some() || stack.is_some()) {
+            let sample =
+                stack.zip(weight).map(|(stack, weight)| Sample { stack, weight, born: sampled.then(Instant::now) });
             let owned = if owner.is_some() { size } else { 0 };
             live::insert(
                 ptr,
@@ -630,6 +624,23 @@ fn release(entry: &Entry) {
         scope::disown(owner, entry.owned, entry.owns_block);
     }
     release_sample(entry);
+}
+
+/// Captures and interns the stack of an allocation event of `bytes` bytes, which stands for what `weight` says
+/// (`objects` allocations at p = 1): the stack, or `None` (counted as dropped) when the table is full.
+#[inline]
+fn record_stack(tree: Option<&'static WalkTree>, bytes: usize, weight: Weight, objects: f64) -> Option<StackId> {
+    let stack = match weight {
+        Weight::Certain => stacks::record_sample(objects, bytes as f64, tree),
+        Weight::Sampled(interval) => {
+            let p = sampler::inclusion_probability(bytes, interval.get());
+            stacks::record_sample(objects / p, bytes as f64 / p, tree)
+        }
+    };
+    if stack.is_none() {
+        counters::on_dropped();
+    }
+    stack
 }
 
 /// Adds a freed sampled block's lifetime to its stack's histogram, when it was measured.
