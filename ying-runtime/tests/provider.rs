@@ -79,10 +79,33 @@ fn a_refused_realloc_changes_nothing() {
     assert_eq!(stats.allocated_bytes, 1100);
 }
 
+/// As [`a_refused_realloc_changes_nothing`], for a block its scope keeps in the thread's nursery (an allocation no
+/// sample point reached): it is put back where a later realloc finds it.
+fn a_refused_realloc_of_a_nursed_block_changes_nothing() {
+    ALLOC.set_sample_interval(usize::MAX);
+    let ((), stats) = ying::measure(|| {
+        let mut block = black_box(vec![1u8; 100]);
+        let process_before = ALLOC.stats();
+        assert!(block.try_reserve_exact(REFUSED_SIZE - 100).is_err());
+        assert_eq!(block.capacity(), 100);
+        assert_eq!(ALLOC.stats(), process_before);
+        // Still the scope's block, all of it: had its entry been lost, the scope would own only the growth, and
+        // the free would leave the first 100 bytes and the block counted as retained.
+        block.reserve_exact(1000);
+        drop(block);
+    });
+    ALLOC.set_sample_interval(0);
+    assert_eq!(stats.allocations, 1);
+    assert_eq!(stats.allocated_bytes, 1100);
+    assert_eq!(stats.retained_bytes, 0);
+    assert_eq!(stats.retained_blocks, 0);
+}
+
 fn main() {
-    let checks: [(&str, fn()); 2] = [
+    let checks: [(&str, fn()); 3] = [
         ("allocations_are_served_by_the_provider", allocations_are_served_by_the_provider),
         ("a_refused_realloc_changes_nothing", a_refused_realloc_changes_nothing),
+        ("a_refused_realloc_of_a_nursed_block_changes_nothing", a_refused_realloc_of_a_nursed_block_changes_nothing),
     ];
     for (name, check) in checks {
         check();

@@ -5,7 +5,7 @@ use crate::base::stderr::Stderr;
 use crate::base::thread::{THREAD, ThreadState};
 use crate::hot::counters::{self, HeapStats};
 use crate::hot::first_event;
-use crate::hot::live::{self, Entry, Sample};
+use crate::hot::live::{self, Entry, OwnBlock, Sample, Taken};
 use crate::hot::sampler::{self, DEFAULT_SAMPLE_INTERVAL, Weight};
 use crate::hot::unwind::WalkTree;
 use crate::hot::{scope, stacks};
@@ -287,6 +287,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     /// Counts a realloc from `old` to `new` bytes for the process, and draws its growth's sample. Returns the
     /// thread's scope and the sampling interval (when sampled) if the tables must record it: always for a `tracked`
     /// block, else for a scope's realloc (which [`resized`](Self::resized) counts for the scope) or a sampled growth.
+    #[inline(always)]
     fn count_resize(
         &self,
         thread: &ThreadState,
@@ -301,8 +302,9 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         (tracked || current.is_some() || sampled).then_some((current, sampled.then_some(interval)))
     }
 
-    /// Records a realloc the tables must know of: of a tracked block, in a scope, or sampled.
-    #[cold]
+    /// Records a realloc the tables must know of: of a tracked block, in a scope, or sampled. Inlined into each of
+    /// its callers, each of them out of line: the nursery's copy is compiled knowing the entry's shape.
+    #[inline(always)]
     #[expect(clippy::too_many_arguments, reason = "the pieces of one realloc event, passed once")]
     fn record_realloc(
         &self,
@@ -332,6 +334,23 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         thread.replace_busy(was_busy);
     }
 
+    /// [`on_realloc_tracked`](Self::on_realloc_tracked) of a block from the calling thread's nursery (nearly every
+    /// realloc of a leak test: a vector grown by pushes), compiled apart with its entry's constants
+    /// ([`Entry::owned_block`]'s).
+    #[cold]
+    #[inline(never)]
+    fn on_realloc_nursed(&self, block: OwnBlock, new_ptr: usize, old: usize, new: usize) {
+        let recorded = THREAD.try_with(|thread| {
+            if let Some((current, sampled_interval)) = self.count_resize(thread, true, old, new) {
+                self.record_realloc(thread, Some(block.entry()), new_ptr, current, old, new, sampled_interval);
+            }
+        });
+        if recorded.is_err() {
+            dropped_resize(old, new);
+            live::insert(new_ptr, Entry { size: new, ..block.entry() });
+        }
+    }
+
     /// [`on_realloc`](Self::on_realloc) of a block the live table tracks.
     #[cold]
     fn on_realloc_tracked(&self, taken: Option<Entry>, new_ptr: usize, old: usize, new: usize) {
@@ -355,7 +374,7 @@ impl<A: GlobalAlloc> YingProfiler<A> {
     /// The entry of a block resized from `old` to `new` bytes in scope `current` by the calling thread (`thread`),
     /// the realloc counted for that scope: the block keeps its origin (owner, stack, birth); an owner gains the
     /// growth it caused, or loses the owned bytes a shrink gave back.
-    #[cold]
+    #[inline(always)]
     fn resized(
         &self,
         thread: &ThreadState,
@@ -702,16 +721,19 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for YingProfiler<A> {
             return self.refuse_giant(new_size);
         }
         // Taken out before the provider may free the old address (see `dealloc`), put back if the realloc fails.
-        let taken = live::remove(ptr as usize);
+        let taken = live::remove_for_realloc(ptr as usize);
         // SAFETY: the caller upholds `realloc`'s contract for `ptr`, `layout` and `new_size`, passed on unchanged.
         let new_ptr = unsafe { self.inner.realloc(ptr, layout, new_size) };
         if new_ptr.is_null() {
-            if let Some(entry) = taken {
+            if let Some(entry) = taken.entry() {
                 live::insert(ptr as usize, entry);
             }
             return new_ptr;
         }
-        self.on_realloc(taken, new_ptr, layout.size(), new_size);
+        match taken {
+            Taken::Own(block) => self.on_realloc_nursed(block, new_ptr as usize, layout.size(), new_size),
+            Taken::Other(taken) => self.on_realloc(taken, new_ptr, layout.size(), new_size),
+        }
         new_ptr
     }
 }

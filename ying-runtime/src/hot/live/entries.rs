@@ -85,6 +85,45 @@ pub(crate) fn remove_anywhere(ptr: usize) -> Option<Entry> {
     }
 }
 
+/// What [`remove_for_realloc`] took out.
+pub(crate) enum Taken {
+    /// A block of the calling thread's nursery, apart (see [`remove_own_nursed`]).
+    Own(OwnBlock),
+    /// Any other block: its entry, if it had one.
+    Other(Option<Entry>),
+}
+
+impl Taken {
+    /// The entry taken out, if any.
+    #[inline]
+    pub(crate) fn entry(self) -> Option<Entry> {
+        match self {
+            Self::Own(block) => Some(block.entry()),
+            Self::Other(entry) => entry,
+        }
+    }
+}
+
+/// [`remove`] for a realloc, which settles a block of the calling thread's nursery apart, as a free does.
+#[inline]
+pub(crate) fn remove_for_realloc(ptr: usize) -> Taken {
+    if nursery::any_held() {
+        return remove_held_for_realloc(ptr);
+    }
+    Taken::Other(table::remove(ptr))
+}
+
+/// [`remove_for_realloc`] while a nursery is held, out of line: `remove_for_realloc` is inlined into the allocator's
+/// realloc.
+#[cold]
+#[inline(never)]
+fn remove_held_for_realloc(ptr: usize) -> Taken {
+    match remove_own_nursed(ptr) {
+        Some(block) => Taken::Own(block),
+        None => Taken::Other(remove_elsewhere(ptr)),
+    }
+}
+
 /// The first half of [`remove_anywhere`]: the block at `ptr` if the calling thread's nursery holds it, whose
 /// entry is then always an [`Entry::owned_block`]'s. A free settles such blocks apart, with the entry's constants.
 #[inline(always)]
