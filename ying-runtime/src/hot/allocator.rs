@@ -5,7 +5,7 @@ use crate::base::stderr::Stderr;
 use crate::base::thread::{THREAD, ThreadState};
 use crate::hot::counters::{self, HeapStats};
 use crate::hot::first_event;
-use crate::hot::live::{self, Entry, OwnBlock, Sample, Taken};
+use crate::hot::live::{self, Entry, OwnBlock, Sample};
 use crate::hot::sampler::{self, DEFAULT_SAMPLE_INTERVAL, Weight};
 use crate::hot::unwind::WalkTree;
 use crate::hot::{scope, stacks};
@@ -334,11 +334,52 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         thread.replace_busy(was_busy);
     }
 
-    /// [`on_realloc_tracked`](Self::on_realloc_tracked) of a block from the calling thread's nursery (nearly every
-    /// realloc of a leak test: a vector grown by pushes), compiled apart with its entry's constants
-    /// ([`Entry::owned_block`]'s).
+    /// [`GlobalAlloc::realloc`] while a nursery is held, out of line. A block of the calling thread's nursery
+    /// (nearly every realloc of a leak test: a vector grown by pushes) takes a copy of the realloc path compiled
+    /// with its entry's constants ([`Entry::owned_block`]'s).
+    ///
+    /// # Safety
+    ///
+    /// As for [`GlobalAlloc::realloc`] with `ptr`, `layout` and `new_size`.
     #[cold]
     #[inline(never)]
+    unsafe fn realloc_held(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let block = match live::remove_held_unless_own_nursed(ptr as usize) {
+            // SAFETY: as for this call.
+            Ok(taken) => return unsafe { self.realloc_taken(taken, ptr, layout, new_size) },
+            Err(block) => block,
+        };
+        // SAFETY: the caller upholds `realloc`'s contract for `ptr`, `layout` and `new_size`, passed on unchanged.
+        let new_ptr = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if new_ptr.is_null() {
+            live::insert(ptr as usize, block.entry());
+        } else {
+            self.on_realloc_nursed(block, new_ptr as usize, layout.size(), new_size);
+        }
+        new_ptr
+    }
+
+    /// [`GlobalAlloc::realloc`] of a block whose entry, if any, was `taken` out.
+    ///
+    /// # Safety
+    ///
+    /// As for [`GlobalAlloc::realloc`] with `ptr`, `layout` and `new_size`.
+    #[inline(always)]
+    unsafe fn realloc_taken(&self, taken: Option<Entry>, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller upholds `realloc`'s contract for `ptr`, `layout` and `new_size`, passed on unchanged.
+        let new_ptr = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if new_ptr.is_null() {
+            if let Some(entry) = taken {
+                live::insert(ptr as usize, entry);
+            }
+            return new_ptr;
+        }
+        self.on_realloc(taken, new_ptr, layout.size(), new_size);
+        new_ptr
+    }
+
+    /// [`on_realloc_tracked`](Self::on_realloc_tracked) of a block from the calling thread's nursery.
+    #[inline(always)]
     fn on_realloc_nursed(&self, block: OwnBlock, new_ptr: usize, old: usize, new: usize) {
         let recorded = THREAD.try_with(|thread| {
             if let Some((current, sampled_interval)) = self.count_resize(thread, true, old, new) {
@@ -720,20 +761,13 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for YingProfiler<A> {
         if new_size > self.giant_alloc_limit {
             return self.refuse_giant(new_size);
         }
+        if live::any_nursery_held() {
+            // SAFETY: as for this call.
+            return unsafe { self.realloc_held(ptr, layout, new_size) };
+        }
         // Taken out before the provider may free the old address (see `dealloc`), put back if the realloc fails.
-        let taken = live::remove_for_realloc(ptr as usize);
-        // SAFETY: the caller upholds `realloc`'s contract for `ptr`, `layout` and `new_size`, passed on unchanged.
-        let new_ptr = unsafe { self.inner.realloc(ptr, layout, new_size) };
-        if new_ptr.is_null() {
-            if let Some(entry) = taken.entry() {
-                live::insert(ptr as usize, entry);
-            }
-            return new_ptr;
-        }
-        match taken {
-            Taken::Own(block) => self.on_realloc_nursed(block, new_ptr as usize, layout.size(), new_size),
-            Taken::Other(taken) => self.on_realloc(taken, new_ptr, layout.size(), new_size),
-        }
-        new_ptr
+        let taken = live::remove(ptr as usize);
+        // SAFETY: as for this call.
+        unsafe { self.realloc_taken(taken, ptr, layout, new_size) }
     }
 }

@@ -85,42 +85,21 @@ pub(crate) fn remove_anywhere(ptr: usize) -> Option<Entry> {
     }
 }
 
-/// What [`remove_for_realloc`] took out.
-pub(crate) enum Taken {
-    /// A block of the calling thread's nursery, apart (see [`remove_own_nursed`]).
-    Own(OwnBlock),
-    /// Any other block: its entry, if it had one.
-    Other(Option<Entry>),
+/// Whether some thread holds a nursery: then a realloc takes [`remove_held_unless_own_nursed`] (out of line) rather
+/// than [`remove`].
+#[inline(always)]
+pub(crate) fn any_nursery_held() -> bool {
+    nursery::any_held()
 }
 
-impl Taken {
-    /// The entry taken out, if any.
-    #[inline]
-    pub(crate) fn entry(self) -> Option<Entry> {
-        match self {
-            Self::Own(block) => Some(block.entry()),
-            Self::Other(entry) => entry,
-        }
-    }
-}
-
-/// [`remove`] for a realloc, which settles a block of the calling thread's nursery apart, as a free does.
-#[inline]
-pub(crate) fn remove_for_realloc(ptr: usize) -> Taken {
-    if nursery::any_held() {
-        return remove_held_for_realloc(ptr);
-    }
-    Taken::Other(table::remove(ptr))
-}
-
-/// [`remove_for_realloc`] while a nursery is held, out of line: `remove_for_realloc` is inlined into the allocator's
-/// realloc.
+/// [`remove`] for a realloc while a nursery is held, which settles a block of the calling thread's nursery apart,
+/// as a free does: that block as `Err`, else the entry of `ptr`, if it has one.
 #[cold]
 #[inline(never)]
-fn remove_held_for_realloc(ptr: usize) -> Taken {
+pub(crate) fn remove_held_unless_own_nursed(ptr: usize) -> Result<Option<Entry>, OwnBlock> {
     match remove_own_nursed(ptr) {
-        Some(block) => Taken::Own(block),
-        None => Taken::Other(remove_elsewhere(ptr)),
+        Some(block) => Err(block),
+        None => Ok(remove_elsewhere(ptr)),
     }
 }
 

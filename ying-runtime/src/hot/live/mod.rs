@@ -8,9 +8,9 @@ mod nursery;
 mod table;
 
 pub(crate) use entries::{
-    LiveSample, OwnBlock, OwnedBlock, Taken, census, frees_gated, insert, insert_nursed, internal_blocks, may_hold,
-    nursed, on_scope_close, on_scope_open, owned_by, remove, remove_elsewhere, remove_for_realloc, remove_own_nursed,
-    sampled, set_process_scope_open, walk_tree,
+    LiveSample, OwnBlock, OwnedBlock, any_nursery_held, census, frees_gated, insert, insert_nursed, internal_blocks,
+    may_hold, nursed, on_scope_close, on_scope_open, owned_by, remove, remove_elsewhere, remove_held_unless_own_nursed,
+    remove_own_nursed, sampled, set_process_scope_open, walk_tree,
 };
 pub(crate) use entry::{Entry, Sample};
 #[cfg(unix)]
