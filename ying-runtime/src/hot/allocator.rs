@@ -378,7 +378,10 @@ impl<A: GlobalAlloc> YingProfiler<A> {
         new_ptr
     }
 
-    /// [`on_realloc_tracked`](Self::on_realloc_tracked) of a block from the calling thread's nursery.
+    /// [`on_realloc_tracked`](Self::on_realloc_tracked) of a block from the calling thread's nursery, which is never
+    /// the profiler's own. A copy, not a call of a shared body: the two callers of one body shared its thread-local
+    /// closure, which the compiler put out of line with the entry passed through memory (W4 in a scope 5.851 G ->
+    /// 6.071 G instructions).
     #[inline(always)]
     fn on_realloc_nursed(&self, block: OwnBlock, new_ptr: usize, old: usize, new: usize) {
         let recorded = THREAD.try_with(|thread| {

@@ -72,17 +72,7 @@ pub(crate) fn remove(ptr: usize) -> Option<Entry> {
 #[cold]
 #[inline(never)]
 fn remove_held(ptr: usize) -> Option<Entry> {
-    remove_anywhere(ptr)
-}
-
-/// [`remove`] with the nurseries' part inlined, for a caller that is out of line itself (a free that may be
-/// tracked).
-#[inline(always)]
-pub(crate) fn remove_anywhere(ptr: usize) -> Option<Entry> {
-    match remove_own_nursed(ptr) {
-        Some(block) => Some(block.entry()),
-        None => remove_elsewhere(ptr),
-    }
+    remove_held_unless_own_nursed(ptr).unwrap_or_else(|block| Some(block.entry()))
 }
 
 /// Whether some thread holds a nursery: then a realloc takes [`remove_held_unless_own_nursed`] (out of line) rather
@@ -103,14 +93,15 @@ pub(crate) fn remove_held_unless_own_nursed(ptr: usize) -> Result<Option<Entry>,
     }
 }
 
-/// The first half of [`remove_anywhere`]: the block at `ptr` if the calling thread's nursery holds it, whose
-/// entry is then always an [`Entry::owned_block`]'s. A free settles such blocks apart, with the entry's constants.
+/// The first half of [`remove_held_unless_own_nursed`]: the block at `ptr` if the calling thread's nursery holds
+/// it, whose entry is then always an [`Entry::owned_block`]'s. A free settles such blocks apart, with the entry's
+/// constants.
 #[inline(always)]
 pub(crate) fn remove_own_nursed(ptr: usize) -> Option<OwnBlock> {
     if nursery::any_held() { nursery::take_own(ptr) } else { None }
 }
 
-/// The second half of [`remove_anywhere`], after [`remove_own_nursed`] found nothing.
+/// The second half of [`remove_held_unless_own_nursed`], after [`remove_own_nursed`] found nothing.
 #[inline(always)]
 pub(crate) fn remove_elsewhere(ptr: usize) -> Option<Entry> {
     // The nurseries first: an entry moving out of one is in the live table before its slot is cleared.
