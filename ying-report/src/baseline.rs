@@ -25,9 +25,11 @@
 use crate::figures::{Figure, Figures};
 use crate::json::{self, Kind, ReadError};
 use crate::report::LeakReport;
-use crate::summary::SummaryTest;
+use crate::terms::sort_sites;
 use crate::test_id::TestId;
 use std::collections::BTreeMap;
+
+pub use crate::terms::{Measured, Sites};
 use std::path::Path;
 
 /// The version of the baseline format.
@@ -49,27 +51,6 @@ const KIND: Kind = Kind {
             binary's; write it anew with `cargo ying test --save-baseline` (its old entries cannot be carried over)",
     newer: "it was written by a later cargo ying than this one; use that one",
 };
-
-/// Which tests a run measured, and so which tests a baseline has entries for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Measured {
-    /// The leak tests (`#[ying::leak_test]`).
-    #[default]
-    LeakTests,
-    /// Every test (`--measure all`): the others measured from outside.
-    All,
-}
-
-impl Measured {
-    /// Its key, as the baseline writes it: `leak-tests`, `all`.
-    pub fn key(self) -> &'static str {
-        match self {
-            Self::LeakTests => "leak-tests",
-            Self::All => "all",
-        }
-    }
-}
 
 /// The whole baseline.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -100,9 +81,6 @@ impl Default for Baseline {
     }
 }
 
-/// Where a test's retained memory was allocated: each site's key ([`BaselineEntry::sites`]) with its bytes.
-pub type Sites = Vec<(String, u64)>;
-
 /// One measured test's recorded memory: the figures the gate judges, and where its largest retained sites are.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -132,7 +110,7 @@ pub struct BaselineEntry {
     /// The largest retained sites, the largest first (at most [`MAX_SITES`], as many as fit in [`MAX_LINE`]), each
     /// keyed by the functions of the package that allocated it, root first, without lines: a site whose line
     /// moves keeps its key. Excused memory is not among them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "sites")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "crate::terms::sites")]
     pub sites: Sites,
     /// The retained bytes of the sites not named in `sites`.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -179,13 +157,6 @@ impl BaselineEntry {
         entry
     }
 
-    /// What the gate compares of a test in a summary, when it is a leak test with figures.
-    pub fn of_summary(test: &SummaryTest) -> Option<Self> {
-        let mut entry = Self::new(test.steady_state.or(test.figures)?, test.sites.iter().cloned());
-        entry.steady_state = test.steady_state.is_some();
-        Some(entry)
-    }
-
     /// One figure, when the entry keeps it (retained bytes always; lost bytes from entries that told them; the
     /// others when they were gated as it was saved).
     pub fn get(&self, figure: Figure) -> Option<u64> {
@@ -225,11 +196,6 @@ impl BaselineEntry {
     pub fn site_bytes(&self) -> BTreeMap<&str, u64> {
         self.sites.iter().map(|(key, bytes)| (key.as_str(), *bytes)).collect()
     }
-}
-
-/// Sorts sites the largest first, then by key.
-fn sort_sites(sites: &mut Sites) {
-    sites.sort_by(|(a, a_bytes), (b, b_bytes)| b_bytes.cmp(a_bytes).then_with(|| a.cmp(b)));
 }
 
 impl Baseline {
@@ -314,23 +280,6 @@ impl serde_json::ser::Formatter for OneLine {
 
     fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
         writer.write_all(b": ")
-    }
-}
-
-/// Sites written as a JSON object, key to bytes, the largest first.
-pub(crate) mod sites {
-    use super::Sites;
-    use std::collections::BTreeMap;
-
-    pub(crate) fn serialize<S: serde::Serializer>(sites: &Sites, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(sites.iter().map(|(key, bytes)| (key, bytes)))
-    }
-
-    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Sites, D::Error> {
-        let map: BTreeMap<String, u64> = serde::Deserialize::deserialize(deserializer)?;
-        let mut sites: Sites = map.into_iter().collect();
-        super::sort_sites(&mut sites);
-        Ok(sites)
     }
 }
 

@@ -29,11 +29,12 @@ mod keys;
 pub mod report;
 pub mod size;
 pub mod summary;
+mod terms;
 mod test_id;
 mod totals;
 
 pub use arguments::{ARGUMENTS, Argument};
-pub use baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BASELINE, Measured};
+pub use baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BASELINE};
 pub use figures::{Figure, Figures};
 pub use folded::{FoldedStack, FoldedStackError};
 pub use frame::Frame;
@@ -41,8 +42,7 @@ pub use json::{ReadError, read_text, resolve_symlinks, write_atomic, write_whole
 pub use keys::closest_key;
 pub use report::{ALLOW_ENV, KNOWN_CODE_ENV, LeakReport, allow_patterns};
 pub use size::{ByteSize, SignedByteSize, SizeError};
-pub use summary::{
-    GateTolerance, GateVerdict, NotRunTarget, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, TestOutcome,
-};
+pub use summary::{GateTolerance, NotRunTarget, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest};
+pub use terms::{GateVerdict, Measured, TestOutcome};
 pub use test_id::{TargetKind, TestId, TestIdError, as_display, file_name_component, stable_hash};
 pub use totals::Totals;

@@ -1,12 +1,15 @@
 //! `summary.json`: every test of a `cargo ying test` run with its outcome, its gate verdict, and for leak tests
 //! its figures and files.
 
-use crate::baseline::{Measured, Sites};
+use crate::baseline::BaselineEntry;
 use crate::figures::Figures;
 use crate::json::{self, Kind, ReadError};
+use crate::terms::{Measured, Sites};
 use crate::test_id::TestId;
 use crate::totals::Totals;
 use std::path::Path;
+
+pub use crate::terms::{GateVerdict, TestOutcome};
 
 /// The version of the summary format.
 pub const SUMMARY_SCHEMA_VERSION: u32 = 3;
@@ -138,7 +141,7 @@ pub struct SummaryTest {
     /// Every site of its judged retained memory, keyed as the baseline keys the few largest
     /// ([`BaselineEntry::sites`](crate::BaselineEntry::sites)), the largest first: what a differential flamegraph of
     /// two runs compares.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "crate::baseline::sites")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "crate::terms::sites")]
     pub sites: Sites,
     /// Retained bytes in the baseline, when the baseline has this test: the figure the gate compares (for a
     /// steady state, the smallest growth of one measured run).
@@ -194,6 +197,14 @@ impl SummaryTest {
             output: None,
         }
     }
+
+    /// What the gate compares of the test, when it is a leak test with figures: its baseline entry, as a run that
+    /// measured it would have recorded it.
+    pub fn baseline_entry(&self) -> Option<BaselineEntry> {
+        let mut entry = BaselineEntry::new(self.steady_state.or(self.figures)?, self.sites.iter().cloned());
+        entry.steady_state = self.steady_state.is_some();
+        Some(entry)
+    }
 }
 
 /// Tests that `cargo test` runs and `cargo ying test` does not, with why and the command that runs them.
@@ -210,80 +221,6 @@ pub struct NotRunTarget {
     pub reason: String,
     /// The command that runs it: `cargo test --doc -p my-crate`, `cargo test -p my-crate --test NAME`.
     pub command: String,
-}
-
-/// How a test ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TestOutcome {
-    /// The test passed.
-    Passed,
-    /// The test failed (a failed assertion, a budget, an error returned).
-    Failed,
-    /// Killed by a signal (abort, segmentation fault, stack overflow, the OOM killer).
-    Crashed,
-    /// Ran past the timeout and was killed.
-    TimedOut,
-    /// Marked `#[ignore]` and not asked for.
-    Ignored,
-    /// Not started: an earlier test failed and fail-fast stopped the run.
-    NotRun,
-}
-
-impl TestOutcome {
-    /// Whether the outcome fails the run.
-    pub fn is_failure(self) -> bool {
-        matches!(self, Self::Failed | Self::Crashed | Self::TimedOut)
-    }
-
-    /// Its name: `passed`, `failed`, `crashed`, `timed-out`, `ignored`, `not-run`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Passed => "passed",
-            Self::Failed => "failed",
-            Self::Crashed => "crashed",
-            Self::TimedOut => "timed-out",
-            Self::Ignored => "ignored",
-            Self::NotRun => "not-run",
-        }
-    }
-}
-
-/// The gate's verdict on one leak test's figures against the baseline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum GateVerdict {
-    /// A gated figure grew past the tolerance, in the run and in every rerun: the run fails.
-    Regressed,
-    /// A gated figure grew past the tolerance in some runs of the test and not in others: reported, and the run
-    /// does not fail.
-    Unstable,
-    /// No gated figure moved past the tolerance.
-    Unchanged,
-    /// Retained memory shrank past the tolerance (or lost bytes past theirs), and no gated figure grew past it.
-    Improved,
-    /// The baseline does not have this test, or has it measured another way (its figures are totals where the
-    /// test now has a steady state, or the reverse).
-    New,
-}
-
-impl GateVerdict {
-    /// Whether saving a baseline keeps the test's recorded entry rather than this run's figures: they did not move
-    /// past the tolerance (or did only in some runs), so an unchanged run rewrites the baseline byte for byte.
-    pub fn keeps_baseline_entry(self) -> bool {
-        matches!(self, Self::Unchanged | Self::Unstable)
-    }
-
-    /// Its name: `regressed`, `unstable`, `unchanged`, `improved`, `new`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Regressed => "regressed",
-            Self::Unstable => "unstable",
-            Self::Unchanged => "unchanged",
-            Self::Improved => "improved",
-            Self::New => "new",
-        }
-    }
 }
 
 #[cfg(test)]

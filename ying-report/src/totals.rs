@@ -1,7 +1,7 @@
 //! A run's totals: its tests by outcome and its leak tests by the gate's verdicts that matter to a reader, as the
 //! terminal's Summary line, the job summary, index.html and summary.json state them.
 
-use crate::summary::{GateVerdict, TestOutcome};
+use crate::terms::{GateVerdict, TestOutcome};
 
 /// A run's totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -21,11 +21,8 @@ fn read_entries(path: &Path) -> Result<(BTreeMap<TestId, BaselineEntry>, Measure
         .is_ok_and(|value| value.get("tests").is_some_and(serde_json::Value::is_array));
     if is_summary {
         let summary = Summary::parse(&text).map_err(error)?;
-        let entries = summary
-            .tests
-            .into_iter()
-            .filter_map(|test| Some((test.id.clone(), BaselineEntry::of_summary(&test)?)))
-            .collect();
+        let entries =
+            summary.tests.into_iter().filter_map(|test| Some((test.id.clone(), test.baseline_entry()?))).collect();
         return Ok((entries, summary.measured));
     }
     let baseline = Baseline::parse(&text).map_err(error)?;
