@@ -1,5 +1,5 @@
 //! Builds the allocation interposer of `cargo ying test --measure all` (`ying-preload`, as one shared library) while
-//! cargo-ying is built, for the binary to carry it (`run::interposer`): an installed cargo-ying needs no source
+//! cargo-ying is built, for the binary to carry it (`run::exec::interposer`): an installed cargo-ying needs no source
 //! tree, no network and no build to measure every test, and fetches nothing by name.
 //!
 //! The library is built from the `ying-preload` beside this package, with this workspace's lock file, by a cargo of

@@ -6,9 +6,9 @@ use crate::gate::Growth;
 use crate::outputs::libtest_json::{FORMAT_VERSION, MessageFormat};
 use crate::outputs::list_json::{ListFormat, ListType};
 use crate::outputs::terminal::ColorChoice;
-use crate::run::build::CargoArgs;
-use crate::run::filterset::Filterset;
-use crate::run::partition::Partition;
+use crate::run::select::build::CargoArgs;
+use crate::run::select::filterset::Filterset;
+use crate::run::select::partition::Partition;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use ying_report::exit_code;
@@ -569,7 +569,7 @@ pub(crate) fn exit_code(error: &clap::Error) -> u8 {
 
 /// Parses `-j`: a count, `num-cpus`, or a negative count, with the machine's cores.
 fn parse_test_threads(text: &str) -> Result<usize, String> {
-    crate::config::test_threads(text, crate::settings::cores())
+    crate::config::test_threads(text, crate::config::cores())
 }
 
 /// Parses an `-E` filterset; the error shows where it went wrong.
@@ -666,7 +666,7 @@ mod tests {
 
     #[test]
     fn test_threads_take_num_cpus_and_a_negative_count() {
-        let cores = crate::settings::cores();
+        let cores = crate::config::cores();
         assert_eq!(test_args(&["-j", "num-cpus"]).jobs, Some(cores));
         assert_eq!(test_args(&["--test-threads", "-1"]).jobs, Some(cores.saturating_sub(1).max(1)));
         assert_eq!(test_args(&["--jobs=2"]).jobs, Some(2));

@@ -127,6 +127,11 @@ impl MaxFail {
     }
 }
 
+/// The cores available to the tests: `-j`'s default, and what `num-cpus` and `-N` count from.
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Parses `-j` and nextest's `test-threads` as nextest does: a count of tests at once, `num-cpus` (`cores`), or a
 /// negative count (that many fewer than `cores`, and at least one).
 pub(crate) fn test_threads(text: &str, cores: usize) -> Result<usize, String> {

@@ -58,6 +58,18 @@ impl Outcome {
         }
     }
 
+    /// The outcome of a test whose process ended with `ended` (exiting with `exit_code`), told by what it left in
+    /// its report directory: whether a leak test `started` in it (its mark, or a report cut short) and whether its
+    /// report was taken. A leak test that started and whose process exited without a report never reported: what
+    /// it retained is unknown, so it fails ([`Self::Unreported`]) whatever code it exited with. Decided here once,
+    /// for `cargo ying test`'s runner and nextest's wrapper alike.
+    pub(crate) fn of_process(ended: Self, exit_code: Option<i32>, started: bool, reported: bool) -> Self {
+        match (ended, exit_code) {
+            (Self::Passed | Self::Failed, Some(code)) if started && !reported => Self::Unreported(code),
+            (ended, _) => ended,
+        }
+    }
+
     /// Whether the outcome fails the run.
     pub(crate) fn is_failure(&self) -> bool {
         self.kind().is_failure()
@@ -124,14 +136,14 @@ pub(crate) struct Files {
 
 /// A failed attempt of a test that was run again (`--retries`).
 #[derive(Clone, Debug)]
-pub(crate) struct Attempt {
+pub(crate) struct FailedAttempt {
     /// How it ended.
     pub outcome: Outcome,
     /// How long it ran.
     pub duration: Duration,
 }
 
-impl Attempt {
+impl FailedAttempt {
     /// The attempt `record` was.
     pub(crate) fn of(record: &TestRecord) -> Self {
         Self { outcome: record.outcome.clone(), duration: record.duration }
@@ -163,7 +175,7 @@ pub(crate) struct TestRecord {
     /// of a run, not for those read back from a summary).
     pub package_dir: Option<PathBuf>,
     /// The attempts that failed before this one, when the test was retried (`--retries`).
-    pub failed_attempts: Vec<Attempt>,
+    pub failed_attempts: Vec<FailedAttempt>,
 }
 
 impl TestRecord {
@@ -541,5 +553,21 @@ mod tests {
         );
         assert!(unreported.is_failure());
         assert!(Outcome::Crashed(String::new()).is_failure() && !Outcome::Ignored.is_failure());
+    }
+
+    #[test]
+    fn a_leak_test_that_started_and_exited_without_a_report_never_reported() {
+        let of = |ended: Outcome, code, started, reported| Outcome::of_process(ended, code, started, reported);
+        // A process that exited, with or without success, after its leak test left its mark and no report.
+        assert_eq!(of(Outcome::Passed, Some(0), true, false), Outcome::Unreported(0));
+        assert_eq!(of(Outcome::Failed, Some(101), true, false), Outcome::Unreported(101));
+        // Reported, or no leak test started: the process's own outcome.
+        assert_eq!(of(Outcome::Passed, Some(0), true, true), Outcome::Passed);
+        assert_eq!(of(Outcome::Failed, Some(1), false, false), Outcome::Failed);
+        // A process that did not exit (killed, timed out, stopped) says so, whatever its report directory holds.
+        let crashed = Outcome::Crashed("SIGABRT".into());
+        assert_eq!(of(crashed.clone(), None, true, false), crashed);
+        let timed_out = Outcome::TimedOut(Duration::from_secs(4));
+        assert_eq!(of(timed_out.clone(), None, true, false), timed_out);
     }
 }

@@ -9,9 +9,9 @@ use crate::gate::{Gating, Tolerance};
 use crate::nextest::config::Profile;
 use crate::outputs::libtest_json::MessageFormat;
 use crate::outputs::terminal;
-use crate::run::build::CargoArgs;
-use crate::run::discover::Selection;
-use crate::run::plan::Request;
+use crate::run::select::build::CargoArgs;
+use crate::run::select::discover::Selection;
+use crate::run::select::plan::Request;
 use crate::workspace::Workspace;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -75,7 +75,7 @@ impl Settings {
     pub(crate) fn resolve(args: &TestArgs, cargo: CargoArgs, workspace: &Workspace) -> Result<Self> {
         let config = &workspace.place.config;
         let request = request(&args.filter, cargo)?;
-        let cores = cores();
+        let cores = crate::config::cores();
         let profile = match &args.profile {
             Some(name) => nextest_profile(workspace.root(), name, cores)?,
             None => Profile::default(),
@@ -154,11 +154,6 @@ fn ignored(args: &TestArgs, no_capture: bool) -> Vec<String> {
         .filter(|(_, given)| *given)
         .map(|(flag, _)| format!("ignoring {flag} because {because}"))
         .collect()
-}
-
-/// The cores available to the tests: `-j`'s default, and what `num-cpus` and `-N` count from.
-pub(crate) fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// After how many failures a run stops starting tests: the flags (the last of `--fail-fast`, `--no-fail-fast` and

@@ -11,12 +11,12 @@ use crate::baseline::BaselineFile;
 use crate::cli::GateArgs;
 use crate::ending::{self, Ending};
 use crate::error::{Error, Result};
-use crate::model::{Attempt, Leak, Outcome, Run, TestRecord};
+use crate::model::{FailedAttempt, Leak, Outcome, Run, TestRecord};
 use crate::nextest::record::{self, Record};
 use crate::outputs::artifacts;
 use crate::outputs::libtest_json::MessageFormat;
 use crate::outputs::terminal::{self, Reporter};
-use crate::run::run_lock::RunLock;
+use crate::run::exec::run_lock::RunLock;
 use crate::settings;
 use crate::workspace::{Place, Workspace};
 use std::path::Path;
@@ -95,7 +95,7 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     }
     let ending = Ending {
         out_dir,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        jobs: crate::config::cores(),
         measured: Measured::All,
         started_at,
         gating: &gating,
@@ -127,7 +127,7 @@ fn test_record(record: Record, run_dir: &Path, out_dir: &Path) -> Result<TestRec
     test.warnings = record.warnings;
     // The attempts before the last failed (nextest retries a failure only).
     test.failed_attempts =
-        (1..record.attempt).map(|_| Attempt { outcome: Outcome::Failed, duration: Duration::ZERO }).collect();
+        (1..record.attempt).map(|_| FailedAttempt { outcome: Outcome::Failed, duration: Duration::ZERO }).collect();
     if let Some(path) = record.report {
         let from = run_dir.join(&path);
         let report =

@@ -1,10 +1,10 @@
 //! `cargo ying setup nextest`: adds the profile `ying` to `.config/nextest.toml` (see `nextest::profile`), and makes
-//! the allocation interposer ready, as the wrapper then finds it (`run::interposer::library`).
+//! the allocation interposer ready, as the wrapper then finds it (`run::exec::interposer::library`).
 
 use crate::cli::SetupNextestArgs;
 use crate::error::{Error, Result};
 use crate::nextest::profile::{self, Change};
-use crate::run::interposer;
+use crate::run::exec::interposer;
 use crate::workspace::Workspace;
 use ying_report::exit_code;
 

@@ -8,15 +8,15 @@ use crate::error::{Error, Result};
 use crate::model::Run;
 use crate::outputs::libtest_json::LibtestJson;
 use crate::outputs::{artifacts, listing, terminal};
-use crate::run::build::{self, TestBinary};
-use crate::run::discover::TestCase;
-use crate::run::interposer;
-use crate::run::order::LastRun;
-use crate::run::plan::Plan;
-use crate::run::rerun;
-use crate::run::run_lock::RunLock;
-use crate::run::runner::{self, Finished, RunOptions};
-use crate::run::symbols::Symbolizer;
+use crate::run::exec::rerun;
+use crate::run::exec::run_lock::RunLock;
+use crate::run::exec::runner::{self, Finished, RunOptions};
+use crate::run::exec::{attempt, interposer};
+use crate::run::names::symbols::Symbolizer;
+use crate::run::select::build::{self, TestBinary};
+use crate::run::select::discover::TestCase;
+use crate::run::select::order::LastRun;
+use crate::run::select::plan::Plan;
 use crate::settings::Settings;
 use crate::signals;
 use crate::workspace::Workspace;
@@ -55,7 +55,7 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
         Prepared::NoTests(not_run) => {
             // Why there is nothing to run, when what was selected is what cargo ying does not run.
             for target in &not_run {
-                eprintln!("{:>12} {}", "NOT RUN", crate::run::not_run::describe(target));
+                eprintln!("{:>12} {}", "NOT RUN", crate::run::select::not_run::describe(target));
             }
             return Ok(no_tests(settings.no_tests));
         }
@@ -143,7 +143,7 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
         interposer,
         symbolizer,
         known_code: Arc::default(),
-        allow: (!settings.allow.is_empty()).then(|| serde_json::to_string(&settings.allow).unwrap_or_default().into()),
+        allow: attempt::allow_value(&settings.allow),
     };
     let start = last_run.start_order(&plan.tests);
     Ok(Prepared::Run(Box::new((plan, options, start))))
@@ -198,7 +198,7 @@ fn run_tests(
     let (started, started_at) = (Instant::now(), SystemTime::now());
     let mut events = LibtestJson::new(settings.message_format, &plan.tests, &plan.listed);
     let records = runner::run(&plan.tests, start, options, |finished| match finished {
-        Finished::Attempt(id, number, attempt) => reporter.attempt(id, *number, attempt),
+        Finished::FailedAttempt(id, number, attempt) => reporter.attempt(id, *number, attempt),
         Finished::Test(_, record) => {
             artifacts::allocated_flamegraph_now(record, &options.out_dir);
             reporter.result(record);

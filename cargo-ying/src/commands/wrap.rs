@@ -12,24 +12,21 @@
 //! Where things are: the target directory is the one the test binary is in (cargo keeps its `.rustc_info.json`
 //! there, and `cargo ying gate` finds the same directory through `cargo metadata`), or, for a binary extracted
 //! from an archive, the workspace's (`CARGO_TARGET_DIR`, else `target` under its root; `cargo ying gate
-//! --workspace-remap` reads it the same way). The interposer is the one cargo-ying carries (`run::interposer`):
+//! --workspace-remap` reads it the same way). The interposer is the one cargo-ying carries (`run::exec::interposer`):
 //! a machine that runs an archive's tests needs cargo-ying, nothing more.
 
 use crate::cli::WrapArgs;
 use crate::error::{Error, Result, WrapError};
 use crate::model::Outcome;
 use crate::nextest::record::{self, Record};
-use crate::run::collect::take_report;
-use crate::run::known_code::KnownCodes;
-use crate::run::process::Waited;
-use crate::run::runner::{self, Measuring};
-use crate::run::symbols::Symbolizer;
+use crate::run::exec::attempt::{self, Attempting, Measuring, Output, Watch};
+use crate::run::exec::known_code::KnownCodes;
+use crate::run::names::symbols::Symbolizer;
 use crate::workspace::Place;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime};
 use ying_report::report::TestIdentity;
-use ying_report::{TargetKind, TestId, TestOutcome};
+use ying_report::{TargetKind, TestId};
 
 /// How many directories above the test binary its target directory may be (`<target>/<triple>/debug/deps/`).
 const LEVELS: usize = 5;
@@ -43,7 +40,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let run_id = nextest("NEXTEST_RUN_ID")?;
     let binary_id = nextest("NEXTEST_BINARY_ID")?;
     let name = nextest("NEXTEST_TEST_NAME")?;
-    let attempt = nextest("NEXTEST_ATTEMPT").ok().and_then(|attempt| attempt.parse().ok()).unwrap_or(1);
+    let attempt_number = nextest("NEXTEST_ATTEMPT").ok().and_then(|attempt| attempt.parse().ok()).unwrap_or(1);
     let package_dir = std::env::current_dir().map_err(Error::io("read", "the current directory"))?;
     let root = std::env::var_os("NEXTEST_WORKSPACE_ROOT").map_or_else(|| package_dir.clone(), PathBuf::from);
     let place = Place::read(&root)?;
@@ -52,69 +49,67 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let ancestors: Vec<&Path> = binary.ancestors().skip(1).take(LEVELS).collect();
     let target_dir = ancestors.iter().find(|dir| dir.join(".rustc_info.json").is_file());
     let out_dir = target_dir.map_or_else(|| place.out_dir(None), |dir| dir.join("ying"));
-    let interposer = crate::run::interposer::library()?;
+    let interposer = crate::run::exec::interposer::library()?;
 
-    if crate::run::interposer::preloads(&binary) == Some(false) {
+    if crate::run::exec::interposer::preloads(&binary) == Some(false) {
         return Err(Error::Wrap(WrapError::StaticBinary(binary)));
     }
     let run_dir = record::run_dir(&out_dir, &run_id);
     let report_dir = run_dir.join("tmp").join(std::process::id().to_string());
     std::fs::create_dir_all(&report_dir).map_err(Error::io("create", &report_dir))?;
-    let token = runner::run_token(0);
-    let allow = place.config.allow.as_ref().filter(|allow| !allow.is_empty());
-    let allow = allow.map(|allow| serde_json::to_string(allow).unwrap_or_default());
+    let token = attempt::run_token(0);
+    let allow = attempt::allow_value(place.config.allow.as_deref().unwrap_or_default());
     let mut command = Command::new(&binary);
     command.args(test_args);
-    Measuring {
-        report_dir: &report_dir,
-        token: &token,
-        known_code: KnownCodes::default().env_value(&binary),
-        allow: allow.as_deref(),
-        interposer: Some((&interposer, identity)),
-    }
-    .apply(&mut command);
-
-    let (started, started_at) = (Instant::now(), SystemTime::now());
-    // In this process's group, which nextest ends at the test's timeout or when it is stopped: the test goes with it.
-    let spawn_failed = |source| Error::Wrap(WrapError::Spawn { path: binary.clone(), source });
-    let status = command.spawn().and_then(|mut child| child.wait()).map_err(spawn_failed)?;
-    let duration = started.elapsed();
-    #[cfg(unix)]
-    let killed_by = std::os::unix::process::ExitStatusExt::signal(&status);
-    #[cfg(not(unix))]
-    let killed_by: Option<i32> = None;
-    let (outcome, exit_code) = runner::outcome(Waited::Exited(status), Duration::ZERO);
-
     let symbolizer = Symbolizer::keeping_frames_in(out_dir.join("symbols"))
         .excusing(place.config.allow.clone().unwrap_or_default())
         .alone();
-    let collected =
-        take_report(&id, &report_dir, &run_dir, &token, |report| symbolizer.complete(report, &binary, &package_dir));
+    let attempt = Attempting {
+        id: &id,
+        binary: &binary,
+        package_dir: &package_dir,
+        command,
+        measuring: Measuring {
+            report_dir: &report_dir,
+            token: &token,
+            known_code: KnownCodes::default().env_value(&binary),
+            allow: allow.as_deref(),
+            interposer: Some((&interposer, identity)),
+        },
+        // The test's output goes to nextest, which captures it.
+        output: Output::Inherited,
+        // In this process's group, which nextest ends at the test's timeout or when it is stopped: the test goes
+        // with it.
+        watch: Watch::CallersGroup,
+        store: &run_dir,
+        symbolizer: &symbolizer,
+    }
+    .run()
+    .map_err(|source| Error::Wrap(WrapError::Spawn { path: binary.clone(), source }))?;
     symbolizer.save();
     let _ = std::fs::remove_dir_all(&report_dir);
     // Empty once no test of the run is running.
     let _ = std::fs::remove_dir(run_dir.join("tmp"));
-    let unreported = collected.started && collected.leak.is_none() && exit_code.is_some();
-    let signal = match &outcome {
+    let unreported = matches!(attempt.outcome, Outcome::Unreported(_));
+    let signal = match &attempt.outcome {
         Outcome::Crashed(signal) => Some(signal.clone()),
         _ => None,
     };
-    let kind = if unreported { TestOutcome::Failed } else { outcome.kind() };
     Record {
         id,
-        outcome: kind,
+        outcome: attempt.outcome.kind(),
         signal,
-        exit_code,
+        exit_code: attempt.exit_code,
         unreported,
-        duration: duration.as_secs_f64(),
-        started_at: humantime::format_rfc3339_millis(started_at).to_string(),
-        attempt,
-        report: collected.leak.map(|leak| leak.path),
-        warnings: collected.warnings,
+        duration: attempt.duration.as_secs_f64(),
+        started_at: humantime::format_rfc3339_millis(attempt.started_at).to_string(),
+        attempt: attempt_number,
+        report: attempt.leak.map(|leak| leak.path),
+        warnings: attempt.warnings,
     }
     .write(&run_dir)?;
 
-    match (killed_by, exit_code) {
+    match (attempt.killed_by, attempt.exit_code) {
         (Some(signal), _) => {
             end_like(signal);
             Ok(ying_report::exit_code::TEST_FAILED)

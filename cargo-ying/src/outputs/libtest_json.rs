@@ -13,7 +13,7 @@
 //! unstarted, count as filtered out. Memory is not in these events: the gate's verdict comes after every test, and summary.json has it.
 
 use crate::model::{Outcome, TestRecord};
-use crate::run::discover::TestCase;
+use crate::run::select::discover::TestCase;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;

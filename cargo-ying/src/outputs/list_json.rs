@@ -9,9 +9,9 @@
 //! build scripts' output directories and environments); what cargo ying does not know of it is left out rather than
 //! made up (the platforms but the cross-compiled triple, which nextest-metadata reads as optional).
 
-use crate::run::build::{BuildMeta, TestBinary};
-use crate::run::discover::{Mismatch, Selection};
-use crate::run::plan::Plan;
+use crate::run::select::build::{BuildMeta, TestBinary};
+use crate::run::select::discover::{Mismatch, Selection};
+use crate::run::select::plan::Plan;
 use cargo_metadata::Metadata;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;

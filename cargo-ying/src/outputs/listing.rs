@@ -2,9 +2,9 @@
 //! run, indented, as cargo-nextest lists them and in its order (or, `-T oneline`, each test after its binary's id),
 //! on standard output; the count on standard error.
 
-use crate::run::discover::TestCase;
-use crate::run::partition::binary_order;
-use crate::run::plan::Plan;
+use crate::run::select::discover::TestCase;
+use crate::run::select::partition::binary_order;
+use crate::run::select::plan::Plan;
 use std::fmt::Write as _;
 
 /// Prints the tests of `plan` that run to standard output, by binary (`oneline`: one a line, after its binary's id);
@@ -28,7 +28,7 @@ pub(crate) fn print(plan: &Plan, oneline: bool) {
         if plan.binaries_with_tests() == 1 { "y" } else { "ies" }
     );
     for target in &plan.not_run {
-        eprintln!("{:>12} {}", "NOT RUN", crate::run::not_run::describe(target));
+        eprintln!("{:>12} {}", "NOT RUN", crate::run::select::not_run::describe(target));
     }
 }
 

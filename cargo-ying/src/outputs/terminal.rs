@@ -4,7 +4,7 @@
 //! terminal, plain lines only.
 
 use crate::gate::Reruns;
-use crate::model::{Attempt, Outcome, Run, TestRecord, seconds};
+use crate::model::{FailedAttempt, Outcome, Run, TestRecord, seconds};
 use crate::signals;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
@@ -182,7 +182,7 @@ impl Reporter {
     }
 
     /// A failed attempt of a test that runs again (`--retries`), as it ends: `TRY 1 FAIL [ 0.012s] my-crate::t x`.
-    pub(crate) fn attempt(&self, id: &TestId, number: usize, attempt: &Attempt) {
+    pub(crate) fn attempt(&self, id: &TestId, number: usize, attempt: &FailedAttempt) {
         let Some((label, _)) = outcome_label(&attempt.outcome) else { return };
         let reason = attempt.outcome.reason().map_or_else(String::new, |reason| format!(" ({reason})"));
         let duration = seconds(attempt.duration);
@@ -430,7 +430,7 @@ impl Reporter {
     /// line, and again above the Summary.
     pub(crate) fn not_run(&self, targets: &[ying_report::NotRunTarget]) {
         for target in targets {
-            self.line(&format!("{} {}", self.label(YELLOW, "NOT RUN"), crate::run::not_run::describe(target)));
+            self.line(&format!("{} {}", self.label(YELLOW, "NOT RUN"), crate::run::select::not_run::describe(target)));
         }
     }
 

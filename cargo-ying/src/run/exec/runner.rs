@@ -2,23 +2,22 @@
 //! process attribution and a report directory; crashes and timeouts are test results, not errors of the run. A
 //! failing test runs again up to `--retries` times; the last attempt is its result.
 
-use crate::model::{Attempt, Outcome, TestRecord};
-use crate::run::collect::take_report;
-use crate::run::discover::TestCase;
-use crate::run::interposer::{PRELOAD_ENV, preload_value};
-use crate::run::known_code::{KNOWN_CODE_ENV, KnownCodes};
-use crate::run::process::{self, Waited};
-use crate::run::symbols::Symbolizer;
+use crate::model::{FailedAttempt, Outcome, TestRecord};
+use crate::run::exec::attempt::{self, Attempting, Measuring, Output, Watch};
+use crate::run::exec::interposer::PRELOAD_ENV;
+use crate::run::exec::known_code::{KNOWN_CODE_ENV, KnownCodes};
+use crate::run::names::symbols::Symbolizer;
+use crate::run::select::discover::TestCase;
 use crate::signals;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 use ying_report::report::{
-    ALLOW_ENV, ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
+    ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
 };
 
 /// How to run the tests.
@@ -45,7 +44,7 @@ pub(crate) struct RunOptions {
     pub symbolizer: Arc<Symbolizer>,
     /// The code each test binary's processes know by address, read once per binary; the run's and its reruns'.
     pub known_code: Arc<KnownCodes>,
-    /// The workspace's `allow` patterns, passed to every test process as JSON in [`ALLOW_ENV`] (when there are any).
+    /// The workspace's `allow` patterns, passed to every test process as JSON ([`attempt::allow_value`]).
     pub allow: Option<Arc<str>>,
 }
 
@@ -70,16 +69,6 @@ impl RunOptions {
     }
 }
 
-#[cfg(unix)]
-fn killed_by(status: &ExitStatus) -> Option<i32> {
-    std::os::unix::process::ExitStatusExt::signal(status)
-}
-
-#[cfg(not(unix))]
-fn killed_by(_: &ExitStatus) -> Option<i32> {
-    None
-}
-
 /// The most of a test's output kept in memory: its end. The whole of it stays in a file for a failed test.
 const OUTPUT_TAIL: u64 = 1 << 20;
 
@@ -97,15 +86,6 @@ fn output_tail(path: &Path) -> std::io::Result<(String, bool)> {
     file.take(OUTPUT_TAIL).read_to_end(&mut bytes)?;
     let start = if cut { bytes.iter().position(|&byte| byte == b'\n').map_or(0, |at| at + 1) } else { 0 };
     Ok((String::from_utf8_lossy(&bytes[start..]).into_owned(), cut))
-}
-
-/// A token no other run, and no other test of this run, has: what a test's report must carry to be taken.
-pub(crate) fn run_token(index: usize) -> String {
-    use std::hash::BuildHasher;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let [a, b] = [0u8, 1]
-        .map(|half| std::collections::hash_map::RandomState::new().hash_one((half, index, std::process::id(), now)));
-    format!("{a:016x}{b:016x}")
 }
 
 /// What every test process gets after `--exact NAME`: its output uncaptured (cargo ying captures it), one thread.
@@ -128,12 +108,12 @@ pub(crate) fn describe(options: &RunOptions) -> String {
     )
 }
 
-/// Runs one test in its own process, and takes its report, its stacks symbolised with the options' symbolizer (which
-/// the workers share: each executable's debug information is loaded once). Its output goes to a file, of which only the
-/// end is read; the file is kept (`output/<test>.log`) when the test failed, else removed (a process the test left
-/// running outside its group writes to a file no one reads). `scratch` is the directory of the worker that runs it, for
-/// the whole run, and its report directory the next test's (directories created and deleted for every test cost more
-/// than a short test on some file systems).
+/// Runs one test in its own process ([`Attempting`]), and takes its report, its stacks symbolised with the options'
+/// symbolizer (which the workers share: each executable's debug information is loaded once). Its output goes to a
+/// file, of which only the end is read; the file is kept (`output/<test>.log`) when the test failed, else removed (a
+/// process the test left running outside its group writes to a file no one reads). `scratch` is the directory of the
+/// worker that runs it, for the whole run, and its report directory the next test's (directories created and
+/// deleted for every test cost more than a short test on some file systems).
 fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path, cancel: &AtomicBool) -> TestRecord {
     let started = Instant::now();
     let id = test.id();
@@ -143,54 +123,51 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path, 
     }
     let output_path = scratch.join("output");
     let report_dir = scratch.join("report");
-    let token = run_token(index);
-    let spawned = File::create(&output_path).and_then(|output| {
-        let (stdout, stderr) = if options.no_capture {
-            (Stdio::inherit(), Stdio::inherit())
-        } else {
-            (output.try_clone()?.into(), output.into())
-        };
-        let mut command = command(test, options, &report_dir, &token);
-        process::spawn(command.stdout(stdout).stderr(stderr))
-    });
-    let mut child = match spawned {
-        Ok(child) => child,
+    let token = attempt::run_token(index);
+    let binary = &test.binary;
+    let attempt = Attempting {
+        id: &id,
+        binary: &binary.path,
+        package_dir: &binary.package_dir,
+        command: command(test, options),
+        measuring: Measuring {
+            report_dir: &report_dir,
+            token: &token,
+            known_code: options.known_code.env_value(&binary.path),
+            allow: options.allow.as_deref(),
+            interposer: options
+                .interposer
+                .as_deref()
+                .map(|library| (library, TestIdentity::listed(&binary.package, binary.kind, &binary.name, &test.name))),
+        },
+        output: if options.no_capture { Output::Inherited } else { Output::File(&output_path) },
+        watch: Watch::OwnGroup { timeout: options.timeout, cancel, max_fail: options.max_fail.unwrap_or(0) },
+        store: &options.out_dir,
+        symbolizer: &options.symbolizer,
+    }
+    .run();
+    let attempt = match attempt {
+        Ok(attempt) => attempt,
         Err(error) => {
-            let message = format!("cargo ying: failed to start {}: {error}", test.binary.path.display());
+            let message = format!("cargo ying: failed to start {}: {error}", binary.path.display());
             return finish(Outcome::Failed, message);
         }
     };
-    let waited = process::wait_unless(&mut child, started, options.timeout, cancel);
-    let (outcome, exit_code) = match waited {
-        Waited::Cancelled => (Outcome::Cancelled(options.max_fail.unwrap_or(0)), None),
-        waited => outcome(waited, options.timeout),
-    };
-    let collected = take_report(&id, &report_dir, &options.out_dir, &token, |report| {
-        options.symbolizer.complete(report, &test.binary.path, &test.binary.package_dir)
-    });
-    let outcome = match (outcome, exit_code) {
-        // The leak test started and its process exited, yet it never reported: its figures are unknown.
-        (Outcome::Passed | Outcome::Failed, Some(code)) if collected.started && collected.leak.is_none() => {
-            Outcome::Unreported(code)
-        }
-        (outcome, _) => outcome,
-    };
-    let keep = outcome.is_failure() && !options.no_capture;
+    let keep = attempt.outcome.is_failure() && !options.no_capture;
     let (output, kept) = read_output(&output_path, keep.then(|| (options.out_dir.as_path(), id.output_path())));
-    let mut record = finish(outcome, output);
-    record.package_dir = Some(test.binary.package_dir.clone());
-    record.leak = collected.leak;
-    record.warnings = collected.warnings;
+    let mut record = finish(attempt.outcome, output);
+    record.package_dir = Some(binary.package_dir.clone());
+    record.leak = attempt.leak;
+    record.warnings = attempt.warnings;
     record.files.output = kept;
     clear(&report_dir);
     let _ = std::fs::remove_file(&output_path);
     record
 }
 
-/// The command that runs `test` alone: its binary with libtest's arguments, in its package's directory, with the
-/// environment that asks a leak test for its report (in `report_dir`, carrying `token`) and, under `--measure all`,
-/// preloads the interposer.
-fn command(test: &TestCase, options: &RunOptions, report_dir: &Path, token: &str) -> Command {
+/// The command that runs `test` alone: its binary with libtest's arguments, in its package's directory, its input
+/// closed. [`Measuring`] sets what asks it for its report.
+fn command(test: &TestCase, options: &RunOptions) -> Command {
     let mut command = Command::new(&test.binary.path);
     command
         .args(["--exact", &test.name])
@@ -199,75 +176,7 @@ fn command(test: &TestCase, options: &RunOptions, report_dir: &Path, token: &str
         .args(&options.passthrough)
         .current_dir(&test.binary.package_dir)
         .stdin(Stdio::null());
-    let binary = &test.binary;
-    let measuring = Measuring {
-        report_dir,
-        token,
-        known_code: options.known_code.env_value(&binary.path),
-        allow: options.allow.as_deref(),
-        interposer: options
-            .interposer
-            .as_deref()
-            .map(|library| (library, TestIdentity::listed(&binary.package, binary.kind, &binary.name, &test.name))),
-    };
-    measuring.apply(&mut command);
     command
-}
-
-/// What a test process is told to be measured: the report directory, the run's token, process attribution and
-/// deferred symbols; the code it knows by address and the workspace's `allow` patterns when there are any; and,
-/// under `--measure all` (and nextest's wrapper), the interposer preloaded with the test's identity.
-pub(crate) struct Measuring<'a> {
-    /// Where its report goes.
-    pub report_dir: &'a Path,
-    /// The run's token, which its report must carry.
-    pub token: &'a str,
-    /// [`KNOWN_CODE_ENV`]'s value for its binary.
-    pub known_code: Option<Arc<str>>,
-    /// [`ALLOW_ENV`]'s value, JSON.
-    pub allow: Option<&'a str>,
-    /// The interposer to preload, and the identity of the test it measures.
-    pub interposer: Option<(&'a Path, TestIdentity)>,
-}
-
-impl Measuring<'_> {
-    /// Sets the environment of `command`.
-    pub(crate) fn apply(&self, command: &mut Command) {
-        command
-            .env(REPORT_DIR_ENV, self.report_dir)
-            .env(ATTRIBUTION_ENV, "process")
-            .env(DEFER_SYMBOLS_ENV, "1")
-            .env(RUN_TOKEN_ENV, self.token);
-        if let Some(allow) = self.allow {
-            command.env(ALLOW_ENV, allow);
-        }
-        if let Some(known_code) = &self.known_code {
-            command.env(KNOWN_CODE_ENV, &**known_code);
-        }
-        if let Some((library, identity)) = &self.interposer {
-            let identity = serde_json::to_string(identity).expect("an identity is JSON");
-            command.env(PRELOAD_ENV, preload_value(library)).env(MEASURE_TEST_ENV, identity);
-        }
-    }
-}
-
-/// How a test process ended, as a test's outcome, and its exit code when it exited.
-pub(crate) fn outcome(waited: Waited, timeout: Duration) -> (Outcome, Option<i32>) {
-    match waited {
-        Waited::Exited(status) => {
-            let outcome = match killed_by(&status) {
-                Some(signal) => Outcome::Crashed(signals::name(signal)),
-                None if status.success() => Outcome::Passed,
-                None => Outcome::Failed,
-            };
-            (outcome, status.code())
-        }
-        Waited::TimedOut => (Outcome::TimedOut(timeout), None),
-        Waited::Interrupted(signal) => (Outcome::Interrupted(signal), None),
-        // Only a run that can cancel its tests waits so (`run_one`); this one never tells how many failed.
-        Waited::Cancelled => (Outcome::Cancelled(0), None),
-        Waited::Failed(_) => (Outcome::Failed, None),
-    }
 }
 
 /// The end of a test's output in `path` (see [`output_tail`]) and, when `keep` gives the output directory and the
@@ -316,7 +225,7 @@ fn skipped(test: &TestCase, outcome: Outcome) -> TestRecord {
 pub(crate) enum Finished {
     /// A failed attempt of a test that runs again (`--retries`): the test, the attempt's number, from 1, and how it
     /// ended.
-    Attempt(ying_report::TestId, usize, Attempt),
+    FailedAttempt(ying_report::TestId, usize, FailedAttempt),
     /// A test's last attempt, by its index among the tests.
     Test(usize, Box<TestRecord>),
 }
@@ -370,9 +279,13 @@ pub(crate) fn run(
                         && !cancel.load(Ordering::Relaxed)
                     {
                         // Each failed attempt is shown as it ends, as nextest shows them.
-                        let attempt = Attempt::of(&result);
+                        let attempt = FailedAttempt::of(&result);
                         if sender
-                            .send(Finished::Attempt(result.id.clone(), failed_attempts.len() + 1, attempt.clone()))
+                            .send(Finished::FailedAttempt(
+                                result.id.clone(),
+                                failed_attempts.len() + 1,
+                                attempt.clone(),
+                            ))
                             .is_err()
                         {
                             break;

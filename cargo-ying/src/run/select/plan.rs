@@ -2,10 +2,10 @@
 //! `cargo ying test` runs and `cargo ying list` lists.
 
 use crate::error::Result;
-use crate::run::build::{self, BuildMeta, CargoArgs, TestBinary};
-use crate::run::discover::{self, Selection, TestCase};
-use crate::run::not_run;
-use crate::run::partition::{Candidate, Partition};
+use crate::run::select::build::{self, BuildMeta, CargoArgs, TestBinary};
+use crate::run::select::discover::{self, Selection, TestCase};
+use crate::run::select::not_run;
+use crate::run::select::partition::{Candidate, Partition};
 use cargo_metadata::Metadata;
 use std::sync::Arc;
 use ying_report::NotRunTarget;

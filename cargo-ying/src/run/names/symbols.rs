@@ -4,8 +4,8 @@
 //! change, once for all runs ([`SymbolCache`]). A retained site's type is read there too, at the frame the frame
 //! rules pick ([`ying_frames::types`]), by [`DebugTypes`] at the frame's entry addr2line gives.
 
-use crate::run::code_units::{CodeKey, CodeUnits};
-use crate::run::symbol_cache::{KeptTypes, SymbolCache};
+use crate::run::names::code_units::{CodeKey, CodeUnits};
+use crate::run::names::symbol_cache::{KeptTypes, SymbolCache};
 use addr2line::Loader;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ pub(crate) struct Symbolizer {
     expected: Mutex<HashMap<PathBuf, usize>>,
     /// How many executables have their debug information loaded.
     loaded: Arc<Loaded>,
-    /// What every executable of the run named (see [`code_units`](crate::run::code_units)).
+    /// What every executable of the run named (see [`code_units`](crate::run::names::code_units)).
     shared: Arc<SharedFrames>,
 }
 
@@ -224,7 +224,7 @@ impl Executable {
             AllocatedType::Known { name, .. } => Some(name.to_owned()),
             AllocatedType::Argument { parameter, .. } => {
                 let path = &self.path;
-                let types = self.debug_types.get_or_insert_with(|| crate::run::types::open(path)).as_ref()?;
+                let types = self.debug_types.get_or_insert_with(|| crate::run::names::types::open(path)).as_ref()?;
                 types.argument(call, entry, parameter)
             }
         }
@@ -274,16 +274,6 @@ fn demangle(name: &str) -> String {
 /// one unit of tens of thousands of line rows and entries: most of the time naming a binary's first report takes.
 const LIBRARY_UNITS: [&str; 4] =
     ["/library/std/src/lib.rs", "/library/core/src/lib.rs", "/library/alloc/src/lib.rs", "/library/test/src/lib.rs"];
-
-/// The test executable at `executable`, open and mapped for reading.
-pub(crate) fn map_executable(executable: &Path) -> Option<(std::fs::File, memmap2::Mmap)> {
-    let file = std::fs::File::open(executable).ok()?;
-    // SAFETY: a read-only private mapping of a test executable, which nothing writes while the run goes on (cargo
-    // builds it before, and a running executable cannot be written); the bytes are only read, and a truncated file
-    // at worst fails to parse.
-    let bytes = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    Some((file, bytes))
-}
 
 /// Each of `units` that is one of [`LIBRARY_UNITS`], with an address of its code.
 fn library_units(units: &CodeUnits) -> Vec<(Arc<str>, u64)> {
@@ -361,7 +351,7 @@ impl Symbolizer {
 
     /// Opens `executable`'s frames ahead of its first report and, unless frames were kept for it, loads its debug
     /// information and parses its [`LIBRARY_UNITS`] that no executable of the run parsed before (the others' frames
-    /// serve it there, see [`code_units`](crate::run::code_units)), for a thread with nothing else to do while the
+    /// serve it there, see [`code_units`](crate::run::names::code_units)), for a thread with nothing else to do while the
     /// tests are listed: naming the first report then takes a fraction of the time. A report of the executable
     /// waits until this is done (it would do the same work). Waits first until fewer than [`PREPARED_AHEAD`]
     /// executables have their debug information loaded.
@@ -491,8 +481,9 @@ impl Stacks<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LIBRARY_UNITS, Symbolizer, demangle, frame_entries, library_units, map_executable};
-    use crate::run::code_units::CodeUnits;
+    use super::{LIBRARY_UNITS, Symbolizer, demangle, frame_entries, library_units};
+    use crate::run::names::code_units::CodeUnits;
+    use crate::run::names::executable::map_executable;
     use std::hint::black_box;
     use std::path::{Path, PathBuf};
     use ying_report::Frame;
@@ -759,13 +750,13 @@ mod tests {
         assert_eq!(calls_inlined(black_box(3)), 14);
         let executable = std::env::current_exe().unwrap();
         let loader = addr2line::Loader::new(&executable).unwrap();
-        let types = crate::run::types::open(&executable).unwrap();
+        let types = crate::run::names::types::open(&executable).unwrap();
         let (_, map) = map_executable(&executable).unwrap();
         let object = object::File::parse(&*map).unwrap();
         // This test's function, unoptimised, and functions of the standard library, optimised, with much inlined
         // into them.
         let functions = [
-            "cargo_ying::run::symbols::tests::calls_inlined",
+            "cargo_ying::run::names::symbols::tests::calls_inlined",
             "core::fmt::write",
             "alloc::fmt::format::format_inner",
             "std::io::stdio::_print",

@@ -4,7 +4,7 @@
 //! The test executables of a suite link the same compiled units: the standard library's, and each dependency's
 //! codegen units. The frames an address is named with depend on nothing but its unit's debug information and its
 //! place in its function, so the frames one executable's address was named with serve every other executable's
-//! address at the same key ([`Symbolizer`](crate::run::symbols::Symbolizer)): the standard library's units, tens
+//! address at the same key ([`Symbolizer`](crate::run::names::symbols::Symbolizer)): the standard library's units, tens
 //! of thousands of line rows each, are parsed once in a run instead of once per executable.
 //!
 //! Only units rustc names give keys: `<crate root>/@/<codegen unit>`, where the codegen unit's name carries a hash
@@ -55,7 +55,7 @@ impl CodeUnits {
     fn read_from(executable: &Path, aranges: bool) -> Self {
         use object::{Object, ObjectSection};
         let mut units = Self::default();
-        let Some((_, bytes)) = super::symbols::map_executable(executable) else { return units };
+        let Some((_, bytes)) = super::executable::map_executable(executable) else { return units };
         let Ok(object) = object::File::parse(&*bytes) else { return units };
         let endian = if object.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
         let section = |id: gimli::SectionId| -> Result<gimli::EndianSlice<'_, gimli::RunTimeEndian>, gimli::Error> {
@@ -219,7 +219,7 @@ mod tests {
     fn own_code_symbol() -> (u64, String) {
         use object::{Object, ObjectSymbol};
         assert_eq!(own_code(black_box(2)), 6);
-        let (_, map) = crate::run::symbols::map_executable(&std::env::current_exe().unwrap()).unwrap();
+        let (_, map) = crate::run::names::executable::map_executable(&std::env::current_exe().unwrap()).unwrap();
         let object = object::File::parse(&*map).unwrap();
         let symbol = object.symbols().find(|symbol| symbol.name().is_ok_and(|name| name.contains("own_code"))).unwrap();
         (symbol.address(), symbol.name().unwrap().to_owned())

@@ -76,7 +76,7 @@ fn holds_the_library(path: &Path) -> bool {
 /// loader, and `LD_PRELOAD` is never read. `None` when it is not an ELF file this can read.
 pub(crate) fn preloads(path: &Path) -> Option<bool> {
     use object::read::elf::{FileHeader, ProgramHeader};
-    let (_, bytes) = crate::run::symbols::map_executable(path)?;
+    let (_, bytes) = crate::run::names::executable::map_executable(path)?;
     let data: &[u8] = &bytes;
     match object::FileKind::parse(data).ok()? {
         object::FileKind::Elf64 => {

@@ -7,7 +7,7 @@ use ying_frames::debug_types::DebugTypes;
 
 /// The debug information of `executable`, mapped; `None` when it cannot be read or has none.
 pub(crate) fn open(executable: &Path) -> Option<DebugTypes<memmap2::Mmap>> {
-    let (_, map) = super::symbols::map_executable(executable)?;
+    let (_, map) = super::executable::map_executable(executable)?;
     DebugTypes::new(map)
 }
 
@@ -49,9 +49,9 @@ mod tests {
     fn function(name: &str) -> (u64, usize) {
         use object::{Object, ObjectSymbol};
         let executable = std::env::current_exe().unwrap();
-        let (_, map) = crate::run::symbols::map_executable(&executable).unwrap();
+        let (_, map) = crate::run::names::executable::map_executable(&executable).unwrap();
         let object = object::File::parse(&*map).unwrap();
-        let path = format!("run::types::tests::{name}");
+        let path = format!("run::names::types::tests::{name}");
         let address = object
             .symbols()
             .find(|symbol| {
@@ -78,10 +78,10 @@ mod tests {
             let (address, entry) = function(name);
             types.argument(address, entry, parameter)
         };
-        assert_eq!(argument("open_session", "T").as_deref(), Some("cargo_ying::run::types::tests::Session"));
+        assert_eq!(argument("open_session", "T").as_deref(), Some("cargo_ying::run::names::types::tests::Session"));
         assert_eq!(
             argument("open_cell", "T").as_deref(),
-            Some("core::cell::RefCell<cargo_ying::run::types::tests::Session>")
+            Some("core::cell::RefCell<cargo_ying::run::names::types::tests::Session>")
         );
         assert_eq!(argument("open_array", "T").as_deref(), Some("[u8; 16]"));
         assert_eq!(argument("open_vector", "T").as_deref(), Some("alloc::vec::Vec<u8>"));

@@ -34,7 +34,7 @@ impl KnownCodes {
 
 /// The [`KNOWN_CODE_ENV`] value of `executable`, stamped with the file read.
 fn read(executable: &Path) -> Option<String> {
-    let (file, bytes) = crate::run::symbols::map_executable(executable)?;
+    let (file, bytes) = crate::run::names::executable::map_executable(executable)?;
     let stamp = ExecutableStamp::of(&file.metadata().ok()?)?;
     Some(KnownCode::read(&bytes).to_env(stamp))
 }

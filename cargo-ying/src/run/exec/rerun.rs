@@ -7,8 +7,8 @@
 
 use crate::gate::{self, Reruns};
 use crate::model::{Outcome, Run};
-use crate::run::discover::TestCase;
-use crate::run::runner::{self, RunOptions};
+use crate::run::exec::runner::{self, RunOptions};
+use crate::run::select::discover::TestCase;
 use ying_report::{GateVerdict, TestId};
 
 /// Runs again each passing leak test of `run` that the gate found regressed, and settles its verdict with what

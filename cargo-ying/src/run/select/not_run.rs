@@ -7,7 +7,7 @@
 //! `[[bin]]`, `[[test]]`, `[[bench]]`, `[[example]]` with `harness = false`).
 
 use crate::error::{Error, ManifestError, Result};
-use crate::run::build::TestBinary;
+use crate::run::select::build::TestBinary;
 use cargo_metadata::Metadata;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -53,8 +53,8 @@ pub(crate) fn split(binaries: Vec<TestBinary>, metadata: &Metadata, targets_sele
         }
         let doctested = package.targets.iter().find(|target| {
             target.doctest
-                && crate::run::build::target_kind(target) == Some(TargetKind::Lib)
-                && crate::run::doctests::has_doctests(target.src_path.as_std_path())
+                && crate::run::select::build::target_kind(target) == Some(TargetKind::Lib)
+                && crate::run::select::doctests::has_doctests(target.src_path.as_std_path())
         });
         if let (false, Some(lib)) = (targets_selected, doctested) {
             not_run.push(NotRunTarget {

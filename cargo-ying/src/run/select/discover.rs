@@ -3,9 +3,9 @@
 
 use crate::config::RunIgnored;
 use crate::error::{Error, ListError, Result, SelectionError};
-use crate::run::build::TestBinary;
-use crate::run::filterset::Filterset;
 use crate::run::process::{self, Waited};
+use crate::run::select::build::TestBinary;
+use crate::run::select::filterset::Filterset;
 use crate::signals;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -288,7 +288,7 @@ pub(crate) fn discover(binaries: &[Arc<TestBinary>]) -> Result<Vec<TestCase>> {
 #[cfg(test)]
 mod tests {
     use super::{Mismatch, Selection};
-    use crate::run::filterset::Filterset;
+    use crate::run::select::filterset::Filterset;
     use ying_report::{TargetKind, TestId};
 
     fn owned(items: &[&str]) -> Vec<String> {
@@ -345,7 +345,11 @@ mod tests {
 
     /// A test binary `name` in `dir` that lists its one test only once the binary `other` has started listing
     /// its own (or alone, after five seconds), and no ignored test.
-    fn waiting_binary(dir: &std::path::Path, name: &str, other: &str) -> std::sync::Arc<crate::run::build::TestBinary> {
+    fn waiting_binary(
+        dir: &std::path::Path,
+        name: &str,
+        other: &str,
+    ) -> std::sync::Arc<crate::run::select::build::TestBinary> {
         use std::os::unix::fs::PermissionsExt as _;
         let path = dir.join(name);
         let (mine, theirs) = (dir.join(format!("{name}.listing")), dir.join(format!("{other}.listing")));
@@ -358,7 +362,7 @@ mod tests {
         );
         std::fs::write(&path, script).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::sync::Arc::new(crate::run::build::TestBinary {
+        std::sync::Arc::new(crate::run::select::build::TestBinary {
             package: "pkg".to_owned(),
             name: name.to_owned(),
             kind: TargetKind::Test,
@@ -387,14 +391,14 @@ mod tests {
 
     /// A test binary that lists `a` and `b`, of which only `b` is ignored, as libtest does.
     #[cfg(unix)]
-    fn listing_binary(dir: &std::path::Path) -> std::sync::Arc<crate::run::build::TestBinary> {
+    fn listing_binary(dir: &std::path::Path) -> std::sync::Arc<crate::run::select::build::TestBinary> {
         use std::os::unix::fs::PermissionsExt;
         let path = dir.join("lists");
         let script =
             "#!/bin/sh\ncase \"$*\" in *--ignored*) echo 'b: test' ;; *) printf 'a: test\\nb: test\\n' ;; esac\n";
         std::fs::write(&path, script).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::sync::Arc::new(crate::run::build::TestBinary {
+        std::sync::Arc::new(crate::run::select::build::TestBinary {
             package: "p".to_owned(),
             name: "t".to_owned(),
             kind: ying_report::TargetKind::Test,

@@ -3,11 +3,11 @@
 //! that test. The last run's `summary.json` says how long each test took; the binaries whose tests took longest
 //! start first, and in each binary its longest tests first (the longest-processing-time rule). A binary's tests stay
 //! together, as listed, so that its debug information is read while its tests run and let go when they are done
-//! ([`Symbolizer::done`](crate::run::symbols::Symbolizer::done)). Tests the last run did not time keep their listed
+//! ([`Symbolizer::done`](crate::run::names::symbols::Symbolizer::done)). Tests the last run did not time keep their listed
 //! place after those it did; with no summary (a first run) the order is the listing's.
 
-use crate::run::build::TestBinary;
-use crate::run::discover::TestCase;
+use crate::run::select::build::TestBinary;
+use crate::run::select::discover::TestCase;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -89,8 +89,8 @@ impl LastRun {
 #[cfg(test)]
 mod tests {
     use super::LastRun;
-    use crate::run::build::TestBinary;
-    use crate::run::discover::TestCase;
+    use crate::run::select::build::TestBinary;
+    use crate::run::select::discover::TestCase;
     use std::sync::Arc;
     use ying_report::{Summary, SummaryTest, TargetKind, TestOutcome};
 

@@ -1,0 +1,194 @@
+//! One test's process, measured: the command with the environment that asks the test for its report, started and
+//! waited for, how it ended, and its report taken with its stacks named. `cargo ying test`'s runner and nextest's
+//! wrapper both run a test through [`Attempting::run`]: what differs between them is said in the fields they fill
+//! (where the output goes, which process group the test runs in, where its report is kept), and what the
+//! [`Attempt`] tells is the same for both, down to a test that never reported ([`Outcome::of_process`]).
+
+use crate::model::{Leak, Outcome};
+use crate::run::exec::collect::take_report;
+use crate::run::exec::interposer::{PRELOAD_ENV, preload_value};
+use crate::run::exec::known_code::KNOWN_CODE_ENV;
+use crate::run::names::symbols::Symbolizer;
+use crate::run::process::{self, Waited};
+use crate::signals;
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant, SystemTime};
+use ying_report::TestId;
+use ying_report::report::{
+    ALLOW_ENV, ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
+};
+
+/// A token no other run, and no other test of this run, has: what a test's report must carry to be taken.
+pub(crate) fn run_token(index: usize) -> String {
+    use std::hash::BuildHasher;
+    let now = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let [a, b] = [0u8, 1]
+        .map(|half| std::collections::hash_map::RandomState::new().hash_one((half, index, std::process::id(), now)));
+    format!("{a:016x}{b:016x}")
+}
+
+/// [`ALLOW_ENV`]'s value for the workspace's `allow` patterns: JSON, `None` when there are none.
+pub(crate) fn allow_value(patterns: &[String]) -> Option<Arc<str>> {
+    (!patterns.is_empty()).then(|| serde_json::to_string(patterns).unwrap_or_default().into())
+}
+
+/// What a test process is told to be measured: the report directory, the run's token, process attribution and
+/// deferred symbols; the code it knows by address and the workspace's `allow` patterns when there are any; and,
+/// under `--measure all` (and nextest's wrapper), the interposer preloaded with the test's identity.
+pub(crate) struct Measuring<'a> {
+    /// Where its report goes.
+    pub report_dir: &'a Path,
+    /// The run's token, which its report must carry.
+    pub token: &'a str,
+    /// [`KNOWN_CODE_ENV`]'s value for its binary.
+    pub known_code: Option<Arc<str>>,
+    /// [`ALLOW_ENV`]'s value, JSON.
+    pub allow: Option<&'a str>,
+    /// The interposer to preload, and the identity of the test it measures.
+    pub interposer: Option<(&'a Path, TestIdentity)>,
+}
+
+impl Measuring<'_> {
+    /// Sets the environment of `command`.
+    fn apply(&self, command: &mut Command) {
+        command
+            .env(REPORT_DIR_ENV, self.report_dir)
+            .env(ATTRIBUTION_ENV, "process")
+            .env(DEFER_SYMBOLS_ENV, "1")
+            .env(RUN_TOKEN_ENV, self.token);
+        if let Some(allow) = self.allow {
+            command.env(ALLOW_ENV, allow);
+        }
+        if let Some(known_code) = &self.known_code {
+            command.env(KNOWN_CODE_ENV, &**known_code);
+        }
+        if let Some((library, identity)) = &self.interposer {
+            let identity = serde_json::to_string(identity).expect("an identity is JSON");
+            command.env(PRELOAD_ENV, preload_value(library)).env(MEASURE_TEST_ENV, identity);
+        }
+    }
+}
+
+/// Where a test process's output goes.
+pub(crate) enum Output<'a> {
+    /// Its standard output and error, interleaved as written, into this file (which is created).
+    File(&'a Path),
+    /// Where this process's go: the terminal (`--no-capture`), or nextest, which captures them.
+    Inherited,
+}
+
+/// How a test process is started and waited for.
+pub(crate) enum Watch<'a> {
+    /// In a process group of its own (see [`process::spawn`]), waited for until `timeout`, until `cancel` is set
+    /// (`--max-fail N:immediate`, N being `max_fail`) or until cargo ying is asked to stop; its group is killed
+    /// once it ended: `cargo ying test`.
+    OwnGroup {
+        /// The longest it may run.
+        timeout: Duration,
+        /// Set when the run stops the tests running.
+        cancel: &'a AtomicBool,
+        /// The failures after which the run stops the tests running, as a cancelled test tells it.
+        max_fail: usize,
+    },
+    /// In this process's group, waited for to its end: nextest's wrapper, whose group nextest ends at the test's
+    /// timeout or when it is stopped.
+    CallersGroup,
+}
+
+/// One test's process to run, measured.
+pub(crate) struct Attempting<'a> {
+    /// Which test: the report taken must be this test's.
+    pub id: &'a TestId,
+    /// Its binary, whose stacks the report leaves as addresses.
+    pub binary: &'a Path,
+    /// The directory of its package, which its report's source paths are made relative to.
+    pub package_dir: &'a Path,
+    /// The binary with its arguments (and its directory and input, where the caller sets them).
+    pub command: Command,
+    /// The environment that asks the test for its report.
+    pub measuring: Measuring<'a>,
+    /// Where its output goes.
+    pub output: Output<'a>,
+    /// How it is started and waited for.
+    pub watch: Watch<'a>,
+    /// Where its report is kept, under `reports/` (see [`take_report`]).
+    pub store: &'a Path,
+    /// Names the stacks its report left as addresses.
+    pub symbolizer: &'a Symbolizer,
+}
+
+/// How one attempt of a test ended, as the run model takes it.
+#[derive(Debug)]
+pub(crate) struct Attempt {
+    /// How it ended, a test that never reported told apart ([`Outcome::of_process`]).
+    pub outcome: Outcome,
+    /// The code its process exited with, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that killed its process, when one did.
+    pub killed_by: Option<i32>,
+    /// When it started.
+    pub started_at: SystemTime,
+    /// How long its process ran.
+    pub duration: Duration,
+    /// Its report, stored, for a test that reported.
+    pub leak: Option<Leak>,
+    /// What went wrong around the test without failing it (a report refused, say).
+    pub warnings: Vec<String>,
+}
+
+impl Attempting<'_> {
+    /// Runs the test's process, waits for it as [`Watch`] says, and takes its report. An error is a process that
+    /// could not be started (or, in the caller's group, waited for).
+    pub(crate) fn run(mut self) -> std::io::Result<Attempt> {
+        self.measuring.apply(&mut self.command);
+        if let Output::File(path) = self.output {
+            let output = File::create(path)?;
+            self.command.stdout(output.try_clone()?).stderr(output);
+        }
+        let (started, started_at) = (Instant::now(), SystemTime::now());
+        let (ended, exit_code, killed_by) = match self.watch {
+            Watch::OwnGroup { timeout, cancel, max_fail } => {
+                let mut child = process::spawn(&mut self.command)?;
+                match process::wait_unless(&mut child, started, timeout, cancel) {
+                    Waited::Exited(status) => exited(status),
+                    Waited::TimedOut => (Outcome::TimedOut(timeout), None, None),
+                    Waited::Interrupted(signal) => (Outcome::Interrupted(signal), None, None),
+                    Waited::Cancelled => (Outcome::Cancelled(max_fail), None, None),
+                    Waited::Failed(_) => (Outcome::Failed, None, None),
+                }
+            }
+            Watch::CallersGroup => exited(self.command.spawn()?.wait()?),
+        };
+        let duration = started.elapsed();
+        let collected = take_report(self.id, self.measuring.report_dir, self.store, self.measuring.token, |report| {
+            self.symbolizer.complete(report, self.binary, self.package_dir)
+        });
+        Ok(Attempt {
+            outcome: Outcome::of_process(ended, exit_code, collected.started, collected.leak.is_some()),
+            exit_code,
+            killed_by,
+            started_at,
+            duration,
+            leak: collected.leak,
+            warnings: collected.warnings,
+        })
+    }
+}
+
+/// How a test process that exited ended: its outcome, the code it exited with, and the signal that killed it.
+fn exited(status: ExitStatus) -> (Outcome, Option<i32>, Option<i32>) {
+    #[cfg(unix)]
+    let killed_by = std::os::unix::process::ExitStatusExt::signal(&status);
+    #[cfg(not(unix))]
+    let killed_by: Option<i32> = None;
+    let outcome = match killed_by {
+        Some(signal) => Outcome::Crashed(signals::name(signal)),
+        None if status.success() => Outcome::Passed,
+        None => Outcome::Failed,
+    };
+    (outcome, status.code(), killed_by)
+}
