@@ -80,14 +80,15 @@
 //!   (no thread is left to close them); the forking thread's scopes and figures carry on.
 //! - A thread's allocations during its own teardown, after its thread-local storage is gone, are counted in the
 //!   exact figures but not attributed to scopes or sampled; [`HeapStats::dropped_events`] counts them.
-//! - Overhead (BENCHMARKS.md in the repository): outside scopes, at the default interval, about 1.05x to 1.25x the
-//!   System allocator's time on allocation-bound workloads and about 1.5 MiB of memory. Inside a leak test every
-//!   allocation records its stack, so that every retained block can be named and excused: on x86-64 Linux, where
-//!   ying walks stacks with cached unwind rules and recognises a stack its thread met just before, 40 to 60 ns for
-//!   a stack met again and a few hundred for a new one (microseconds elsewhere). An allocation-bound body runs
-//!   about 2.7x to 3.3x slower on one thread (dhat-rs: 10x to 61x), and about as much when several threads allocate
-//!   in one scope (two threads: 2.6x to 3.0x; a tokio multi-thread runtime's tasks: under 2x). Keep leak-test bodies
-//!   to the work under test; `measure` scopes record no stacks.
+//! - Overhead (BENCHMARKS.md in the repository, whose figures these are): outside scopes, at the default interval,
+//!   close to the System allocator's time on allocation-bound workloads, and little more memory ("Allocator
+//!   overhead"). Inside a leak test every allocation records its stack, so that every retained block can be named
+//!   and excused: on x86-64 Linux ying walks stacks with cached unwind rules and recognises a stack its thread met
+//!   just before for a fraction of a new walk's cost; elsewhere the system unwinder walks every stack, at many times
+//!   that cost ("Instruction counts", the hot path's pieces). An allocation-bound body runs slower than under
+//!   System, about as much with several threads allocating in one scope as with one, and far faster than under
+//!   dhat-rs ("What a leak-test scope costs"). Keep leak-test bodies to the work under test; `measure` scopes record
+//!   no stacks.
 //! - A thread with a scope open, and under process attribution any thread that allocates while the leak test runs,
 //!   keeps the entries of the blocks it allocates in a table of its own (262,144 entries in 4 MiB of address space,
 //!   beside a tree of the thread's stack walks in about 3.4 MiB more, mapped outside the heap, of which only the

@@ -14,7 +14,7 @@
 //! profiler is busy on this thread or the thread is in a scope", and one global word a free reads first for "a
 //! scope may own this block". What happens past those checks (recording a sample, a scope's bookkeeping) is left
 //! out: at a sample point it only sets the filter bit. Its instruction count, against ying_idle's, is the floor
-//! BENCHMARKS.md measures the idle wrapper against.
+//! BENCHMARKS.md measures the idle wrapper against ("Instruction counts").
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -9,9 +9,9 @@
 /// keeps the entries a path's lookup makes; those under the process's directory are walked again when its parent
 /// reaps it, and a thread's entries, dropped as the thread ends, can still be dropping on another CPU as that walk
 /// comes to them: the reaping parent then spins until they are gone, for up to a time slice on a busy machine (a
-/// test runner's reaps took 4-9 ms, one in four, until these reads moved). `/proc/<id>` is not under the process's
-/// directory. It names any thread of the system, so the thread is checked to be this process's after the read: a
-/// thread's id is not given to another while the thread runs.
+/// test runner's reaps took milliseconds until these reads moved: BENCHMARKS-LOG.md, the twelfth round of `--measure
+/// all`). `/proc/<id>` is not under the process's directory. It names any thread of the system, so the thread is
+/// checked to be this process's after the read: a thread's id is not given to another while the thread runs.
 pub(crate) fn thread_file(id: u64, name: &str) -> Option<String> {
     let thread = libc::pid_t::try_from(id).ok()?;
     let text = std::fs::read_to_string(format!("/proc/{id}/{name}")).ok()?;

@@ -13,8 +13,9 @@
 //! nursery serves one scope at a time (the thread's innermost); a full bucket, a block that does not pack, or an
 //! empty pool sends the entry to the live table as before. A test whose code keeps many thousands of blocks live at
 //! once (a compiler's) fills a smaller nursery's buckets: with 8192 slots, the live table's functions took 19% of
-//! regex's largest test (3% with 65,536), which took 15% more CPU (`BENCHMARKS.md`); with 65,536, the live table still
-//! took 432,000 of the 790,000 entries of its test with the most blocks live at once.
+//! regex's largest test (3% with 65,536), which took 15% more CPU; with 65,536, the live table still took 432,000 of
+//! the 790,000 entries of its test with the most blocks live at once (BENCHMARKS-LOG.md, the ninth and tenth rounds of
+//! `--measure all`).
 //!
 //! A bucket holds the blocks of 128 bytes of address space, and the buckets follow the addresses within each 64 MiB
 //! (each 64 MiB starting at a bucket of its own, so that the heaps of the C library's arenas, 64 MiB-aligned, do not

@@ -1,12 +1,12 @@
 //! A caching stack walker for sampled allocations (x86-64 Linux).
 //!
 //! The system unwinder (`_Unwind_Backtrace`) finds and interprets the DWARF call-frame information of every frame
-//! on every capture: about 5 us for a 20-frame stack, which at the default sampling interval was a tenth of the
-//! profiler's cost. The rule that recovers a caller's frame depends only on the instruction address, and x86-64
-//! code almost always needs one of a few simple shapes (CFA = `rsp` or `rbp` plus an offset, the return address
-//! and the saved `rbp` at fixed offsets from it). This walker computes each address's rule once, with `gimli`,
-//! from the object's `.eh_frame_hdr` search table, and keeps it in a fixed table (`rules`), so a capture (`walk`)
-//! is then a few loads per frame and never allocates.
+//! on every capture: microseconds for a 20-frame stack (BENCHMARKS.md, "Instruction counts", the hot path's
+//! pieces), which at the default sampling interval was a tenth of the profiler's cost. The rule that recovers a
+//! caller's frame depends only on the instruction address, and x86-64 code almost always needs one of a few simple
+//! shapes (CFA = `rsp` or `rbp` plus an offset, the return address and the saved `rbp` at fixed offsets from it).
+//! This walker computes each address's rule once, with `gimli`, from the object's `.eh_frame_hdr` search table, and
+//! keeps it in a fixed table (`rules`), so a capture (`walk`) is then a few loads per frame and never allocates.
 //!
 //! Anything outside those shapes (a signal frame, a CFA given by an expression, a register saved in another
 //! register, an object without `.eh_frame_hdr`) makes [`capture`] return `None`, and the caller falls back to the

@@ -14,9 +14,9 @@
 //! leaked block, lets `allow` patterns excuse what they match, and recognises two kinds of memory that a test
 //! retains without leaking it: libtest's captured output (a test's `println!` output is kept in a buffer its own
 //! prints allocate) and values of thread-locals first used by the test (freed when the thread exits). Recording
-//! costs a stack capture and an entry (in the thread's nursery, see `hot::live::nursery`) per allocation (an
-//! allocation-bound body runs about 2.7x to 3.3x slower than under the System allocator on one thread); the figures
-//! themselves are exact either way.
+//! costs a stack capture and an entry (in the thread's nursery, see `hot::live::nursery`) per allocation (what that
+//! costs an allocation-bound body: BENCHMARKS.md, "What a leak-test scope costs"); the figures themselves are exact
+//! either way.
 
 mod excuses;
 mod exit;
