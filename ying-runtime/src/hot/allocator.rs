@@ -1,4 +1,93 @@
 //! [`YingProfiler`]: the `GlobalAlloc` wrapper that keeps exact figures, samples stacks and attributes to scopes.
+//!
+//! # Which event takes which path
+//!
+//! The first branch that applies is taken. A "plain" thread is not busy inside the profiler, in no scope and the
+//! only writer of its counters (`ThreadState::plain`), and no process-attributed scope is open; "full" paths are
+//! `#[cold]` and `#[inline(never)]`. An event on a thread whose thread-local storage is gone is counted for the
+//! process only (`dropped_alloc`, `dropped_free`, `dropped_resize`).
+//!
+//! ```text
+//! alloc, alloc_zeroed
+//! ├─ refused      above giant_alloc_limit: refuse_giant reports the stack, returns null, counts nothing
+//! └─ on_alloc     after the provider's allocation (a null from it is counted nowhere)
+//!    ├─ plain     fast_path: a plain thread, no sample point reached: counters::on_alloc_plain
+//!    └─ full      on_alloc_full
+//!       ├─ own       the thread is busy in the profiler: own_alloc (an internal entry: it and its free uncounted)
+//!       ├─ sampled   the sampler's pick: record_alloc, the copy compiled with `sampled = true`
+//!       ├─ scope's   attributed to a scope: record_alloc, the copy with `sampled = false` (nearly all of a test's)
+//!       │  ├─ nursed    owned by the thread's home scope or the process scope: live::insert_nursed
+//!       │  └─ tracked   else, or the nursery full: live::insert (the live table)
+//!       └─ counted   neither: counters::on_alloc alone
+//! dealloc          on_free, before the provider frees: its address may be handed out again at once
+//! ├─ filtered     a nursery held or a process scope open (live::frees_gated), or the live table's filter bit set
+//! │  │            (live::may_hold): on_free_filtered
+//! │  ├─ nursed    a block of this thread's nursery (live::remove_own_nursed): on_free_nursed
+//! │  ├─ tracked   an entry in another nursery or the live table (live::remove_elsewhere): on_free_tracked, which
+//! │  │            skips the profiler's own blocks and updates the owning scope once when that scope frees
+//! │  └─ untracked count_free: fast_path, else count_free_full
+//! ├─ plain        count_plain_free: a plain thread (the closed gate already said no process scope is open)
+//! └─ full         count_free_full: counted for the thread's scope too
+//! realloc          the entry taken out before the provider reallocates, put back if it refuses
+//! ├─ refused      above giant_alloc_limit: refuse_giant, the block untouched
+//! ├─ held         a nursery is held (live::any_nursery_held): realloc_held
+//! │  ├─ nursed    a block of this thread's nursery (the `Err` of live::remove_held_unless_own_nursed): the
+//! │  │            provider's realloc, then on_realloc_nursed (refused: the entry goes to the live table)
+//! │  └─ taken     any other block: realloc_taken, then on_realloc as below
+//! └─ taken        live::remove, then realloc_taken, then on_realloc
+//!    ├─ tracked   an entry was taken: on_realloc_tracked (the profiler's own block moves with its size alone)
+//!    ├─ plain     fast_path: a shrink, or a growth that reaches no sample point: counters::on_resize_plain
+//!    └─ full      on_realloc_full: counted, and recorded for a scope's realloc or a sampled growth
+//! ```
+//!
+//! `on_realloc_nursed`, `on_realloc_tracked` and `on_realloc_full` each count the realloc (`count_resize`) and, if
+//! the tables must know of it, record it (`record_realloc`, inlined into each with its `resized`, which settles the
+//! owner's figures and the growth's stack): an owned block's entry of the thread's home scope or of the process scope
+//! goes back to the nursery, if it has room, and any other to the live table.
+//!
+//! # The specialised copies, and the measurements behind them
+//!
+//! Each path above that repeats another's work in a shape of its own is kept because the shared form measured worse:
+//! callgrind instructions of `ying-bench`, whole process, before -> after ("in a scope": `ying_leak_test`; W1 is 10M
+//! alloc+free pairs, so 0.01 G is one instruction a pair; the commit in brackets). BENCHMARKS.md, "Instruction
+//! counts", has the figures of now.
+//!
+//! - The plain paths: one per-thread `plain` flag instead of three checks, the full paths out of line: W1 3.662 G ->
+//!   3.192 G (System 2.300 G), `__rust_alloc` 68 -> 44 and `__rust_dealloc` 52 -> 28 instructions (`3ea48d5`); one
+//!   `fast_path` for alloc, realloc and free since, at no cost (W1 2.946 G before and after, `cd510e0`).
+//! - `count_plain_free`, the free's fast path without the process scope's word (the gate read first covers it):
+//!   ying_idle W1 unchanged at 2.931 G when the gate came with the nurseries (`aa2a9fc`).
+//! - `record_alloc` called twice in `on_alloc_full`, each copy knowing `sampled`: one call cost 18 instructions more
+//!   per allocation in a scope (`8af27cf`).
+//! - The nursery test in `record_alloc` a `match`, not a closure passed to `Option::is_some_and`, which was compiled
+//!   out of line: 59 instructions per allocation in a scope (W1 in a scope 7.673 G -> 7.084 G with a helper thread's
+//!   part update inlined, `aefa218`); the nursery handed the stack alone, not a `Sample` that went through memory:
+//!   6.916 G -> 6.847 G (`c80e778`).
+//! - `on_free_nursed`, a copy of `on_free_tracked` written with the constants of the nursery's entry, where the
+//!   entry built and passed went through memory: W1 in a scope 7.306 G -> 6.916 G, 39 instructions per pair
+//!   (`a37313a`).
+//! - `realloc_held`, out of line, asked before the live table: the profiler's own realloc keeps `live::remove`'s
+//!   `Option<Entry>` for one more test of the same word (ying_idle W4 2.959 G -> 2.983 G), where one enum of both
+//!   cases cost it a 64-byte copy (3.013 G); a realloc in a scope is out of line whole (W4 in a scope 5.851 G, from
+//!   6.441 G before the nursery had a realloc path of its own) (`ab47bfe`).
+//! - `on_realloc_nursed`, a copy of `on_realloc_tracked` compiled with the shape of the nursery's entry
+//!   (`OwnBlock`): W4 in a scope 6.441 G -> 5.971 G, 0.80 of the time (`76e8e30`).
+//! - `resized` takes one scope update for a growth its scope owns (`scope::grow_owned`) and adds the growth to the
+//!   thread's pending record (`stacks::record_growth`) rather than under the stack table's lock: W4 in a scope
+//!   6.917 G -> 6.591 G, 3.01x -> 2.41x System in one set (`c51e932`); a growth recorded with certainty is not
+//!   divided by a probability of 1: 6.536 G -> 6.486 G (`c6a7e9c`).
+//! - `record_stack` divides nothing for `Weight::Certain`, and an allocation past the fast path is recorded inside
+//!   its one thread-state access: W1 in a scope 10.41 G -> 9.90 G (`f7b61ab`); `record_alloc` is
+//!   `#[inline(always)]` in its out-of-line entry (the tracked free was inlined in its own then): 7.50 G -> 6.85 G
+//!   (`224a39a`); `release` is inlined so that the entry of a block freed in a scope stays in registers (7.115 G ->
+//!   7.085 G with the restructuring it came in, `280a625`).
+//!
+//! What a change must keep: every copy above, unless it measures the shared form again and shows it costs nothing.
+//! `on_realloc_nursed` in particular stays a copy: one body shared with `on_realloc_tracked` shared its
+//! thread-local closure, which the compiler put out of line with the entry passed through memory (W4 in a scope
+//! 5.851 G -> 6.071 G, `99a7f54`). The full paths stay `#[cold]` and `#[inline(never)]`, so that the plain paths
+//! inline into `__rust_alloc`, `__rust_dealloc` and `__rust_realloc`; an entry is taken out before the provider may
+//! reuse its address, and put back when the provider refuses.
 
 use crate::base::ids::{ScopeId, StackId};
 use crate::base::stderr::Stderr;
