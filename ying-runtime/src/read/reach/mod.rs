@@ -124,16 +124,12 @@ impl Reachability {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::Reachability;
+    use super::roots::HEAP_WALKS;
     use core::hint::black_box;
     use std::cell::Cell;
     use ying_report::report::Reach;
-
-    std::thread_local! {
-        /// Heaps walked on this thread (by `roots::Process::heap`).
-        pub(super) static HEAP_WALKS: Cell<usize> = const { Cell::new(0) };
-    }
 
     /// Hides an address from the scan: a word holding `address ^ HIDE` points nowhere.
     const HIDE: usize = 0x5a5a_5a5a_5a5a_5a5a;

@@ -16,6 +16,12 @@ use ying_report::report::Reach;
 /// stale copy of an address there (left by a thread that used the same stack before) is no reference.
 static TEST_THREADS: [AtomicI32; 256] = [const { AtomicI32::new(0) }; 256];
 
+#[cfg(test)]
+std::thread_local! {
+    /// Heaps walked on this thread (by [`Process::heap`]), which the scan's tests count.
+    pub(super) static HEAP_WALKS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
 /// The calling thread runs a leak test until this is dropped: the scans of other tests leave its stack unread.
 pub(crate) struct TestThread(Option<&'static AtomicI32>);
 
@@ -162,7 +168,7 @@ impl Process {
     /// The chunks in use of the C library's heaps, thread stacks left out.
     pub(super) fn heap(&self, reader: &mut Reader) -> Chunks {
         #[cfg(test)]
-        super::tests::HEAP_WALKS.with(|walks| walks.set(walks.get() + 1));
+        HEAP_WALKS.with(|walks| walks.set(walks.get() + 1));
         let stacks: Vec<usize> = self.threads.iter().filter_map(|thread| thread.stack.map(|(sp, _)| sp)).collect();
         Chunks::walk(&self.mappings, &stacks, reader)
     }
