@@ -4,7 +4,7 @@ use std::hint::black_box;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Rng;
+use crate::rng::Rng;
 
 /// Words of the generated strings: ASCII, accented and CJK letters, and characters JSON escapes.
 const WORDS: [&str; 24] = [

@@ -24,29 +24,11 @@ use std::time::Instant;
 
 mod json_round_trip;
 mod regex_search;
+mod rng;
 
 pub use json_round_trip::json_round_trip;
 pub use regex_search::regex_search;
-
-/// xorshift64*: deterministic sizes and lengths, the same in every configuration.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Self(seed | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, bound: u64) -> usize {
-        (self.next() % bound) as usize
-    }
-}
+use rng::Rng;
 
 /// `w1` on one thread: `ops` times, replace a random one of `live` blocks by a new block of 16..=1024 bytes.
 pub fn churn(ops: usize, live: usize, seed: u64) -> u64 {

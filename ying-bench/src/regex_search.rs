@@ -5,7 +5,7 @@ use std::hint::black_box;
 
 use regex::{Regex, RegexSet};
 
-use crate::Rng;
+use crate::rng::Rng;
 
 /// Patterns of the kinds programs use: words and Unicode classes, addresses, dates and times, case-insensitive
 /// literals, capture groups and whole-line matches.
