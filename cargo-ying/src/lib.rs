@@ -36,9 +36,6 @@ mod settings;
 mod signals;
 mod workspace;
 
-#[cfg(test)]
-mod layers;
-
 use clap::Parser;
 use std::process::ExitCode;
 

@@ -110,10 +110,6 @@ mod hot;
 mod products;
 mod read;
 
-// The layering, as a test that fails when a file uses a higher layer or the re-exports below.
-#[cfg(test)]
-mod layers;
-
 // Documented as the re-export of `callstack`'s enum it has always been, not as a page of its own.
 #[doc(no_inline)]
 pub use callstack::Measurement;
