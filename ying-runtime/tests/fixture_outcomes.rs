@@ -1,5 +1,6 @@
 //! Runs the leak-test fixture workspace (`fixtures/leak-tests`) under plain `cargo test` and checks every test's
-//! outcome, and the key lines of every failure, against a model of what each fixture does; the failure messages
+//! outcome, and the key lines of every failure, against the model of what each fixture test does
+//! (`fixtures/leak-tests/outcomes.rs`, whose `cargo ying test` side the end-to-end tests check); the failure messages
 //! as a user sees them are snapshotted (paths and thread ids redacted). The same model is checked under the other
 //! profiles a project runs its tests with: `debug = "line-tables-only"`, `cargo test --release` (no debug
 //! information) and a release build with line tables.
@@ -13,102 +14,15 @@ mod fixture_cargo;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-/// What a fixture test must do.
-enum Expect {
-    Pass,
-    /// Fails, and its failure output contains each of these lines (or line beginnings).
-    Fail(&'static [&'static str]),
-}
+#[path = "../../fixtures/leak-tests/outcomes.rs"]
+#[expect(dead_code, reason = "this suite reads the model's `cargo test` side; the end-to-end tests read the other")]
+mod outcomes;
 
-use Expect::{Fail, Pass};
+use outcomes::CargoTest;
 
-/// The model: every test of `tests/leaks.rs` and what it must do under plain `cargo test`.
-const LEAKS: &[(&str, Expect)] = &[
-    ("clean", Pass),
-    (
-        "box_leak",
-        Fail(&[
-            "ying: leak test `box_leak` exceeded its budget",
-            "  max_retained = 0 B: retained 1000 B in 1 block, 1000 B over",
-            "      leaks::box_leak at tests/leaks.rs:22",
-        ]),
-    ),
-    (
-        "mem_forget",
-        Fail(&[
-            "  max_retained = 0 B: retained 2.0 KiB (2048 bytes) in 1 block, 2.0 KiB (2048 bytes) over",
-            "      leaks::mem_forget at tests/leaks.rs:27",
-        ]),
-    ),
-    (
-        "rc_cycle",
-        Fail(&[
-            "  max_retained = 0 B: retained 64 B in 2 blocks, 64 B over",
-            "      leaks::rc_cycle at tests/leaks.rs:",
-        ]),
-    ),
-    (
-        "session_leak",
-        Fail(&[
-            "  max_retained = 0 B: retained 9 B in 1 block, 9 B over",
-            "      leak_fixtures::open_session at src/lib.rs:",
-            "      leaks::session_leak at tests/leaks.rs:",
-        ]),
-    ),
-    (
-        "static_cache_growth",
-        Fail(&[
-            "  max_growth_per_iteration = 0 B: the heap grew in each of 5 measured runs, by at least 16 B",
-            "      leak_fixtures::remember_forever at src/lib.rs:",
-        ]),
-    ),
-    ("lazy_init_with_warmup", Pass),
-    ("bounded_cache_in_steady_state", Pass),
-    ("budget_passes", Pass),
-    ("budget_fails", Fail(&["  max_retained = 512 B: retained 1000 B in 1 block, 488 B over"])),
-    (
-        "peak_fails",
-        Fail(&[
-            "  max_peak = 1.0 MiB (1048576 bytes): peaked at 2.0 MiB (2097152 bytes), 1.0 MiB (1048576 bytes) over",
-        ]),
-    ),
-    ("allocations_fail", Fail(&["  max_allocations = 10: made 100 allocations, 90 over"])),
-    ("printing", Pass),
-    ("should_panic", Pass),
-    ("result_ok", Pass),
-    ("result_err", Fail(&["Error: ParseIntError { kind: InvalidDigit }"])),
-    ("tokio_outermost", Pass),
-    ("tokio_innermost", Pass),
-    ("tokio_multi_thread", Pass),
-    (
-        "tokio_leak",
-        Fail(&[
-            "  max_retained = 0 B: retained 100 B in 1 block, 100 B over",
-            "      leaks::tokio_leak at tests/leaks.rs:",
-        ]),
-    ),
-    // Thread attribution counts the test's own thread: a leak on a helper thread it did not hand its scope to is
-    // caught only by process attribution (below).
-    ("helper_thread_leak", Pass),
-    ("allowed_leak", Pass),
-    ("thread_local_value", Pass),
-    (
-        "leak_in_thread_local_access",
-        Fail(&[
-            "  max_retained = 0 B: retained 8 B in 1 block, 8 B over",
-            "  (not counted: ",
-            "      leaks::leak_in_thread_local_access at tests/leaks.rs:169",
-        ]),
-    ),
-    (
-        "two_sites_in_one_function",
-        Fail(&[
-            "  max_retained = 0 B: retained 300 B in 2 blocks, 300 B over",
-            "      leaks::two_sites_in_one_function at tests/leaks.rs:175",
-            "      leaks::two_sites_in_one_function at tests/leaks.rs:176",
-        ]),
-    ),
-];
+/// The binaries of the fixture this suite runs under `cargo test`, by their ids in the model.
+const LEAKS: &str = "leak-fixtures::leaks";
+const NESTED: &str = "leak-fixtures::nested";
 
 /// A profile the fixture is built with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,28 +79,6 @@ impl Profile {
         }
     }
 }
-
-/// The model of `tests/nested.rs`: leak tests whose bodies call `ying::measure`.
-const NESTED: &[(&str, Expect)] = &[
-    (
-        "nested_measure_leak",
-        Fail(&[
-            "ying: leak test `nested_measure_leak` exceeded its budget",
-            "  max_retained = 0 B: retained 4.0 KiB (4096 bytes) in 1 block, 4.0 KiB (4096 bytes) over",
-            "      nested::nested_measure_leak",
-        ]),
-    ),
-    ("nested_measure_clean", Pass),
-];
-
-/// The process-attributed tests of `tests/nested.rs` (ignored; run one at a time): each leaks 4 KiB.
-const NESTED_PROCESS: &[(&str, &str)] = &[
-    ("nested_measure_leak_process", "      nested::nested_measure_leak_process"),
-    ("stale_handle_leak_process", "      nested::stale_handle_leak_process"),
-];
-
-const HELPER_THREAD_LEAK: &[&str] =
-    &["  max_retained = 0 B: retained 512 B in 1 block, 512 B over", "      leaks::helper_thread_leak"];
 
 /// The result of one `cargo test` run of a fixture test binary.
 struct Run {
@@ -280,32 +172,52 @@ fn check_failure_with(profile: Profile, name: &str, section: &str, expected: &[&
     }
 }
 
-/// Runs the fixture's leak tests built with `profile` and checks each against the model.
-fn check_the_model(profile: Profile) -> Run {
-    let run = cargo_test_with(profile, "leaks", &["--test-threads=4"], &[]);
-    let mut modelled: Vec<&str> = LEAKS.iter().map(|(name, _)| *name).collect();
-    modelled.push("helper_thread_leak_process");
+/// Checks a `cargo test` run of the fixture's binary `binary` (its id in the model) built with `profile` against
+/// the model: it listed every test the model has for it and nothing else, and each did what the model says.
+fn check_run(profile: Profile, binary: &str, run: &Run) {
+    let mut modelled: Vec<&str> = outcomes::of(binary).map(|test| test.name).collect();
     let mut listed: Vec<&str> = run.outcomes.keys().map(String::as_str).collect();
     modelled.sort_unstable();
     listed.sort_unstable();
     assert_eq!(listed, modelled, "every fixture test is modelled, and nothing else ran\n{}", run.stdout);
 
-    for (name, expect) in LEAKS {
-        let outcome = &run.outcomes[*name];
-        match expect {
-            Pass => assert_eq!(
+    for test in outcomes::of(binary) {
+        let (name, outcome) = (test.name, &run.outcomes[test.name]);
+        match test.cargo_test {
+            CargoTest::Pass | CargoTest::PassThreadAttributed(_) => assert_eq!(
                 outcome,
                 "ok",
                 "`{name}` should pass ({profile:?}):\n{}",
-                run.failures.get(*name).map_or("", |s| s)
+                run.failures.get(name).map_or("", |s| s)
             ),
-            Fail(lines) => {
+            CargoTest::Fail(lines) => {
                 assert_eq!(outcome, "FAILED", "`{name}` should fail ({profile:?})");
-                check_failure_with(profile, name, &run.failures[*name], lines);
+                check_failure_with(profile, name, &run.failures[name], lines);
+            }
+            CargoTest::IgnoredFailsAlone(_) => assert!(outcome.starts_with("ignored"), "`{name}`: {outcome}"),
+            CargoTest::EndsTheProcess(_) | CargoTest::NotChecked => {
+                panic!("`{name}` is not modelled as a test that reports under `cargo test`")
             }
         }
     }
-    assert!(run.outcomes["helper_thread_leak_process"].starts_with("ignored"));
+}
+
+/// Runs each ignored test of `binary` (the model's `IgnoredFailsAlone`) alone, and checks it fails with its lines.
+fn check_ignored_alone(binary: &str) {
+    let target = binary.strip_prefix("leak-fixtures::").expect("an integration test's id");
+    for test in outcomes::of(binary) {
+        let CargoTest::IgnoredFailsAlone(lines) = test.cargo_test else { continue };
+        let name = test.name;
+        let run = cargo_test(target, &["--ignored", "--exact", name], &[]);
+        assert_eq!(run.outcomes[name], "FAILED", "`{name}` should fail:\n{}", run.stdout);
+        check_failure(name, &run.failures[name], lines);
+    }
+}
+
+/// Runs the fixture's leak tests built with `profile` and checks each against the model.
+fn check_the_model(profile: Profile) -> Run {
+    let run = cargo_test_with(profile, "leaks", &["--test-threads=4"], &[]);
+    check_run(profile, LEAKS, &run);
     run
 }
 
@@ -336,57 +248,31 @@ fn a_release_build_with_line_tables_gives_the_same_outcomes() {
 #[test]
 fn a_leak_in_a_nested_measure_fails_its_leak_test() {
     let run = cargo_test("nested", &[], &[]);
-    let mut listed: Vec<&str> = run.outcomes.keys().map(String::as_str).collect();
-    let mut modelled: Vec<&str> = NESTED.iter().map(|(name, _)| *name).collect();
-    modelled.extend(NESTED_PROCESS.iter().map(|(name, _)| *name));
-    listed.sort_unstable();
-    modelled.sort_unstable();
-    assert_eq!(listed, modelled, "every fixture test is modelled, and nothing else ran\n{}", run.stdout);
-    for (name, expect) in NESTED {
-        let outcome = &run.outcomes[*name];
-        match expect {
-            Pass => assert_eq!(outcome, "ok", "`{name}` should pass:\n{}", run.failures.get(*name).map_or("", |s| s)),
-            Fail(lines) => {
-                assert_eq!(outcome, "FAILED", "`{name}` should fail");
-                check_failure(name, &run.failures[*name], lines);
-            }
-        }
-    }
-    for (name, site) in NESTED_PROCESS {
-        let run = cargo_test("nested", &["--ignored", "--exact", name], &[]);
-        assert_eq!(run.outcomes[*name], "FAILED", "`{name}` should fail:\n{}", run.stdout);
-        let retained = "  max_retained = 0 B: retained 4.0 KiB (4096 bytes) in 1 block, 4.0 KiB (4096 bytes) over";
-        check_failure(name, &run.failures[*name], &[retained, site]);
-    }
+    check_run(Profile::Debug, NESTED, &run);
+    check_ignored_alone(NESTED);
 }
 
 #[test]
 fn process_attribution_catches_the_helper_thread_leak() {
-    let run = cargo_test("leaks", &["--ignored", "--exact", "helper_thread_leak_process"], &[]);
-    assert_eq!(run.outcomes["helper_thread_leak_process"], "FAILED");
-    check_failure("helper_thread_leak_process", &run.failures["helper_thread_leak_process"], &HELPER_THREAD_LEAK[..1]);
+    let test = outcomes::find(LEAKS, "helper_thread_leak_process");
+    assert!(matches!(test.cargo_test, CargoTest::IgnoredFailsAlone(_)), "modelled as ignored, failing alone");
+    check_ignored_alone(LEAKS);
 }
 
 #[test]
 fn the_environment_switches_the_default_to_process_attribution() {
+    let CargoTest::PassThreadAttributed(lines) = outcomes::find(LEAKS, "helper_thread_leak").cargo_test else {
+        panic!("helper_thread_leak is modelled as passing under thread attribution only");
+    };
     let run = cargo_test("leaks", &["--exact", "helper_thread_leak"], &[("YING_ATTRIBUTION", "process")]);
     assert_eq!(run.outcomes["helper_thread_leak"], "FAILED");
-    check_failure("helper_thread_leak", &run.failures["helper_thread_leak"], HELPER_THREAD_LEAK);
+    check_failure("helper_thread_leak", &run.failures["helper_thread_leak"], lines);
 }
 
 #[test]
 fn a_binary_without_the_allocator_fails_with_the_lines_to_add() {
     let run = cargo_test("no_allocator", &[], &[]);
-    assert_eq!(run.outcomes["without_the_allocator"], "FAILED");
-    check_failure(
-        "without_the_allocator",
-        &run.failures["without_the_allocator"],
-        &[
-            "ying: leak test `without_the_allocator` cannot measure anything: the global allocator of this test binary is not ying's.",
-            "#[global_allocator]",
-            "static ALLOC: ying::YingProfiler = ying::YingProfiler::new();",
-        ],
-    );
+    check_run(Profile::Debug, "leak-fixtures::no_allocator", &run);
 }
 
 #[test]
@@ -403,11 +289,11 @@ fn a_process_that_exits_inside_a_leak_test_fails() {
     let output = command.output().expect("cargo runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "std::process::exit(0) in the body passed:\n{stderr}");
-    assert!(
-        stderr.contains(
-            "ying: the process exited while leak test `exits_after_leaking` was running, so it could not report \
-             what it retained"
-        ),
-        "{stderr}"
-    );
+    let CargoTest::EndsTheProcess(lines) = outcomes::find("leak-fixtures::exits", "exits_after_leaking").cargo_test
+    else {
+        panic!("exits_after_leaking is modelled as ending its process");
+    };
+    for line in lines {
+        assert!(stderr.contains(line), "{line}\n{stderr}");
+    }
 }
