@@ -2,11 +2,10 @@
 //! Summary, GitHub annotations put regressions first and attach to files from the repository root, and the job
 //! summary's totals are the terminal's.
 
-use super::{Fixture, SHARED_TARGET, TEST_FAILED, stderr};
+use super::{Fixture, TEST_FAILED, stderr};
 
 #[test]
 fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and_listed_after_the_summary() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
     let saved = fixture.cargo_ying(&["--no-fail-fast", "--save-baseline"], &[]);
     assert_eq!(saved.status.code(), TEST_FAILED, "{}", stderr(&saved));

@@ -2,7 +2,7 @@
 //! a rename that keeps its mode, a link's target is written, what cannot be written stops the run before it starts,
 //! two runs saving at once keep both their entries; `merge` and `diff` refuse what they cannot take.
 
-use super::{Fixture, SHARED_TARGET, TEST_FAILED, stderr};
+use super::{Fixture, TEST_FAILED, stderr};
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -48,7 +48,6 @@ fn a_read_only_baseline_to_save_stops_the_run_before_it_starts_and_stays_as_it_w
 
 #[test]
 fn a_linked_baseline_has_its_target_written_and_the_link_kept() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let elsewhere = tempfile::tempdir().unwrap();
     let target = elsewhere.path().join("baseline.json");
@@ -184,7 +183,6 @@ fn diff_refuses_a_summary_of_another_version_naming_the_file_and_both_versions()
 
 #[test]
 fn two_runs_saving_at_once_keep_both_entries() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     // Built once before, so that the two runs start their tests together.
     let built = fixture.cargo_ying(&["--test", "leaks", "clean"], &[]);
@@ -217,7 +215,6 @@ fn two_runs_saving_at_once_keep_both_entries() {
 #[test]
 fn a_save_keeps_what_another_run_saved_while_this_one_ran() {
     use std::io::BufRead as _;
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let baseline = fixture.path().join("ying-baseline.json");
     // `hangs` keeps the run going until its timeout, long after the baseline was read.

@@ -2,7 +2,7 @@
 //! as `0x2a7047`), and a leak site's frame keeps its line, so two sites in one function are two frames, named as
 //! the failure message names them.
 
-use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
+use super::{Fixture, TEST_FAILED, entry, stderr, summary};
 use std::path::{Path, PathBuf};
 
 /// Whether `name` is an address standing for a frame no symboliser named (`0x2a7047`).
@@ -49,12 +49,11 @@ fn leak_lines(source: &str, function: &str) -> Vec<usize> {
 
 #[test]
 fn flamegraphs_name_every_frame_and_a_leak_site_keeps_its_line() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--no-fail-fast", "-j", "2"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
-    let out = target_dir().join("ying");
+    let out = fixture.target_dir().join("ying");
 
     // No bare address in any flamegraph, nor in any folded stack of any report they are drawn from.
     let svgs = svgs(&out.join("flamegraphs"));
@@ -85,7 +84,7 @@ fn flamegraphs_name_every_frame_and_a_leak_site_keeps_its_line() {
     assert_eq!(lines.len(), 2, "the fixture leaks twice in one function");
     let sites: Vec<String> =
         lines.iter().map(|line| format!("leaks::two_sites_in_one_function at tests/leaks.rs:{line}")).collect();
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let two_sites = entry(&summary, "leaks", "two_sites_in_one_function");
     assert_eq!(two_sites["outcome"], "failed");
     let svg = std::fs::read_to_string(out.join(two_sites["retained_flamegraph"].as_str().unwrap())).unwrap();

@@ -6,7 +6,7 @@
 //! ends with every child exited. A leak test that closes its standard output and error still says why it failed,
 //! and a double free under `--measure all` says what it is.
 
-use crate::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
+use crate::{Fixture, TEST_FAILED, entry, stderr, summary};
 use std::path::Path;
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -101,7 +101,6 @@ fn start_with_a_hanging_test(fixture: &Fixture, args: &[&str], pid_file: &str) -
 
 #[test]
 fn a_timeout_kills_the_tests_whole_process_group() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let pid_file = fixture.path().join("pids");
     let pid_env = pid_file.display().to_string();
@@ -119,7 +118,6 @@ fn a_timeout_kills_the_tests_whole_process_group() {
 
 #[test]
 fn an_interrupt_kills_every_test_and_leaves_an_incomplete_summary_and_no_baseline() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     for (signal, name, code) in [(libc::SIGINT, "SIGINT", 130), (libc::SIGTERM, "SIGTERM", 143)] {
         let args = ["--save-baseline", "-j", "1", "-E", "binary(hostile)", "--no-fail-fast"];
@@ -133,7 +131,7 @@ fn an_interrupt_kills_every_test_and_leaves_an_incomplete_summary_and_no_baselin
         assert!(err.contains(&format!("the run was stopped by {name}")), "{err}");
         assert_gone(&pids, &format!("after {name} to cargo ying, the test and its child"));
         assert_eq!(group_members(pids[1]), Vec::<i32>::new(), "{name}: the test's process group is empty");
-        let summary = summary(&target_dir());
+        let summary = summary(&fixture.target_dir());
         assert_eq!(summary["interrupted"], name, "the summary says it is incomplete");
         let hung = entry(&summary, "hostile", "leaves_a_child_running");
         assert_eq!(hung["outcome"], "not-run");
@@ -144,7 +142,6 @@ fn an_interrupt_kills_every_test_and_leaves_an_incomplete_summary_and_no_baselin
 
 #[test]
 fn a_sigkill_of_cargo_ying_kills_the_running_tests_whole_process_group() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let (mut child, pids) = start_with_a_hanging_test(&fixture, &["--", "--exact", "leaves_a_child_running"], "pids");
     // SAFETY: signals the cargo-ying process this test started; nothing of it can catch the signal.
@@ -156,7 +153,6 @@ fn a_sigkill_of_cargo_ying_kills_the_running_tests_whole_process_group() {
 
 #[test]
 fn a_test_printing_100_mib_does_not_grow_cargo_ying_and_a_failure_keeps_all_of_it() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let args = ["--", "--exact", "prints_a_lot"];
     // Built first, so that the measured run compiles nothing (the compiler's memory would count).
@@ -182,22 +178,22 @@ fn a_test_printing_100_mib_does_not_grow_cargo_ying_and_a_failure_keeps_all_of_i
     let err = stderr(&failed);
     assert_eq!(failed.status.code(), TEST_FAILED);
     assert!(err.contains("[cargo ying: the start of this output is cut"), "{}", &err[..err.len().min(2000)]);
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let log = entry(&summary, "hostile", "prints_a_lot")["output"].as_str().unwrap().to_owned();
-    let kept = std::fs::metadata(target_dir().join("ying").join(log)).unwrap().len();
+    let kept = std::fs::metadata(fixture.target_dir().join("ying").join(log)).unwrap().len();
     assert!(kept > 3 * 1024 * 1024, "the whole output is kept: {kept} bytes");
 }
 
 #[test]
 fn a_process_left_writing_outside_its_tests_group_writes_nothing_into_the_next_tests_output() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let pid_file = fixture.path().join("pids");
     let pid_env = pid_file.display().to_string();
-    // One worker: `prints_a_lot` runs right after `leaves_a_child_running`, whose child writes every 10 ms all
-    // through it (it pauses 300 ms) and fails, so that its whole output is shown and kept.
+    // One worker: `prints_a_lot` runs right after `leaves_a_child_running` (in the listing's order: the copy has no
+    // last run's durations), whose child writes every 10 ms all through it (it pauses 300 ms) and fails, so that its
+    // whole output is shown and kept.
+    assert!(!fixture.target_dir().join("ying/summary.json").exists());
     let args = ["-j", "1", "-E", "test(=leaves_a_child_running) | test(=prints_a_lot)"];
-    super::forget_last_run();
     let envs = [
         ("FIXTURE_CHILD_PID", pid_env.as_str()),
         ("FIXTURE_CHILD_WRITES", "1"),
@@ -217,16 +213,15 @@ fn a_process_left_writing_outside_its_tests_group_writes_nothing_into_the_next_t
     assert!(err.contains("PASS [") && err.contains("hostile leaves_a_child_running"), "{err}");
     assert!(err.contains("asked to fail after printing"), "the failure's output is shown: {err}");
     assert!(!err.contains("stray line"), "the writer's lines are not in the next test's output: {err}");
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let log = entry(&summary, "hostile", "prints_a_lot")["output"].as_str().unwrap().to_owned();
-    let kept = std::fs::read_to_string(target_dir().join("ying").join(log)).unwrap();
+    let kept = std::fs::read_to_string(fixture.target_dir().join("ying").join(log)).unwrap();
     assert!(kept.contains("printed 0 MiB"), "{kept}");
     assert!(!kept.contains("stray line"), "the writer's lines are not in the next test's kept output: {kept}");
 }
 
 #[test]
 fn two_runs_on_one_target_directory_both_complete_and_both_save() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     // Built first, so that both runs race in running, not in cargo's own build lock.
     assert_eq!(fixture.cargo_ying(&["--", "--exact", "clean"], &[]).status.code(), Some(0));
@@ -256,7 +251,6 @@ fn two_runs_on_one_target_directory_both_complete_and_both_save() {
 
 #[test]
 fn far_more_jobs_than_tests_do_not_hang() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let mut run = fixture
         .command(&["-j", "1000000", "-E", "binary(steady)"], &[])
@@ -269,7 +263,6 @@ fn far_more_jobs_than_tests_do_not_hang() {
 
 #[test]
 fn a_leak_test_forking_200_times_while_another_thread_allocates_ends_and_every_child_exits() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let mut run = fixture
         .command(&["--", "--exact", "forks"], &[("FIXTURE_FORKS", "200")])
@@ -303,7 +296,6 @@ fn processes_naming(needle: &str) -> Vec<i32> {
 /// background job of a script has it, which cargo ying must not take for leave to go on.
 #[test]
 fn an_interrupt_during_the_build_stops_it_whole_and_no_test_runs() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     // SIGKILL cannot be caught: the watchdog cargo ying starts kills the build's process group when it is gone.
     let signals =
@@ -352,7 +344,6 @@ fn an_interrupt_during_the_build_stops_it_whole_and_no_test_runs() {
 /// again keeps the attempts that ended: the test failed, it is not "not run".
 #[test]
 fn retries_are_shown_as_they_end_and_an_interrupt_keeps_the_attempts_that_ended() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let mut command = fixture.command(&["--retries", "50", "-E", "binary(leaks) & test(=box_leak)"], &[]);
     command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
@@ -382,7 +373,7 @@ fn retries_are_shown_as_they_end_and_an_interrupt_keeps_the_attempts_that_ended(
     let status = wait_at_most(&mut child, Duration::from_secs(120));
     let said = reader.join().unwrap().join("\n");
     assert_eq!(status.code(), Some(130), "{said}");
-    let test = entry(&summary(&target_dir()), "leaks", "box_leak").clone();
+    let test = entry(&summary(&fixture.target_dir()), "leaks", "box_leak").clone();
     assert_eq!(test["outcome"], "failed", "the last attempt that ended is the test's: {test}\n{said}");
     assert!(test["attempts"].as_u64().unwrap() >= 3, "{test}");
 }
@@ -425,7 +416,6 @@ fn frees_twice() {
 
 #[test]
 fn a_leak_test_that_closed_its_output_says_why_it_failed_and_a_double_free_says_what_it_is() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     std::fs::write(fixture.path().join("tests/closed_output.rs"), CLOSED_OUTPUT).unwrap();
     let output = fixture.cargo_ying(&["--test", "closed_output", "--no-fail-fast", "-E", "not test(frees_twice)"], &[]);
@@ -436,10 +426,11 @@ fn a_leak_test_that_closed_its_output_says_why_it_failed_and_a_double_free_says_
                   (4096 bytes) in 1 block";
     assert!(said.contains(budget), "{said}");
     assert!(said.contains("ying: leak test `panics` panicked: the reason it failed"), "{said}");
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let report = entry(&summary, "closed_output", "panics")["report"].as_str().unwrap().to_owned();
     let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(target_dir().join("ying").join(report)).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(fixture.target_dir().join("ying").join(report)).unwrap())
+            .unwrap();
     assert_eq!(report["message"], "ying: leak test `panics` panicked: the reason it failed", "{report}");
 
     // The interposer finds the block's header broken by the first free: the test aborts saying so, as under glibc,

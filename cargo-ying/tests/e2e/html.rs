@@ -3,7 +3,7 @@
 //! regressed and where it grew, a reason on every failed row, rounded sizes with their exact bytes on hover, and the
 //! same order of rows in two runs.
 
-use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
+use super::{Fixture, TEST_FAILED, entry, stderr, summary};
 use roxmltree::{Document, Node};
 
 /// One row of the page's table, as read back.
@@ -65,7 +65,6 @@ fn terminal_totals(stderr: &str) -> String {
 
 #[test]
 fn index_html_puts_the_regression_first_with_totals_reasons_and_exact_bytes() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let subset = ["--no-fail-fast", "budget_passes", "clean", "box_leak", "aborts", "--", "--exact"];
     let saved = fixture.cargo_ying(&[&["--save-baseline"][..], &subset[..]].concat(), &[]);
@@ -77,9 +76,9 @@ fn index_html_puts_the_regression_first_with_totals_reasons_and_exact_bytes() {
         let output = fixture.cargo_ying(&subset, &[]);
         let stderr = stderr(&output);
         assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
-        let summary = summary(&target_dir());
+        let summary = summary(&fixture.target_dir());
         assert_eq!(entry(&summary, "leaks", "budget_passes")["gate"], "regressed", "{stderr}");
-        let html = std::fs::read_to_string(target_dir().join("ying/index.html")).unwrap();
+        let html = std::fs::read_to_string(fixture.target_dir().join("ying/index.html")).unwrap();
         let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
         let document = Document::parse_with_options(&html, options)
             .unwrap_or_else(|error| panic!("index.html is well-formed: {error}"));

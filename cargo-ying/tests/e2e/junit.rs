@@ -4,7 +4,7 @@
 //! in `xsd.rs` and, where it is installed, by `xmllint`.
 
 use super::xsd::{Schema, schemas, xmllint};
-use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
+use super::{Fixture, TEST_FAILED, entry, stderr, summary};
 use roxmltree::{Document, Node};
 
 fn count(node: Node, attribute: &str) -> usize {
@@ -21,7 +21,6 @@ fn child<'a>(node: Node<'a, 'a>, name: &str) -> Option<Node<'a, 'a>> {
 
 #[test]
 fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_is_valid_against_junit_10() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
     let subset = [
         "--test",
@@ -63,7 +62,7 @@ fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_is_
 
     // Each test case shows the verdict summary.json has: a failure for a failed, crashed or timed-out test and
     // for a regressed one, skipped for an ignored one.
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let suites: Vec<Node> = root.children().filter(|node| node.has_tag_name("testsuite")).collect();
     let mut names: Vec<&str> = suites.iter().map(|suite| suite.attribute("name").unwrap()).collect();
     names.sort_unstable();
@@ -105,7 +104,7 @@ fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_is_
     let regressed = entry(&summary, "leaks", "budget_passes");
     assert_eq!((regressed["outcome"].as_str(), regressed["gate"].as_str()), (Some("passed"), Some("regressed")));
     let diff = regressed["retained_diff_flamegraph"].as_str().expect("a diff flamegraph");
-    assert!(target_dir().join("ying").join(diff).is_file(), "{diff}");
+    assert!(fixture.target_dir().join("ying").join(diff).is_file(), "{diff}");
     let failure = child(case("budget_passes"), "failure").unwrap();
     assert_eq!(failure.attribute("type"), Some("memory regression"));
     let message = failure.attribute("message").unwrap();

@@ -1,14 +1,14 @@
-//! End to end: the built `cargo-ying` on a temporary copy of a fixture workspace (`fixtures/leak-tests`, or
-//! `fixtures/plain-tests` for `--measure all`), with a cleaned environment and a target directory shared by every
-//! test here (so the fixture builds once). Checks outcomes, exit codes, summary.json, reports and SVGs, and the full
-//! run's result lines against the fixture's model of outcomes (`fixtures/leak-tests/outcomes.rs`); output is
-//! snapshotted after redacting durations.
+//! End to end: the built `cargo-ying` on a copy of a fixture workspace (`fixtures/leak-tests`, or
+//! `fixtures/plain-tests` for `--measure all`) with a cleaned environment, each test with a copy and a target
+//! directory of its own (made from the fixture's seed, built once: see [`seed`]), so that the tests run side by side
+//! and none reads what another left. Checks outcomes, exit codes, summary.json, reports and SVGs, and the full run's
+//! result lines against the fixture's model of outcomes (`fixtures/leak-tests/outcomes.rs`); output is snapshotted
+//! after redacting durations.
 //!
-//! One test binary: its modules share the harness below and the lock on the shared target directory.
+//! One test binary: its modules share the harness below and the seeds.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
 
 mod ci;
 mod files;
@@ -26,6 +26,7 @@ mod options;
 mod outcomes;
 mod profiles;
 mod readme;
+mod seed;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod site_types;
 mod trust;
@@ -36,20 +37,12 @@ const TEST_FAILED: Option<i32> = Some(ying_report::exit_code::TEST_FAILED as i32
 /// The exit code of a run whose tests all passed and whose memory regressed against the baseline.
 const REGRESSED: Option<i32> = Some(ying_report::exit_code::MEMORY_REGRESSED as i32);
 
-/// The tests share one target directory, and so one `<target>/ying/`: one at a time.
-static SHARED_TARGET: Mutex<()> = Mutex::new(());
-
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// Not the directory `ying-runtime`'s fixture test builds the fixture in place into: the copies here are the same
-/// package at other paths, and would overwrite its artifacts.
-fn target_dir() -> PathBuf {
-    repository().join("target/e2e")
-}
-
-/// A temporary copy of the fixture workspace, its path dependency pointed back at this repository.
+/// A test's own copy of a fixture workspace, its path dependency pointed back at this repository, with its own
+/// target directory (`target/` in it) holding the fixture's build: see [`seed`].
 struct Fixture {
     dir: tempfile::TempDir,
 }
@@ -58,23 +51,21 @@ impl Fixture {
     /// A copy of `fixtures/plain-tests`, a suite with no ying dependency.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn plain() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        copy_dir(&repository().join("fixtures/plain-tests"), dir.path());
-        Self { dir }
+        Self { dir: seed::copy(seed::Workspace::Plain) }
     }
 
+    /// A copy of `fixtures/leak-tests`.
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        copy_dir(&repository().join("fixtures/leak-tests"), dir.path());
-        let manifest = dir.path().join("Cargo.toml");
-        let runtime = repository().join("ying-runtime").display().to_string().replace('\\', "/");
-        let text = std::fs::read_to_string(&manifest).unwrap().replace("../../ying-runtime", &runtime);
-        std::fs::write(&manifest, text).unwrap();
-        Self { dir }
+        Self { dir: seed::copy(seed::Workspace::Leaks) }
     }
 
     fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The copy's own target directory, which its runs build into and write `ying/` under.
+    fn target_dir(&self) -> PathBuf {
+        self.path().join("target")
     }
 
     /// Makes `leaks::budget_passes` retain 3000 bytes instead of 1000, still within its own budget of 4 KiB: it
@@ -104,7 +95,7 @@ impl Fixture {
 
     /// `cargo-ying ying <subcommand> --manifest-path <copy> <args>` with a cleaned environment.
     fn subcommand(&self, subcommand: &str, args: &[&str], envs: &[(&str, &str)]) -> Command {
-        let mut command = cleaned(env!("CARGO_BIN_EXE_cargo-ying"));
+        let mut command = cleaned(env!("CARGO_BIN_EXE_cargo-ying"), &self.target_dir());
         command.arg("ying").arg(subcommand).arg("--manifest-path").arg(self.path().join("Cargo.toml")).args(args);
         command.envs(envs.iter().copied());
         command
@@ -113,7 +104,7 @@ impl Fixture {
     /// `cargo nextest <args> --manifest-path <copy>`, with the environment and target directory of cargo ying's
     /// runs: the same build, for comparing with the runner cargo ying follows.
     fn nextest(&self, args: &[&str]) -> Output {
-        let mut command = cleaned("cargo");
+        let mut command = cleaned("cargo", &self.target_dir());
         command.arg("nextest").args(args).arg("--manifest-path").arg(self.path().join("Cargo.toml"));
         command.output().unwrap()
     }
@@ -128,8 +119,10 @@ fn path_with_cargo_ying() -> std::ffi::OsString {
 }
 
 /// `program` with a cleaned environment: none of cargo's variables but its home and toolchain, none of ying's, of
-/// libtest's, of nextest's or of GitHub's; the shared target directory, no colour, no backtraces, and `CI=true`.
-fn cleaned(program: impl AsRef<std::ffi::OsStr>) -> Command {
+/// libtest's, of nextest's or of GitHub's; the target directory `target`, no colour, no backtraces, and `CI=true`.
+/// git looks for no repository above the copies' directory: a copy is in none, as in the system's temporary
+/// directory (cargo ying names annotated files from the repository's root).
+fn cleaned(program: impl AsRef<std::ffi::OsStr>, target: &Path) -> Command {
     let mut command = Command::new(program);
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy().into_owned();
@@ -143,10 +136,11 @@ fn cleaned(program: impl AsRef<std::ffi::OsStr>) -> Command {
         }
     }
     command
-        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_TARGET_DIR", target)
         .env("CARGO_TERM_COLOR", "never")
         .env("RUST_BACKTRACE", "0")
         .env("CI", "true")
+        .env("GIT_CEILING_DIRECTORIES", seed::copies_dir())
         .env("PATH", path_with_cargo_ying());
     command
 }
@@ -178,12 +172,6 @@ fn result_lines(stderr: &str) -> String {
         .collect();
     lines.sort();
     lines.join("\n")
-}
-
-/// Removes the summary the last run left in the shared target directory, whose durations order the next run's
-/// tests: a test of what happens in the listing's order starts from none.
-fn forget_last_run() {
-    let _ = std::fs::remove_file(target_dir().join("ying/summary.json"));
 }
 
 /// The result lines [`result_lines`] takes from a full run of the leak fixture (`--no-fail-fast`, with
@@ -246,7 +234,6 @@ fn entry<'a>(summary: &'a serde_json::Value, binary: &str, name: &str) -> &'a se
 
 #[test]
 fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--no-fail-fast", "--timeout", "4s", "-j", "2"], &[("YING_FIXTURE_HANG", "1")]);
     let stderr = stderr(&output);
@@ -268,7 +255,7 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
     let passed: Vec<&&str> = rows.iter().filter(|row| row.ends_with("passed")).collect();
     assert!(passed.len() <= 5 && rows.iter().all(|row| row.ends_with("passed") || row.ends_with("failed")));
 
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     assert_eq!(summary["schema_version"], ying_report::SUMMARY_SCHEMA_VERSION);
     let measured = summary["tests"].as_array().unwrap().iter().filter(|test| !test["retained_bytes"].is_null());
     let left_out = measured.count() - rows.len();
@@ -296,7 +283,7 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
     let aborts = entry(&summary, "crashes", "aborts");
     assert!(aborts["retained_bytes"].is_null() && aborts["report"].is_null(), "ordinary tests have no figures");
 
-    let out = target_dir().join("ying");
+    let out = fixture.target_dir().join("ying");
     let id = ying_report::TestId::new("leak-fixtures", ying_report::TargetKind::Test, "leaks", "box_leak");
     let report = ying_report::LeakReport::read(&out.join(box_leak["report"].as_str().unwrap()), &id).unwrap();
     assert_eq!(report.test.name, "box_leak");
@@ -334,9 +321,8 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
 
 #[test]
 fn flamegraphs_are_deterministic() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
-    let path = target_dir().join("ying/flamegraphs/leak-fixtures/test/leaks/rc_cycle.retained.svg");
+    let path = fixture.target_dir().join("ying/flamegraphs/leak-fixtures/test/leaks/rc_cycle.retained.svg");
     let svg = || {
         // Drawn anew each time: a run leaves a flamegraph drawn from the same stacks as it was.
         let _ = std::fs::remove_file(&path);
@@ -349,14 +335,13 @@ fn flamegraphs_are_deterministic() {
 
 #[test]
 fn fail_fast_stops_scheduling_after_the_first_failure() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
-    // In the listing's order: `aborts` first.
-    forget_last_run();
+    // In the listing's order, the copy having no last run's durations to order by: `aborts` first.
+    assert!(!fixture.target_dir().join("ying/summary.json").exists());
     let output = fixture.cargo_ying(&["--test", "crashes", "-j", "1"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     assert_eq!(entry(&summary, "crashes", "aborts")["outcome"], "crashed");
     for name in ["hangs", "overflows_its_stack", "survives_beside_them"] {
         assert_eq!(entry(&summary, "crashes", name)["outcome"], "not-run", "{name}");
@@ -366,11 +351,10 @@ fn fail_fast_stops_scheduling_after_the_first_failure() {
 
 #[test]
 fn the_tests_the_last_run_took_longest_over_start_first() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let args =
         ["-j", "1", "-E", "binary(leaks) & (test(=budget_passes) | test(=clean) | test(=lazy_init_with_warmup))"];
-    forget_last_run();
+    assert!(!fixture.target_dir().join("ying/summary.json").exists(), "no last run: the listing's order");
     let first = fixture.cargo_ying(&args, &[]);
     assert_eq!(
         ended(&stderr(&first)),
@@ -378,8 +362,8 @@ fn the_tests_the_last_run_took_longest_over_start_first() {
         "the listing's order first"
     );
     // As if the last run had found `lazy_init_with_warmup` the longest and `clean` the shortest.
-    let path = target_dir().join("ying/summary.json");
-    let mut last = summary(&target_dir());
+    let path = fixture.target_dir().join("ying/summary.json");
+    let mut last = summary(&fixture.target_dir());
     for test in last["tests"].as_array_mut().unwrap() {
         let seconds = match test["name"].as_str().unwrap() {
             "lazy_init_with_warmup" => 3.0,
@@ -392,18 +376,17 @@ fn the_tests_the_last_run_took_longest_over_start_first() {
     let second = fixture.cargo_ying(&args, &[]);
     assert_eq!(ended(&stderr(&second)), ["lazy_init_with_warmup", "budget_passes", "clean"], "{}", stderr(&second));
     // The run wrote its own summary, with its own durations, over the last one.
-    let written = summary(&target_dir());
+    let written = summary(&fixture.target_dir());
     assert!(written["tests"].as_array().unwrap().iter().all(|test| test["duration"].as_f64().unwrap() < 1.0));
 }
 
 #[test]
 fn filters_select_tests_and_a_passing_run_exits_zero() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--test", "leaks", "clean", "budget_passes", "--", "--exact"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let names: Vec<&str> = summary["tests"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["budget_passes", "clean"]);
     assert!(stderr.contains("2 tests run: 2 passed"), "{stderr}");
@@ -411,7 +394,6 @@ fn filters_select_tests_and_a_passing_run_exits_zero() {
 
 #[test]
 fn configuration_is_read_and_unknown_keys_are_usage_errors() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let manifest = fixture.path().join("Cargo.toml");
     let original = std::fs::read_to_string(&manifest).unwrap();
@@ -439,7 +421,6 @@ fn configuration_is_read_and_unknown_keys_are_usage_errors() {
 
 #[test]
 fn build_errors_and_bad_usage_exit_two() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--bogus-flag"], &[]);
     assert_eq!(output.status.code(), Some(2));
@@ -479,7 +460,6 @@ fn gate_lines(stderr: &str, baseline: &Path) -> String {
 
 #[test]
 fn the_baseline_gates_retained_growth() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let baseline = fixture.path().join("ying-baseline.json");
     let subset = ["--test", "leaks", "budget_passes", "clean", "bounded_cache_in_steady_state"];
@@ -533,18 +513,20 @@ fn the_baseline_gates_retained_growth() {
     let stderr_grown = stderr(&output);
     assert_eq!(output.status.code(), REGRESSED, "{stderr_grown}");
     insta::assert_snapshot!("gate_regression", gate_lines(&stderr_grown, &baseline));
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let regressed = entry(&summary, "leaks", "budget_passes");
     assert_eq!(
         (regressed["baseline_retained_bytes"].as_u64(), regressed["retained_bytes"].as_u64()),
         (Some(1000), Some(3000))
     );
-    let diff =
-        target_dir().join("ying").join(regressed["retained_diff_flamegraph"].as_str().expect("a diff flamegraph"));
+    let diff = fixture
+        .target_dir()
+        .join("ying")
+        .join(regressed["retained_diff_flamegraph"].as_str().expect("a diff flamegraph"));
     let svg = std::fs::read_to_string(diff).unwrap();
     assert!(svg.contains("</svg>") && svg.contains("leaks::budget_passes"), "the diff shows where it grew");
     assert!(entry(&summary, "leaks", "clean")["retained_diff_flamegraph"].is_null(), "only regressions get a diff");
-    let index = std::fs::read_to_string(target_dir().join("ying/index.html")).unwrap();
+    let index = std::fs::read_to_string(fixture.target_dir().join("ying/index.html")).unwrap();
     assert!(index.contains("baseline retained") && index.contains("retained diff"));
 
     // A tighter or looser tolerance decides for the retained bytes. The growth is a `Box::leak`, lost: its lost
@@ -568,7 +550,7 @@ fn the_baseline_gates_retained_growth() {
     let accept = Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
         .args(["ying", "accept", "--manifest-path"])
         .arg(fixture.path().join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_TARGET_DIR", fixture.target_dir())
         .output()
         .unwrap();
     assert!(accept.status.success(), "{}", stderr(&accept));
@@ -579,7 +561,6 @@ fn the_baseline_gates_retained_growth() {
 
 #[test]
 fn a_corrupt_baseline_is_a_usage_error_and_stays_as_it_was() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let baseline = fixture.path().join("ying-baseline.json");
     let corrupt = "{\n  \"schema_version\": 2,\n  \"tests\": {\n    \"x\": [\n";
@@ -610,7 +591,6 @@ fn a_corrupt_baseline_is_a_usage_error_and_stays_as_it_was() {
 
 #[test]
 fn github_actions_get_annotations_and_a_job_summary_and_junit_is_written() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let subset = ["--test", "leaks", "--no-fail-fast", "budget_passes", "clean", "box_leak"];
     let saved = fixture.cargo_ying(&[&subset[..], &["--save-baseline"]].concat(), &[]);
@@ -731,14 +711,13 @@ fn outcomes_of(summary: &serde_json::Value) -> Vec<(String, String, String, Opti
 
 #[test]
 fn partitioned_runs_merge_into_the_unsharded_result() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let saved = tempfile::tempdir().unwrap();
     let subset =
         ["--test", "leaks", "--no-fail-fast", "budget_passes", "clean", "box_leak", "rc_cycle", "bounded_cache"];
     let output = fixture.cargo_ying(&[&subset[..], &["--save-baseline"]].concat(), &[]);
     assert_eq!(output.status.code(), TEST_FAILED, "box_leak and rc_cycle fail: {}", stderr(&output));
-    let unsharded = summary(&target_dir());
+    let unsharded = summary(&fixture.target_dir());
     assert_eq!(outcomes_of(&unsharded).len(), 5);
 
     for scheme in ["count", "hash"] {
@@ -748,7 +727,7 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
             let output = fixture.cargo_ying(&[&subset[..], &["--partition", &partition]].concat(), &[]);
             assert!([Some(0), TEST_FAILED].contains(&output.status.code()), "{}", stderr(&output));
             let dir = saved.path().join(format!("{scheme}-{shard}"));
-            copy_dir(&target_dir().join("ying"), &dir);
+            copy_dir(&fixture.target_dir().join("ying"), &dir);
             shard_summaries.push(dir.join("summary.json"));
         }
         let shard_sizes: Vec<usize> = shard_summaries
@@ -765,7 +744,7 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
             .arg(&merged_path)
             .arg("--manifest-path")
             .arg(fixture.path().join("Cargo.toml"))
-            .env("CARGO_TARGET_DIR", target_dir())
+            .env("CARGO_TARGET_DIR", fixture.target_dir())
             .output()
             .unwrap();
         let merge_stderr = stderr(&merge);
@@ -788,7 +767,6 @@ fn entry_of<'a>(summary: &'a serde_json::Value, kind: &str, target: &str, name: 
 
 #[test]
 fn a_librarys_and_a_binarys_test_of_one_name_are_two_tests_to_the_baseline_and_the_gate() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let baseline = fixture.path().join("ying-baseline.json");
     let run = |extra: &[&str]| fixture.cargo_ying(&[&["same_unit"][..], extra].concat(), &[]);
@@ -816,7 +794,7 @@ fn a_librarys_and_a_binarys_test_of_one_name_are_two_tests_to_the_baseline_and_t
         let regressed: Vec<&str> = stderr.lines().filter(|line| line.trim_start().starts_with("REGRESSED  ")).collect();
         assert!(!regressed.is_empty(), "{stderr}");
         assert!(regressed.iter().all(|line| line.contains(&format!("REGRESSED  {id} "))), "{stderr}");
-        let summary = summary(&target_dir());
+        let summary = summary(&fixture.target_dir());
         let kind = if file == "src/main.rs" { "bin" } else { "lib" };
         assert_eq!(entry_of(&summary, kind, "leak-fixtures", "tests::same_unit")["gate"], "regressed");
         let other = if kind == "bin" { "lib" } else { "bin" };
@@ -828,12 +806,11 @@ fn a_librarys_and_a_binarys_test_of_one_name_are_two_tests_to_the_baseline_and_t
 
 #[test]
 fn tests_whose_names_differ_in_separators_or_accents_get_their_own_files() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--lib"], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let summary = summary(&target_dir());
-    let out = target_dir().join("ying");
+    let summary = summary(&fixture.target_dir());
+    let out = fixture.target_dir().join("ying");
     let index = std::fs::read_to_string(out.join("index.html")).unwrap();
     let mut files = std::collections::BTreeSet::new();
     for (name, retained) in [("tests::m::t", 10), ("tests::m__t", 20), ("tests::café", 30), ("tests::cafè", 40)] {

@@ -1,7 +1,7 @@
 //! `--measure all`: a suite with no ying dependency, attribute or global allocator (`fixtures/plain-tests`),
 //! measured through the allocation interposer cargo ying builds and preloads.
 
-use super::{Fixture, REGRESSED, SHARED_TARGET, TEST_FAILED, entry, stderr, summary, target_dir};
+use super::{Fixture, REGRESSED, TEST_FAILED, entry, stderr, summary};
 use ying_report::report::LeakReport;
 use ying_report::{TargetKind, TestId};
 
@@ -18,17 +18,18 @@ const RETAINED: [(&str, &str, u64); 9] = [
     ("own_allocator", "leaks_through_its_allocator", 1000),
 ];
 
-/// The report of the last run of test `name` of the plain fixture's `plain` target.
-fn plain_report(name: &str) -> LeakReport {
-    let summary = summary(&target_dir());
+/// The report of the last run of test `name` of the plain fixture's `plain` target in `fixture`.
+fn plain_report(fixture: &Fixture, name: &str) -> LeakReport {
+    let summary = summary(&fixture.target_dir());
     let test = entry(&summary, "plain", name);
     let id = TestId::new("plain-fixtures", TargetKind::Test, "plain", name);
-    LeakReport::read(&target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap()
+    LeakReport::read(&fixture.target_dir().join("ying").join(test["report"].as_str().unwrap()), &id).unwrap()
 }
 
-/// The figures of each test of the last run, in [`RETAINED`]'s order: retained, peak, allocated, allocations.
-fn figures() -> Vec<[u64; 4]> {
-    let summary = summary(&target_dir());
+/// The figures of each test of the last run in `fixture`, in [`RETAINED`]'s order: retained, peak, allocated,
+/// allocations.
+fn figures(fixture: &Fixture) -> Vec<[u64; 4]> {
+    let summary = summary(&fixture.target_dir());
     RETAINED
         .iter()
         .map(|(target, name, _)| {
@@ -41,7 +42,6 @@ fn figures() -> Vec<[u64; 4]> {
 
 #[test]
 fn every_test_of_a_suite_without_ying_is_measured_exactly() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
 
     // As before: no test of the suite is a leak test, so nothing is measured, and the run says so and how to
@@ -49,7 +49,7 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
     let output = fixture.cargo_ying(&[], &[]);
     let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
     assert_eq!(output.status.code(), Some(0), "{said}");
-    assert!(entry(&summary(&target_dir()), "plain", "leaks_a_box")["retained_bytes"].is_null());
+    assert!(entry(&summary(&fixture.target_dir()), "plain", "leaks_a_box")["retained_bytes"].is_null());
     let nothing = "0 tests measured: add #[ying::leak_test] or run with --measure all";
     assert_eq!(said.matches(nothing).count(), 1, "{said}");
     assert!(!said.contains("--save-baseline (or cargo ying accept) writes one"), "{said}");
@@ -67,7 +67,7 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
     let output = fixture.cargo_ying(&["--measure", "all"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "no budgets: every test passes\n{stderr}");
-    let retained: Vec<u64> = figures().iter().map(|figures| figures[0]).collect();
+    let retained: Vec<u64> = figures(&fixture).iter().map(|figures| figures[0]).collect();
     assert_eq!(retained, RETAINED.map(|(_, _, bytes)| bytes), "{stderr}");
 
     // A binary with a global allocator of its own is measured for what reaches `malloc`, and says so, once.
@@ -76,7 +76,7 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
     assert_eq!(stderr.matches("note ").count(), 1, "{stderr}");
 
     // The C library's block is named at the line that called `malloc`, the interposer's frames cut.
-    let report = plain_report("leaks_from_c");
+    let report = plain_report(&fixture, "leaks_from_c");
     let sites: Vec<_> = report.retained_sites.iter().filter(|site| !site.excused).collect();
     assert_eq!(sites.len(), 1, "{sites:#?}");
     let first = &sites[0].frames[0];
@@ -85,7 +85,7 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
 
     // A Rust allocation's site, named by cargo ying from the executable's frames alone (the interposer's `malloc`,
     // the allocator entry, is not among them), starts where the code allocates, not in the allocation plumbing.
-    let report = plain_report("leaks_a_box");
+    let report = plain_report(&fixture, "leaks_a_box");
     let site = report.retained_sites.iter().find(|site| !site.excused).unwrap();
     let kinds: Vec<_> = site.why.iter().map(|why| why.kind).collect();
     assert_eq!(kinds, [ying_report::report::Reach::Lost], "a leaked box nothing points to is lost: {site:#?}");
@@ -95,7 +95,6 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
 
 #[test]
 fn a_panicking_tests_figures_do_not_depend_on_rust_backtrace() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
     // The panic hook's work (the message, and under RUST_BACKTRACE=1 a backtrace whose naming reads and keeps the
     // executable's debug information, megabytes) is not the test's, as in a leak test.
@@ -103,10 +102,10 @@ fn a_panicking_tests_figures_do_not_depend_on_rust_backtrace() {
         let args = ["--measure", "all", "--test", "plain", "panics"];
         let output = fixture.cargo_ying(&args, &[("RUST_BACKTRACE", backtrace)]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-        let summary = summary(&target_dir());
+        let summary = summary(&fixture.target_dir());
         let test = entry(&summary, "plain", "panics");
         assert_eq!(test["retained_bytes"], 0, "{test}");
-        let report = plain_report("panics");
+        let report = plain_report(&fixture, "panics");
         let figures = report.figures;
         [figures.retained_bytes, figures.peak_bytes, figures.allocated_bytes, figures.allocations, report.excused_bytes]
     };
@@ -123,13 +122,12 @@ fn a_panicking_tests_figures_do_not_depend_on_rust_backtrace() {
 
 #[test]
 fn a_deterministic_tests_figures_are_the_same_in_ten_runs() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
     let mut runs = Vec::new();
     for _ in 0..10 {
         let output = fixture.cargo_ying(&["--measure", "all"], &[]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-        runs.push(figures());
+        runs.push(figures(&fixture));
     }
     for run in &runs[1..] {
         assert_eq!(run, &runs[0]);
@@ -138,7 +136,6 @@ fn a_deterministic_tests_figures_are_the_same_in_ten_runs() {
 
 #[test]
 fn a_baseline_is_a_line_a_test_that_moved_lines_leave_as_it_was_and_a_grown_leak_regresses_in_its_function() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
     let path = fixture.path().join("ying-baseline.json");
     let output = fixture.cargo_ying(&["--measure", "all", "--save-baseline"], &[]);
@@ -186,11 +183,11 @@ fn a_baseline_is_a_line_a_test_that_moved_lines_leave_as_it_was_and_a_grown_leak
     let output = fixture.cargo_ying(&["--measure", "all"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), REGRESSED, "the gate fails the run\n{stderr}");
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let grown = entry(&summary, "plain", "caches_4000_bytes");
     assert_eq!((grown["gate"].as_str(), grown["retained_bytes"].as_u64()), (Some("regressed"), Some(8000)));
     assert_eq!(entry(&summary, "plain", "leaks_a_box")["gate"], "unchanged", "{stderr}");
-    let diff = target_dir().join("ying").join(grown["retained_diff_flamegraph"].as_str().unwrap());
+    let diff = fixture.target_dir().join("ying").join(grown["retained_diff_flamegraph"].as_str().unwrap());
     let svg = std::fs::read_to_string(diff).unwrap();
     let line = source.lines().position(|line| line.contains("vec![0u8; 4000]")).unwrap() + 1;
     let title = format!("<title>plain::caches_4000_bytes at tests/plain.rs:{line} (8,000 bytes, 100.00%; +50.00%)");
@@ -199,12 +196,11 @@ fn a_baseline_is_a_line_a_test_that_moved_lines_leave_as_it_was_and_a_grown_leak
 
 #[test]
 fn a_leak_test_keeps_its_own_figures_and_verdict() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--measure", "all", "--test", "leaks", "box_leak"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "its budget fails it\n{stderr}");
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let box_leak = entry(&summary, "leaks", "box_leak");
     assert_eq!((box_leak["outcome"].as_str(), box_leak["retained_bytes"].as_u64()), (Some("failed"), Some(1000)));
     assert_eq!(box_leak["allocations"], 1, "the leak test's own scope, not the interposer's window: {box_leak}");
@@ -222,7 +218,6 @@ fn fills_a_table_once() {
 
 #[test]
 fn a_small_lost_leak_beside_a_static_floor_regresses_every_time_and_says_where() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
     let tests = fixture.path().join("tests/plain.rs");
     let source = std::fs::read_to_string(&tests).unwrap() + STATIC_FLOOR;
@@ -232,7 +227,7 @@ fn a_small_lost_leak_beside_a_static_floor_regresses_every_time_and_says_where()
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 
     // The floor is held by its static, and nothing of it is lost.
-    let report = plain_report("fills_a_table_once");
+    let report = plain_report(&fixture, "fills_a_table_once");
     let floor = report.retained_sites.iter().find(|site| site.bytes == 24 * 1024).expect("the table's site");
     let kinds: Vec<_> = floor.why.iter().map(|why| (why.kind, why.root.as_deref())).collect();
     assert_eq!(kinds, [(ying_report::report::Reach::Static, Some("plain::TABLE"))], "{floor:#?}");
@@ -295,13 +290,12 @@ fn sorts_through_the_c_library() {
 
 #[test]
 fn a_stack_through_a_shared_library_keeps_its_c_frames() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
     let tests = fixture.path().join("tests/plain.rs");
     std::fs::write(&tests, std::fs::read_to_string(&tests).unwrap() + C_CALLS_BACK).unwrap();
     let output = fixture.cargo_ying(&["--measure", "all", "--test", "plain", "sorts_through_the_c_library"], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let report = plain_report("sorts_through_the_c_library");
+    let report = plain_report(&fixture, "sorts_through_the_c_library");
     let site = report.retained_sites.iter().find(|site| site.bytes % 64 == 0 && !site.excused).expect("the leak");
     let functions: Vec<&str> = site.frames.iter().map(|frame| frame.function.as_str()).collect();
     let callback = functions.iter().position(|f| *f == "plain::compare_and_leak").expect("the callback");
@@ -337,20 +331,19 @@ fn allow_in_workspace(fixture: &Fixture, patterns: &str) {
 
 #[test]
 fn the_workspaces_allow_excuses_a_static_under_measure_all_and_a_leak_tests_site_alike() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
     std::fs::write(fixture.path().join("tests/registry.rs"), REGISTRY_TESTS).unwrap();
     let run = || fixture.cargo_ying(&["--measure", "all", "--test", "registry"], &[]);
     let output = run();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let test = entry(&summary(&target_dir()), "registry", "registers").clone();
+    let test = entry(&summary(&fixture.target_dir()), "registry", "registers").clone();
     assert_eq!(test["retained_bytes"], 2048, "the static's value is retained: {test}");
 
     allow_in_workspace(&fixture, r#"["registry::globals"]"#);
     let output = run();
     let said = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{said}");
-    let test = entry(&summary(&target_dir()), "registry", "registers").clone();
+    let test = entry(&summary(&fixture.target_dir()), "registry", "registers").clone();
     assert_eq!(test["retained_bytes"], 0, "excused by the workspace's pattern: {test}");
     assert!(test["excused_bytes"].as_u64().unwrap() >= 2048, "and shown as excused: {test}");
     let row = said.lines().find(|line| line.starts_with("plain-fixtures::registry registers")).unwrap();
@@ -376,20 +369,22 @@ fn the_workspaces_allow_excuses_a_static_under_measure_all_and_a_leak_tests_site
     allow_in_workspace(&leaks, r#"["leak_fixtures::open_session"]"#);
     let output = run();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let test = entry(&summary(&target_dir()), "leaks", "session_leak").clone();
+    let test = entry(&summary(&leaks.target_dir()), "leaks", "session_leak").clone();
     assert_eq!(test["retained_bytes"], 0, "{test}");
     assert!(test["excused_bytes"].as_u64().unwrap() > 0, "{test}");
 }
 
-/// cargo-ying's own command line, `cargo-ying ying <args>`, in `dir`, with the tests' cleaned environment.
-fn cargo_ying_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let mut command = super::cleaned(env!("CARGO_BIN_EXE_cargo-ying"));
+/// cargo-ying's own command line, `cargo-ying ying <args>`, in `dir`, with the tests' cleaned environment and
+/// `fixture`'s target directory.
+fn cargo_ying_in(fixture: &Fixture, dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut command = super::cleaned(env!("CARGO_BIN_EXE_cargo-ying"), &fixture.target_dir());
     command.arg("ying").args(args).current_dir(dir).output().unwrap()
 }
 
-/// `cargo nextest <args>` in `dir`, with the tests' cleaned environment (cargo-ying on the `PATH`).
-fn nextest_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let mut command = super::cleaned("cargo");
+/// `cargo nextest <args>` in `dir`, with the tests' cleaned environment (cargo-ying on the `PATH`) and `fixture`'s
+/// target directory.
+fn nextest_in(fixture: &Fixture, dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut command = super::cleaned("cargo", &fixture.target_dir());
     command.arg("nextest").args(args).current_dir(dir).output().unwrap()
 }
 
@@ -399,29 +394,28 @@ fn nextest_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
 /// manifest, baseline and `.config/`, with the same figures.
 #[test]
 fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_all_gates() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
     let manifest = fixture.path().join("Cargo.toml");
     let manifest = manifest.to_str().unwrap();
 
-    let setup = cargo_ying_in(fixture.path(), &["setup", "nextest", "--manifest-path", manifest]);
+    let setup = cargo_ying_in(&fixture, fixture.path(), &["setup", "nextest", "--manifest-path", manifest]);
     assert_eq!(setup.status.code(), Some(0), "{}", stderr(&setup));
     let config = std::fs::read_to_string(fixture.path().join(".config/nextest.toml")).unwrap();
     assert!(config.contains("command = \"cargo-ying ying wrap\""), "{config}");
-    let again = cargo_ying_in(fixture.path(), &["setup", "nextest", "--manifest-path", manifest]);
+    let again = cargo_ying_in(&fixture, fixture.path(), &["setup", "nextest", "--manifest-path", manifest]);
     assert!(stderr(&again).contains("has the profile `ying` already"), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(fixture.path().join(".config/nextest.toml")).unwrap(), config);
 
     let measured = fixture.cargo_ying(&["--measure", "all"], &[]);
     assert_eq!(measured.status.code(), Some(0), "{}", stderr(&measured));
-    let expected = figures();
+    let expected = figures(&fixture);
     assert_eq!(expected.iter().map(|figures| figures[0]).collect::<Vec<_>>(), RETAINED.map(|(_, _, bytes)| bytes));
 
     let run = fixture.nextest(&["run", "--profile", "ying"]);
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
     let gate = fixture.subcommand("gate", &["--save-baseline"], &[]).output().unwrap();
     assert_eq!(gate.status.code(), Some(0), "{}", stderr(&gate));
-    assert_eq!(figures(), expected, "the figures of nextest's run are those of cargo ying's");
+    assert_eq!(figures(&fixture), expected, "the figures of nextest's run are those of cargo ying's");
     let baseline = fixture.path().join("ying-baseline.json");
     let saved = ying_report::Baseline::read(&baseline).unwrap().unwrap();
     assert_eq!((saved.tests.len(), saved.measured), (RETAINED.len(), ying_report::Measured::All));
@@ -430,7 +424,7 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
     let archive_dir = tempfile::tempdir().unwrap();
     let archive = archive_dir.path().join("tests.tar.zst");
     let archive = archive.to_str().unwrap();
-    let archived = nextest_in(fixture.path(), &["archive", "--profile", "ying", "--archive-file", archive]);
+    let archived = nextest_in(&fixture, fixture.path(), &["archive", "--profile", "ying", "--archive-file", archive]);
     assert_eq!(archived.status.code(), Some(0), "{}", stderr(&archived));
     let remap = tempfile::tempdir().unwrap();
     std::fs::copy(fixture.path().join("Cargo.toml"), remap.path().join("Cargo.toml")).unwrap();
@@ -438,16 +432,18 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
     std::fs::create_dir(remap.path().join(".config")).unwrap();
     std::fs::write(remap.path().join(".config/nextest.toml"), &config).unwrap();
     let remapped = remap.path().to_str().unwrap();
-    let _ = std::fs::remove_file(target_dir().join("ying/summary.json"));
+    let _ = std::fs::remove_file(fixture.target_dir().join("ying/summary.json"));
     let run = nextest_in(
+        &fixture,
         remap.path(),
         &["run", "--archive-file", archive, "--workspace-remap", remapped, "--profile", "ying"],
     );
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
-    let gate = cargo_ying_in(remap.path(), &["gate", "--archive-file", archive, "--workspace-remap", remapped]);
+    let gate =
+        cargo_ying_in(&fixture, remap.path(), &["gate", "--archive-file", archive, "--workspace-remap", remapped]);
     assert_eq!(gate.status.code(), Some(0), "{}", stderr(&gate));
     assert!(stderr(&gate).contains("no leak test's retained memory changed"), "{}", stderr(&gate));
-    assert_eq!(figures(), expected, "the figures of the archive's run are those of cargo ying's");
+    assert_eq!(figures(&fixture), expected, "the figures of the archive's run are those of cargo ying's");
 
     // A test loses 8 KiB more: the gate fails, naming it and the line.
     let tests = fixture.path().join("tests/plain.rs");
@@ -468,7 +464,7 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
     assert!(said.contains("8.0 KiB (8192 bytes) in 1 block of u8, lost"), "{said}");
 
     // The wrapper outside nextest says what it is for.
-    let alone = cargo_ying_in(fixture.path(), &["wrap", "/bin/true"]);
+    let alone = cargo_ying_in(&fixture, fixture.path(), &["wrap", "/bin/true"]);
     assert_eq!(alone.status.code(), Some(2));
     assert!(stderr(&alone).contains("NEXTEST_RUN_ID is not set"), "{}", stderr(&alone));
 }
@@ -477,7 +473,6 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
 /// than passed with no figures.
 #[test]
 fn a_statically_linked_suite_under_measure_all_is_refused_with_the_reason() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
     // `--target`, so that only the tests are linked statically (build scripts and proc macros run on the host).
     let rustc = std::process::Command::new("rustc").arg("-vV").output().unwrap();
@@ -498,7 +493,6 @@ fn a_statically_linked_suite_under_measure_all_is_refused_with_the_reason() {
 /// machine cargo-ying was built on.
 #[test]
 fn the_interposer_is_carried_by_cargo_ying_and_written_to_the_users_cache_not_built() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
     let cache = tempfile::tempdir().unwrap();
     let target = tempfile::tempdir().unwrap();
@@ -549,7 +543,7 @@ fn an_installed_cargo_ying_needs_no_clone_no_build_and_names_no_directory_of_the
         }
     }
     let root = work.path().join("installed");
-    let mut install = super::cleaned("cargo");
+    let mut install = super::cleaned("cargo", &clone.join("target"));
     install
         .args(["install", "--locked", "--offline", "--path"])
         .arg(clone.join("cargo-ying"))
@@ -573,11 +567,10 @@ fn an_installed_cargo_ying_needs_no_clone_no_build_and_names_no_directory_of_the
     let fixture = Fixture::plain();
     let cache = work.path().join("cache");
     let target = work.path().join("target");
-    let mut run = super::cleaned(&binary);
+    let mut run = super::cleaned(&binary, &target);
     run.args(["ying", "test", "--measure", "all", "--manifest-path"])
         .arg(fixture.path().join("Cargo.toml"))
-        .env("XDG_CACHE_HOME", &cache)
-        .env("CARGO_TARGET_DIR", &target);
+        .env("XDG_CACHE_HOME", &cache);
     let output = run.output().unwrap();
     let said = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{said}");

@@ -3,12 +3,13 @@
 //! tests, target selection, `-q`/`-v`, and a filtered run keeps the other tests' reports. Checked against nextest
 //! itself: a partition holds the tests nextest runs in it, and the exit codes are nextest's where it gives one.
 
-use crate::{Fixture, REGRESSED, SHARED_TARGET, TEST_FAILED, entry, stderr, stdout, summary, target_dir};
+use crate::{Fixture, REGRESSED, TEST_FAILED, entry, stderr, stdout, summary};
 use std::path::PathBuf;
 
-/// What `<target>/ying/` holds now: summary.json's text and the report files, to tell whether a command wrote there.
-fn out_dir_state() -> (Option<String>, Vec<PathBuf>) {
-    let out = target_dir().join("ying");
+/// What `<target>/ying/` of `fixture` holds now: summary.json's text and the report files, to tell whether a
+/// command wrote there.
+fn out_dir_state(fixture: &Fixture) -> (Option<String>, Vec<PathBuf>) {
+    let out = fixture.target_dir().join("ying");
     let summary = std::fs::read_to_string(out.join("summary.json")).ok();
     let mut reports = Vec::new();
     let mut dirs = vec![out.join("reports")];
@@ -24,12 +25,11 @@ fn out_dir_state() -> (Option<String>, Vec<PathBuf>) {
 
 #[test]
 fn listing_runs_no_test_and_claims_no_pass() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     // A run first, so that there is a summary and reports a listing must leave alone.
     let first = fixture.cargo_ying(&["clean"], &[]);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
-    let before = out_dir_state();
+    let before = out_dir_state(&fixture);
     assert!(before.0.is_some() && !before.1.is_empty());
 
     let list = fixture.subcommand("list", &["-E", "binary(leaks)", "clean"], &[]).output().unwrap();
@@ -49,12 +49,11 @@ fn listing_runs_no_test_and_claims_no_pass() {
     let count = stdout(&full).lines().filter(|line| line.starts_with("    ")).count();
     assert!(stderr(&full).contains(&format!("Listed {count} tests across")), "{}", stderr(&full));
     assert!(stderr(&full).contains("(3 ignored, not listed)"), "{}", stderr(&full));
-    assert_eq!(out_dir_state(), before, "listing wrote nothing under <target>/ying");
+    assert_eq!(out_dir_state(&fixture), before, "listing wrote nothing under <target>/ying");
 }
 
 #[test]
 fn no_test_to_run_is_exit_code_4_unless_told_otherwise() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let none = fixture.cargo_ying(&["no_test_has_this_name"], &[]);
     assert_eq!(none.status.code(), Some(4), "{}", stderr(&none));
@@ -75,12 +74,11 @@ fn no_test_to_run_is_exit_code_4_unless_told_otherwise() {
 
 #[test]
 fn a_filtered_run_keeps_the_other_tests_reports() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let first = fixture.cargo_ying(&["-E", "test(=box_leak)"], &[]);
     assert_eq!(first.status.code(), TEST_FAILED, "{}", stderr(&first));
-    let box_leak = entry(&summary(&target_dir()), "leaks", "box_leak").clone();
-    let out = target_dir().join("ying");
+    let box_leak = entry(&summary(&fixture.target_dir()), "leaks", "box_leak").clone();
+    let out = fixture.target_dir().join("ying");
     let files: Vec<PathBuf> = ["report", "retained_flamegraph", "allocated_flamegraph"]
         .map(|key| out.join(box_leak[key].as_str().unwrap()))
         .to_vec();
@@ -90,14 +88,13 @@ fn a_filtered_run_keeps_the_other_tests_reports() {
     for file in &files {
         assert!(file.exists(), "{} is kept by a run of other tests", file.display());
     }
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     assert_eq!(summary["tests"].as_array().unwrap().len(), 1, "summary.json is this run's");
     assert!(out.join(entry(&summary, "leaks", "clean")["report"].as_str().unwrap()).exists());
 }
 
 #[test]
 fn libtest_arguments_cargo_ying_honours_are_never_passed_on_twice() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     for args in [
         &["--", "--nocapture", "--exact", "clean"][..],
@@ -118,7 +115,6 @@ fn libtest_arguments_cargo_ying_honours_are_never_passed_on_twice() {
 
 #[test]
 fn filtersets_select_by_binary_package_kind_and_name() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["-E", "kind(bin) | binary(steady) - test(random)"], &[]);
     let err = stderr(&output);
@@ -136,7 +132,6 @@ fn filtersets_select_by_binary_package_kind_and_name() {
 
 #[test]
 fn a_test_that_passes_when_retried_is_flaky() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let marks = tempfile::tempdir().unwrap();
     let dir = marks.path().to_str().unwrap();
@@ -152,7 +147,7 @@ fn a_test_that_passes_when_retried_is_flaky() {
     assert_eq!(retried.status.code(), Some(0), "{err}");
     assert!(err.contains("TRY 1 FAIL [") && err.contains("FLAKY 2/3 ["), "{err}");
     assert!(err.contains("1 test run: 1 passed (1 flaky)"), "{err}");
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let test = entry(&summary, "flaky", "fails_on_first_attempt_when_asked");
     assert_eq!((test["outcome"].as_str(), test["attempts"].as_u64()), (Some("passed"), Some(2)));
     assert_eq!(test["retained_bytes"], 0, "the passing attempt's report is the test's");
@@ -162,7 +157,6 @@ fn a_test_that_passes_when_retried_is_flaky() {
 
 #[test]
 fn target_selection_and_verbosity_follow_cargo_and_nextest() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let bins = fixture.cargo_ying(&["--bins", "-v"], &[]);
     let err = stderr(&bins);
@@ -206,7 +200,6 @@ fn listed_tests(ying: Option<&str>, nextest: Option<&str>) -> Vec<String> {
 
 #[test]
 fn a_partition_holds_the_tests_nextest_runs_in_it() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     // The custom harness cannot list its tests: nextest is kept from asking, as cargo ying never does.
     let not_custom = "not binary(custom_harness)";
@@ -229,7 +222,6 @@ fn a_partition_holds_the_tests_nextest_runs_in_it() {
 /// for a build that fails; and ying's own 3 for a regression alone, which nextest has no word for.
 #[test]
 fn exit_codes_are_nextests_where_nextest_gives_them() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let cases: [(&str, &[&str]); 3] = [
         ("a failed test", &["-E", "binary(leaks) & test(=box_leak)"]),
@@ -263,7 +255,6 @@ fn exit_codes_are_nextests_where_nextest_gives_them() {
 /// (GitHub's annotations go to standard error then), and summary.json states the run's figures.
 #[test]
 fn libtest_json_events_go_to_stdout_and_summary_json_has_the_runs_figures() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let step_summary = fixture.path().join("step-summary.md");
     let tests = "binary(leaks) & (test(=box_leak) | test(=clean) | test(=budget_passes))";
@@ -300,7 +291,7 @@ fn libtest_json_events_go_to_stdout_and_summary_json_has_the_runs_figures() {
     );
     assert!(stderr(&output).contains("::error "), "the annotations went to standard error");
 
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let totals = &summary["totals"];
     assert_eq!((&totals["run"], &totals["passed"], &totals["failed"]), (&3.into(), &2.into(), &1.into()), "{summary}");
     assert_eq!(summary["exit_code"], 100);

@@ -2,7 +2,7 @@
 //! asked to `--list`) are named as not run, with the command that runs them, in the terminal and in summary.json,
 //! and the custom harness is never started.
 
-use super::{Fixture, SHARED_TARGET, summary, target_dir};
+use super::{Fixture, summary};
 use std::time::{Duration, Instant};
 
 /// Runs `cargo ying test args` on `fixture`: its exit code and standard error. A custom harness asked to `--list`
@@ -34,7 +34,6 @@ fn run_without_listing_the_custom_harness(fixture: &Fixture, args: &[&str]) -> (
 
 #[test]
 fn doctests_and_custom_harness_targets_are_named_with_the_command_that_runs_them() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let (code, stderr) = run_without_listing_the_custom_harness(&fixture, &["clean", "--", "--exact"]);
     assert_eq!(code, Some(0), "{stderr}");
@@ -56,7 +55,7 @@ fn doctests_and_custom_harness_targets_are_named_with_the_command_that_runs_them
     assert!(stderr[after_custom..summary_line].trim().is_empty(), "the Summary follows: {stderr}");
     assert!(stderr.contains("Starting 1 test across 1 binary"), "the custom harness is no test binary: {stderr}");
 
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let not_run = summary["not_run"].as_array().unwrap();
     let fields = |entry: &serde_json::Value| {
         ["package", "kind", "target", "command"].map(|key| entry[key].as_str().unwrap().to_owned())
@@ -74,7 +73,6 @@ fn doctests_and_custom_harness_targets_are_named_with_the_command_that_runs_them
 
 #[test]
 fn selecting_targets_leaves_doctests_out_as_cargo_test_does() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let args = ["--test", "leaks", "--test", "custom_harness", "clean", "--", "--exact"];
     let (code, stderr) = run_without_listing_the_custom_harness(&fixture, &args);
@@ -85,7 +83,6 @@ fn selecting_targets_leaves_doctests_out_as_cargo_test_does() {
 
 #[test]
 fn a_library_without_doctests_is_not_said_to_have_doctests_not_run() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let lib = fixture.path().join("src/lib.rs");
     let source = std::fs::read_to_string(&lib).unwrap();
@@ -97,13 +94,12 @@ fn a_library_without_doctests_is_not_said_to_have_doctests_not_run() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("doctests"), "{stderr}");
     assert!(stderr.contains("NOT RUN leak-fixtures::custom_harness"), "{stderr}");
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     assert!(summary["not_run"].as_array().unwrap().iter().all(|entry| entry["kind"] != "doctest"), "{summary}");
 }
 
 #[test]
 fn selecting_only_a_custom_harness_says_why_there_is_nothing_to_run() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let (code, stderr) = run_without_listing_the_custom_harness(&fixture, &["--test", "custom_harness"]);
     assert_eq!(code, Some(4), "{stderr}");

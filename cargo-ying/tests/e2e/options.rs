@@ -2,7 +2,7 @@
 //! `--max-fail` (`N:immediate` too), `--bench`/`--benches`, `-P` taking retries, the timeout and fail-fast from a
 //! nextest profile, and `cargo ying list`'s formats.
 
-use super::{Fixture, SHARED_TARGET, TEST_FAILED, entry, stderr, stdout, summary, target_dir};
+use super::{Fixture, TEST_FAILED, entry, stderr, stdout, summary};
 
 /// The names of the tests a run reported as run, with their outcome (`PASS`, `FAIL`, ...), from its result lines.
 fn ran(stderr: &str) -> Vec<String> {
@@ -35,9 +35,8 @@ fn tree(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64, std::time::Syste
 
 #[test]
 fn no_run_builds_and_runs_nothing() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
-    let out_dir = target_dir().join("ying");
+    let out_dir = fixture.target_dir().join("ying");
     // A run first, so that there are a summary, reports and kept files that --no-run must leave as they are.
     let first = fixture.cargo_ying(&["--test", "leaks", "clean", "box_leak"], &[]);
     assert_eq!(first.status.code(), TEST_FAILED, "{}", stderr(&first));
@@ -70,7 +69,6 @@ fn no_run_builds_and_runs_nothing() {
 
 #[test]
 fn run_ignored_only_runs_the_ignored_tests_and_all_runs_both() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let only = fixture.cargo_ying(&["--no-fail-fast", "--run-ignored", "only", "-E", "binary(leaks)"], &[]);
     assert_eq!(ran(&stderr(&only)), ["leak-fixtures::leaks helper_thread_leak_process"], "{}", stderr(&only));
@@ -82,7 +80,6 @@ fn run_ignored_only_runs_the_ignored_tests_and_all_runs_both() {
 
 #[test]
 fn max_fail_stops_starting_tests_after_that_many_failures() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     // Four failing leak tests and a passing one, one at a time.
     let tests = "binary(leaks) & (test(=box_leak) | test(=mem_forget) | test(=rc_cycle) | test(=budget_fails))";
@@ -97,7 +94,7 @@ fn max_fail_stops_starting_tests_after_that_many_failures() {
         let said = stderr(&output);
         assert_eq!(output.status.code(), TEST_FAILED, "{args:?}: {said}");
         assert_eq!(ran(&said).len(), failed, "{args:?}: {said}");
-        let summary = summary(&target_dir());
+        let summary = summary(&fixture.target_dir());
         let not_run = summary["tests"].as_array().unwrap().iter().filter(|test| test["outcome"] == "not-run").count();
         assert_eq!(not_run, 4 - failed, "{args:?}: {said}");
     }
@@ -112,7 +109,6 @@ fn max_fail_stops_starting_tests_after_that_many_failures() {
 
 #[test]
 fn max_fail_immediate_stops_the_tests_running_too() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     // The test that hangs starts beside one that fails a second later: that failure stops it, long before its
     // timeout.
@@ -122,7 +118,7 @@ fn max_fail_immediate_stops_the_tests_running_too() {
     let output = fixture.cargo_ying(&args, &envs);
     let said = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "{said}");
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     assert_eq!(entry(&summary, "hostile", "prints_a_lot")["outcome"], "failed", "{said}");
     let hangs = entry(&summary, "crashes", "hangs");
     assert_eq!(hangs["outcome"], "failed", "a test the run stopped fails, as nextest counts it: {said}");
@@ -135,7 +131,6 @@ fn max_fail_immediate_stops_the_tests_running_too() {
 
 #[test]
 fn benches_are_built_in_test_mode_and_their_tests_run() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     let bench = "leak-fixtures::bench/tiny a_bench_targets_test";
     let named = fixture.cargo_ying(&["--bench", "tiny"], &[]);
@@ -156,7 +151,6 @@ fn benches_are_built_in_test_mode_and_their_tests_run() {
 
 #[test]
 fn a_nextest_profile_gives_retries_the_timeout_and_fail_fast_and_flags_win_over_it() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     std::fs::create_dir(fixture.path().join(".config")).unwrap();
     let config = "[profile.default]\nretries = 0\n\n[profile.ci]\nretries = { backoff = \"fixed\", count = 2 }\n\
@@ -175,7 +169,7 @@ fn a_nextest_profile_gives_retries_the_timeout_and_fail_fast_and_flags_win_over_
     let hang = fixture
         .cargo_ying(&["-P", "ci", "--retries", "0", "--test", "crashes", "hangs"], &[("YING_FIXTURE_HANG", "1")]);
     assert_eq!(hang.status.code(), TEST_FAILED, "{}", stderr(&hang));
-    let test = entry(&summary(&target_dir()), "crashes", "hangs").clone();
+    let test = entry(&summary(&fixture.target_dir()), "crashes", "hangs").clone();
     assert_eq!(
         (test["outcome"].as_str(), test["reason"].as_str()),
         (Some("timed-out"), Some("timed out after 2.000s"))
@@ -217,7 +211,6 @@ fn build_meta(list: &serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn list_message_format_json_is_nextests_test_list() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
     // The custom harness cannot list its tests: nextest is kept from asking, as cargo ying never does.
     let not_custom = "not binary(custom_harness)";

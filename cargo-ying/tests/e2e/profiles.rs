@@ -1,21 +1,15 @@
 //! `cargo ying test --release`: the fixture built optimised, without debug information, gives the outcomes of the
 //! full run in a debug build (the result lines the fixture's model gives), thread-local values and `allow` included,
-//! and the stacks `cargo ying` symbolises name the test. The release build has a target directory of its own.
+//! and the stacks `cargo ying` symbolises name the test. The release build is made in the test's own copy.
 
-use super::{
-    Fixture, SHARED_TARGET, TEST_FAILED, entry, modelled_result_lines, repository, result_lines, stderr, summary,
-};
+use super::{Fixture, TEST_FAILED, entry, modelled_result_lines, result_lines, stderr, summary};
 
 #[test]
 fn a_release_build_gives_the_outcomes_of_a_debug_build() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::new();
-    let target = repository().join("target/e2e-release");
-    let target_env = target.display().to_string();
-    let output = fixture.cargo_ying(
-        &["--no-fail-fast", "--timeout", "4s", "-j", "2", "--release"],
-        &[("YING_FIXTURE_HANG", "1"), ("CARGO_TARGET_DIR", &target_env)],
-    );
+    let target = fixture.target_dir();
+    let output = fixture
+        .cargo_ying(&["--no-fail-fast", "--timeout", "4s", "-j", "2", "--release"], &[("YING_FIXTURE_HANG", "1")]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
     assert_eq!(result_lines(&stderr), modelled_result_lines("4.000s"), "{stderr}");

@@ -9,7 +9,7 @@
 
 #![cfg(unix)]
 
-use super::{Fixture, SHARED_TARGET, TEST_FAILED, target_dir};
+use super::{Fixture, TEST_FAILED};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -165,14 +165,11 @@ fn failure_tolerated(job: &Job, index: usize) -> bool {
 
 #[test]
 fn the_readme_ci_workflows_run_on_the_fixture() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let readme = std::fs::read_to_string(super::repository().join("README.md")).unwrap();
     let fixture = Fixture::new();
-    // `target/ying` in the workflows is the fixture's target directory, shared by these tests.
-    std::fs::create_dir_all(target_dir()).unwrap();
-    std::os::unix::fs::symlink(target_dir(), fixture.path().join("target")).unwrap();
+    // `target/ying` in the workflows is the copy's own target directory, `target/` in it.
+    assert_eq!(fixture.target_dir(), fixture.path().join("target"));
     let uploaded = tempfile::tempdir().unwrap();
-    let _ = std::fs::remove_file(target_dir().join("ying/junit.xml"));
 
     let workflows = yaml_blocks(&readme);
     assert!(workflows.len() >= 2, "README shows a workflow and a sharded one");
@@ -241,7 +238,7 @@ fn the_readme_ci_workflows_run_on_the_fixture() {
     // What the steps were there for: the JUnit file, each shard's summary, the merged one.
     let commands: Vec<&str> = ran.iter().map(|(line, _)| line.as_str()).collect();
     assert!(commands.iter().any(|line| line.contains("--junit")), "{commands:?}");
-    let junit = std::fs::read_to_string(target_dir().join("ying/junit.xml"));
+    let junit = std::fs::read_to_string(fixture.target_dir().join("ying/junit.xml"));
     let merge = ran.iter().find(|(line, _)| line.starts_with("cargo ying merge")).expect("README merges shards");
     assert!(merge.1.contains("Merged 3 summaries"), "{}", merge.1);
     assert!(junit.is_ok_and(|xml| xml.contains("<testsuites")), "the workflow's JUnit file was written");
@@ -250,7 +247,7 @@ fn the_readme_ci_workflows_run_on_the_fixture() {
         serde_json::from_slice::<serde_json::Value>(&std::fs::read(path).unwrap()).unwrap()
     };
     let shards: Vec<serde_json::Value> = (1..=3).map(shard).collect();
-    let merged = super::summary(&target_dir());
+    let merged = super::summary(&fixture.target_dir());
     let count = |summary: &serde_json::Value| summary["tests"].as_array().unwrap().len();
     assert_eq!(count(&merged), shards.iter().map(count).sum::<usize>());
     assert!(shards.iter().all(|shard| count(shard) > 0 && count(shard) < count(&merged)), "each shard ran a part");

@@ -1,7 +1,7 @@
 //! The type each retained site allocated, named by cargo ying from the test executable's debug information: in the
 //! report, and in the lines a regression lists its grown sites with.
 
-use super::{Fixture, REGRESSED, SHARED_TARGET, entry, stderr, summary, target_dir};
+use super::{Fixture, REGRESSED, entry, stderr, summary};
 use ying_report::report::LeakReport;
 use ying_report::{TargetKind, TestId};
 
@@ -43,18 +43,19 @@ fn makes_a_cycle() {
 }
 "#;
 
-/// The types of the sites `test` of the `typed` target retained (excused ones left out), from its report.
-fn site_types(test: &str) -> Vec<Option<String>> {
-    let summary = summary(&target_dir());
+/// The types of the sites `test` of the `typed` target retained (excused ones left out) in the last run in
+/// `fixture`, from its report.
+fn site_types(fixture: &Fixture, test: &str) -> Vec<Option<String>> {
+    let summary = summary(&fixture.target_dir());
     let entry = entry(&summary, "typed", test);
     let id = TestId::new("plain-fixtures", TargetKind::Test, "typed", test);
-    let report = LeakReport::read(&target_dir().join("ying").join(entry["report"].as_str().unwrap()), &id).unwrap();
+    let report =
+        LeakReport::read(&fixture.target_dir().join("ying").join(entry["report"].as_str().unwrap()), &id).unwrap();
     report.retained_sites.iter().filter(|site| !site.excused).map(|site| site.type_name.clone()).collect()
 }
 
 #[test]
 fn each_retained_site_names_the_type_it_allocated() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|e| e.into_inner());
     let fixture = Fixture::plain();
     let tests = fixture.path().join("tests/typed.rs");
     std::fs::write(&tests, TYPED).unwrap();
@@ -62,11 +63,11 @@ fn each_retained_site_names_the_type_it_allocated() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 
     let typed = |name: &str| Some(name.to_owned());
-    assert_eq!(site_types("leaks_a_session"), [typed("typed::Session")]);
-    assert_eq!(site_types("forgets_a_buffer"), [typed("u8")]);
-    assert_eq!(site_types("leaks_a_string"), [typed("u8")]);
+    assert_eq!(site_types(&fixture, "leaks_a_session"), [typed("typed::Session")]);
+    assert_eq!(site_types(&fixture, "forgets_a_buffer"), [typed("u8")]);
+    assert_eq!(site_types(&fixture, "leaks_a_string"), [typed("u8")]);
     // Two `Rc`s of one type, allocated at two lines: the value each count holds, not the box of its counts.
-    assert_eq!(site_types("makes_a_cycle"), vec![typed("core::cell::RefCell<typed::Node>"); 2]);
+    assert_eq!(site_types(&fixture, "makes_a_cycle"), vec![typed("core::cell::RefCell<typed::Node>"); 2]);
 
     // A grown site is listed with its type.
     let grown = TYPED.replacen("with_capacity(2048)", "with_capacity(8192)", 1);

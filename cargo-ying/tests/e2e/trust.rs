@@ -1,11 +1,10 @@
 //! The gate's verdict can be trusted: figures that do not depend on the environment, regressions that reproduce,
 //! leaks that cannot hide.
 
-use super::{Fixture, REGRESSED, SHARED_TARGET, TEST_FAILED, entry, entry_of, stderr, summary, target_dir};
+use super::{Fixture, REGRESSED, TEST_FAILED, entry, entry_of, stderr, summary};
 
 #[test]
 fn a_panicking_leak_tests_figures_do_not_depend_on_rust_backtrace() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
     let figures = |backtrace: Option<&str>| {
         let mut command = fixture.command(&["should_panic", "--", "--exact"], &[]);
@@ -15,7 +14,7 @@ fn a_panicking_leak_tests_figures_do_not_depend_on_rust_backtrace() {
         };
         let output = command.output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-        let summary = summary(&target_dir());
+        let summary = summary(&fixture.target_dir());
         let test = entry(&summary, "leaks", "should_panic");
         assert_eq!(test["outcome"], "passed");
         ["retained_bytes", "peak_bytes", "allocated_bytes", "allocations"].map(|key| test[key].as_u64().unwrap())
@@ -30,12 +29,11 @@ fn a_panicking_leak_tests_figures_do_not_depend_on_rust_backtrace() {
 
 #[test]
 fn files_a_test_writes_where_its_report_goes_are_refused_and_its_real_figures_kept() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--test", "foreign_reports"], &[("YING_FIXTURE_FOREIGN_REPORTS", "1")]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let out = target_dir().join("ying");
+    let out = fixture.target_dir().join("ying");
     let refused = out.join("refused/leak-fixtures/test/foreign_reports/writes_foreign_reports");
     let old = format!("schema_version 1 at line 1 column 2 is not {}", ying_report::report::REPORT_SCHEMA_VERSION);
     let expected = [
@@ -51,7 +49,7 @@ fn files_a_test_writes_where_its_report_goes_are_refused_and_its_real_figures_ke
         assert!(stderr.contains(&warning), "{warning}\nin\n{stderr}");
         assert!(refused.join(file).is_file(), "the refused file is kept");
     }
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let test = entry_of(&summary, "test", "foreign_reports", "writes_foreign_reports");
     assert_eq!(test["retained_bytes"], 1000, "the test's own figures: {test}");
     assert_eq!(test["warnings"].as_array().unwrap().len(), expected.len(), "{test}");
@@ -67,7 +65,6 @@ fn files_a_test_writes_where_its_report_goes_are_refused_and_its_real_figures_ke
 
 #[test]
 fn a_leak_test_whose_process_exits_before_it_reports_fails() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
     let output = fixture.cargo_ying(&["--test", "exits"], &[]);
     let stderr = stderr(&output);
@@ -76,7 +73,7 @@ fn a_leak_test_whose_process_exits_before_it_reports_fails() {
     // The runtime's exit handler ends the process with 101 and says why; the missing report says the rest.
     let reason = "exited with code 101 before the leak test reported what it retained";
     assert!(stderr.contains(reason), "{stderr}");
-    let summary = summary(&target_dir());
+    let summary = summary(&fixture.target_dir());
     let test = entry(&summary, "exits", "exits_after_leaking");
     assert_eq!(test["outcome"], "failed", "{test}");
     assert_eq!(test["reason"], reason, "{test}");
@@ -93,14 +90,13 @@ fn save_steady_baseline(fixture: &Fixture) -> (std::path::PathBuf, Vec<u8>) {
     (baseline, recorded)
 }
 
-/// The verdict of test `name` of the steady fixture in the last run's summary.
-fn steady_verdict(name: &str) -> serde_json::Value {
-    entry(&summary(&target_dir()), "steady", name)["gate"].clone()
+/// The verdict of test `name` of the steady fixture in the summary of the last run in `fixture`.
+fn steady_verdict(fixture: &Fixture, name: &str) -> serde_json::Value {
+    entry(&summary(&fixture.target_dir()), "steady", name)["gate"].clone()
 }
 
 #[test]
 fn a_one_time_resize_never_regresses_and_a_leak_in_every_run_always_does() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
     let (baseline, recorded) = save_steady_baseline(&fixture);
     let entry = &serde_json::from_slice::<serde_json::Value>(&recorded).unwrap()["tests"]["leak-fixtures::steady random_resize"];
@@ -112,8 +108,10 @@ fn a_one_time_resize_never_regresses_and_a_leak_in_every_run_always_does() {
     for _ in 0..4 {
         let output = fixture.cargo_ying(&["--test", "steady"], &[]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-        assert_eq!(steady_verdict("random_resize"), "unchanged");
-        totals.push(entry_of(&summary(&target_dir()), "test", "steady", "random_resize")["retained_bytes"].clone());
+        assert_eq!(steady_verdict(&fixture, "random_resize"), "unchanged");
+        totals.push(
+            entry_of(&summary(&fixture.target_dir()), "test", "steady", "random_resize")["retained_bytes"].clone(),
+        );
     }
     // Saving again after an unchanged run rewrites the baseline byte for byte.
     let again = fixture.cargo_ying(&["--test", "steady", "--save-baseline"], &[]);
@@ -125,7 +123,7 @@ fn a_one_time_resize_never_regresses_and_a_leak_in_every_run_always_does() {
         let output = fixture.cargo_ying(&["--test", "steady"], &[("YING_FIXTURE_STEADY_LEAK", "1")]);
         let stderr = stderr(&output);
         assert_eq!(output.status.code(), REGRESSED, "{stderr}");
-        assert_eq!(steady_verdict("random_resize"), "regressed", "{stderr}");
+        assert_eq!(steady_verdict(&fixture, "random_resize"), "regressed", "{stderr}");
         assert!(
             stderr.contains("leak-fixtures::steady random_resize: the regression reproduced in 2 of 2 reruns"),
             "{stderr}"
@@ -136,7 +134,6 @@ fn a_one_time_resize_never_regresses_and_a_leak_in_every_run_always_does() {
 
 #[test]
 fn a_regression_that_does_not_reproduce_is_unstable_and_does_not_fail_the_run() {
-    let _shared = SHARED_TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let fixture = Fixture::new();
     let (baseline, recorded) = save_steady_baseline(&fixture);
 
@@ -152,8 +149,8 @@ fn a_regression_that_does_not_reproduce_is_unstable_and_does_not_fail_the_run() 
         "{stderr}"
     );
     assert!(stderr.contains("unstable, not a failure"), "{stderr}");
-    assert_eq!(steady_verdict("leaks_once"), "unstable");
-    let summary = summary(&target_dir());
+    assert_eq!(steady_verdict(&fixture, "leaks_once"), "unstable");
+    let summary = summary(&fixture.target_dir());
     let test = entry_of(&summary, "test", "steady", "leaks_once");
     assert_eq!(test["retained_bytes"], 8192, "the figures of the run itself: {test}");
 
@@ -161,7 +158,7 @@ fn a_regression_that_does_not_reproduce_is_unstable_and_does_not_fail_the_run() 
     std::fs::remove_file(marker).unwrap();
     let output = fixture.cargo_ying(&["--test", "steady", "--reruns", "0"], &[("YING_FIXTURE_ONCE", marker)]);
     assert_eq!(output.status.code(), REGRESSED, "{}", self::stderr(&output));
-    assert_eq!(steady_verdict("leaks_once"), "regressed");
+    assert_eq!(steady_verdict(&fixture, "leaks_once"), "regressed");
 
     // Saving after an unstable run keeps the recorded entry.
     std::fs::remove_file(marker).unwrap();

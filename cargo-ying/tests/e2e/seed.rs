@@ -1,0 +1,303 @@
+//! The fixtures built once, and a copy of one for each test.
+//!
+//! A seed (`target/e2e/seeds/<fixture>/`) is the fixture workspace copied to `ws/` (its path dependency on
+//! `ying-runtime` pointed back at this repository), built into `target/` by the build `cargo ying test` runs (`cargo
+//! ying test --no-run`, with the tests' cleaned environment). The first test of a process to ask for it makes it
+//! anew: the fixture copied over it with its files' times kept and the build run again, which cargo finds fresh
+//! when neither the fixture nor the runtime changed. A lock file beside it keeps that one at a time between the
+//! processes of a run (threads of one `cargo test`, or nextest's process for each test), and keeps copies from
+//! being made while it is remade.
+//!
+//! A test's copy (a temporary directory under `target/e2e/tmp/`, on the seed's file system) holds the workspace and
+//! its own target directory `target/`, made from the seed's: the large artifacts that rustc and the linker only ever
+//! replace (libraries, metadata, executables) hard-linked, every other file (fingerprints, dependency information,
+//! build scripts' outputs: what cargo may rewrite in place) copied with its times. It has no `incremental/` and no
+//! `ying/`: every test starts with no summary, no reports and no symbol cache of its own.
+//!
+//! The fixture's own package is built anew in each copy, and nothing else: the workspace's files are copied with
+//! new times, the dependencies (the runtime among them) are the seed's. A build names its package's files from the
+//! directory it was made in, and cargo ying makes a frame's path relative to the package it runs: a test binary of
+//! the seed's would name `.../seeds/leak-tests/ws/tests/leaks.rs`, no file of the copy's package, and its frames
+//! would not be the package's code (no leak site, absolute paths in reports, baselines and annotations). The first
+//! run in a fresh copy compiles that one package, as [`a_fresh_copy_builds_its_own_package_and_nothing_else`]
+//! checks.
+
+use std::fs::{File, FileTimes, Metadata};
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// A fixture workspace under `fixtures/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Workspace {
+    /// `fixtures/leak-tests`: leak tests of known outcome.
+    Leaks,
+    /// `fixtures/plain-tests`: a suite with no ying dependency.
+    Plain,
+}
+
+impl Workspace {
+    /// Its directory under `fixtures/`, and its seed's under `target/e2e/seeds/`.
+    fn name(self) -> &'static str {
+        match self {
+            Workspace::Leaks => "leak-tests",
+            Workspace::Plain => "plain-tests",
+        }
+    }
+}
+
+/// Where the end-to-end tests keep what they build: not the directory `ying-runtime`'s fixture test builds the
+/// fixture in place into, as the copies here are the same package at other paths.
+fn e2e_dir() -> PathBuf {
+    crate::repository().join("target/e2e")
+}
+
+/// A fixture built once: `ws/`, the workspace, and `target/`, its target directory.
+struct Seed {
+    dir: PathBuf,
+}
+
+impl Seed {
+    /// The seed of `workspace`, made anew by the first test of this process that asks for it.
+    fn of(workspace: Workspace) -> &'static Seed {
+        static LEAKS: OnceLock<Seed> = OnceLock::new();
+        static PLAIN: OnceLock<Seed> = OnceLock::new();
+        let seed = match workspace {
+            Workspace::Leaks => &LEAKS,
+            Workspace::Plain => &PLAIN,
+        };
+        seed.get_or_init(|| Seed::make(workspace))
+    }
+
+    fn workspace(&self) -> PathBuf {
+        self.dir.join("ws")
+    }
+
+    fn target(&self) -> PathBuf {
+        self.dir.join("target")
+    }
+
+    /// The lock file that one process holds alone while it makes the seed, and each holds shared while it copies.
+    fn lock_file(&self) -> File {
+        File::options().create(true).truncate(false).write(true).open(self.dir.join("lock")).unwrap()
+    }
+
+    /// Copies the fixture over the seed's workspace and builds it, the lock held alone.
+    fn make(workspace: Workspace) -> Seed {
+        let seed = Seed { dir: e2e_dir().join("seeds").join(workspace.name()) };
+        std::fs::create_dir_all(&seed.dir).unwrap();
+        let lock = seed.lock_file();
+        lock.lock().unwrap();
+        let ws = seed.workspace();
+        // The fixture as it is now: a file it no longer has is gone, and the times kept tell cargo which changed.
+        if ws.exists() {
+            std::fs::remove_dir_all(&ws).unwrap();
+        }
+        copy_tree(&crate::repository().join("fixtures").join(workspace.name()), &ws, &|_, _| Place::Copy);
+        point_at_this_repository(&ws.join("Cargo.toml"));
+        let output = crate::cleaned(env!("CARGO_BIN_EXE_cargo-ying"), &seed.target())
+            .args(["ying", "test", "--no-run", "--manifest-path"])
+            .arg(ws.join("Cargo.toml"))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "the seed of {workspace:?} did not build:\n{}", crate::stderr(&output));
+        drop(lock);
+        seed
+    }
+}
+
+/// Points the manifest's path dependency `../../ying-runtime` at this repository's, keeping the file's times: the
+/// same manifest, whichever copy of it.
+fn point_at_this_repository(manifest: &Path) {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    if !text.contains("../../ying-runtime") {
+        return;
+    }
+    let runtime = crate::repository().join("ying-runtime").display().to_string().replace('\\', "/");
+    let times = times(&std::fs::metadata(manifest).unwrap());
+    std::fs::write(manifest, text.replace("../../ying-runtime", &runtime)).unwrap();
+    File::options().write(true).open(manifest).unwrap().set_times(times).unwrap();
+}
+
+/// The directory the copies are made in: no part of this repository's git work tree to the commands run on them
+/// (see [`crate::cleaned`]), as the system's temporary directory is no part of one.
+pub(crate) fn copies_dir() -> PathBuf {
+    e2e_dir().join("tmp")
+}
+
+/// A copy of a fixture for one test, removed when dropped: the workspace at its root, its target directory
+/// `target/` made from the seed's.
+pub(crate) fn copy(workspace: Workspace) -> tempfile::TempDir {
+    let seed = Seed::of(workspace);
+    let tmp = copies_dir();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let dir = tempfile::Builder::new().prefix(workspace.name()).tempdir_in(&tmp).unwrap();
+    let lock = seed.lock_file();
+    lock.lock_shared().unwrap();
+    // Its files newer than the seed's build: the package's own code is built anew in the copy (see above).
+    copy_tree(&seed.workspace(), dir.path(), &|_, _| Place::CopyAnew);
+    copy_tree(&seed.target(), &dir.path().join("target"), &target_place);
+    drop(lock);
+    dir
+}
+
+/// How a file of the seed is put in a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// Copied, with its times.
+    Copy,
+    /// Copied, its times those of the copy.
+    CopyAnew,
+    /// Hard-linked: the same file, which nothing writes in place.
+    Link,
+    /// Left out, with everything under it.
+    Skip,
+}
+
+/// How the file or directory at `relative` (to the target directory), of `metadata`, is put in a copy's target
+/// directory.
+fn target_place(relative: &Path, metadata: &Metadata) -> Place {
+    let parts: Vec<&std::ffi::OsStr> = relative.iter().collect();
+    match parts[..] {
+        // Its own runs' outputs, and rustc's incremental state, which a copy does without.
+        [top] if top == "ying" => Place::Skip,
+        [_, incremental] if incremental == "incremental" => Place::Skip,
+        _ if metadata.is_dir() => Place::Copy,
+        _ => {
+            // Build scripts' outputs are copied: what a build script writes, it may write in place.
+            let in_out_dir = parts.iter().any(|part| *part == "out");
+            let artifact = relative
+                .extension()
+                .is_some_and(|extension| ["rlib", "rmeta", "so", "a"].iter().any(|known| extension == *known));
+            let executable = metadata.permissions().mode() & 0o111 != 0;
+            if (artifact || executable) && !in_out_dir { Place::Link } else { Place::Copy }
+        }
+    }
+}
+
+/// A file's access and modification times, to give its copy.
+fn times(metadata: &Metadata) -> FileTimes {
+    FileTimes::new().set_accessed(metadata.accessed().unwrap()).set_modified(metadata.modified().unwrap())
+}
+
+/// Copies the tree `from` to `to`, each file or directory put as `place` says of its path relative to `from` and
+/// its metadata; a workspace's own `target` is left out.
+fn copy_tree(from: &Path, to: &Path, place: &dyn Fn(&Path, &Metadata) -> Place) {
+    copy_tree_under(from, to, Path::new(""), place);
+}
+
+fn copy_tree_under(from: &Path, to: &Path, relative: &Path, place: &dyn Fn(&Path, &Metadata) -> Place) {
+    std::fs::create_dir_all(to.join(relative)).unwrap();
+    for entry in std::fs::read_dir(from.join(relative)).unwrap() {
+        let entry = entry.unwrap();
+        let relative = relative.join(entry.file_name());
+        if relative == Path::new("target") {
+            continue;
+        }
+        // Not followed: a link is copied as a link.
+        let metadata = std::fs::symlink_metadata(entry.path()).unwrap();
+        let (source, target) = (entry.path(), to.join(&relative));
+        match place(&relative, &metadata) {
+            Place::Skip => {}
+            _ if metadata.is_dir() => copy_tree_under(from, to, &relative, place),
+            _ if metadata.is_symlink() => {
+                std::os::unix::fs::symlink(std::fs::read_link(&source).unwrap(), &target).unwrap();
+            }
+            Place::Link if std::fs::hard_link(&source, &target).is_ok() => {}
+            Place::CopyAnew => {
+                std::fs::copy(&source, &target).unwrap();
+            }
+            Place::Link | Place::Copy => {
+                std::fs::copy(&source, &target).unwrap();
+                File::options().write(true).open(&target).unwrap().set_times(times(&metadata)).unwrap();
+            }
+        }
+    }
+}
+
+/// Every file under the target directory `target` but its `incremental/` and `ying/`, by its path relative to it:
+/// its length, modification time and inode.
+fn artifacts(target: &Path) -> std::collections::BTreeMap<PathBuf, (u64, std::time::SystemTime, u64)> {
+    fn walk(
+        target: &Path,
+        dir: &Path,
+        into: &mut std::collections::BTreeMap<PathBuf, (u64, std::time::SystemTime, u64)>,
+    ) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let relative = entry.path().strip_prefix(target).unwrap().to_path_buf();
+            let metadata = std::fs::symlink_metadata(entry.path()).unwrap();
+            if target_place(&relative, &metadata) == Place::Skip {
+                continue;
+            }
+            if metadata.is_dir() {
+                walk(target, &entry.path(), into);
+            } else {
+                into.insert(relative, (metadata.len(), metadata.modified().unwrap(), metadata.ino()));
+            }
+        }
+    }
+    let mut files = std::collections::BTreeMap::new();
+    walk(target, target, &mut files);
+    files
+}
+
+/// The guard of what the seeds are for: a test's first run in a fresh copy compiles the fixture's own package,
+/// whose debug information must name the copy's files, and nothing else. A change that made every test build the
+/// fixture's dependencies anew would fail here rather than slow the suite down unseen.
+#[test]
+fn a_fresh_copy_builds_its_own_package_and_nothing_else() {
+    let only_its_package = |said: &str, package: &str| {
+        let compiled: Vec<&str> = said.lines().filter(|line| line.trim_start().starts_with("Compiling ")).collect();
+        let own = format!("Compiling {package} v");
+        assert!(
+            compiled.len() == 1 && compiled[0].trim_start().starts_with(&own),
+            "the copy built {package} alone: {compiled:#?}\n{said}"
+        );
+    };
+    let leaks = crate::Fixture::new();
+    let output = leaks.cargo_ying(&["-E", "test(=clean)"], &[]);
+    let said = crate::stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    only_its_package(&said, "leak-fixtures");
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let plain = crate::Fixture::plain();
+        let output = plain.cargo_ying(&["--measure", "all", "-E", "test(=clean)"], &[]);
+        let said = crate::stderr(&output);
+        assert_eq!(output.status.code(), Some(0), "{said}");
+        only_its_package(&said, "plain-fixtures");
+    }
+}
+
+/// A copy shares the seed's libraries and executables by hard links: that holds because rustc and the linker
+/// write a new file and rename it over the old one, never into the old one. The build of the fixture's package in a
+/// copy (its library and every test binary) leaves every file of the seed as it was, and the copy's rebuilt files
+/// are files of their own.
+#[test]
+fn building_in_a_copy_leaves_the_seed_as_it_was() {
+    let fixture = crate::Fixture::new();
+    let seed = Seed::of(Workspace::Leaks);
+    let before = artifacts(&seed.target());
+    let copied = artifacts(&fixture.target_dir());
+    let linked = copied.iter().filter(|(path, (.., inode))| before.get(*path).is_some_and(|seed| seed.2 == *inode));
+    assert!(linked.count() > 10, "the copy links the seed's artifacts");
+
+    let output = fixture.subcommand("list", &[], &[]).output().unwrap();
+    let said = crate::stderr(&output);
+    assert!(output.status.success() && said.contains("Compiling leak-fixtures"), "{said}");
+
+    assert_eq!(artifacts(&seed.target()), before, "the seed's files are as they were");
+    let rebuilt: Vec<(PathBuf, u64)> = artifacts(&fixture.target_dir())
+        .into_iter()
+        .filter(|(path, (_, modified, _))| before.get(path).is_some_and(|seed| seed.1 != *modified))
+        .map(|(path, (.., inode))| (path, inode))
+        .collect();
+    for (path, inode) in &rebuilt {
+        assert_ne!(*inode, before[path].2, "{} was written into the seed's file", path.display());
+    }
+    let names: Vec<String> = rebuilt.iter().map(|(path, _)| path.display().to_string()).collect();
+    for kind in [".rlib", ".rmeta", "deps/leaks-"] {
+        assert!(names.iter().any(|name| name.contains(kind) && !name.ends_with(".d")), "{kind} rebuilt: {names:#?}");
+    }
+}
