@@ -259,6 +259,7 @@ fn one_path(paths: &[String]) -> String {
 mod tests {
     use super::{Breach, Rule, check};
     use crate::floors::{CARGO_YING, YING_REPORT, YING_RUNTIME};
+    use crate::paths::tests::RUNTIME_EXAMPLE;
     use crate::table::Table;
 
     /// The breaches of `files` (path under `src/`, text) against `table`.
@@ -321,28 +322,7 @@ mod tests {
 
     #[test]
     fn a_path_up_a_layer_or_through_the_root_is_refused() {
-        let source = "\
-use crate::base::ids::ScopeId;
-use crate::products::measure;
-use crate::{
-    hot::stacks,
-    read::symbolize::{self, symbolize},
-};
-fn f() -> crate::Scope {
-    crate::read::stack_stats::top(super::super::super::products::report::X, crate::hot::scope::attributed(t));
-    // crate::products in a comment, /* crate::report */ and \"crate::report\" in a string are not code
-    let _ = r#\"crate::report\"#;
-    let _ = ('\"', '\\'', '─', b'{');
-}
-mod inner {
-    use super::super::super::super::products::spans;
-    use super::super::super::scope::parts;
-}
-#[cfg(test)]
-mod tests {
-    use crate::products::measure;
-}
-";
+        let source = RUNTIME_EXAMPLE;
         let mut files = vec![
             ("lib.rs", ""),
             ("base/mod.rs", ""),

@@ -230,10 +230,37 @@ fn in_visibility(code: &str, at: usize) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::imports;
     use crate::modules::Modules;
     use crate::source::Source;
+
+    /// A file of the runtime's `hot/scope/` that names other modules in every way a path can: from the crate root
+    /// and through `super`, in groups, inline and in `use` lines; and in comments, strings and a test module, which
+    /// are no code. The rules' tests judge the same file.
+    pub(crate) const RUNTIME_EXAMPLE: &str = "\
+use crate::base::ids::ScopeId;
+use crate::products::measure;
+use crate::{
+    hot::stacks,
+    read::symbolize::{self, symbolize},
+};
+fn f() -> crate::Scope {
+    crate::read::stack_stats::top(super::super::super::products::report::X, crate::hot::scope::attributed(t));
+    // crate::products in a comment, /* crate::report */ and \"crate::report\" in a string are not code
+    let _ = r#\"crate::report\"#;
+    let _ = ('\"', '\\'', '─', b'{');
+}
+mod inner {
+    use super::super::super::super::products::spans;
+    use super::super::super::scope::parts;
+    use super::f;
+}
+#[cfg(test)]
+mod tests {
+    use crate::products::measure;
+}
+";
 
     /// The imports of `file` among `files` (paths under `src/`) as (line, path, module named).
     fn read<'a>(files: &'a [&str], file: &str, text: &str) -> Vec<(usize, String, &'a str)> {
@@ -263,29 +290,7 @@ mod tests {
 
     #[test]
     fn paths_from_the_root_groups_and_climbs_are_read_in_code_only() {
-        let source = "\
-use crate::base::ids::ScopeId;
-use crate::products::measure;
-use crate::{
-    hot::stacks,
-    read::symbolize::{self, symbolize},
-};
-fn f() -> crate::Scope {
-    crate::read::stack_stats::top(super::super::super::products::report::X, crate::hot::scope::attributed(t));
-    // crate::products in a comment, /* crate::report */ and \"crate::report\" in a string are not code
-    let _ = r#\"crate::report\"#;
-    let _ = ('\"', '\\'', '─', b'{');
-}
-mod inner {
-    use super::super::super::super::products::spans;
-    use super::super::super::scope::parts;
-    use super::f;
-}
-#[cfg(test)]
-mod tests {
-    use crate::products::measure;
-}
-";
+        let source = RUNTIME_EXAMPLE;
         let found = read(&RUNTIME, "hot/scope/example.rs", source);
         let expected = [
             (1, "crate::base::ids::ScopeId", "base/ids.rs"),
