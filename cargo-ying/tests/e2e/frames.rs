@@ -49,7 +49,7 @@ fn leak_lines(source: &str, function: &str) -> Vec<usize> {
 
 #[test]
 fn flamegraphs_name_every_frame_and_a_leak_site_keeps_its_line() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let output = fixture.cargo_ying(&["--no-fail-fast", "-j", "2"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");

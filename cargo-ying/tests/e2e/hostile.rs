@@ -84,10 +84,10 @@ fn wait_for_pids(path: &Path, run: &mut Child) -> [i32; 2] {
 }
 
 /// Starts cargo ying with `args` on `fixture`, `leaves_a_child_running` hanging once it has written its pids to
-/// `pid_file` (in the fixture); returns the running cargo ying (its stderr piped) and those pids, the child's
+/// `pid_file` (beside the fixture); returns the running cargo ying (its stderr piped) and those pids, the child's
 /// first.
 fn start_with_a_hanging_test(fixture: &Fixture, args: &[&str], pid_file: &str) -> (Child, [i32; 2]) {
-    let pid_file = fixture.path().join(pid_file);
+    let pid_file = fixture.scratch(pid_file);
     let pid_env = pid_file.display().to_string();
     let mut child = fixture
         .command(args, &[("FIXTURE_CHILD_PID", &pid_env), ("FIXTURE_CHILD_HANG", "1")])
@@ -101,8 +101,8 @@ fn start_with_a_hanging_test(fixture: &Fixture, args: &[&str], pid_file: &str) -
 
 #[test]
 fn a_timeout_kills_the_tests_whole_process_group() {
-    let fixture = Fixture::new();
-    let pid_file = fixture.path().join("pids");
+    let fixture = Fixture::shared();
+    let pid_file = fixture.scratch("pids");
     let pid_env = pid_file.display().to_string();
     let output = fixture.cargo_ying(
         &["--timeout", "3s", "--", "--exact", "leaves_a_child_running"],
@@ -142,7 +142,7 @@ fn an_interrupt_kills_every_test_and_leaves_an_incomplete_summary_and_no_baselin
 
 #[test]
 fn a_sigkill_of_cargo_ying_kills_the_running_tests_whole_process_group() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let (mut child, pids) = start_with_a_hanging_test(&fixture, &["--", "--exact", "leaves_a_child_running"], "pids");
     // SAFETY: signals the cargo-ying process this test started; nothing of it can catch the signal.
     unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGKILL) };
@@ -153,7 +153,7 @@ fn a_sigkill_of_cargo_ying_kills_the_running_tests_whole_process_group() {
 
 #[test]
 fn a_test_printing_100_mib_does_not_grow_cargo_ying_and_a_failure_keeps_all_of_it() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let args = ["--", "--exact", "prints_a_lot"];
     // Built first, so that the measured run compiles nothing (the compiler's memory would count).
     assert_eq!(fixture.cargo_ying(&args, &[]).status.code(), Some(0));
@@ -186,8 +186,8 @@ fn a_test_printing_100_mib_does_not_grow_cargo_ying_and_a_failure_keeps_all_of_i
 
 #[test]
 fn a_process_left_writing_outside_its_tests_group_writes_nothing_into_the_next_tests_output() {
-    let fixture = Fixture::new();
-    let pid_file = fixture.path().join("pids");
+    let fixture = Fixture::shared();
+    let pid_file = fixture.scratch("pids");
     let pid_env = pid_file.display().to_string();
     // One worker: `prints_a_lot` runs right after `leaves_a_child_running` (in the listing's order: the copy has no
     // last run's durations), whose child writes every 10 ms all through it (it pauses 300 ms) and fails, so that its
@@ -251,7 +251,7 @@ fn two_runs_on_one_target_directory_both_complete_and_both_save() {
 
 #[test]
 fn far_more_jobs_than_tests_do_not_hang() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let mut run = fixture
         .command(&["-j", "1000000", "-E", "binary(steady)"], &[])
         .stdout(std::process::Stdio::null())
@@ -263,7 +263,7 @@ fn far_more_jobs_than_tests_do_not_hang() {
 
 #[test]
 fn a_leak_test_forking_200_times_while_another_thread_allocates_ends_and_every_child_exits() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let mut run = fixture
         .command(&["--", "--exact", "forks"], &[("FIXTURE_FORKS", "200")])
         .stdout(std::process::Stdio::null())
@@ -296,7 +296,7 @@ fn processes_naming(needle: &str) -> Vec<i32> {
 /// background job of a script has it, which cargo ying must not take for leave to go on.
 #[test]
 fn an_interrupt_during_the_build_stops_it_whole_and_no_test_runs() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     // SIGKILL cannot be caught: the watchdog cargo ying starts kills the build's process group when it is gone.
     let signals =
         [(libc::SIGINT, "SIGINT", Some(130)), (libc::SIGTERM, "SIGTERM", Some(143)), (libc::SIGKILL, "SIGKILL", None)];
@@ -344,7 +344,7 @@ fn an_interrupt_during_the_build_stops_it_whole_and_no_test_runs() {
 /// again keeps the attempts that ended: the test failed, it is not "not run".
 #[test]
 fn retries_are_shown_as_they_end_and_an_interrupt_keeps_the_attempts_that_ended() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let mut command = fixture.command(&["--retries", "50", "-E", "binary(leaks) & test(=box_leak)"], &[]);
     command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
     let mut child = command.spawn().unwrap();

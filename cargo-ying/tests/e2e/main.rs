@@ -41,31 +41,68 @@ fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// A test's own copy of a fixture workspace, its path dependency pointed back at this repository, with its own
-/// target directory (`target/` in it) holding the fixture's build: see [`seed`].
+/// A fixture workspace for one test, with a target directory of its own holding the fixture's build (see [`seed`]):
+/// a copy of its own, which the test may change (its package built anew in it), or the seed's workspace itself,
+/// shared with the other tests that only read it (nothing built).
 struct Fixture {
-    dir: tempfile::TempDir,
+    place: Place,
+}
+
+/// Where a [`Fixture`] is.
+enum Place {
+    /// A copy of the test's own: the workspace at its root, the target directory `target/` in it.
+    Copy(tempfile::TempDir),
+    /// The seed's workspace, shared.
+    Shared(seed::Shared),
 }
 
 impl Fixture {
     /// A copy of `fixtures/plain-tests`, a suite with no ying dependency.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn plain() -> Self {
-        Self { dir: seed::copy(seed::Workspace::Plain) }
+        Self { place: Place::Copy(seed::copy(seed::Workspace::Plain)) }
+    }
+
+    /// `fixtures/plain-tests`, shared with the other tests that only read it.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn plain_shared() -> Self {
+        Self { place: Place::Shared(seed::shared(seed::Workspace::Plain)) }
     }
 
     /// A copy of `fixtures/leak-tests`.
     fn new() -> Self {
-        Self { dir: seed::copy(seed::Workspace::Leaks) }
+        Self { place: Place::Copy(seed::copy(seed::Workspace::Leaks)) }
     }
 
+    /// `fixtures/leak-tests`, shared with the other tests that only read it: the test writes nothing into
+    /// [`path`](Self::path) (no baseline saved there, no source changed), else it fails as it ends.
+    fn shared() -> Self {
+        Self { place: Place::Shared(seed::shared(seed::Workspace::Leaks)) }
+    }
+
+    /// The workspace.
     fn path(&self) -> &Path {
-        self.dir.path()
+        match &self.place {
+            Place::Copy(dir) => dir.path(),
+            Place::Shared(shared) => &shared.workspace,
+        }
     }
 
-    /// The copy's own target directory, which its runs build into and write `ying/` under.
+    /// A path for a file of the test's own beside the workspace (a log, a pid file, a step summary): in a shared
+    /// workspace it would be written into the seed the other tests read.
+    fn scratch(&self, name: &str) -> PathBuf {
+        match &self.place {
+            Place::Copy(dir) => dir.path().join(name),
+            Place::Shared(shared) => shared.dir.path().join(name),
+        }
+    }
+
+    /// The test's own target directory, which its runs build into and write `ying/` under.
     fn target_dir(&self) -> PathBuf {
-        self.path().join("target")
+        match &self.place {
+            Place::Copy(dir) => dir.path().join("target"),
+            Place::Shared(shared) => shared.dir.path().join("target"),
+        }
     }
 
     /// Makes `leaks::budget_passes` retain 3000 bytes instead of 1000, still within its own budget of 4 KiB: it
@@ -120,8 +157,8 @@ fn path_with_cargo_ying() -> std::ffi::OsString {
 
 /// `program` with a cleaned environment: none of cargo's variables but its home and toolchain, none of ying's, of
 /// libtest's, of nextest's or of GitHub's; the target directory `target`, no colour, no backtraces, and `CI=true`.
-/// git looks for no repository above the copies' directory: a copy is in none, as in the system's temporary
-/// directory (cargo ying names annotated files from the repository's root).
+/// git looks for no repository above the fixtures' workspaces: a copy or a seed is in none, as in the system's
+/// temporary directory (cargo ying names annotated files from the repository's root).
 fn cleaned(program: impl AsRef<std::ffi::OsStr>, target: &Path) -> Command {
     let mut command = Command::new(program);
     for (key, _) in std::env::vars_os() {
@@ -140,7 +177,7 @@ fn cleaned(program: impl AsRef<std::ffi::OsStr>, target: &Path) -> Command {
         .env("CARGO_TERM_COLOR", "never")
         .env("RUST_BACKTRACE", "0")
         .env("CI", "true")
-        .env("GIT_CEILING_DIRECTORIES", seed::copies_dir())
+        .env("GIT_CEILING_DIRECTORIES", seed::git_ceiling())
         .env("PATH", path_with_cargo_ying());
     command
 }
@@ -234,7 +271,7 @@ fn entry<'a>(summary: &'a serde_json::Value, binary: &str, name: &str) -> &'a se
 
 #[test]
 fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let output = fixture.cargo_ying(&["--no-fail-fast", "--timeout", "4s", "-j", "2"], &[("YING_FIXTURE_HANG", "1")]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
@@ -335,7 +372,7 @@ fn flamegraphs_are_deterministic() {
 
 #[test]
 fn fail_fast_stops_scheduling_after_the_first_failure() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     // In the listing's order, the copy having no last run's durations to order by: `aborts` first.
     assert!(!fixture.target_dir().join("ying/summary.json").exists());
     let output = fixture.cargo_ying(&["--test", "crashes", "-j", "1"], &[]);
@@ -382,7 +419,7 @@ fn the_tests_the_last_run_took_longest_over_start_first() {
 
 #[test]
 fn filters_select_tests_and_a_passing_run_exits_zero() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let output = fixture.cargo_ying(&["--test", "leaks", "clean", "budget_passes", "--", "--exact"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
@@ -806,7 +843,7 @@ fn a_librarys_and_a_binarys_test_of_one_name_are_two_tests_to_the_baseline_and_t
 
 #[test]
 fn tests_whose_names_differ_in_separators_or_accents_get_their_own_files() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let output = fixture.cargo_ying(&["--lib"], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let summary = summary(&fixture.target_dir());

@@ -95,7 +95,7 @@ fn every_test_of_a_suite_without_ying_is_measured_exactly() {
 
 #[test]
 fn a_panicking_tests_figures_do_not_depend_on_rust_backtrace() {
-    let fixture = Fixture::plain();
+    let fixture = Fixture::plain_shared();
     // The panic hook's work (the message, and under RUST_BACKTRACE=1 a backtrace whose naming reads and keeps the
     // executable's debug information, megabytes) is not the test's, as in a leak test.
     let figures = |backtrace: &str| {
@@ -122,7 +122,7 @@ fn a_panicking_tests_figures_do_not_depend_on_rust_backtrace() {
 
 #[test]
 fn a_deterministic_tests_figures_are_the_same_in_ten_runs() {
-    let fixture = Fixture::plain();
+    let fixture = Fixture::plain_shared();
     let mut runs = Vec::new();
     for _ in 0..10 {
         let output = fixture.cargo_ying(&["--measure", "all"], &[]);
@@ -196,7 +196,7 @@ fn a_baseline_is_a_line_a_test_that_moved_lines_leave_as_it_was_and_a_grown_leak
 
 #[test]
 fn a_leak_test_keeps_its_own_figures_and_verdict() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let output = fixture.cargo_ying(&["--measure", "all", "--test", "leaks", "box_leak"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "its budget fails it\n{stderr}");
@@ -473,7 +473,7 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
 /// than passed with no figures.
 #[test]
 fn a_statically_linked_suite_under_measure_all_is_refused_with_the_reason() {
-    let fixture = Fixture::plain();
+    let fixture = Fixture::plain_shared();
     // `--target`, so that only the tests are linked statically (build scripts and proc macros run on the host).
     let rustc = std::process::Command::new("rustc").arg("-vV").output().unwrap();
     let rustc = String::from_utf8_lossy(&rustc.stdout).into_owned();
@@ -493,7 +493,7 @@ fn a_statically_linked_suite_under_measure_all_is_refused_with_the_reason() {
 /// machine cargo-ying was built on.
 #[test]
 fn the_interposer_is_carried_by_cargo_ying_and_written_to_the_users_cache_not_built() {
-    let fixture = Fixture::plain();
+    let fixture = Fixture::plain_shared();
     let cache = tempfile::tempdir().unwrap();
     let target = tempfile::tempdir().unwrap();
     let envs =

@@ -25,7 +25,7 @@ fn out_dir_state(fixture: &Fixture) -> (Option<String>, Vec<PathBuf>) {
 
 #[test]
 fn listing_runs_no_test_and_claims_no_pass() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     // A run first, so that there is a summary and reports a listing must leave alone.
     let first = fixture.cargo_ying(&["clean"], &[]);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
@@ -54,7 +54,7 @@ fn listing_runs_no_test_and_claims_no_pass() {
 
 #[test]
 fn no_test_to_run_is_exit_code_4_unless_told_otherwise() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let none = fixture.cargo_ying(&["no_test_has_this_name"], &[]);
     assert_eq!(none.status.code(), Some(4), "{}", stderr(&none));
     assert!(stderr(&none).contains("error: no tests to run"), "{}", stderr(&none));
@@ -74,7 +74,7 @@ fn no_test_to_run_is_exit_code_4_unless_told_otherwise() {
 
 #[test]
 fn a_filtered_run_keeps_the_other_tests_reports() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let first = fixture.cargo_ying(&["-E", "test(=box_leak)"], &[]);
     assert_eq!(first.status.code(), TEST_FAILED, "{}", stderr(&first));
     let box_leak = entry(&summary(&fixture.target_dir()), "leaks", "box_leak").clone();
@@ -95,7 +95,7 @@ fn a_filtered_run_keeps_the_other_tests_reports() {
 
 #[test]
 fn libtest_arguments_cargo_ying_honours_are_never_passed_on_twice() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     for args in [
         &["--", "--nocapture", "--exact", "clean"][..],
         &["--no-capture", "--", "--exact", "clean"],
@@ -115,7 +115,7 @@ fn libtest_arguments_cargo_ying_honours_are_never_passed_on_twice() {
 
 #[test]
 fn filtersets_select_by_binary_package_kind_and_name() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let output = fixture.cargo_ying(&["-E", "kind(bin) | binary(steady) - test(random)"], &[]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{err}");
@@ -157,7 +157,7 @@ fn a_test_that_passes_when_retried_is_flaky() {
 
 #[test]
 fn target_selection_and_verbosity_follow_cargo_and_nextest() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let bins = fixture.cargo_ying(&["--bins", "-v"], &[]);
     let err = stderr(&bins);
     assert_eq!(bins.status.code(), Some(0), "{err}");
@@ -200,7 +200,7 @@ fn listed_tests(ying: Option<&str>, nextest: Option<&str>) -> Vec<String> {
 
 #[test]
 fn a_partition_holds_the_tests_nextest_runs_in_it() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     // The custom harness cannot list its tests: nextest is kept from asking, as cargo ying never does.
     let not_custom = "not binary(custom_harness)";
     let every = fixture.subcommand("list", &["-E", not_custom], &[]).output().unwrap();
@@ -255,8 +255,8 @@ fn exit_codes_are_nextests_where_nextest_gives_them() {
 /// (GitHub's annotations go to standard error then), and summary.json states the run's figures.
 #[test]
 fn libtest_json_events_go_to_stdout_and_summary_json_has_the_runs_figures() {
-    let fixture = Fixture::new();
-    let step_summary = fixture.path().join("step-summary.md");
+    let fixture = Fixture::shared();
+    let step_summary = fixture.scratch("step-summary.md");
     let tests = "binary(leaks) & (test(=box_leak) | test(=clean) | test(=budget_passes))";
     let mut args = vec!["--no-fail-fast", "-E", tests, "--message-format", "libtest-json"];
     let envs = [("GITHUB_ACTIONS", "true"), ("GITHUB_STEP_SUMMARY", step_summary.to_str().unwrap())];

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 /// never returns: past a deadline (the build may take minutes) the run is killed and the test fails.
 fn run_without_listing_the_custom_harness(fixture: &Fixture, args: &[&str]) -> (Option<i32>, String) {
     // To a file: a pipe nobody reads while waiting could fill and stall the run.
-    let log = fixture.path().join("stderr.log");
+    let log = fixture.scratch("stderr.log");
     let mut command = fixture.command(args, &[]);
     command.stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&log).unwrap());
     // A group of its own, so that a stuck run is killed with the custom harness it started.
@@ -34,7 +34,7 @@ fn run_without_listing_the_custom_harness(fixture: &Fixture, args: &[&str]) -> (
 
 #[test]
 fn doctests_and_custom_harness_targets_are_named_with_the_command_that_runs_them() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let (code, stderr) = run_without_listing_the_custom_harness(&fixture, &["clean", "--", "--exact"]);
     assert_eq!(code, Some(0), "{stderr}");
 
@@ -73,7 +73,7 @@ fn doctests_and_custom_harness_targets_are_named_with_the_command_that_runs_them
 
 #[test]
 fn selecting_targets_leaves_doctests_out_as_cargo_test_does() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let args = ["--test", "leaks", "--test", "custom_harness", "clean", "--", "--exact"];
     let (code, stderr) = run_without_listing_the_custom_harness(&fixture, &args);
     assert_eq!(code, Some(0), "{stderr}");
@@ -100,7 +100,7 @@ fn a_library_without_doctests_is_not_said_to_have_doctests_not_run() {
 
 #[test]
 fn selecting_only_a_custom_harness_says_why_there_is_nothing_to_run() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let (code, stderr) = run_without_listing_the_custom_harness(&fixture, &["--test", "custom_harness"]);
     assert_eq!(code, Some(4), "{stderr}");
     let not_run = stderr.find("NOT RUN leak-fixtures::custom_harness (harness = false").expect(&stderr);

@@ -69,7 +69,7 @@ fn no_run_builds_and_runs_nothing() {
 
 #[test]
 fn run_ignored_only_runs_the_ignored_tests_and_all_runs_both() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let only = fixture.cargo_ying(&["--no-fail-fast", "--run-ignored", "only", "-E", "binary(leaks)"], &[]);
     assert_eq!(ran(&stderr(&only)), ["leak-fixtures::leaks helper_thread_leak_process"], "{}", stderr(&only));
     let all = fixture.cargo_ying(&["--run-ignored", "all", "-E", "binary(leaks) & test(helper_thread)"], &[]);
@@ -80,7 +80,7 @@ fn run_ignored_only_runs_the_ignored_tests_and_all_runs_both() {
 
 #[test]
 fn max_fail_stops_starting_tests_after_that_many_failures() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     // Four failing leak tests and a passing one, one at a time.
     let tests = "binary(leaks) & (test(=box_leak) | test(=mem_forget) | test(=rc_cycle) | test(=budget_fails))";
     for (args, failed) in [
@@ -109,7 +109,7 @@ fn max_fail_stops_starting_tests_after_that_many_failures() {
 
 #[test]
 fn max_fail_immediate_stops_the_tests_running_too() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     // The test that hangs starts beside one that fails a second later: that failure stops it, long before its
     // timeout.
     let tests = "binary(crashes) & test(=hangs) | binary(hostile) & test(=prints_a_lot)";
@@ -131,7 +131,7 @@ fn max_fail_immediate_stops_the_tests_running_too() {
 
 #[test]
 fn benches_are_built_in_test_mode_and_their_tests_run() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let bench = "leak-fixtures::bench/tiny a_bench_targets_test";
     let named = fixture.cargo_ying(&["--bench", "tiny"], &[]);
     assert_eq!(named.status.code(), Some(0), "{}", stderr(&named));
@@ -211,7 +211,7 @@ fn build_meta(list: &serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn list_message_format_json_is_nextests_test_list() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     // The custom harness cannot list its tests: nextest is kept from asking, as cargo ying never does.
     let not_custom = "not binary(custom_harness)";
     let with_leak = format!("{not_custom} & test(leak)");

@@ -82,28 +82,70 @@ impl Seed {
         File::options().create(true).truncate(false).write(true).open(self.dir.join("lock")).unwrap()
     }
 
-    /// Copies the fixture over the seed's workspace and builds it, the lock held alone.
+    /// Makes the seed: the fixture copied over its workspace, the lock held alone, when the workspace is not a copy
+    /// of the fixture as it is now (see [`listing`]); then the build run again, the lock held shared (a no-op when
+    /// neither the fixture nor the runtime changed). The seed's workspace is rewritten only when the fixture
+    /// changed, and never while a test reads it (see [`shared`]).
     fn make(workspace: Workspace) -> Seed {
         let seed = Seed { dir: e2e_dir().join("seeds").join(workspace.name()) };
         std::fs::create_dir_all(&seed.dir).unwrap();
+        let fixture = crate::repository().join("fixtures").join(workspace.name());
+        let stamp = seed.dir.join("fixture");
+        let is_copy = || std::fs::read_to_string(&stamp).is_ok_and(|copied| copied == listing(&fixture));
         let lock = seed.lock_file();
-        lock.lock().unwrap();
-        let ws = seed.workspace();
-        // The fixture as it is now: a file it no longer has is gone, and the times kept tell cargo which changed.
-        if ws.exists() {
-            std::fs::remove_dir_all(&ws).unwrap();
+        lock.lock_shared().unwrap();
+        if !is_copy() {
+            lock.unlock().unwrap();
+            lock.lock().unwrap();
+            // Another process may have made it meanwhile.
+            if !is_copy() {
+                let ws = seed.workspace();
+                // The fixture as it is now: a file it no longer has is gone, and the times kept tell cargo which
+                // changed.
+                if ws.exists() {
+                    std::fs::remove_dir_all(&ws).unwrap();
+                }
+                copy_tree(&fixture, &ws, &|_, _| Place::Copy);
+                point_at_this_repository(&ws.join("Cargo.toml"));
+                std::fs::write(&stamp, listing(&fixture)).unwrap();
+            }
+            lock.unlock().unwrap();
+            lock.lock_shared().unwrap();
         }
-        copy_tree(&crate::repository().join("fixtures").join(workspace.name()), &ws, &|_, _| Place::Copy);
-        point_at_this_repository(&ws.join("Cargo.toml"));
         let output = crate::cleaned(env!("CARGO_BIN_EXE_cargo-ying"), &seed.target())
             .args(["ying", "test", "--no-run", "--manifest-path"])
-            .arg(ws.join("Cargo.toml"))
+            .arg(seed.workspace().join("Cargo.toml"))
             .output()
             .unwrap();
         assert!(output.status.success(), "the seed of {workspace:?} did not build:\n{}", crate::stderr(&output));
         drop(lock);
         seed
     }
+}
+
+/// The files of the tree `dir` (its own `target` left out), a line each, sorted: its path relative to `dir`, its
+/// length and its modification time. Equal listings are the same tree as cargo sees it.
+fn listing(dir: &Path) -> String {
+    fn walk(dir: &Path, relative: &Path, lines: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir.join(relative)).unwrap() {
+            let entry = entry.unwrap();
+            let relative = relative.join(entry.file_name());
+            if relative == Path::new("target") {
+                continue;
+            }
+            let metadata = std::fs::symlink_metadata(entry.path()).unwrap();
+            if metadata.is_dir() {
+                walk(dir, &relative, lines);
+            } else {
+                let modified = metadata.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap();
+                lines.push(format!("{}\t{}\t{}", relative.display(), metadata.len(), modified.as_nanos()));
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    walk(dir, Path::new(""), &mut lines);
+    lines.sort();
+    lines.join("\n")
 }
 
 /// Points the manifest's path dependency `../../ying-runtime` at this repository's, keeping the file's times: the
@@ -119,10 +161,16 @@ fn point_at_this_repository(manifest: &Path) {
     File::options().write(true).open(manifest).unwrap().set_times(times).unwrap();
 }
 
-/// The directory the copies are made in: no part of this repository's git work tree to the commands run on them
-/// (see [`crate::cleaned`]), as the system's temporary directory is no part of one.
+/// The directory the copies, and the shared seeds' target directories, are made in.
 pub(crate) fn copies_dir() -> PathBuf {
     e2e_dir().join("tmp")
+}
+
+/// Where git stops looking for a repository above a workspace the tests run (see [`crate::cleaned`]): the copies'
+/// directory and the seeds' are no part of this repository's work tree to the commands run on them, as the system's
+/// temporary directory is no part of one.
+pub(crate) fn git_ceiling() -> PathBuf {
+    e2e_dir()
 }
 
 /// A copy of a fixture for one test, removed when dropped: the workspace at its root, its target directory
@@ -139,6 +187,51 @@ pub(crate) fn copy(workspace: Workspace) -> tempfile::TempDir {
     copy_tree(&seed.target(), &dir.path().join("target"), &target_place);
     drop(lock);
     dir
+}
+
+/// The seed's workspace itself, for a test that only reads it, with a target directory of the test's own: nothing is
+/// built, the seed's build naming the seed's files. The tests that read it share it: its lock is held shared for the
+/// test's life, so that no process makes the seed anew under it, and a test that wrote into it fails as it ends.
+pub(crate) struct Shared {
+    /// A temporary directory under `target/e2e/tmp/`, holding the test's target directory, `target/`.
+    pub(crate) dir: tempfile::TempDir,
+    /// The seed's workspace.
+    pub(crate) workspace: PathBuf,
+    /// Its [`listing`] when the test took it.
+    listing: String,
+    /// The seed's lock, held shared.
+    _lock: File,
+}
+
+/// The seed of `workspace`, shared with the other tests that only read it, and a target directory made from the
+/// seed's for this test alone.
+pub(crate) fn shared(workspace: Workspace) -> Shared {
+    let seed = Seed::of(workspace);
+    let tmp = copies_dir();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let dir = tempfile::Builder::new().prefix(workspace.name()).tempdir_in(&tmp).unwrap();
+    let lock = seed.lock_file();
+    lock.lock_shared().unwrap();
+    copy_tree(&seed.target(), &dir.path().join("target"), &target_place);
+    Shared { dir, listing: listing(&seed.workspace()), workspace: seed.workspace(), _lock: lock }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let now = listing(&self.workspace);
+            let changed: Vec<&str> = {
+                let before: std::collections::BTreeSet<&str> = self.listing.lines().collect();
+                let after: std::collections::BTreeSet<&str> = now.lines().collect();
+                before.symmetric_difference(&after).copied().collect()
+            };
+            assert!(
+                changed.is_empty(),
+                "the test wrote into the seed's workspace, which the tests that only read it share: give it a copy \
+                 of its own (`Fixture::new`, `Fixture::plain`); changed: {changed:#?}"
+            );
+        }
+    }
 }
 
 /// How a file of the seed is put in a copy.
@@ -300,4 +393,42 @@ fn building_in_a_copy_leaves_the_seed_as_it_was() {
     for kind in [".rlib", ".rmeta", "deps/leaks-"] {
         assert!(names.iter().any(|name| name.contains(kind) && !name.ends_with(".d")), "{kind} rebuilt: {names:#?}");
     }
+}
+
+/// A test that only reads a fixture runs the seed's build as it is: nothing is compiled.
+#[test]
+fn a_shared_seed_builds_nothing() {
+    let leaks = crate::Fixture::shared();
+    let output = leaks.cargo_ying(&["-E", "test(=clean)"], &[]);
+    let said = crate::stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert!(!said.contains("Compiling "), "{said}");
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let plain = crate::Fixture::plain_shared();
+        let output = plain.cargo_ying(&["--measure", "all", "-E", "test(=clean)"], &[]);
+        let said = crate::stderr(&output);
+        assert_eq!(output.status.code(), Some(0), "{said}");
+        assert!(!said.contains("Compiling "), "{said}");
+    }
+}
+
+/// What tells a shared workspace written into, and a seed's workspace from a changed fixture: a file added, or one
+/// whose length or time changed, changes the listing; its own `target/` does not.
+#[test]
+fn a_listing_changes_with_any_file_but_the_target_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("tests")).unwrap();
+    std::fs::write(dir.path().join("tests/leaks.rs"), "fn main() {}\n").unwrap();
+    let first = listing(dir.path());
+    std::fs::create_dir_all(dir.path().join("target/ying")).unwrap();
+    std::fs::write(dir.path().join("target/ying/summary.json"), "{}").unwrap();
+    assert_eq!(listing(dir.path()), first, "the target directory is no part of it");
+    std::fs::write(dir.path().join("ying-baseline.json"), "{}").unwrap();
+    let added = listing(dir.path());
+    assert_ne!(added, first, "a file added");
+    let file = File::options().write(true).open(dir.path().join("tests/leaks.rs")).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+    file.set_times(FileTimes::new().set_modified(later)).unwrap();
+    assert_ne!(listing(dir.path()), added, "a file's time changed");
 }

@@ -5,7 +5,7 @@ use super::{Fixture, REGRESSED, TEST_FAILED, entry, entry_of, stderr, summary};
 
 #[test]
 fn a_panicking_leak_tests_figures_do_not_depend_on_rust_backtrace() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let figures = |backtrace: Option<&str>| {
         let mut command = fixture.command(&["should_panic", "--", "--exact"], &[]);
         match backtrace {
@@ -29,7 +29,7 @@ fn a_panicking_leak_tests_figures_do_not_depend_on_rust_backtrace() {
 
 #[test]
 fn files_a_test_writes_where_its_report_goes_are_refused_and_its_real_figures_kept() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let output = fixture.cargo_ying(&["--test", "foreign_reports"], &[("YING_FIXTURE_FOREIGN_REPORTS", "1")]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
@@ -65,7 +65,7 @@ fn files_a_test_writes_where_its_report_goes_are_refused_and_its_real_figures_ke
 
 #[test]
 fn a_leak_test_whose_process_exits_before_it_reports_fails() {
-    let fixture = Fixture::new();
+    let fixture = Fixture::shared();
     let output = fixture.cargo_ying(&["--test", "exits"], &[]);
     let stderr = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "{stderr}");
