@@ -126,26 +126,34 @@ impl Seed {
 /// The files of the tree `dir` (its own `target` left out), a line each, sorted: its path relative to `dir`, its
 /// length and its modification time. Equal listings are the same tree as cargo sees it.
 fn listing(dir: &Path) -> String {
-    fn walk(dir: &Path, relative: &Path, lines: &mut Vec<String>) {
-        for entry in std::fs::read_dir(dir.join(relative)).unwrap() {
-            let entry = entry.unwrap();
-            let relative = relative.join(entry.file_name());
-            if relative == Path::new("target") {
-                continue;
-            }
-            let metadata = std::fs::symlink_metadata(entry.path()).unwrap();
-            if metadata.is_dir() {
-                walk(dir, &relative, lines);
-            } else {
-                let modified = metadata.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap();
-                lines.push(format!("{}\t{}\t{}", relative.display(), metadata.len(), modified.as_nanos()));
+    let mut lines = Vec::new();
+    walk(dir, &mut |relative, metadata| {
+        if relative == Path::new("target") {
+            return false;
+        }
+        if !metadata.is_dir() {
+            let modified = metadata.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap();
+            lines.push(format!("{}\t{}\t{}", relative.display(), metadata.len(), modified.as_nanos()));
+        }
+        true
+    });
+    lines.sort();
+    lines.join("\n")
+}
+
+/// Walks the tree `root` (links not followed), showing `visit` each entry's path relative to `root` and its
+/// metadata, parents before their children: a directory is walked into when `visit` says so.
+fn walk(root: &Path, visit: &mut dyn FnMut(&Path, &Metadata) -> bool) {
+    fn under(root: &Path, relative: &Path, visit: &mut dyn FnMut(&Path, &Metadata) -> bool) {
+        for entry in std::fs::read_dir(root.join(relative)).unwrap() {
+            let relative = relative.join(entry.unwrap().file_name());
+            let metadata = std::fs::symlink_metadata(root.join(&relative)).unwrap();
+            if visit(&relative, &metadata) && metadata.is_dir() {
+                under(root, &relative, visit);
             }
         }
     }
-    let mut lines = Vec::new();
-    walk(dir, Path::new(""), &mut lines);
-    lines.sort();
-    lines.join("\n")
+    under(root, Path::new(""), visit);
 }
 
 /// Points the manifest's path dependency `../../ying-runtime` at this repository's, keeping the file's times: the
@@ -276,23 +284,16 @@ fn times(metadata: &Metadata) -> FileTimes {
 /// Copies the tree `from` to `to`, each file or directory put as `place` says of its path relative to `from` and
 /// its metadata; a workspace's own `target` is left out.
 fn copy_tree(from: &Path, to: &Path, place: &dyn Fn(&Path, &Metadata) -> Place) {
-    copy_tree_under(from, to, Path::new(""), place);
-}
-
-fn copy_tree_under(from: &Path, to: &Path, relative: &Path, place: &dyn Fn(&Path, &Metadata) -> Place) {
-    std::fs::create_dir_all(to.join(relative)).unwrap();
-    for entry in std::fs::read_dir(from.join(relative)).unwrap() {
-        let entry = entry.unwrap();
-        let relative = relative.join(entry.file_name());
+    std::fs::create_dir_all(to).unwrap();
+    walk(from, &mut |relative, metadata| {
         if relative == Path::new("target") {
-            continue;
+            return false;
         }
-        // Not followed: a link is copied as a link.
-        let metadata = std::fs::symlink_metadata(entry.path()).unwrap();
-        let (source, target) = (entry.path(), to.join(&relative));
-        match place(&relative, &metadata) {
-            Place::Skip => {}
-            _ if metadata.is_dir() => copy_tree_under(from, to, &relative, place),
+        let (source, target) = (from.join(relative), to.join(relative));
+        match place(relative, metadata) {
+            Place::Skip => return false,
+            _ if metadata.is_dir() => std::fs::create_dir(&target).unwrap(),
+            // Not followed: a link is copied as a link.
             _ if metadata.is_symlink() => {
                 std::os::unix::fs::symlink(std::fs::read_link(&source).unwrap(), &target).unwrap();
             }
@@ -302,36 +303,26 @@ fn copy_tree_under(from: &Path, to: &Path, relative: &Path, place: &dyn Fn(&Path
             }
             Place::Link | Place::Copy => {
                 std::fs::copy(&source, &target).unwrap();
-                File::options().write(true).open(&target).unwrap().set_times(times(&metadata)).unwrap();
+                File::options().write(true).open(&target).unwrap().set_times(times(metadata)).unwrap();
             }
         }
-    }
+        true
+    });
 }
 
 /// Every file under the target directory `target` but its `incremental/` and `ying/`, by its path relative to it:
 /// its length, modification time and inode.
 fn artifacts(target: &Path) -> std::collections::BTreeMap<PathBuf, (u64, std::time::SystemTime, u64)> {
-    fn walk(
-        target: &Path,
-        dir: &Path,
-        into: &mut std::collections::BTreeMap<PathBuf, (u64, std::time::SystemTime, u64)>,
-    ) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let entry = entry.unwrap();
-            let relative = entry.path().strip_prefix(target).unwrap().to_path_buf();
-            let metadata = std::fs::symlink_metadata(entry.path()).unwrap();
-            if target_place(&relative, &metadata) == Place::Skip {
-                continue;
-            }
-            if metadata.is_dir() {
-                walk(target, &entry.path(), into);
-            } else {
-                into.insert(relative, (metadata.len(), metadata.modified().unwrap(), metadata.ino()));
-            }
-        }
-    }
     let mut files = std::collections::BTreeMap::new();
-    walk(target, target, &mut files);
+    walk(target, &mut |relative, metadata| {
+        if target_place(relative, metadata) == Place::Skip {
+            return false;
+        }
+        if !metadata.is_dir() {
+            files.insert(relative.to_path_buf(), (metadata.len(), metadata.modified().unwrap(), metadata.ino()));
+        }
+        true
+    });
     files
 }
 
