@@ -210,12 +210,16 @@ impl Baseline {
         }
     }
 
-    /// Reads a baseline from its text.
+    /// Reads a baseline from its text. A test written twice, or with more bytes lost than retained, is an error
+    /// that names its lines: no line silently wins over another.
     pub fn parse(text: &str) -> Result<Self, ReadError> {
-        if json::version_of(text) == Some(u64::from(v2::VERSION)) {
-            return json::parse::<v2::Baseline>(text, &v2::KIND).map(v2::Baseline::into_current);
-        }
-        json::parse(text, &KIND)
+        let baseline = if json::version_of(text) == Some(u64::from(v2::VERSION)) {
+            json::parse::<v2::Baseline>(text, &v2::KIND).map(v2::Baseline::into_current)?
+        } else {
+            json::parse::<Self>(text, &KIND)?
+        };
+        check(text, &baseline)?;
+        Ok(baseline)
     }
 
     /// Records `entry` as test `id`'s, over any it had: sites that would take its line past [`MAX_LINE`]
@@ -247,6 +251,67 @@ impl Baseline {
     /// interrupted write never leaves a truncated baseline.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
         json::write_bytes(path, self.render().as_bytes(), true)
+    }
+}
+
+/// Refuses what reading the baseline as a map lets through without a word: a test written twice, of which the last
+/// would win, and an entry that has more bytes lost than retained.
+fn check(text: &str, baseline: &Baseline) -> Result<(), ReadError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // The keys as written, in their order: the map read keeps one of each.
+    let written = serde_json::from_str::<WrittenKeys>(text).map(|keys| keys.tests.0).unwrap_or_default();
+    // An id has one written form (its display form, which reading checked), so a test written twice is a key
+    // written twice.
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(twice) = written.iter().find(|key| !seen.insert(key.as_str())) {
+        return Err(ReadError::Duplicate { test: twice.clone(), lines: lines_of(text, twice) });
+    }
+    for (id, entry) in &baseline.tests {
+        if let Some(lost) = entry.lost_bytes.filter(|&lost| lost > entry.retained_bytes) {
+            let test = id.to_string();
+            let line = lines_of(text, &test).first().copied();
+            return Err(ReadError::LostOverRetained { test, line, lost, retained: entry.retained_bytes });
+        }
+    }
+    Ok(())
+}
+
+/// The lines (1-based) at which `key` is written as a key of an object.
+fn lines_of(text: &str, key: &str) -> Vec<usize> {
+    let quoted = serde_json::to_string(key).unwrap_or_default();
+    text.match_indices(&quoted)
+        .filter(|(offset, _)| text[offset + quoted.len()..].trim_start().starts_with(':'))
+        .map(|(offset, _)| json::position(text, offset).0)
+        .collect()
+}
+
+/// A baseline's test keys as they are written, a key written twice kept twice, everything else skipped.
+#[derive(serde::Deserialize)]
+struct WrittenKeys {
+    tests: KeysInOrder,
+}
+
+/// The keys of a JSON object in their order.
+struct KeysInOrder(Vec<String>);
+
+impl<'de> serde::Deserialize<'de> for KeysInOrder {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = KeysInOrder;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<KeysInOrder, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    keys.push(key);
+                }
+                Ok(KeysInOrder(keys))
+            }
+        }
+        deserializer.deserialize_map(Keys)
     }
 }
 
@@ -478,6 +543,42 @@ mod tests {
         assert_eq!((entry.retained_bytes, entry.lost_bytes, entry.peak_bytes), (1000, None, Some(2000)));
         assert!(entry.sites.is_empty() && read.tests[&id("told")].steady_state);
         assert!(!read.render().contains("tests/leaks.rs"), "no stack is carried over");
+    }
+
+    #[test]
+    fn a_test_written_twice_is_refused_naming_both_lines_whichever_comes_first() {
+        let small = r#""pkg::leaks a": {"retained": 100, "lost": 0}"#;
+        let large = r#""pkg::leaks a": {"retained": 50000, "lost": 0}"#;
+        let other = r#""pkg::leaks b": {"retained": 0}"#;
+        for (first, second) in [(small, large), (large, small)] {
+            let text = format!(
+                "{{\n  \"schema_version\": 3,\n  \"measured\": \"leak-tests\",\n  \"tests\": {{\n    {first},\n    \
+                 {other},\n    {second}\n  }}\n}}\n"
+            );
+            let message = Baseline::parse(&text).unwrap_err().to_string();
+            assert_eq!(
+                message,
+                "`pkg::leaks a` is written twice, at lines 5 and 7 (a merge that kept both sides' lines?): keep the \
+                 one that is right"
+            );
+        }
+        // Written twice in a schema-2 file too.
+        let earlier = r#"{"schema_version": 2, "tests": {
+            "pkg::leaks a": {"retained_bytes": 1, "peak_bytes": 1, "allocated_bytes": 1, "allocations": 1, "retained_stacks": []},
+            "pkg::leaks a": {"retained_bytes": 2, "peak_bytes": 2, "allocated_bytes": 2, "allocations": 2, "retained_stacks": []}}}"#;
+        assert!(Baseline::parse(earlier).unwrap_err().to_string().contains("at lines 2 and 3"));
+    }
+
+    #[test]
+    fn an_entry_with_more_lost_than_retained_is_refused_naming_its_line() {
+        let text = "{\"schema_version\": 3, \"tests\": {\n\"pkg::leaks a\": {\"retained\": 100, \"lost\": 100},\n\
+                    \"pkg::leaks b\": {\"retained\": 100, \"lost\": 3000}}}";
+        assert_eq!(
+            Baseline::parse(text).unwrap_err().to_string(),
+            "`pkg::leaks b` at line 3 has 3000 bytes lost, more than its 100 retained, among which the lost are \
+             counted: correct the line, or save the baseline anew"
+        );
+        assert!(Baseline::parse(&text.replace("3000", "100")).is_ok(), "lost as large as retained is no contradiction");
     }
 
     #[test]

@@ -72,6 +72,26 @@ pub enum ReadError {
     },
     /// A report without the token of the run that reads it: not written by the leak test's runner in this run.
     OtherRun,
+    /// A test written twice in a file that holds each once (a merge that kept both sides' lines): reading it, the
+    /// last would win, and which is right is the user's call.
+    Duplicate {
+        /// The test, as written.
+        test: String,
+        /// The lines it is written at (1-based), as far as they can be found.
+        lines: Vec<usize>,
+    },
+    /// A test whose figures contradict each other: more bytes lost than retained, though the lost are among the
+    /// retained.
+    LostOverRetained {
+        /// The test, as written.
+        test: String,
+        /// The line it is written at (1-based), when it can be found.
+        line: Option<usize>,
+        /// The lost bytes written.
+        lost: u64,
+        /// The retained bytes written.
+        retained: u64,
+    },
 }
 
 impl fmt::Display for ReadError {
@@ -100,6 +120,24 @@ impl fmt::Display for ReadError {
             Self::OtherTest { expected, found } => write!(f, "it is the report of `{found}`, not of `{expected}`"),
             Self::OtherRun => {
                 write!(f, "it does not carry this run's token: the leak test's runner did not write it in this run")
+            }
+            Self::Duplicate { test, lines } => {
+                write!(f, "`{test}` is written twice")?;
+                if let [first, second, ..] = lines[..] {
+                    write!(f, ", at lines {first} and {second}")?;
+                }
+                write!(f, " (a merge that kept both sides' lines?): keep the one that is right")
+            }
+            Self::LostOverRetained { test, line, lost, retained } => {
+                write!(f, "`{test}`")?;
+                if let Some(line) = line {
+                    write!(f, " at line {line}")?;
+                }
+                write!(
+                    f,
+                    " has {lost} bytes lost, more than its {retained} retained, among which the lost are counted: \
+                     correct the line, or save the baseline anew"
+                )
             }
         }
     }
@@ -132,7 +170,7 @@ pub(crate) struct Kind {
 }
 
 /// The 1-based line and column of byte `offset` of `text`.
-fn position(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn position(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
     let column = before[before.rfind('\n').map_or(0, |newline| newline + 1)..].chars().count() + 1;

@@ -603,7 +603,14 @@ fn a_corrupt_baseline_is_a_usage_error_and_stays_as_it_was() {
     let corrupt = "{\n  \"schema_version\": 2,\n  \"tests\": {\n    \"x\": [\n";
     // Written by an earlier cargo ying, whose ids did not tell a library's tests from a binary's.
     let old = "{\n  \"schema_version\": 1,\n  \"tests\": {\n    \"leak-fixtures::leak_fixtures tests::same_unit\": {}\n  }\n}\n";
+    // A merge that kept both sides' lines: whichever came last would win.
+    let twice = "{\n  \"schema_version\": 3,\n  \"tests\": {\n    \"leak-fixtures::leaks clean\": {\"retained\": 100},\n    \
+                 \"leak-fixtures::leaks clean\": {\"retained\": 50000}\n  }\n}\n";
+    let contradicts = "{\n  \"schema_version\": 3,\n  \"tests\": {\n    \
+                       \"leak-fixtures::leaks clean\": {\"retained\": 100, \"lost\": 200}\n  }\n}\n";
     for (contents, why) in [
+        (twice, "`leak-fixtures::leaks clean` is written twice, at lines 4 and 5"),
+        (contradicts, "`leak-fixtures::leaks clean` at line 4 has 200 bytes lost, more than its 100 retained"),
         (corrupt, "line 5 column 0"),
         (
             old,
