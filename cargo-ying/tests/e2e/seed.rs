@@ -184,17 +184,24 @@ pub(crate) fn git_ceiling() -> PathBuf {
 /// A copy of a fixture for one test, removed when dropped: the workspace at its root, its target directory
 /// `target/` made from the seed's.
 pub(crate) fn copy(workspace: Workspace) -> tempfile::TempDir {
+    let (seed, dir, lock) = with_own_target(workspace);
+    // Its files newer than the seed's build: the package's own code is built anew in the copy (see above).
+    copy_tree(&seed.workspace(), dir.path(), &|_, _| Place::CopyAnew);
+    drop(lock);
+    dir
+}
+
+/// The seed of `workspace`, and a temporary directory under `target/e2e/tmp/` holding a target directory made from
+/// the seed's, `target/`; the seed's lock, held shared.
+fn with_own_target(workspace: Workspace) -> (&'static Seed, tempfile::TempDir, File) {
     let seed = Seed::of(workspace);
     let tmp = copies_dir();
     std::fs::create_dir_all(&tmp).unwrap();
     let dir = tempfile::Builder::new().prefix(workspace.name()).tempdir_in(&tmp).unwrap();
     let lock = seed.lock_file();
     lock.lock_shared().unwrap();
-    // Its files newer than the seed's build: the package's own code is built anew in the copy (see above).
-    copy_tree(&seed.workspace(), dir.path(), &|_, _| Place::CopyAnew);
     copy_tree(&seed.target(), &dir.path().join("target"), &target_place);
-    drop(lock);
-    dir
+    (seed, dir, lock)
 }
 
 /// The seed's workspace itself, for a test that only reads it, with a target directory of the test's own: nothing is
@@ -214,13 +221,7 @@ pub(crate) struct Shared {
 /// The seed of `workspace`, shared with the other tests that only read it, and a target directory made from the
 /// seed's for this test alone.
 pub(crate) fn shared(workspace: Workspace) -> Shared {
-    let seed = Seed::of(workspace);
-    let tmp = copies_dir();
-    std::fs::create_dir_all(&tmp).unwrap();
-    let dir = tempfile::Builder::new().prefix(workspace.name()).tempdir_in(&tmp).unwrap();
-    let lock = seed.lock_file();
-    lock.lock_shared().unwrap();
-    copy_tree(&seed.target(), &dir.path().join("target"), &target_place);
+    let (seed, dir, lock) = with_own_target(workspace);
     Shared { dir, listing: listing(&seed.workspace()), workspace: seed.workspace(), _lock: lock }
 }
 
