@@ -44,6 +44,7 @@ pub(crate) fn write(run: &mut Run, ending: &Ending<'_>, reporter: &Reporter, bas
     let mut summary = run.summary();
     summary.not_run = ending.not_run.to_vec();
     summary.measured = ending.measured;
+    summary.workspace_root = Some(ending.workspace_root.display().to_string());
     summary.started_at = Some(humantime::format_rfc3339_millis(ending.started_at).to_string());
     summary.tolerance = Some(ending.gating.tolerance.stated());
     summary.exit_code = Some(run.exit_code(ending.save_baseline));

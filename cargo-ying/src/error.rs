@@ -145,6 +145,22 @@ pub(crate) enum Error {
     /// `cargo ying wrap` could not run its test measured.
     #[error("failed to run the test measured")]
     Wrap(#[source] WrapError),
+    /// A run of another workspace than this one, found in a target directory they share.
+    #[error(
+        "failed to take {run} as this workspace's: it ran the tests of the workspace at {}, not of this one at {} \
+         (a target directory both share?); run this workspace's tests first, or give each workspace a target \
+         directory of its own",
+        ran_in.display(),
+        root.display()
+    )]
+    ForeignRun {
+        /// Which run: `the last run's summary.json`, `nextest run <id>`.
+        run: String,
+        /// The workspace it ran.
+        ran_in: PathBuf,
+        /// This workspace.
+        root: PathBuf,
+    },
     /// `cargo ying gate` found no run to judge.
     #[error("failed to find a nextest run in {}: run `cargo nextest run --profile ying` first (`cargo ying setup nextest` adds the profile)", .0.display())]
     NoNextestRun(PathBuf),
@@ -221,6 +237,7 @@ impl Error {
             | Self::NextestProfile { .. }
             | Self::Wrap(_)
             | Self::NoNextestRun(_)
+            | Self::ForeignRun { .. }
             | Self::LockNotAFile { .. }
             | Self::StaticBinary(_)
             | Self::Io { .. } => exit_code::USAGE,

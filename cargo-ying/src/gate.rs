@@ -7,6 +7,8 @@ use std::str::FromStr;
 use ying_report::report::RetainedSite;
 use ying_report::{BaselineEntry, ByteSize, Figure, GateVerdict, LeakReport, Measured, TestId};
 
+pub(crate) use ying_report::Reruns;
+
 /// The default relative tolerance: retained memory may grow by 10% before the gate fails.
 pub(crate) const DEFAULT_MAX_GROWTH: Growth = Growth(0.10);
 /// The default absolute tolerance: growth of up to 1 KiB never fails the gate.
@@ -179,25 +181,8 @@ pub(crate) struct TestGate {
     pub rows: Vec<Row>,
     /// The rows are of a steady state (the smallest figures of one measured run), not of totals.
     pub steady_state: bool,
-    /// For a test that crossed the tolerance and was run again: how many of its reruns crossed it too, of how
-    /// many.
+    /// For a test that crossed the tolerance and was run again: what its reruns showed.
     pub reruns: Option<Reruns>,
-}
-
-/// What the reruns of a test that crossed the tolerance showed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Reruns {
-    /// Reruns that crossed the tolerance too.
-    pub crossed: u32,
-    /// Reruns made.
-    pub runs: u32,
-}
-
-impl Reruns {
-    /// The verdict they give: regressed when every rerun crossed the tolerance, else unstable.
-    pub(crate) fn verdict(self) -> GateVerdict {
-        if self.crossed == self.runs { GateVerdict::Regressed } else { GateVerdict::Unstable }
-    }
 }
 
 impl TestGate {

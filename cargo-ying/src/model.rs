@@ -105,6 +105,20 @@ impl Outcome {
     }
 }
 
+/// The first panic in `output`, as the standard library's hook writes it (`thread 'main' panicked at src/a.rs:9:5:`
+/// then the message's lines): `panicked at src/a.rs:9:5: <the message's first line>`.
+fn panic_message(output: &str) -> Option<String> {
+    let mut lines = output.lines();
+    let at = lines.by_ref().find_map(|line| {
+        let at = &line[line.find("' panicked at ").or_else(|| line.find(") panicked at "))? + 2..];
+        Some(at.strip_suffix(':').unwrap_or(at).to_owned())
+    })?;
+    match lines.next().map(str::trim).filter(|message| !message.is_empty()) {
+        Some(message) => Some(format!("{at}: {message}")),
+        None => Some(at),
+    }
+}
+
 /// A leak test's report, as the run uses it.
 #[derive(Clone, Debug)]
 pub(crate) struct Leak {
@@ -206,6 +220,12 @@ impl TestRecord {
         self.outcome == Outcome::Passed && !self.failed_attempts.is_empty()
     }
 
+    /// Why the test failed, when that is known: the signal or the timeout ([`Outcome::reason`]), else the message
+    /// of the panic its output shows (`panicked at tests/a.rs:9:5: assertion failed`).
+    pub(crate) fn why_it_failed(&self) -> Option<String> {
+        self.outcome.reason().or_else(|| panic_message(&self.output))
+    }
+
     /// The gate's verdict, when it judged the test.
     pub(crate) fn verdict(&self) -> Option<GateVerdict> {
         self.gate.as_ref().map(|gate| gate.verdict)
@@ -268,6 +288,7 @@ impl TestRecord {
         test.allocated_flamegraph = self.files.allocated_flamegraph.clone();
         test.retained_diff_flamegraph = self.files.retained_diff_flamegraph.clone();
         test.warnings = self.warnings.clone();
+        test.reruns = self.gate.as_ref().and_then(|gate| gate.reruns.clone());
         test.attempts = (self.attempts() > 1).then(|| self.attempts());
         test.duration = self.outcome.ran().then_some(self.duration.as_secs_f64());
         test.output = self.files.output.clone();
@@ -346,7 +367,7 @@ impl Run {
     /// and in the run's comparison alike.
     pub(crate) fn settle(&mut self, id: &TestId, reruns: Reruns) {
         if let Some(gate) = self.tests.iter_mut().find(|test| &test.id == id).and_then(|test| test.gate.as_mut()) {
-            gate.settle(reruns);
+            gate.settle(reruns.clone());
         }
         if let Some(gate) = self.gate.as_mut().and_then(|gate| gate.comparison.tests.get_mut(id)) {
             gate.settle(reruns);
@@ -485,8 +506,8 @@ mod tests {
         run.judge_by_default(&baseline, true);
         assert!(run.regressed());
         let [flaky, leaky] = [0, 1].map(|index| run.tests[index].id.clone());
-        run.settle(&flaky, Reruns { crossed: 1, runs: 2 });
-        run.settle(&leaky, Reruns { crossed: 2, runs: 2 });
+        run.settle(&flaky, Reruns { crossed: 1, runs: 2, ..Reruns::default() });
+        run.settle(&leaky, Reruns { crossed: 2, runs: 2, ..Reruns::default() });
         let summary = run.summary();
         let verdicts: Vec<_> = summary.tests.iter().map(|test| test.gate).collect();
         let expected = [GateVerdict::Unstable, GateVerdict::Regressed, GateVerdict::Unchanged, GateVerdict::New];
@@ -569,5 +590,23 @@ mod tests {
         assert_eq!(of(crashed.clone(), None, true, false), crashed);
         let timed_out = Outcome::TimedOut(Duration::from_secs(4));
         assert_eq!(of(timed_out.clone(), None, true, false), timed_out);
+    }
+
+    #[test]
+    fn a_failed_test_is_told_by_its_signal_its_timeout_or_its_panics_message() {
+        let id = TestId::new("p", TargetKind::Test, "leaks", "t");
+        let record =
+            |outcome: Outcome, output: &str| TestRecord::new(id.clone(), outcome, Duration::ZERO, output.into());
+        let panicked =
+            "running 1 test\nthread 't' (4242) panicked at tests/a.rs:9:5:\nassertion failed: ok\nnote: ...\n";
+        assert_eq!(
+            record(Outcome::Failed, panicked).why_it_failed().as_deref(),
+            Some("panicked at tests/a.rs:9:5: assertion failed: ok")
+        );
+        let older = "thread 'main' panicked at src/lib.rs:3:1:\n\n";
+        assert_eq!(record(Outcome::Failed, older).why_it_failed().as_deref(), Some("panicked at src/lib.rs:3:1"));
+        assert_eq!(record(Outcome::Failed, "error: no panic here\n").why_it_failed(), None);
+        let crashed = record(Outcome::Crashed("SIGABRT".into()), panicked);
+        assert_eq!(crashed.why_it_failed().as_deref(), Some("killed by SIGABRT"), "the signal says more");
     }
 }

@@ -97,6 +97,18 @@ impl Place {
         target_dir.unwrap_or(&self.target_directory).join("ying")
     }
 
+    /// Refuses `run`, which ran the tests of the workspace at `ran_in`, when that is another workspace than this
+    /// one: two workspaces that share a target directory share its `ying/`, and the last run there may be the
+    /// other's. A run that did not record its workspace (`None`, written by an earlier cargo ying) is let through.
+    pub(crate) fn check_own(&self, run: &str, ran_in: Option<&str>) -> Result<()> {
+        let Some(ran_in) = ran_in else { return Ok(()) };
+        let same = |a: &Path, b: &Path| a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok();
+        if same(Path::new(ran_in), &self.root) {
+            return Ok(());
+        }
+        Err(Error::ForeignRun { run: run.to_owned(), ran_in: PathBuf::from(ran_in), root: self.root.clone() })
+    }
+
     /// The baseline file: the flag, else the configuration (relative to the workspace root), else the default.
     pub(crate) fn baseline_path(&self, flag: Option<&Path>) -> PathBuf {
         match (flag, &self.config.baseline) {
@@ -123,5 +135,24 @@ mod tests {
         std::fs::write(dir.path().join("Cargo.toml"), "[workspace.metadata.ying]\nretries = \"x\"\n").unwrap();
         let error = Place::read(dir.path()).unwrap_err().chain();
         assert!(error.contains("Cargo.toml") && error.contains("retries"), "{error}");
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_run_of_this_workspace_is_taken_under_any_of_its_names_and_another_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();
+        let place = Place::read(dir.path()).unwrap();
+        let root = dir.path().display().to_string();
+        assert!(place.check_own("run", Some(&root)).is_ok());
+        assert!(place.check_own("run", None).is_ok(), "an earlier cargo ying's run names no workspace");
+        let link = tempfile::tempdir().unwrap();
+        let linked = link.path().join("ws");
+        std::os::unix::fs::symlink(dir.path(), &linked).unwrap();
+        assert!(place.check_own("run", Some(&linked.display().to_string())).is_ok(), "the same through a link");
+        let other = link.path().display().to_string();
+        let error = place.check_own("nextest run 1", Some(&other)).unwrap_err().chain();
+        assert!(error.starts_with("failed to take nextest run 1 as this workspace's"), "{error}");
+        assert!(error.contains(&format!("workspace at {other}, not of this one at {root}")), "{error}");
     }
 }

@@ -42,7 +42,7 @@ pub use json::{ReadError, read_text, resolve_symlinks, write_atomic, write_whole
 pub use keys::closest_key;
 pub use report::{ALLOW_ENV, KNOWN_CODE_ENV, LeakReport, allow_patterns};
 pub use size::{ByteSize, SignedByteSize, SizeError};
-pub use summary::{GateTolerance, NotRunTarget, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest};
+pub use summary::{GateTolerance, NotRunTarget, Reruns, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, UnmeasuredRerun};
 pub use terms::{GateVerdict, Measured, TestOutcome};
 pub use test_id::{TargetKind, TestId, TestIdError, as_display, file_name_component, stable_hash};
 pub use totals::Totals;

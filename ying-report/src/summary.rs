@@ -38,6 +38,10 @@ pub struct Summary {
     /// Which tests the run measured: `all` for a run with `--measure all` (absent for the leak tests only).
     #[serde(default, skip_serializing_if = "is_leak_tests")]
     pub measured: Measured,
+    /// The root of the workspace whose tests the run ran, absolute: `cargo ying accept` refuses the run of another
+    /// workspace (two workspaces sharing a target directory). Absent in summaries written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_root: Option<String>,
     /// When the run's tests started, in RFC 3339 (UTC, `2026-12-04T17:22:41.123Z`); the earliest shard's, merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
@@ -88,6 +92,7 @@ impl Summary {
             not_run: Vec::new(),
             interrupted: None,
             measured: Measured::LeakTests,
+            workspace_root: None,
             started_at: None,
             duration: None,
             totals: None,
@@ -162,6 +167,9 @@ pub struct SummaryTest {
     /// What went wrong around the test without failing it (a report that could not be used, say).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// For a passing test that crossed the gate's tolerance and was run again: what its reruns showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reruns: Option<Reruns>,
     /// How many times the test ran, when it failed and was retried (`--retries`); absent for one attempt. A test
     /// that passed in a later attempt is flaky.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,6 +180,81 @@ pub struct SummaryTest {
     /// The whole output of a failed test (what is shown of it is its end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+}
+
+/// What the reruns of a test that crossed the gate's tolerance showed. A rerun that measured the test either
+/// crossed the tolerance too or did not; a rerun that measured nothing (it failed, crashed or timed out) confirms
+/// nothing either way. The test regressed unless a rerun measured it within the tolerance: reruns that all fail
+/// leave the regression standing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reruns {
+    /// Reruns made.
+    pub runs: u32,
+    /// Reruns that measured the test and crossed the tolerance too.
+    pub crossed: u32,
+    /// The reruns that measured nothing, each as it ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<UnmeasuredRerun>,
+}
+
+/// A rerun that measured nothing: how it ended, and why when that is known.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnmeasuredRerun {
+    /// How it ended.
+    pub outcome: TestOutcome,
+    /// Why: the panic's message, the signal, the timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Reruns {
+    /// The reruns that measured the test.
+    pub fn measured(&self) -> u32 {
+        self.runs.saturating_sub(u32::try_from(self.unmeasured.len()).unwrap_or(u32::MAX))
+    }
+
+    /// The verdict they give: regressed unless a rerun measured the test within the tolerance, else unstable.
+    pub fn verdict(&self) -> GateVerdict {
+        if self.crossed >= self.measured() { GateVerdict::Regressed } else { GateVerdict::Unstable }
+    }
+
+    /// What they showed, in the words every output uses: `crossed the tolerance, then again in 2 of 2 reruns`,
+    /// `..., then again in only 1 of 2 reruns`; the reruns that measured nothing named with how they ended: `...,
+    /// then in none of 2 reruns, which measured nothing (crashed: killed by SIGSEGV; failed): the regression
+    /// stands`.
+    pub fn describe(&self) -> String {
+        let measured = self.measured();
+        let of = if measured == self.runs {
+            format!("{} reruns", self.runs)
+        } else {
+            format!("{measured} reruns that measured it")
+        };
+        let mut text = match (measured, self.verdict()) {
+            (0, _) => format!("crossed the tolerance, then in none of {} reruns, which measured nothing", self.runs),
+            (_, GateVerdict::Regressed) => format!("crossed the tolerance, then again in {} of {of}", self.crossed),
+            _ => format!("crossed the tolerance, then again in only {} of {of}", self.crossed),
+        };
+        if !self.unmeasured.is_empty() {
+            let ended: Vec<String> = self
+                .unmeasured
+                .iter()
+                .map(|rerun| match &rerun.reason {
+                    Some(reason) => format!("{}: {reason}", rerun.outcome.name()),
+                    None => rerun.outcome.name().to_owned(),
+                })
+                .collect();
+            if measured > 0 {
+                text.push_str(&format!("; {} measured nothing", self.unmeasured.len()));
+            }
+            text.push_str(&format!(" ({})", ended.join("; ")));
+            if self.verdict() == GateVerdict::Regressed {
+                text.push_str(": the regression stands");
+            }
+        }
+        text
+    }
 }
 
 impl SummaryTest {
@@ -192,6 +275,7 @@ impl SummaryTest {
             allocated_flamegraph: None,
             retained_diff_flamegraph: None,
             warnings: Vec::new(),
+            reruns: None,
             attempts: None,
             duration: None,
             output: None,
@@ -225,9 +309,50 @@ pub struct NotRunTarget {
 
 #[cfg(test)]
 mod tests {
-    use super::{GateVerdict, NotRunTarget, Summary, SummaryTest, TestOutcome};
+    use super::{GateVerdict, NotRunTarget, Reruns, Summary, SummaryTest, TestOutcome, UnmeasuredRerun};
     use crate::figures::Figures;
     use crate::test_id::{TargetKind, TestId};
+
+    #[test]
+    fn reruns_that_measured_nothing_confirm_nothing_and_are_named() {
+        let crashed = UnmeasuredRerun { outcome: TestOutcome::Crashed, reason: Some("killed by SIGSEGV".to_owned()) };
+        let failed = UnmeasuredRerun { outcome: TestOutcome::Failed, reason: None };
+        let reruns = |crossed: u32, unmeasured: Vec<UnmeasuredRerun>| Reruns { runs: 2, crossed, unmeasured };
+        let cases = [
+            (reruns(2, vec![]), GateVerdict::Regressed, "crossed the tolerance, then again in 2 of 2 reruns"),
+            (reruns(1, vec![]), GateVerdict::Unstable, "crossed the tolerance, then again in only 1 of 2 reruns"),
+            (
+                reruns(0, vec![crashed.clone(), failed.clone()]),
+                GateVerdict::Regressed,
+                "crossed the tolerance, then in none of 2 reruns, which measured nothing (crashed: killed by \
+                 SIGSEGV; failed): the regression stands",
+            ),
+            (
+                reruns(1, vec![failed.clone()]),
+                GateVerdict::Regressed,
+                "crossed the tolerance, then again in 1 of 1 reruns that measured it; 1 measured nothing (failed): \
+                 the regression stands",
+            ),
+            (
+                reruns(0, vec![crashed]),
+                GateVerdict::Unstable,
+                "crossed the tolerance, then again in only 0 of 1 reruns that measured it; 1 measured nothing \
+                 (crashed: killed by SIGSEGV)",
+            ),
+        ];
+        for (reruns, verdict, words) in cases {
+            assert_eq!((reruns.verdict(), reruns.describe().as_str()), (verdict, words), "{reruns:?}");
+        }
+        let mut test = SummaryTest::new(TestId::new("p", TargetKind::Test, "leaks", "t"), TestOutcome::Passed);
+        test.reruns = Some(reruns(0, vec![failed]));
+        let summary = Summary::new(vec![test]);
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(
+            json["tests"][0]["reruns"],
+            serde_json::json!({"runs": 2, "crossed": 0, "unmeasured": [{"outcome": "failed"}]})
+        );
+        assert_eq!(Summary::parse(&serde_json::to_string(&summary).unwrap()).unwrap(), summary);
+    }
 
     #[test]
     fn a_summary_round_trips_with_and_without_figures() {

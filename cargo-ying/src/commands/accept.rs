@@ -17,6 +17,7 @@ pub(crate) fn run(args: &AcceptArgs) -> Result<u8> {
     let baseline = BaselineFile::open_to_save(workspace.baseline_path(args.baseline.as_deref()))?;
     let out_dir = workspace.out_dir(args.target_dir.as_deref());
     let summary = saved::read_summary(&out_dir.join("summary.json"), " (run cargo ying test first)")?;
+    workspace.place.check_own("the last run's summary.json", summary.workspace_root.as_deref())?;
     let mut entries = saved::entries(&summary, &out_dir)?;
     let gating = settings::gating(&GateOptions::default(), &workspace.place.config);
     let gated = gating.figures();

@@ -49,6 +49,10 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     if records.is_empty() {
         return Err(Error::NoNextestRun(out_dir));
     }
+    let run_name = format!("nextest run {}", run_dir.file_name().unwrap_or_default().to_string_lossy());
+    for record in &records {
+        place.check_own(&run_name, record.workspace_root.as_deref())?;
+    }
 
     artifacts::prepare(&out_dir)?;
     // Each test's start and end, its start read once.

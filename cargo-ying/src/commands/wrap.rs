@@ -42,7 +42,8 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let name = nextest("NEXTEST_TEST_NAME")?;
     let attempt_number = nextest("NEXTEST_ATTEMPT").ok().and_then(|attempt| attempt.parse().ok()).unwrap_or(1);
     let package_dir = std::env::current_dir().map_err(Error::io("read", "the current directory"))?;
-    let root = std::env::var_os("NEXTEST_WORKSPACE_ROOT").map_or_else(|| package_dir.clone(), PathBuf::from);
+    let nextest_root = std::env::var_os("NEXTEST_WORKSPACE_ROOT").map(PathBuf::from);
+    let root = nextest_root.clone().unwrap_or_else(|| package_dir.clone());
     let place = Place::read(&root)?;
 
     let (id, identity) = test_of(&binary_id, &binary, &name)?;
@@ -106,6 +107,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         attempt: attempt_number,
         report: attempt.leak.map(|leak| leak.path),
         warnings: attempt.warnings,
+        workspace_root: nextest_root.map(|root| root.display().to_string()),
     }
     .write(&run_dir)?;
 

@@ -43,6 +43,10 @@ pub(crate) struct Record {
     /// What went wrong around the test without failing it (a report refused, say).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The root of the workspace whose test it is, as nextest names it (`NEXTEST_WORKSPACE_ROOT`, remapped for an
+    /// archive's run): the gate refuses a run of another workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_root: Option<String>,
 }
 
 /// The directory of the nextest run `run_id` under `out_dir` (`<target-dir>/ying`).
@@ -122,6 +126,7 @@ mod tests {
             attempt,
             report: Some(format!("reports/p/test/t/{name}.json")),
             warnings: Vec::new(),
+            workspace_root: Some("/ws".to_owned()),
         }
     }
 

@@ -53,11 +53,10 @@ pub(crate) fn render(comparison: &Comparison, baseline: &str, tolerance: Toleran
         }
     }
     for (id, gate) in &comparison.tests {
-        if let Some(reruns) = gate.reruns {
+        if let Some(reruns) = &gate.reruns {
             lines.push(format!(
-                "  {id}: crossed the tolerance, then again in {} of {} reruns{}",
-                reruns.crossed,
-                reruns.runs,
+                "  {id}: {}{}",
+                reruns.describe(),
                 if reruns.verdict() == GateVerdict::Regressed { "" } else { ": unstable, not a failure" }
             ));
         }

@@ -19,7 +19,7 @@
 use crate::model::{Outcome, Run, TestRecord};
 use quick_junit::XmlString;
 use std::time::Duration;
-use ying_report::GateVerdict;
+use ying_report::{GateVerdict, Reruns};
 
 /// Text as XML can hold it: `XmlString` removes ANSI escapes and control characters; the two non-characters XML
 /// refuses go too.
@@ -122,9 +122,8 @@ fn regression(test: &TestRecord) -> Option<(String, String)> {
     if gate.steady_state {
         description.push_str("figures of the steady state: the smallest of one measured run\n");
     }
-    if let Some(reruns) = gate.reruns {
-        description
-            .push_str(&format!("every rerun crossed the tolerance too ({} of {})\n", reruns.crossed, reruns.runs));
+    if let Some(reruns) = &gate.reruns {
+        description.push_str(&format!("{}\n", reruns.describe()));
     }
     if test.files.retained_diff_flamegraph.is_some() {
         description.push_str("the flamegraph's path is relative to the output directory, <target-dir>/ying/\n");
@@ -137,13 +136,9 @@ fn notes(test: &TestRecord) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(gate) = test.gate.as_ref().filter(|gate| gate.verdict == GateVerdict::Unstable) {
         let rows: Vec<String> = gate.rows.iter().map(|row| row.describe()).collect();
-        let reruns = gate.reruns.map_or_else(String::new, |reruns| {
-            format!(", then again in only {} of {} reruns", reruns.crossed, reruns.runs)
-        });
-        notes.push(format!(
-            "ying: memory unstable, not a failure: {} crossed the tolerance{reruns}: it did not reproduce",
-            rows.join("; ")
-        ));
+        let reruns = gate.reruns.as_ref().map_or_else(|| "crossed the tolerance".to_owned(), Reruns::describe);
+        notes
+            .push(format!("ying: memory unstable, not a failure: {}: {reruns}: it did not reproduce", rows.join("; ")));
     }
     if test.is_flaky() {
         let failed = test.failed_attempts.len();
@@ -311,7 +306,7 @@ mod tests {
     use crate::gate::{Reruns, Row, TestGate};
     use crate::model::{Outcome, Run, TestRecord};
     use std::time::Duration;
-    use ying_report::{Figure, GateVerdict, TargetKind, TestId};
+    use ying_report::{Figure, GateVerdict, TargetKind, TestId, TestOutcome, UnmeasuredRerun};
 
     fn record(name: &str, outcome: Outcome, output: &str) -> TestRecord {
         let id = TestId::new("p", TargetKind::Test, "leaks", name);
@@ -381,10 +376,13 @@ mod tests {
     #[test]
     fn a_regressed_passing_test_fails_and_an_unstable_one_does_not() {
         let mut regressed = record("grew", Outcome::Passed, "");
-        regressed.gate = Some(gate(GateVerdict::Regressed, Some(Reruns { crossed: 2, runs: 2 })));
+        // One rerun crossed the tolerance again and one crashed, which confirms nothing: the regression stands.
+        let crashed = UnmeasuredRerun { outcome: TestOutcome::Crashed, reason: Some("killed by SIGSEGV".into()) };
+        let reruns = Reruns { crossed: 1, runs: 2, unmeasured: vec![crashed] };
+        regressed.gate = Some(gate(GateVerdict::Regressed, Some(reruns)));
         regressed.files.retained_diff_flamegraph = Some("flamegraphs/p/test/leaks/grew.retained-diff.svg".into());
         let mut unstable = record("flaky", Outcome::Passed, "");
-        unstable.gate = Some(gate(GateVerdict::Unstable, Some(Reruns { crossed: 1, runs: 2 })));
+        unstable.gate = Some(gate(GateVerdict::Unstable, Some(Reruns { crossed: 1, runs: 2, ..Reruns::default() })));
         let xml = run(vec![regressed, unstable, record("slept", Outcome::Ignored, "")]);
         let document = parse(&xml);
         let suite = document.descendants().find(|node| node.has_tag_name("testsuite")).unwrap();
@@ -412,7 +410,14 @@ mod tests {
                  flamegraphs/p/test/leaks/grew.retained-diff.svg"
             )
         );
-        assert!(failure.text().unwrap().contains("every rerun crossed the tolerance too (2 of 2)"));
+        assert!(
+            failure.text().unwrap().contains(
+                "crossed the tolerance, then again in 1 of 1 reruns that measured it; 1 measured nothing (crashed: \
+                 killed by SIGSEGV): the regression stands"
+            ),
+            "{}",
+            failure.text().unwrap()
+        );
 
         let flaky = case(&document, "flaky");
         assert!(!flaky.children().any(|node| node.has_tag_name("failure")));

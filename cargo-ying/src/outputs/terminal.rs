@@ -209,12 +209,12 @@ impl Reporter {
     }
 
     /// What the reruns of a leak test that crossed the tolerance showed.
-    pub(crate) fn rerun(&self, id: &TestId, reruns: Reruns) {
-        let (style, label, what) = match reruns.verdict() {
-            GateVerdict::Regressed => (RED, "REGRESSED", "the regression reproduced in"),
-            _ => (YELLOW, "UNSTABLE", "the tolerance was crossed again in only"),
+    pub(crate) fn rerun(&self, id: &TestId, reruns: &Reruns) {
+        let (style, label) = match reruns.verdict() {
+            GateVerdict::Regressed => (RED, "REGRESSED"),
+            _ => (YELLOW, "UNSTABLE"),
         };
-        self.line(&format!("{} {id}: {what} {} of {} reruns", self.label(style, label), reruns.crossed, reruns.runs));
+        self.line(&format!("{} {id}: {}", self.label(style, label), reruns.describe()));
     }
 
     /// The output of each failed test, the table of measured tests, and what the reports note.

@@ -469,6 +469,41 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
     assert!(stderr(&alone).contains("NEXTEST_RUN_ID is not set"), "{}", stderr(&alone));
 }
 
+/// Two workspaces that share a target directory share its `ying/`: there, `gate` and `accept` in one refuse the
+/// other's run, naming both workspaces, and write no baseline.
+#[test]
+fn gate_and_accept_refuse_the_run_of_another_workspace_sharing_the_target_directory() {
+    let other = Fixture::plain();
+    let this = Fixture::shared();
+    let (other_root, this_root) = (other.path().display().to_string(), this.path().display().to_string());
+    let manifest = other.path().join("Cargo.toml");
+    let setup =
+        cargo_ying_in(&other, other.path(), &["setup", "nextest", "--manifest-path", manifest.to_str().unwrap()]);
+    assert_eq!(setup.status.code(), Some(0), "{}", stderr(&setup));
+    let run = other.nextest(&["run", "--profile", "ying", "-E", "test(=clean)"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let measured = other.cargo_ying(&["--measure", "all", "clean"], &[]);
+    assert_eq!(measured.status.code(), Some(0), "{}", stderr(&measured));
+
+    let shared_target = other.target_dir();
+    let shared_target = shared_target.to_str().unwrap();
+    for (command, args, run) in [
+        ("gate", &["--save-baseline", "--target-dir", shared_target][..], "nextest run "),
+        ("accept", &["--target-dir", shared_target][..], "the last run's summary.json"),
+    ] {
+        let output = this.subcommand(command, args, &[]).output().unwrap();
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{command}: {said}");
+        assert!(said.contains(&format!("error: failed to take {run}")), "{command}: {said}");
+        let words = format!("it ran the tests of the workspace at {other_root}, not of this one at {this_root}");
+        assert!(said.contains(&words), "{command}: {words}\n{said}");
+        assert!(!this.path().join("ying-baseline.json").exists(), "{command} wrote a baseline: {said}");
+    }
+    // In its own workspace, the same run is taken.
+    let gate = other.subcommand("gate", &[], &[]).output().unwrap();
+    assert_eq!(gate.status.code(), Some(0), "{}", stderr(&gate));
+}
+
 /// A statically linked test binary reads no `LD_PRELOAD`: measuring it from outside is refused, naming it, rather
 /// than passed with no figures.
 #[test]

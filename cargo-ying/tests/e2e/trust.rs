@@ -125,10 +125,43 @@ fn a_one_time_resize_never_regresses_and_a_leak_in_every_run_always_does() {
         assert_eq!(output.status.code(), REGRESSED, "{stderr}");
         assert_eq!(steady_verdict(&fixture, "random_resize"), "regressed", "{stderr}");
         assert!(
-            stderr.contains("leak-fixtures::steady random_resize: the regression reproduced in 2 of 2 reruns"),
+            stderr.contains(
+                "REGRESSED leak-fixtures::steady random_resize: crossed the tolerance, then again in 2 of 2 reruns"
+            ),
             "{stderr}"
         );
         assert!(stderr.contains("leak-fixtures::steady random_resize (steady state: retained bytes)"), "{stderr}");
+    }
+}
+
+#[test]
+fn reruns_that_fail_or_crash_confirm_nothing_and_the_regression_stands_naming_them() {
+    let fixture = Fixture::new();
+    save_steady_baseline(&fixture);
+    let marker = fixture.scratch("leaked-once");
+    let marker = marker.to_str().unwrap();
+    for (then, ended) in [("panic", "failed: panicked at tests/steady.rs:"), ("abort", "crashed: killed by SIGABRT")] {
+        let _ = std::fs::remove_file(marker);
+        let envs = [("YING_FIXTURE_ONCE", marker), ("YING_FIXTURE_ONCE_THEN", then)];
+        let output = fixture.cargo_ying(&["--test", "steady", "leaks_once"], &envs);
+        let stderr = stderr(&output);
+        assert_eq!(output.status.code(), REGRESSED, "{stderr}");
+        let words = format!(
+            "REGRESSED leak-fixtures::steady leaks_once: crossed the tolerance, then in none of 2 reruns, which \
+             measured nothing ({ended}"
+        );
+        assert!(stderr.contains(&words), "{words}\n{stderr}");
+        assert!(stderr.contains("the regression stands"), "{stderr}");
+        assert_eq!(steady_verdict(&fixture, "leaks_once"), "regressed");
+        let summary = summary(&fixture.target_dir());
+        let reruns = &entry_of(&summary, "test", "steady", "leaks_once")["reruns"];
+        assert_eq!((&reruns["runs"], &reruns["crossed"]), (&serde_json::json!(2), &serde_json::json!(0)), "{reruns}");
+        let outcome = ended.split(':').next().unwrap();
+        assert_eq!(reruns["unmeasured"][1]["outcome"], outcome, "{reruns}");
+        if then == "panic" {
+            let reason = reruns["unmeasured"][0]["reason"].as_str().unwrap();
+            assert!(reason.starts_with("panicked at tests/steady.rs:") && reason.ends_with(": a rerun that fails"));
+        }
     }
 }
 
@@ -144,7 +177,7 @@ fn a_regression_that_does_not_reproduce_is_unstable_and_does_not_fail_the_run() 
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains(
-            "UNSTABLE leak-fixtures::steady leaks_once: the tolerance was crossed again in only 0 of 2 reruns"
+            "UNSTABLE leak-fixtures::steady leaks_once: crossed the tolerance, then again in only 0 of 2 reruns"
         ),
         "{stderr}"
     );

@@ -1,7 +1,8 @@
 //! A regression must reproduce: a leak test that crossed the tolerance runs again, [`Gating::reruns`] times, and
-//! regresses only when every rerun crosses it too. One that crosses it only sometimes is unstable: reported, and
-//! the run does not fail. A one-time event (a table resized in one run and not in another) makes a test unstable;
-//! a leak makes every run cross.
+//! regresses unless a rerun measures it within the tolerance. One that crosses it only sometimes is unstable:
+//! reported, and the run does not fail. A one-time event (a table resized in one run and not in another) makes a
+//! test unstable; a leak makes every run cross. A rerun that fails, crashes or times out measured nothing and
+//! confirms nothing: the regression stands on the reruns that measured, and those that did not are named with it.
 //!
 //! [`Gating::reruns`]: crate::gate::Gating::reruns
 
@@ -9,7 +10,7 @@ use crate::gate::{self, Reruns};
 use crate::model::{Outcome, Run};
 use crate::run::exec::runner::{self, RunOptions};
 use crate::run::select::discover::TestCase;
-use ying_report::{GateVerdict, TestId};
+use ying_report::{GateVerdict, TestId, UnmeasuredRerun};
 
 /// Runs again each passing leak test of `run` that the gate found regressed, and settles its verdict with what
 /// the reruns show; `on_settled` sees each test's reruns. `planned` are the run's tests, in the run's order.
@@ -17,7 +18,7 @@ pub(crate) fn confirm(
     run: &mut Run,
     planned: &[(TestCase, bool)],
     options: &RunOptions,
-    mut on_settled: impl FnMut(&TestId, Reruns),
+    mut on_settled: impl FnMut(&TestId, &Reruns),
 ) {
     let Some(gating) = run.gate.as_ref().map(|gate| gate.gating.clone()) else { return };
     let reruns = gating.reruns as usize;
@@ -39,17 +40,22 @@ pub(crate) fn confirm(
     for (&index, records) in suspects.iter().zip(records.chunks(reruns)) {
         let test = &run.tests[index];
         let Some(before) = &test.baseline else { continue };
-        let crossed = records
-            .iter()
-            .filter(|record| {
-                record
-                    .baseline_entry()
-                    .is_some_and(|now| gate::judge(before, &now, &gating).verdict == GateVerdict::Regressed)
-            })
-            .count();
-        let settled = Reruns { crossed: crossed as u32, runs: reruns as u32 };
+        let mut settled = Reruns { runs: reruns as u32, ..Reruns::default() };
+        for record in records {
+            // Only a rerun that passed measured the test: a failed, crashed or timed-out one confirms nothing.
+            match record.baseline_entry().filter(|_| record.outcome == Outcome::Passed) {
+                Some(now) => {
+                    if gate::judge(before, &now, &gating).verdict == GateVerdict::Regressed {
+                        settled.crossed += 1;
+                    }
+                }
+                None => settled
+                    .unmeasured
+                    .push(UnmeasuredRerun { outcome: record.outcome.kind(), reason: record.why_it_failed() }),
+            }
+        }
         let id = test.id.clone();
+        on_settled(&id, &settled);
         run.settle(&id, settled);
-        on_settled(&id, settled);
     }
 }
