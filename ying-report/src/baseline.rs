@@ -576,7 +576,7 @@ mod tests {
         assert_eq!(
             Baseline::parse(text).unwrap_err().to_string(),
             "`pkg::leaks b` at line 3 has 3000 bytes lost, more than its 100 retained, among which the lost are \
-             counted: correct the line, or save the baseline anew"
+             counted: correct or remove the line (`--save-baseline` then records the test anew)"
         );
         assert!(Baseline::parse(&text.replace("3000", "100")).is_ok(), "lost as large as retained is no contradiction");
     }

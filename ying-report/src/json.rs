@@ -136,7 +136,7 @@ impl fmt::Display for ReadError {
                 write!(
                     f,
                     " has {lost} bytes lost, more than its {retained} retained, among which the lost are counted: \
-                     correct the line, or save the baseline anew"
+                     correct or remove the line (`--save-baseline` then records the test anew)"
                 )
             }
         }

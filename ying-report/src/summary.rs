@@ -237,14 +237,20 @@ impl Reruns {
             _ => format!("crossed the tolerance, then again in only {} of {of}", self.crossed),
         };
         if !self.unmeasured.is_empty() {
-            let ended: Vec<String> = self
-                .unmeasured
-                .iter()
-                .map(|rerun| match &rerun.reason {
+            // Each way they ended once, with how many ended so when more than one did: `2 failed: panicked at ...`.
+            let mut ended: Vec<(String, usize)> = Vec::new();
+            for rerun in &self.unmeasured {
+                let how = match &rerun.reason {
                     Some(reason) => format!("{}: {reason}", rerun.outcome.name()),
                     None => rerun.outcome.name().to_owned(),
-                })
-                .collect();
+                };
+                match ended.iter_mut().find(|(said, _)| *said == how) {
+                    Some((_, count)) => *count += 1,
+                    None => ended.push((how, 1)),
+                }
+            }
+            let ended: Vec<String> =
+                ended.into_iter().map(|(how, count)| if count == 1 { how } else { format!("{count} {how}") }).collect();
             if measured > 0 {
                 text.push_str(&format!("; {} measured nothing", self.unmeasured.len()));
             }
@@ -326,6 +332,12 @@ mod tests {
                 GateVerdict::Regressed,
                 "crossed the tolerance, then in none of 2 reruns, which measured nothing (crashed: killed by \
                  SIGSEGV; failed): the regression stands",
+            ),
+            (
+                reruns(0, vec![failed.clone(), failed.clone()]),
+                GateVerdict::Regressed,
+                "crossed the tolerance, then in none of 2 reruns, which measured nothing (2 failed): the regression \
+                 stands",
             ),
             (
                 reruns(1, vec![failed.clone()]),

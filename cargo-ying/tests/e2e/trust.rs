@@ -140,7 +140,10 @@ fn reruns_that_fail_or_crash_confirm_nothing_and_the_regression_stands_naming_th
     save_steady_baseline(&fixture);
     let marker = fixture.scratch("leaked-once");
     let marker = marker.to_str().unwrap();
-    for (then, ended) in [("panic", "failed: panicked at tests/steady.rs:"), ("abort", "crashed: killed by SIGABRT")] {
+    for (then, outcome, ended) in [
+        ("panic", "failed", "2 failed: panicked at tests/steady.rs:"),
+        ("abort", "crashed", "2 crashed: killed by SIGABRT"),
+    ] {
         let _ = std::fs::remove_file(marker);
         let envs = [("YING_FIXTURE_ONCE", marker), ("YING_FIXTURE_ONCE_THEN", then)];
         let output = fixture.cargo_ying(&["--test", "steady", "leaks_once"], &envs);
@@ -156,7 +159,6 @@ fn reruns_that_fail_or_crash_confirm_nothing_and_the_regression_stands_naming_th
         let summary = summary(&fixture.target_dir());
         let reruns = &entry_of(&summary, "test", "steady", "leaks_once")["reruns"];
         assert_eq!((&reruns["runs"], &reruns["crossed"]), (&serde_json::json!(2), &serde_json::json!(0)), "{reruns}");
-        let outcome = ended.split(':').next().unwrap();
         assert_eq!(reruns["unmeasured"][1]["outcome"], outcome, "{reruns}");
         if then == "panic" {
             let reason = reruns["unmeasured"][0]["reason"].as_str().unwrap();
