@@ -90,8 +90,13 @@ impl Seed {
         let seed = Seed { dir: e2e_dir().join("seeds").join(workspace.name()) };
         std::fs::create_dir_all(&seed.dir).unwrap();
         let fixture = crate::repository().join("fixtures").join(workspace.name());
-        let stamp = seed.dir.join("fixture");
-        let is_copy = || std::fs::read_to_string(&stamp).is_ok_and(|copied| copied == listing(&fixture));
+        let (stamp, made) = (seed.dir.join("fixture"), seed.dir.join("made"));
+        // A copy of the fixture as it is now, left as it was made: a test that wrote into the seed's workspace and
+        // failed before its guard could say so (see [`Shared`]) leaves a seed that is made anew.
+        let is_copy = || {
+            std::fs::read_to_string(&stamp).is_ok_and(|copied| copied == listing(&fixture))
+                && std::fs::read_to_string(&made).is_ok_and(|made| made == listing(&seed.workspace()))
+        };
         let lock = seed.lock_file();
         lock.lock_shared().unwrap();
         if !is_copy() {
@@ -108,6 +113,7 @@ impl Seed {
                 copy_tree(&fixture, &ws, &|_, _| Place::Copy);
                 point_at_this_repository(&ws.join("Cargo.toml"));
                 std::fs::write(&stamp, listing(&fixture)).unwrap();
+                std::fs::write(&made, listing(&ws)).unwrap();
             }
             lock.unlock().unwrap();
             lock.lock_shared().unwrap();
