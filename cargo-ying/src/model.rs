@@ -31,9 +31,19 @@ pub(crate) enum Outcome {
     Crashed(String),
     /// Ran past the timeout and was killed.
     TimedOut(Duration),
-    /// A leak test that started but whose process exited (with this code) before it reported its figures, as
-    /// `std::process::exit` in its body does: a failure, since what it retained is unknown.
-    Unreported(i32),
+    /// A leak test, or a test measured from outside, that started but whose process exited (with `code`) before it
+    /// reported its figures, as `std::process::exit` in its body does, or an `exec` of another program: a failure,
+    /// since what it retained is unknown.
+    Unreported {
+        /// The code the process exited with.
+        code: i32,
+        /// The test was measured from outside (`--measure all`, nextest's wrapper): not necessarily a leak test.
+        from_outside: bool,
+    },
+    /// A test measured from outside that passed in a process that showed no sign of the allocation interposer (no
+    /// start, no report): `LD_PRELOAD` dropped or replaced, or the library gone. Nothing measured it, so it cannot
+    /// pass: a failure.
+    Unmeasured,
     /// Marked `#[ignore]` and not asked for.
     Ignored,
     /// Not started: an earlier test failed and fail-fast stopped the run.
@@ -50,7 +60,7 @@ impl Outcome {
     pub(crate) fn kind(&self) -> TestOutcome {
         match self {
             Self::Passed => TestOutcome::Passed,
-            Self::Failed | Self::Unreported(_) | Self::Cancelled(_) => TestOutcome::Failed,
+            Self::Failed | Self::Unreported { .. } | Self::Unmeasured | Self::Cancelled(_) => TestOutcome::Failed,
             Self::Crashed(_) => TestOutcome::Crashed,
             Self::TimedOut(_) => TestOutcome::TimedOut,
             Self::Ignored => TestOutcome::Ignored,
@@ -60,12 +70,23 @@ impl Outcome {
 
     /// The outcome of a test whose process ended with `ended` (exiting with `exit_code`), told by what it left in
     /// its report directory: whether a leak test `started` in it (its mark, or a report cut short) and whether its
-    /// report was taken. A leak test that started and whose process exited without a report never reported: what
-    /// it retained is unknown, so it fails ([`Self::Unreported`]) whatever code it exited with. Decided here once,
-    /// for `cargo ying test`'s runner and nextest's wrapper alike.
-    pub(crate) fn of_process(ended: Self, exit_code: Option<i32>, started: bool, reported: bool) -> Self {
+    /// report was taken; `from_outside`, whether the allocation interposer was to measure it. A test that started
+    /// and whose process exited without a report never reported: what it retained is unknown, so it fails
+    /// ([`Self::Unreported`]) whatever code it exited with. A test measured from outside that passed with neither
+    /// is unmeasured ([`Self::Unmeasured`]): the interposer marks every test it measures as the test starts.
+    /// Decided here once, for `cargo ying test`'s runner and nextest's wrapper alike.
+    pub(crate) fn of_process(
+        ended: Self,
+        exit_code: Option<i32>,
+        started: bool,
+        reported: bool,
+        from_outside: bool,
+    ) -> Self {
         match (ended, exit_code) {
-            (Self::Passed | Self::Failed, Some(code)) if started && !reported => Self::Unreported(code),
+            (Self::Passed | Self::Failed, Some(code)) if started && !reported => {
+                Self::Unreported { code, from_outside }
+            }
+            (Self::Passed, _) if from_outside && !started && !reported => Self::Unmeasured,
             (ended, _) => ended,
         }
     }
@@ -83,7 +104,15 @@ impl Outcome {
 
     /// Whether the test ran to an end of its own (or its timeout): not ignored, not left unstarted or stopped.
     pub(crate) fn ran(&self) -> bool {
-        matches!(self, Self::Passed | Self::Failed | Self::Unreported(_) | Self::Crashed(_) | Self::TimedOut(_))
+        matches!(
+            self,
+            Self::Passed
+                | Self::Failed
+                | Self::Unreported { .. }
+                | Self::Unmeasured
+                | Self::Crashed(_)
+                | Self::TimedOut(_)
+        )
     }
 
     /// Why the test failed, beyond its output: the signal, or the timeout.
@@ -91,9 +120,18 @@ impl Outcome {
         match self {
             Self::Crashed(signal) => Some(format!("killed by {signal}")),
             Self::TimedOut(after) => Some(format!("timed out after {}", seconds(*after))),
-            Self::Unreported(code) => {
+            Self::Unreported { code, from_outside: false } => {
                 Some(format!("exited with code {code} before the leak test reported what it retained"))
             }
+            Self::Unreported { code, from_outside: true } => Some(format!(
+                "exited with code {code} before its figures were reported: its process ended, or ran another \
+                 program (exec), while the test ran"
+            )),
+            Self::Unmeasured => Some(
+                "nothing measured it: its process showed no sign of the allocation interposer (LD_PRELOAD dropped \
+                 or replaced, or the library gone), so what it retained is unknown"
+                    .to_owned(),
+            ),
             Self::Interrupted(signal) => Some(format!("the run was stopped by {}", signals::name(*signal))),
             Self::Cancelled(count) => Some(format!(
                 "stopped before it ended: {count} test{} failed, and --max-fail {count}:immediate stops the tests \
@@ -567,21 +605,28 @@ mod tests {
         assert_eq!(Outcome::Crashed("SIGABRT".into()).reason().as_deref(), Some("killed by SIGABRT"));
         assert_eq!(Outcome::TimedOut(Duration::from_secs(4)).reason().as_deref(), Some("timed out after 4.000s"));
         assert_eq!(Outcome::Failed.reason(), None);
-        let unreported = Outcome::Unreported(0);
+        let unreported = Outcome::Unreported { code: 0, from_outside: false };
         assert_eq!(
             unreported.reason().as_deref(),
             Some("exited with code 0 before the leak test reported what it retained")
         );
         assert!(unreported.is_failure());
+        let outside = Outcome::Unreported { code: 0, from_outside: true }.reason().unwrap();
+        assert!(
+            outside.starts_with("exited with code 0 before its figures were reported") && !outside.contains("leak")
+        );
+        assert!(Outcome::Unmeasured.is_failure() && Outcome::Unmeasured.ran());
+        assert!(Outcome::Unmeasured.reason().unwrap().starts_with("nothing measured it"));
         assert!(Outcome::Crashed(String::new()).is_failure() && !Outcome::Ignored.is_failure());
     }
 
     #[test]
     fn a_leak_test_that_started_and_exited_without_a_report_never_reported() {
-        let of = |ended: Outcome, code, started, reported| Outcome::of_process(ended, code, started, reported);
+        let of = |ended: Outcome, code, started, reported| Outcome::of_process(ended, code, started, reported, false);
+        let unreported = |code| Outcome::Unreported { code, from_outside: false };
         // A process that exited, with or without success, after its leak test left its mark and no report.
-        assert_eq!(of(Outcome::Passed, Some(0), true, false), Outcome::Unreported(0));
-        assert_eq!(of(Outcome::Failed, Some(101), true, false), Outcome::Unreported(101));
+        assert_eq!(of(Outcome::Passed, Some(0), true, false), unreported(0));
+        assert_eq!(of(Outcome::Failed, Some(101), true, false), unreported(101));
         // Reported, or no leak test started: the process's own outcome.
         assert_eq!(of(Outcome::Passed, Some(0), true, true), Outcome::Passed);
         assert_eq!(of(Outcome::Failed, Some(1), false, false), Outcome::Failed);
@@ -590,6 +635,18 @@ mod tests {
         assert_eq!(of(crashed.clone(), None, true, false), crashed);
         let timed_out = Outcome::TimedOut(Duration::from_secs(4));
         assert_eq!(of(timed_out.clone(), None, true, false), timed_out);
+    }
+
+    #[test]
+    fn a_test_measured_from_outside_with_no_mark_and_no_report_was_not_measured() {
+        let of = |ended: Outcome, code, started, reported| Outcome::of_process(ended, code, started, reported, true);
+        // It passed, but the interposer left no sign: it was not measured.
+        assert_eq!(of(Outcome::Passed, Some(0), false, false), Outcome::Unmeasured);
+        // It started and its process ended without a report (an exec, an exit): not called a leak test.
+        assert_eq!(of(Outcome::Passed, Some(0), true, false), Outcome::Unreported { code: 0, from_outside: true });
+        // A failure is the test's own news; a measured test is as it ended.
+        assert_eq!(of(Outcome::Failed, Some(101), false, false), Outcome::Failed);
+        assert_eq!(of(Outcome::Passed, Some(0), true, true), Outcome::Passed);
     }
 
     #[test]

@@ -119,7 +119,8 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
 fn test_record(record: Record, run_dir: &Path, out_dir: &Path) -> Result<TestRecord> {
     let duration = Duration::from_secs_f64(record.duration.max(0.0));
     let outcome = match (record.outcome, record.exit_code) {
-        (_, Some(code)) if record.unreported => Outcome::Unreported(code),
+        (_, Some(code)) if record.unreported => Outcome::Unreported { code, from_outside: true },
+        _ if record.unmeasured => Outcome::Unmeasured,
         (TestOutcome::Passed, _) => Outcome::Passed,
         (TestOutcome::Crashed, _) => Outcome::Crashed(record.signal.clone().unwrap_or_default()),
         (TestOutcome::TimedOut, _) => Outcome::TimedOut(duration),

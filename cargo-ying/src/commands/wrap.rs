@@ -91,7 +91,8 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let _ = std::fs::remove_dir_all(&report_dir);
     // Empty once no test of the run is running.
     let _ = std::fs::remove_dir(run_dir.join("tmp"));
-    let unreported = matches!(attempt.outcome, Outcome::Unreported(_));
+    let unreported = matches!(attempt.outcome, Outcome::Unreported { .. });
+    let unmeasured = attempt.outcome == Outcome::Unmeasured;
     let signal = match &attempt.outcome {
         Outcome::Crashed(signal) => Some(signal.clone()),
         _ => None,
@@ -102,6 +103,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         signal,
         exit_code: attempt.exit_code,
         unreported,
+        unmeasured,
         duration: attempt.duration.as_secs_f64(),
         started_at: humantime::format_rfc3339_millis(attempt.started_at).to_string(),
         attempt: attempt_number,
@@ -116,11 +118,9 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
             end_like(signal);
             Ok(ying_report::exit_code::TEST_FAILED)
         }
-        (_, Some(0)) if unreported => {
-            eprintln!(
-                "ying: the process exited while the leak test was running, so it could not report what it retained; \
-                 a leak test must return (or panic) to be measured"
-            );
+        // The failure the gate will see, nextest sees too.
+        (_, Some(0)) if unreported || unmeasured => {
+            eprintln!("ying: the test {}", attempt.outcome.reason().unwrap_or_default());
             Ok(1)
         }
         (_, Some(code)) => Ok(u8::try_from(code).unwrap_or(1)),

@@ -31,6 +31,9 @@ pub(crate) struct Record {
     /// unknown.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unreported: bool,
+    /// It passed in a process that showed no sign of the allocation interposer: nothing measured it, a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unmeasured: bool,
     /// How long its process ran, in seconds.
     pub duration: f64,
     /// When it started, RFC 3339 in UTC.
@@ -121,6 +124,7 @@ mod tests {
             signal: None,
             exit_code: Some(0),
             unreported: false,
+            unmeasured: false,
             duration: 0.5,
             started_at: "2026-12-04T17:00:00.000Z".to_owned(),
             attempt,

@@ -108,7 +108,7 @@ const RESET: &str = "\x1b[0m";
 fn outcome_label(outcome: &Outcome) -> Option<(&'static str, &'static str)> {
     match outcome {
         Outcome::Passed => Some(("PASS", GREEN)),
-        Outcome::Failed | Outcome::Unreported(_) => Some(("FAIL", RED)),
+        Outcome::Failed | Outcome::Unreported { .. } | Outcome::Unmeasured => Some(("FAIL", RED)),
         Outcome::Crashed(_) => Some(("CRASH", RED)),
         Outcome::TimedOut(_) => Some(("TIMEOUT", RED)),
         Outcome::Cancelled(_) => Some(("CANCEL", RED)),

@@ -469,6 +469,36 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
     assert!(stderr(&alone).contains("NEXTEST_RUN_ID is not set"), "{}", stderr(&alone));
 }
 
+/// A test measured from outside is measured or fails saying why, never passes unmeasured: one whose process dropped
+/// the interposer before `main` is unmeasured, one that ran another program (`exec`) while it ran never reported;
+/// neither is called a leak test.
+#[test]
+fn a_test_that_drops_the_interposer_or_execs_fails_as_unmeasured() {
+    let fixture = Fixture::plain_shared();
+    for (env, reason) in [
+        (
+            "YING_FIXTURE_DROP_PRELOAD",
+            "nothing measured it: its process showed no sign of the allocation interposer (LD_PRELOAD dropped or \
+             replaced, or the library gone), so what it retained is unknown",
+        ),
+        (
+            "YING_FIXTURE_EXEC",
+            "exited with code 0 before its figures were reported: its process ended, or ran another program (exec), \
+             while the test ran",
+        ),
+    ] {
+        let output = fixture.cargo_ying(&["--measure", "all", "--test", "plain", "clean"], &[(env, "1")]);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), TEST_FAILED, "{env}: {said}");
+        assert!(said.contains("FAIL") && said.contains("plain-fixtures::plain clean"), "{env}: {said}");
+        assert!(!said.contains("leak test"), "a plain test is no leak test: {said}");
+        let summary = summary(&fixture.target_dir());
+        let test = entry(&summary, "plain", "clean");
+        assert_eq!((test["outcome"].as_str(), test["reason"].as_str()), (Some("failed"), Some(reason)), "{env}");
+        assert!(test["retained_bytes"].is_null(), "no figures: {test}");
+    }
+}
+
 /// Two workspaces that share a target directory share its `ying/`: there, `gate` and `accept` in one refuse the
 /// other's run, naming both workspaces, and write no baseline.
 #[test]

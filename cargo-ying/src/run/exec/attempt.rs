@@ -168,7 +168,13 @@ impl Attempting<'_> {
             self.symbolizer.complete(report, self.binary, self.package_dir)
         });
         Ok(Attempt {
-            outcome: Outcome::of_process(ended, exit_code, collected.started, collected.leak.is_some()),
+            outcome: Outcome::of_process(
+                ended,
+                exit_code,
+                collected.started,
+                collected.leak.is_some(),
+                self.measuring.interposer.is_some(),
+            ),
             exit_code,
             killed_by,
             started_at,
