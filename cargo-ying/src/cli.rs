@@ -390,8 +390,9 @@ pub(crate) struct GateOptions {
     #[arg(long, help_heading = "Baseline")]
     pub check: bool,
 
-    /// Runs again a leak test that crossed the tolerance this many times: it regresses only when every rerun
-    /// crosses it too, and is unstable (reported, not failing the run) otherwise [default: 2]
+    /// Runs again a leak test that crossed the tolerance this many times: it regresses unless a rerun measures it
+    /// within the tolerance, when it is unstable (reported, not failing the run); a rerun that fails measures
+    /// nothing [default: 2]
     #[arg(long, value_name = "N", help_heading = "Baseline")]
     pub reruns: Option<u32>,
 }

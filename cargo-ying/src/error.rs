@@ -145,6 +145,12 @@ pub(crate) enum Error {
     /// `cargo ying wrap` could not run its test measured.
     #[error("failed to run the test measured")]
     Wrap(#[source] WrapError),
+    /// `--reruns` given to a command that runs no test.
+    #[error(
+        "failed to rerun regressions in `cargo ying {0}`: it runs no test, so --reruns would do nothing; run the \
+         tests with `cargo ying test` (`--measure all` for every test) to have a regression run again"
+    )]
+    RerunsWithoutRunning(&'static str),
     /// A run of another workspace than this one, found in a target directory they share.
     #[error(
         "failed to take {run} as this workspace's: it ran the tests of the workspace at {}, not of this one at {} \
@@ -238,6 +244,7 @@ impl Error {
             | Self::Wrap(_)
             | Self::NoNextestRun(_)
             | Self::ForeignRun { .. }
+            | Self::RerunsWithoutRunning(_)
             | Self::LockNotAFile { .. }
             | Self::StaticBinary(_)
             | Self::Io { .. } => exit_code::USAGE,

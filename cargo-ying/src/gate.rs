@@ -113,7 +113,8 @@ pub(crate) struct Gating {
     pub tolerance: Tolerance,
     /// The gated figures.
     figures: Vec<Figure>,
-    /// Runs again of a test that crossed the tolerance; it regresses only when each of them crosses it too.
+    /// Runs again of a test that crossed the tolerance; it regresses unless one of them measures it within the
+    /// tolerance (one that fails measures nothing).
     pub reruns: u32,
 }
 

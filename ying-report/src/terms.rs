@@ -90,7 +90,7 @@ impl TestOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GateVerdict {
-    /// A gated figure grew past the tolerance, in the run and in every rerun: the run fails.
+    /// A gated figure grew past the tolerance, in the run and in every rerun that measured the test: the run fails.
     Regressed,
     /// A gated figure grew past the tolerance in some runs of the test and not in others: reported, and the run
     /// does not fail.

@@ -309,3 +309,19 @@ fn libtest_json_events_go_to_stdout_and_summary_json_has_the_runs_figures() {
     let first: serde_json::Value = serde_json::from_str(stdout(&output).lines().next().unwrap()).unwrap();
     assert_eq!(first["nextest"], serde_json::json!({"crate": "leak-fixtures", "test_binary": "leaks", "kind": "test"}));
 }
+
+/// The commands that run no test refuse `--reruns` rather than accept it and do nothing: nextest ran the tests
+/// `gate` judges, and `merge` and `diff` judge files.
+#[test]
+fn commands_that_run_no_test_refuse_reruns() {
+    let fixture = Fixture::shared();
+    for (command, args) in [("gate", &[][..]), ("merge", &["summary.json"][..]), ("diff", &["a.json", "b.json"][..])] {
+        let mut run = crate::cleaned(env!("CARGO_BIN_EXE_cargo-ying"), &fixture.target_dir());
+        run.current_dir(fixture.path()).args(["ying", command, "--reruns", "5"]).args(args);
+        let output = run.output().unwrap();
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{command}: {said}");
+        let words = format!("error: failed to rerun regressions in `cargo ying {command}`: it runs no test");
+        assert!(said.contains(&words), "{command}: {said}");
+    }
+}
