@@ -198,6 +198,14 @@ pub(crate) fn request(filter: &TestFilter, cargo: CargoArgs) -> Result<Request> 
     })
 }
 
+/// Refuses `--reruns` for `command`, which runs no test (`gate`, `merge`, `diff`): given, it would do nothing.
+pub(crate) fn refuse_reruns(flags: &GateOptions, command: &'static str) -> Result<()> {
+    match flags.reruns {
+        Some(_) => Err(Error::RerunsWithoutRunning(command)),
+        None => Ok(()),
+    }
+}
+
 /// How the gate judges: the flags first, then the configuration, then the defaults.
 pub(crate) fn gating(flags: &GateOptions, config: &Config) -> Gating {
     let defaults = Tolerance::default();

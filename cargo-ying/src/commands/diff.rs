@@ -31,9 +31,7 @@ fn read_entries(path: &Path) -> Result<(BTreeMap<TestId, BaselineEntry>, Measure
 
 /// Runs `cargo ying diff`; returns the exit code.
 pub(crate) fn run(args: &DiffArgs) -> Result<u8> {
-    if args.gating.reruns.is_some() {
-        return Err(Error::RerunsWithoutRunning("diff"));
-    }
+    settings::refuse_reruns(&args.gating, "diff")?;
     let (old, old_measured) = read_entries(&args.old)?;
     let (new, new_measured) = read_entries(&args.new)?;
     // No workspace here: the flags, else the defaults.

@@ -25,9 +25,7 @@ use ying_report::{LeakReport, Measured, TestId, TestOutcome};
 
 /// Runs `cargo ying gate`; returns the exit code.
 pub(crate) fn run(args: &GateArgs) -> Result<u8> {
-    if args.gating.reruns.is_some() {
-        return Err(Error::RerunsWithoutRunning("gate"));
-    }
+    settings::refuse_reruns(&args.gating, "gate")?;
     let place = match (&args.workspace_remap, &args.archive_file) {
         (Some(root), _) => Place::read(root)?,
         (None, Some(_)) => Place::read(&std::env::current_dir().map_err(Error::io("read", "the current directory"))?)?,

@@ -16,9 +16,7 @@ use ying_report::{GateVerdict, Measured, Summary, TestId};
 
 /// Runs `cargo ying merge`; returns the exit code.
 pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
-    if args.gating.reruns.is_some() {
-        return Err(Error::RerunsWithoutRunning("merge"));
-    }
+    settings::refuse_reruns(&args.gating, "merge")?;
     let workspace = Workspace::open(args.manifest_path.as_deref(), &[])?;
     let baseline = BaselineFile::open(workspace.baseline_path(args.baseline.as_deref()))?;
     let gating = settings::gating(&args.gating, &workspace.place.config);
