@@ -109,8 +109,9 @@ pub(crate) struct GateArgs {
     /// The target directory the run used [default: the workspace's]
     #[arg(long, value_name = "DIRECTORY")]
     pub target_dir: Option<PathBuf>,
-    /// The run was of this nextest archive: the workspace is read from its Cargo.toml alone, as its sources need
-    /// not be there
+    /// The run was of this nextest archive: the workspace is read from its Cargo.toml alone (that of
+    /// --manifest-path, else of the current directory), as its sources need not be there; a test of the baseline in
+    /// a binary of the archive that the run has no record of is missing
     #[arg(long, value_name = "PATH", help_heading = "Archives")]
     pub archive_file: Option<PathBuf>,
     /// The workspace's root, as given to `cargo nextest run --workspace-remap` [default: the current directory]

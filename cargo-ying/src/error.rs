@@ -167,6 +167,29 @@ pub(crate) enum Error {
         /// This workspace.
         root: PathBuf,
     },
+    /// `cargo ying merge` was given the summary of another workspace's run: tests of packages this one has none of.
+    #[error(
+        "failed to merge {} into this workspace's run: it holds tests of {packages}, which this workspace at {} has \
+         no package of; merge the summaries of this workspace's shards",
+        summary.display(),
+        root.display()
+    )]
+    ForeignSummary {
+        /// The summary.
+        summary: PathBuf,
+        /// The packages not of this workspace, named.
+        packages: String,
+        /// This workspace.
+        root: PathBuf,
+    },
+    /// `cargo ying gate --archive-file` names a file that is not a nextest archive that reads.
+    #[error("failed to read the nextest archive {}: {reason}", path.display())]
+    Archive {
+        /// The archive.
+        path: PathBuf,
+        /// Why it does not read.
+        reason: String,
+    },
     /// `cargo ying gate` found no run to judge.
     #[error("failed to find a nextest run in {}: run `cargo nextest run --profile ying` first (`cargo ying setup nextest` adds the profile)", .0.display())]
     NoNextestRun(PathBuf),
@@ -243,6 +266,8 @@ impl Error {
             | Self::NextestProfile { .. }
             | Self::Wrap(_)
             | Self::NoNextestRun(_)
+            | Self::Archive { .. }
+            | Self::ForeignSummary { .. }
             | Self::ForeignRun { .. }
             | Self::RerunsWithoutRunning(_)
             | Self::LockNotAFile { .. }

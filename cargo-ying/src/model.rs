@@ -53,6 +53,10 @@ pub(crate) enum Outcome {
     /// Stopped while it ran, when the run's failures reached `--max-fail N:immediate` (N): a failure, as nextest
     /// counts the tests it terminates then.
     Cancelled(usize),
+    /// Stopped by nextest before it ended and not at its timeout: the signal nextest sent (SIGTERM, SIGINT when the
+    /// run stopped), or `None` when the test's wrapper was killed with it and said nothing (nextest's SIGKILL). A
+    /// failure: what it retained is unknown.
+    Stopped(Option<String>),
 }
 
 impl Outcome {
@@ -61,7 +65,7 @@ impl Outcome {
         match self {
             Self::Passed => TestOutcome::Passed,
             Self::Failed | Self::Unreported { .. } | Self::Unmeasured | Self::Cancelled(_) => TestOutcome::Failed,
-            Self::Crashed(_) => TestOutcome::Crashed,
+            Self::Crashed(_) | Self::Stopped(_) => TestOutcome::Crashed,
             Self::TimedOut(_) => TestOutcome::TimedOut,
             Self::Ignored => TestOutcome::Ignored,
             Self::NotRun | Self::Interrupted(_) => TestOutcome::NotRun,
@@ -138,6 +142,15 @@ impl Outcome {
                  running",
                 if *count == 1 { "" } else { "s" }
             )),
+            Self::Stopped(Some(signal)) => Some(format!(
+                "stopped by nextest with {signal} before it ended, before its timeout: the run was stopped (an \
+                 interrupt, or nextest's --max-fail with terminate), so what it retained is unknown"
+            )),
+            Self::Stopped(None) => Some(
+                "killed with its wrapper before it ended (nextest's SIGKILL after a timeout's grace period, or the \
+                 run was killed), so how it ended and what it retained are unknown"
+                    .to_owned(),
+            ),
             _ => None,
         }
     }

@@ -3,37 +3,48 @@
 //! drawn, summary.json and index.html written, the baseline compared and, when asked, saved; the closing words and
 //! the exit code are the same.
 //!
-//! nextest chose and ran the tests, so the gate does not know which tests were left out on purpose: a test of the
-//! baseline that the run did not measure is not compared, never "missing", and its entry stays when the baseline is
-//! saved. A regression is not run again (nextest's retries are for failures): its first measure is its verdict.
+//! nextest chose and ran the tests; the wrapper saw what it listed of each binary, so the gate tells the tests
+//! nextest's filter skipped (named, not compared, their entries kept) and those it ignored from those that ran. A
+//! test of the baseline in a binary nextest listed (or, with `--archive-file`, in a binary of the archive) that the
+//! run has no record of is missing, as `cargo ying test` says; one in a binary the run never saw is not compared.
+//! A test that started and did not end (killed with its wrapper) is a failure, never a pass. A regression is not run
+//! again (nextest's retries are for failures): its first measure is its verdict.
 
 use crate::baseline::BaselineFile;
 use crate::cli::GateArgs;
 use crate::ending::{self, Ending};
 use crate::error::{Error, Result};
 use crate::model::{FailedAttempt, Leak, Outcome, Run, TestRecord};
-use crate::nextest::record::{self, Record};
+use crate::nextest::archive::{self, ArchivedBinary};
+use crate::nextest::record::{self, Listing, Record};
 use crate::outputs::artifacts;
 use crate::outputs::libtest_json::MessageFormat;
 use crate::outputs::terminal::{self, Reporter};
 use crate::run::exec::run_lock::RunLock;
 use crate::settings;
 use crate::workspace::{Place, Workspace};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
-use ying_report::{LeakReport, Measured, TestId, TestOutcome};
+use ying_report::{BaselineEntry, LeakReport, Measured, TargetKind, TestId, TestOutcome};
 
 /// Runs `cargo ying gate`; returns the exit code.
 pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     settings::refuse_reruns(&args.gating, "gate")?;
     let place = match (&args.workspace_remap, &args.archive_file) {
         (Some(root), _) => Place::read(root)?,
-        (None, Some(_)) => Place::read(&std::env::current_dir().map_err(Error::io("read", "the current directory"))?)?,
+        (None, Some(_)) => match args.manifest_path.as_deref().and_then(Path::parent) {
+            Some(root) if !root.as_os_str().is_empty() => Place::read(root)?,
+            _ => Place::read(&std::env::current_dir().map_err(Error::io("read", "the current directory"))?)?,
+        },
         (None, None) => Workspace::open(args.manifest_path.as_deref(), &[])?.place,
     };
-    if let Some(archive) = &args.archive_file {
-        std::fs::metadata(archive).map_err(Error::io("read", archive))?;
-    }
+    let archived = match &args.archive_file {
+        Some(archive) => {
+            archive::binaries(archive).map_err(|reason| Error::Archive { path: archive.clone(), reason })?
+        }
+        None => Vec::new(),
+    };
     let out_dir = place.out_dir(args.target_dir.as_deref());
     let _lock = RunLock::acquire(&out_dir)?;
     let baseline_path = place.baseline_path(args.saving.baseline.as_deref());
@@ -66,35 +77,66 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
         .collect();
     let started_at = spans.iter().map(|(start, _)| *start).min().unwrap_or_else(SystemTime::now);
     let ended = spans.iter().map(|(_, end)| *end).max().unwrap_or(started_at);
+    let attempts_allowed = records.iter().filter_map(|record| record.attempts_allowed).max().unwrap_or(1);
     let mut tests = Vec::with_capacity(records.len());
     for record in records {
         tests.push(test_record(record, &run_dir, &out_dir)?);
     }
-    let replaced: Vec<TestId> = tests.iter().map(|test| test.id.clone()).collect();
+    let ran = tests.len();
+    // What nextest listed and did not run: ignored, or skipped by its filter.
+    let seen = Seen::of(&Listing::read_all(&run_dir)?, &archived, &tests)?;
+    tests.extend(
+        seen.ignored.iter().map(|id| TestRecord::new(id.clone(), Outcome::Ignored, Duration::ZERO, String::new())),
+    );
+    tests.sort_by(|a, b| a.id.cmp(&b.id));
+    let replaced: Vec<TestId> = tests.iter().filter(|test| test.outcome.ran()).map(|test| test.id.clone()).collect();
     let elapsed = ended.duration_since(started_at).unwrap_or_default();
     let mut run = Run { tests, elapsed, max_fail: None, gate: None, interrupted: None };
 
     let gating = settings::gating(&args.gating, &place.config);
     let mut reporter = Reporter::new(terminal::use_color(args.report.color), !args.verbose, args.verbose, false);
+    reporter.attempts_allowed(attempts_allowed);
     // Which run, and how long ago: a gate after a nextest run without the profile would judge an older run.
     let age = SystemTime::now().duration_since(started_at).unwrap_or_default();
     eprintln!(
         "{:>12} {} tests nextest ran in run {}, which started {} ago",
         "Gating",
-        run.tests.len(),
+        ran,
         run_dir.file_name().unwrap_or_default().to_string_lossy(),
         humantime::format_duration(Duration::from_secs(age.as_secs()))
     );
     for test in &run.tests {
+        for (number, attempt) in test.failed_attempts.iter().enumerate() {
+            reporter.attempt(&test.id, number + 1, attempt);
+        }
         reporter.result(test);
     }
+    if !seen.skipped.is_empty() {
+        eprintln!(
+            "{:>12} {} test{} nextest listed and did not run (its filter): not measured, not compared; their baseline \
+             entries stay",
+            "SKIPPED",
+            seen.skipped.len(),
+            if seen.skipped.len() == 1 { "" } else { "s" }
+        );
+    }
     if baseline.baseline.is_some() {
+        // The entries this run can speak for: its tests', and those of a binary it saw that it has no record of
+        // (missing). Without a listing, only its tests'.
+        let entries: BTreeMap<TestId, BaselineEntry> = baseline
+            .entries()
+            .iter()
+            .filter(|(id, _)| {
+                run.tests.iter().any(|test| &test.id == *id) || (seen.binary_seen(id) && !seen.skipped.contains(*id))
+            })
+            .map(|(id, entry)| (id.clone(), entry.clone()))
+            .collect();
         run.judge(
             baseline.path.clone(),
-            baseline.entries(),
+            &entries,
             [baseline.measured(), Measured::All],
             gating.clone(),
-            false,
+            !seen.binaries.is_empty(),
             args.gating.check,
         );
     }
@@ -119,21 +161,17 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
 /// `cargo ying test` stores one.
 fn test_record(record: Record, run_dir: &Path, out_dir: &Path) -> Result<TestRecord> {
     let duration = Duration::from_secs_f64(record.duration.max(0.0));
-    let outcome = match (record.outcome, record.exit_code) {
-        (_, Some(code)) if record.unreported => Outcome::Unreported { code, from_outside: true },
-        _ if record.unmeasured => Outcome::Unmeasured,
-        (TestOutcome::Passed, _) => Outcome::Passed,
-        (TestOutcome::Crashed, _) => Outcome::Crashed(record.signal.clone().unwrap_or_default()),
-        (TestOutcome::TimedOut, _) => Outcome::TimedOut(duration),
-        (TestOutcome::Ignored, _) => Outcome::Ignored,
-        (TestOutcome::NotRun, _) => Outcome::NotRun,
-        (TestOutcome::Failed, _) => Outcome::Failed,
-    };
-    let mut test = TestRecord::new(record.id.clone(), outcome, duration, String::new());
+    let mut test = TestRecord::new(record.id.clone(), outcome_of(&record), duration, String::new());
     test.warnings = record.warnings;
-    // The attempts before the last failed (nextest retries a failure only).
-    test.failed_attempts =
-        (1..record.attempt).map(|_| FailedAttempt { outcome: Outcome::Failed, duration: Duration::ZERO }).collect();
+    // The attempts before the last (nextest retries a failure only).
+    test.failed_attempts = record
+        .earlier
+        .iter()
+        .map(|earlier| FailedAttempt {
+            outcome: outcome_of(earlier),
+            duration: Duration::from_secs_f64(earlier.duration.max(0.0)),
+        })
+        .collect();
     if let Some(path) = record.report {
         let from = run_dir.join(&path);
         let report =
@@ -146,4 +184,70 @@ fn test_record(record: Record, run_dir: &Path, out_dir: &Path) -> Result<TestRec
         test.leak = Some(Leak { report, path });
     }
     Ok(test)
+}
+
+/// How the attempt `record` is of ended, in the run model's words.
+fn outcome_of(record: &Record) -> Outcome {
+    match (record.outcome, record.exit_code) {
+        // Started, and killed with its wrapper before it ended.
+        _ if record.running => Outcome::Stopped(None),
+        (_, Some(code)) if record.unreported => Outcome::Unreported { code, from_outside: true },
+        _ if record.unmeasured => Outcome::Unmeasured,
+        (TestOutcome::TimedOut, _) => {
+            Outcome::TimedOut(Duration::from_secs_f64(record.timeout.unwrap_or(record.duration).max(0.0)))
+        }
+        (TestOutcome::Crashed, _) if record.stopped_by.is_some() => Outcome::Stopped(record.stopped_by.clone()),
+        (TestOutcome::Passed, _) => Outcome::Passed,
+        (TestOutcome::Crashed, _) => Outcome::Crashed(record.signal.clone().unwrap_or_default()),
+        (TestOutcome::Ignored, _) => Outcome::Ignored,
+        (TestOutcome::NotRun, _) => Outcome::NotRun,
+        (TestOutcome::Failed, _) => Outcome::Failed,
+    }
+}
+
+/// What the run saw beyond its records: the tests nextest listed and did not run, and the binaries it (or the
+/// archive) holds.
+struct Seen {
+    /// Listed only as ignored, and not run.
+    ignored: BTreeSet<TestId>,
+    /// Listed, not ignored, and not run: nextest's filter left them out.
+    skipped: BTreeSet<TestId>,
+    /// The binaries listed or archived, as (package, kind, target).
+    binaries: BTreeSet<(String, TargetKind, String)>,
+}
+
+impl Seen {
+    /// What `listings` and the `archived` binaries say beyond the run's `tests`.
+    fn of(listings: &[Listing], archived: &[ArchivedBinary], tests: &[TestRecord]) -> Result<Self> {
+        let binary_of = |id: &TestId| (id.package.clone(), id.kind, id.target.clone());
+        let ran: BTreeSet<&TestId> = tests.iter().map(|test| &test.id).collect();
+        let mut binaries = BTreeSet::new();
+        let (mut listed, mut ignored) = (BTreeSet::new(), BTreeSet::new());
+        for listing in listings {
+            for name in &listing.tests {
+                let (id, _) = record::test_of(&listing.binary_id, &listing.binary, name)?;
+                binaries.insert(binary_of(&id));
+                if listing.ignored {
+                    ignored.insert(id)
+                } else {
+                    listed.insert(id)
+                };
+            }
+        }
+        for binary in archived {
+            let (id, _) = record::test_of(&binary.binary_id, &binary.binary, "-")?;
+            binaries.insert(binary_of(&id));
+        }
+        // `--list` lists the ignored tests too; `--list --ignored` only them.
+        let not_run = |set: &BTreeSet<TestId>| set.iter().filter(|id| !ran.contains(id)).cloned().collect();
+        let ignored: BTreeSet<TestId> = not_run(&ignored);
+        let skipped: BTreeSet<TestId> =
+            not_run(&listed).into_iter().filter(|id: &TestId| !ignored.contains(id)).collect();
+        Ok(Self { ignored, skipped, binaries })
+    }
+
+    /// Whether the run saw the binary of test `id`.
+    fn binary_seen(&self, id: &TestId) -> bool {
+        self.binaries.contains(&(id.package.clone(), id.kind, id.target.clone()))
+    }
 }

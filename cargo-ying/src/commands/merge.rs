@@ -1,5 +1,7 @@
 //! `cargo ying merge`: joins the summaries of partitioned runs into one summary and one gate result, so that a
-//! matrix of CI runners gates as one run.
+//! matrix of CI runners gates as one run. The shards may have run anywhere (each runner its own checkout path), so
+//! a summary is this workspace's when every package it has tests of is one of this workspace's: another
+//! workspace's summary is refused, naming its packages.
 
 use crate::baseline::BaselineFile;
 use crate::cli::MergeArgs;
@@ -28,8 +30,22 @@ pub(crate) fn run(args: &MergeArgs) -> Result<u8> {
     let mut started_at: Option<String> = None;
     // Which summary each test came from: a test in two of them (the same shard twice) would be counted twice.
     let mut sources: BTreeMap<TestId, &Path> = BTreeMap::new();
+    let packages: BTreeSet<&str> = workspace.metadata.packages.iter().map(|package| package.name.as_str()).collect();
     for path in &args.summaries {
         let summary = saved::read_summary(path, "")?;
+        let foreign: BTreeSet<&str> = summary
+            .tests
+            .iter()
+            .map(|test| test.id.package.as_str())
+            .filter(|package| !packages.contains(package))
+            .collect();
+        if !foreign.is_empty() {
+            return Err(Error::ForeignSummary {
+                summary: path.clone(),
+                packages: foreign.into_iter().map(|package| format!("`{package}`")).collect::<Vec<_>>().join(", "),
+                root: workspace.place.root.clone(),
+            });
+        }
         if summary.measured == Measured::All {
             measured = Measured::All;
         }

@@ -18,44 +18,80 @@
 use crate::cli::WrapArgs;
 use crate::error::{Error, Result, WrapError};
 use crate::model::Outcome;
-use crate::nextest::record::{self, Record};
+use crate::nextest::record::{self, Listing, Record};
 use crate::run::exec::attempt::{self, Attempting, Measuring, Output, Watch};
 use crate::run::exec::known_code::KnownCodes;
 use crate::run::names::symbols::Symbolizer;
 use crate::workspace::Place;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use ying_report::report::TestIdentity;
-use ying_report::{TargetKind, TestId};
+use ying_report::TestOutcome;
 
 /// How many directories above the test binary its target directory may be (`<target>/<triple>/debug/deps/`).
 const LEVELS: usize = 5;
 
 /// Runs the test nextest gave, measured, and records it; returns the test's exit code (a test killed by a signal
-/// ends this process with the same signal).
+/// ends this process with the same signal). In nextest's list phase (`NEXTEST_TEST_PHASE=list`), lists the binary's
+/// tests and records the listing instead.
 pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let (binary, test_args) = args.command.split_first().expect("clap requires the test binary");
     let binary = PathBuf::from(binary);
     let nextest = |name: &'static str| std::env::var(name).map_err(|_| Error::Wrap(WrapError::NotUnderNextest(name)));
     let run_id = nextest("NEXTEST_RUN_ID")?;
     let binary_id = nextest("NEXTEST_BINARY_ID")?;
-    let name = nextest("NEXTEST_TEST_NAME")?;
-    let attempt_number = nextest("NEXTEST_ATTEMPT").ok().and_then(|attempt| attempt.parse().ok()).unwrap_or(1);
     let package_dir = std::env::current_dir().map_err(Error::io("read", "the current directory"))?;
     let nextest_root = std::env::var_os("NEXTEST_WORKSPACE_ROOT").map(PathBuf::from);
     let root = nextest_root.clone().unwrap_or_else(|| package_dir.clone());
     let place = Place::read(&root)?;
-
-    let (id, identity) = test_of(&binary_id, &binary, &name)?;
     let ancestors: Vec<&Path> = binary.ancestors().skip(1).take(LEVELS).collect();
     let target_dir = ancestors.iter().find(|dir| dir.join(".rustc_info.json").is_file());
     let out_dir = target_dir.map_or_else(|| place.out_dir(None), |dir| dir.join("ying"));
-    let interposer = crate::run::exec::interposer::library()?;
+    let run_dir = record::run_dir(&out_dir, &run_id);
+    if std::env::var("NEXTEST_TEST_PHASE").as_deref() == Ok("list") {
+        return list(&binary, test_args, binary_id, &run_dir);
+    }
+    let name = nextest("NEXTEST_TEST_NAME")?;
+    let attempt_number = nextest("NEXTEST_ATTEMPT").ok().and_then(|attempt| attempt.parse().ok()).unwrap_or(1);
+    let attempts_allowed = std::env::var("NEXTEST_TOTAL_ATTEMPTS").ok().and_then(|total| total.parse().ok());
 
+    let (id, identity) = record::test_of(&binary_id, &binary, &name)?;
+    let interposer = crate::run::exec::interposer::library()?;
     if crate::run::exec::interposer::preloads(&binary) == Some(false) {
         return Err(Error::Wrap(WrapError::StaticBinary(binary)));
     }
-    let run_dir = record::run_dir(&out_dir, &run_id);
+    // The attempts before this one, as their records left them: nextest runs a test's attempts one after another.
+    let earlier = match Record::read(&run_dir, &id) {
+        Some(mut last) if last.attempt < attempt_number => {
+            let mut earlier = std::mem::take(&mut last.earlier);
+            earlier.push(last);
+            earlier
+        }
+        _ => Vec::new(),
+    };
+    let started_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let mut record = Record {
+        id: id.clone(),
+        outcome: TestOutcome::NotRun,
+        signal: None,
+        exit_code: None,
+        unreported: false,
+        unmeasured: false,
+        duration: 0.0,
+        started_at,
+        attempt: attempt_number,
+        report: None,
+        warnings: Vec::new(),
+        workspace_root: nextest_root.map(|root| root.display().to_string()),
+        running: true,
+        stopped_by: None,
+        timeout: None,
+        attempts_allowed,
+        earlier,
+    };
+    // Before the test runs: a test killed with this process is still known to have run.
+    record.write(&run_dir)?;
+
+    // Each test process's directory of its own; `tmp` is shared by the run's wrappers and stays.
     let report_dir = run_dir.join("tmp").join(std::process::id().to_string());
     std::fs::create_dir_all(&report_dir).map_err(Error::io("create", &report_dir))?;
     let token = attempt::run_token(0);
@@ -65,6 +101,9 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let symbolizer = Symbolizer::keeping_frames_in(out_dir.join("symbols"))
         .excusing(place.config.allow.clone().unwrap_or_default())
         .alone();
+    // nextest's SIGTERM (at the test's timeout, or when the run stops) is passed on to the test, and this process
+    // stays to record how it ended.
+    crate::signals::catch();
     let attempt = Attempting {
         id: &id,
         binary: &binary,
@@ -81,7 +120,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         output: Output::Inherited,
         // In this process's group, which nextest ends at the test's timeout or when it is stopped: the test goes
         // with it.
-        watch: Watch::CallersGroup,
+        watch: Watch::CallersGroup { timeout: timeout_of(&place.root) },
         store: &run_dir,
         symbolizer: &symbolizer,
     }
@@ -89,31 +128,29 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     .map_err(|source| Error::Wrap(WrapError::Spawn { path: binary.clone(), source }))?;
     symbolizer.save();
     let _ = std::fs::remove_dir_all(&report_dir);
-    // Empty once no test of the run is running.
-    let _ = std::fs::remove_dir(run_dir.join("tmp"));
     let unreported = matches!(attempt.outcome, Outcome::Unreported { .. });
     let unmeasured = attempt.outcome == Outcome::Unmeasured;
-    let signal = match &attempt.outcome {
+    record.outcome = attempt.outcome.kind();
+    record.signal = match &attempt.outcome {
         Outcome::Crashed(signal) => Some(signal.clone()),
         _ => None,
     };
-    Record {
-        id,
-        outcome: attempt.outcome.kind(),
-        signal,
-        exit_code: attempt.exit_code,
-        unreported,
-        unmeasured,
-        duration: attempt.duration.as_secs_f64(),
-        started_at: humantime::format_rfc3339_millis(attempt.started_at).to_string(),
-        attempt: attempt_number,
-        report: attempt.leak.map(|leak| leak.path),
-        warnings: attempt.warnings,
-        workspace_root: nextest_root.map(|root| root.display().to_string()),
-    }
-    .write(&run_dir)?;
+    record.stopped_by = attempt.stopped_by.map(crate::signals::name);
+    record.timeout = match attempt.outcome {
+        Outcome::TimedOut(timeout) => Some(timeout.as_secs_f64()),
+        _ => None,
+    };
+    record.exit_code = attempt.exit_code;
+    record.unreported = unreported;
+    record.unmeasured = unmeasured;
+    record.duration = attempt.duration.as_secs_f64();
+    record.started_at = humantime::format_rfc3339_millis(attempt.started_at).to_string();
+    record.report = attempt.leak.map(|leak| leak.path);
+    record.warnings = attempt.warnings;
+    record.running = false;
+    record.write(&run_dir)?;
 
-    match (attempt.killed_by, attempt.exit_code) {
+    match (attempt.stopped_by.or(attempt.killed_by), attempt.exit_code) {
         (Some(signal), _) => {
             end_like(signal);
             Ok(ying_report::exit_code::TEST_FAILED)
@@ -128,6 +165,44 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     }
 }
 
+/// nextest's list phase: runs `<binary> --list ...` as nextest asked, its output passed on, and records the tests
+/// it listed in `run_dir` (a listing that cannot be recorded is only a warning: the run goes on).
+fn list(binary: &Path, args: &[std::ffi::OsString], binary_id: String, run_dir: &Path) -> Result<u8> {
+    use std::io::Write as _;
+    let output = Command::new(binary)
+        .args(args)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|source| Error::Wrap(WrapError::Spawn { path: binary.to_owned(), source }))?;
+    let _ = std::io::stdout().write_all(&output.stdout);
+    let _ = std::io::stdout().flush();
+    if output.status.success() {
+        let listing = Listing {
+            binary_id,
+            binary: binary.to_owned(),
+            ignored: args.iter().any(|arg| arg == "--ignored"),
+            tests: Listing::tests_of(&String::from_utf8_lossy(&output.stdout)),
+        };
+        if let Err(error) = listing.write(run_dir) {
+            eprintln!("ying: warning: failed to record the tests of {}: {error}", binary.display());
+        }
+    }
+    #[cfg(unix)]
+    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&output.status) {
+        end_like(signal);
+    }
+    Ok(output.status.code().and_then(|code| u8::try_from(code).ok()).unwrap_or(1))
+}
+
+/// The longest a test may run in the nextest profile this run is of (`NEXTEST_PROFILE`), as `.config/nextest.toml`
+/// under `root` sets it: a test stopped that long after it started timed out. `None` when it sets none or does not
+/// read.
+fn timeout_of(root: &Path) -> Option<std::time::Duration> {
+    let profile = std::env::var("NEXTEST_PROFILE").ok()?;
+    let text = std::fs::read_to_string(root.join(".config").join("nextest.toml")).ok()?;
+    crate::nextest::config::profile(&text, &profile, crate::config::cores()).ok()?.timeout
+}
+
 /// Ends this process as the test's ended: killed by `signal`, its default action restored. Returns only if that
 /// action does not end a process.
 fn end_like(signal: i32) {
@@ -137,48 +212,5 @@ fn end_like(signal: i32) {
     unsafe {
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
-    }
-}
-
-/// The test's id and its identity as the interposer reports it, from nextest's binary id (`pkg`, `pkg::name`,
-/// `pkg::kind/name`), the binary (whose file name, less cargo's hash, is a library's crate) and the test's name.
-fn test_of(binary_id: &str, binary: &Path, name: &str) -> Result<(TestId, TestIdentity)> {
-    let invalid = || Error::Wrap(WrapError::BinaryId(binary_id.to_owned()));
-    let (package, kind, target) = match binary_id.split_once("::") {
-        None => {
-            let stem = binary.file_name().and_then(|name| name.to_str()).unwrap_or(binary_id);
-            let krate = stem.rsplit_once('-').map_or(stem, |(krate, _)| krate);
-            (binary_id, TargetKind::Lib, krate.to_owned())
-        }
-        Some((package, rest)) => match rest.split_once('/') {
-            None => (package, TargetKind::Test, rest.to_owned()),
-            Some((kind, target)) => (package, TargetKind::from_cargo(&[kind]).ok_or_else(invalid)?, target.to_owned()),
-        },
-    };
-    if package.is_empty() || target.is_empty() {
-        return Err(invalid());
-    }
-    let id = TestId::new(package, kind, &target, name);
-    let identity = TestIdentity::listed(package, kind, &target, name);
-    Ok((id, identity))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::test_of;
-    use std::path::Path;
-    use ying_report::TargetKind;
-
-    #[test]
-    fn nextests_binary_ids_name_the_test_and_its_crate() {
-        let bin = Path::new("/t/debug/deps/leak_fixtures-0123456789abcdef");
-        let (id, identity) = test_of("leak-fixtures", bin, "tests::same_unit").unwrap();
-        assert_eq!((id.kind, id.to_string().as_str()), (TargetKind::Lib, "leak-fixtures tests::same_unit"));
-        assert_eq!(identity.krate, "leak_fixtures");
-        let (id, _) = test_of("leak-fixtures::leaks", bin, "box_leak").unwrap();
-        assert_eq!(id.to_string(), "leak-fixtures::leaks box_leak");
-        let (id, identity) = test_of("p::bin/tool", bin, "tests::t").unwrap();
-        assert_eq!((id.kind, identity.bin_name.as_deref()), (TargetKind::Bin, Some("tool")));
-        assert!(test_of("p::widget/x", bin, "t").is_err() && test_of("::t", bin, "t").is_err());
     }
 }

@@ -1,6 +1,8 @@
 //! The nextest profile `ying` that `cargo ying setup nextest` writes into `.config/nextest.toml`: a wrapper script
-//! that is cargo-ying itself (`cargo-ying ying wrap`, see `commands::wrap`), and a rule that runs every test through
-//! it. The wrapper carries the allocation interposer: an archive of the profile's tests needs nothing more.
+//! that is cargo-ying itself (`cargo-ying ying wrap`, see `commands::wrap`), a rule that runs every test through
+//! it, and one that lists every binary through it (so the gate knows what nextest skipped and ignored). The wrapper
+//! carries the allocation interposer: an archive of the profile's tests needs nothing more. A profile that setup
+//! wrote before it listed gets the listing rule.
 //!
 //! The file is edited, not replaced: what is in it stays as written (comments, order, layout). `wrapper-scripts` is
 //! added to its `experimental` list; the script and the profile are added, or left alone when they are there as
@@ -31,6 +33,10 @@ command = "{WRAPPER_COMMAND}"
 [[profile.{PROFILE}.scripts]]
 filter = "all()"
 run-wrapper = "{SCRIPT}"
+
+[[profile.{PROFILE}.scripts]]
+platform = "cfg(all())"
+list-wrapper = "{SCRIPT}"
 "#
     )
 }
@@ -90,7 +96,22 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
             profiles.insert(PROFILE, ours["profile"][PROFILE].clone());
             changed = true;
         }
-        Some(profile) if is_ours(profile) => {}
+        Some(profile) if is_ours(profile) => {
+            if !lists(profile) {
+                let list_rule = ours["profile"][PROFILE]["scripts"]
+                    .as_array_of_tables()
+                    .and_then(|rules| rules.get(1))
+                    .cloned()
+                    .expect("the template's second rule lists");
+                let rules = profiles
+                    .get_mut(PROFILE)
+                    .and_then(|profile| profile.get_mut("scripts"))
+                    .and_then(Item::as_array_of_tables_mut)
+                    .expect("a profile of ours has its rules");
+                rules.push(list_rule);
+                changed = true;
+            }
+        }
         Some(_) => return Err(NextestConfigError::Conflict(Conflict { what: format!("[profile.{PROFILE}]") })),
     }
     Ok(if changed { Change::Added(document.to_string()) } else { Change::AlreadySet })
@@ -102,6 +123,16 @@ fn is_ours(profile: &Item) -> bool {
         rules.iter().any(|rule| {
             rule.get("run-wrapper").and_then(Item::as_str) == Some(SCRIPT)
                 && rule.get("filter").and_then(Item::as_str) == Some("all()")
+        })
+    })
+}
+
+/// Whether `profile` lists every binary through the script.
+fn lists(profile: &Item) -> bool {
+    profile.get("scripts").and_then(Item::as_array_of_tables).is_some_and(|rules| {
+        rules.iter().any(|rule| {
+            rule.get("list-wrapper").and_then(Item::as_str) == Some(SCRIPT)
+                && rule.get("platform").and_then(Item::as_str) == Some("cfg(all())")
         })
     })
 }
@@ -151,6 +182,19 @@ mod tests {
         assert_eq!(experimental, ["setup-scripts", "wrapper-scripts"]);
         assert_eq!(parsed["profile"]["ci"]["retries"].as_integer(), Some(2));
         assert_eq!(parsed["profile"]["ying"]["scripts"][0]["filter"].as_str(), Some("all()"));
+        assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
+    }
+
+    #[test]
+    fn a_profile_written_before_the_listing_rule_gains_it_and_keeps_the_rest() {
+        let before = "experimental = [\"wrapper-scripts\"]\n\n[scripts.wrapper.ying]\ncommand = \"cargo-ying ying wrap\"\n\n\
+                      [[profile.ying.scripts]]\nfilter = \"all()\"\nrun-wrapper = \"ying\"\n\n[profile.ying]\nretries = 2\n";
+        let written = added(before);
+        let parsed: toml::Table = written.parse().unwrap();
+        let rules = parsed["profile"]["ying"]["scripts"].as_array().unwrap();
+        assert_eq!(rules.len(), 2, "{written}");
+        assert_eq!(rules[1]["list-wrapper"].as_str(), Some("ying"));
+        assert_eq!(parsed["profile"]["ying"]["retries"].as_integer(), Some(2));
         assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
     }
 

@@ -1,14 +1,21 @@
 //! What the wrapper leaves of each test a nextest run ran, for `cargo ying gate`: under
 //! `<target-dir>/ying/nextest/<run-id>/` (the run's id is nextest's `NEXTEST_RUN_ID`), the test's report under
 //! `reports/` as `cargo ying test` stores it, and its record under `tests/`: how it ended, how long it took, which
-//! attempt it was, and when it started. A test nextest ran again (`retries`) has the record of its last attempt.
+//! attempt it was, and when it started. A test nextest ran again (`retries`) has the record of its last attempt,
+//! which keeps those of the attempts before it.
+//!
+//! A record is written as the test starts (`running`), and again when it ended: a test nextest killed outright
+//! (SIGKILL after its timeout's grace period) keeps the first, so the gate knows it ran and did not end. Under
+//! `listed/`, what nextest listed of each binary through the wrapper (`list-wrapper`): the gate tells from it the
+//! tests nextest skipped (its filter) and ignored from those it ran.
 //!
 //! Each record is written whole (a temporary file renamed), after the report it names; a run read while tests still
-//! run has the records of those that ended.
+//! run has the records of those that ended, and of those running as running.
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
-use ying_report::{TestId, TestOutcome};
+use ying_report::report::TestIdentity;
+use ying_report::{TargetKind, TestId, TestOutcome};
 
 /// The directory of nextest's runs under `<target-dir>/ying`.
 const RUNS: &str = "nextest";
@@ -50,6 +57,80 @@ pub(crate) struct Record {
     /// archive's run): the gate refuses a run of another workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_root: Option<String>,
+    /// The test was running when this was written: a record that stays so is of a test killed with its wrapper.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub running: bool,
+    /// The signal nextest sent the wrapper while the test ran (SIGTERM at its timeout, or when the run stopped),
+    /// passed on to the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
+    /// The timeout of nextest's profile, in seconds, for a test that ran to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// How many attempts nextest gives the test (`NEXTEST_TOTAL_ATTEMPTS`: its retries and the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts_allowed: Option<u32>,
+    /// The records of the attempts before this one, first first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<Record>,
+}
+
+/// What nextest listed of one test binary, as its list phase ran it through the wrapper: the tests of one
+/// `--list` (or `--list --ignored`) of it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Listing {
+    /// nextest's id of the binary (`NEXTEST_BINARY_ID`).
+    pub binary_id: String,
+    /// The binary, whose file name names a library's crate.
+    pub binary: std::path::PathBuf,
+    /// The listing of its ignored tests (`--ignored`).
+    pub ignored: bool,
+    /// The tests' names.
+    pub tests: Vec<String>,
+}
+
+impl Listing {
+    /// The names of the tests in the output of `<test binary> --list --format terse` (`name: test` lines).
+    pub(crate) fn tests_of(terse: &str) -> Vec<String> {
+        terse.lines().filter_map(|line| line.strip_suffix(": test")).map(str::to_owned).collect()
+    }
+
+    /// Writes the listing into `run_dir`.
+    pub(crate) fn write(&self, run_dir: &Path) -> Result<()> {
+        let dir = run_dir.join(LISTED);
+        std::fs::create_dir_all(&dir).map_err(Error::io("create", &dir))?;
+        let suffix = if self.ignored { ".ignored" } else { "" };
+        let path = dir.join(format!("{}{suffix}.json", ying_report::file_name_component(&self.binary_id)));
+        ying_report::write_whole(&path, self).map_err(Error::io("write", &path))
+    }
+
+    /// Every listing in `run_dir` (none for a run of a profile whose wrapper lists nothing).
+    pub(crate) fn read_all(run_dir: &Path) -> Result<Vec<Self>> {
+        let dir = run_dir.join(LISTED);
+        let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(Vec::new()) };
+        let mut listings = Vec::new();
+        for entry in entries {
+            let path = entry.map_err(Error::io("read", &dir))?.path();
+            if path.extension().is_some_and(|extension| extension == "json") {
+                listings.push(read_json(&path)?);
+            }
+        }
+        listings.sort_by(|a: &Self, b: &Self| (&a.binary_id, a.ignored).cmp(&(&b.binary_id, b.ignored)));
+        Ok(listings)
+    }
+}
+
+/// The directory of a run's listings.
+const LISTED: &str = "listed";
+
+/// The JSON file at `path`, as `T`.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
+    serde_json::from_str(&text).map_err(|error| Error::Io {
+        action: "read",
+        path: path.to_owned(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, error),
+    })
 }
 
 /// The directory of the nextest run `run_id` under `out_dir` (`<target-dir>/ying`).
@@ -77,6 +158,11 @@ impl Record {
         run_dir.join("tests").join(format!("{}.json", id.file_stem()))
     }
 
+    /// The record `run_dir` holds of test `id`, if one is there and reads.
+    pub(crate) fn read(run_dir: &Path, id: &TestId) -> Option<Self> {
+        read_json(&Self::path(run_dir, id)).ok()
+    }
+
     /// Writes the record into `run_dir`, replacing an earlier attempt's.
     pub(crate) fn write(&self, run_dir: &Path) -> Result<()> {
         let path = Self::path(run_dir, &self.id);
@@ -88,7 +174,7 @@ impl Record {
 
     /// Every record in `run_dir`, in the order of the tests' ids.
     pub(crate) fn read_all(run_dir: &Path) -> Result<Vec<Self>> {
-        let mut records = Vec::new();
+        let mut records: Vec<Self> = Vec::new();
         let mut dirs = vec![run_dir.join("tests")];
         while let Some(dir) = dirs.pop() {
             let entries = std::fs::read_dir(&dir).map_err(Error::io("read", &dir))?;
@@ -97,13 +183,7 @@ impl Record {
                 if path.is_dir() {
                     dirs.push(path);
                 } else if path.extension().is_some_and(|extension| extension == "json") {
-                    let text = std::fs::read_to_string(&path).map_err(Error::io("read", &path))?;
-                    let record: Self = serde_json::from_str(&text).map_err(|error| Error::Io {
-                        action: "read",
-                        path: path.clone(),
-                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, error),
-                    })?;
-                    records.push(record);
+                    records.push(read_json(&path)?);
                 }
             }
         }
@@ -112,9 +192,33 @@ impl Record {
     }
 }
 
+/// The test's id and its identity as the interposer reports it, from nextest's binary id (`pkg`, `pkg::name`,
+/// `pkg::kind/name`), the binary (whose file name, less cargo's hash, is a library's crate) and the test's name.
+pub(crate) fn test_of(binary_id: &str, binary: &Path, name: &str) -> Result<(TestId, TestIdentity)> {
+    let invalid = || Error::Wrap(crate::error::WrapError::BinaryId(binary_id.to_owned()));
+    let (package, kind, target) = match binary_id.split_once("::") {
+        None => {
+            let stem = binary.file_name().and_then(|name| name.to_str()).unwrap_or(binary_id);
+            let krate = stem.rsplit_once('-').map_or(stem, |(krate, _)| krate);
+            (binary_id, TargetKind::Lib, krate.to_owned())
+        }
+        Some((package, rest)) => match rest.split_once('/') {
+            None => (package, TargetKind::Test, rest.to_owned()),
+            Some((kind, target)) => (package, TargetKind::from_cargo(&[kind]).ok_or_else(invalid)?, target.to_owned()),
+        },
+    };
+    if package.is_empty() || target.is_empty() {
+        return Err(invalid());
+    }
+    let id = TestId::new(package, kind, &target, name);
+    let identity = TestIdentity::listed(package, kind, &target, name);
+    Ok((id, identity))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Record, last_run, run_dir};
+    use super::{Record, last_run, run_dir, test_of};
+    use std::path::Path;
     use ying_report::{TargetKind, TestId, TestOutcome};
 
     fn record(name: &str, attempt: u32) -> Record {
@@ -131,6 +235,11 @@ mod tests {
             report: Some(format!("reports/p/test/t/{name}.json")),
             warnings: Vec::new(),
             workspace_root: Some("/ws".to_owned()),
+            running: false,
+            stopped_by: None,
+            timeout: None,
+            attempts_allowed: None,
+            earlier: Vec::new(),
         }
     }
 
@@ -144,5 +253,18 @@ mod tests {
         let records = Record::read_all(&run).unwrap();
         assert_eq!(records, [record("a_first", 2), record("b::second", 1)]);
         assert_eq!(last_run(out.path()), Some(run));
+    }
+
+    #[test]
+    fn nextests_binary_ids_name_the_test_and_its_crate() {
+        let bin = Path::new("/t/debug/deps/leak_fixtures-0123456789abcdef");
+        let (id, identity) = test_of("leak-fixtures", bin, "tests::same_unit").unwrap();
+        assert_eq!((id.kind, id.to_string().as_str()), (TargetKind::Lib, "leak-fixtures tests::same_unit"));
+        assert_eq!(identity.krate, "leak_fixtures");
+        let (id, _) = test_of("leak-fixtures::leaks", bin, "box_leak").unwrap();
+        assert_eq!(id.to_string(), "leak-fixtures::leaks box_leak");
+        let (id, identity) = test_of("p::bin/tool", bin, "tests::t").unwrap();
+        assert_eq!((id.kind, identity.bin_name.as_deref()), (TargetKind::Bin, Some("tool")));
+        assert!(test_of("p::widget/x", bin, "t").is_err() && test_of("::t", bin, "t").is_err());
     }
 }

@@ -112,6 +112,7 @@ fn outcome_label(outcome: &Outcome) -> Option<(&'static str, &'static str)> {
         Outcome::Crashed(_) => Some(("CRASH", RED)),
         Outcome::TimedOut(_) => Some(("TIMEOUT", RED)),
         Outcome::Cancelled(_) => Some(("CANCEL", RED)),
+        Outcome::Stopped(_) => Some(("STOPPED", RED)),
         Outcome::Ignored | Outcome::NotRun | Outcome::Interrupted(_) => None,
     }
 }
@@ -166,6 +167,11 @@ impl Reporter {
             bar.set_message(self.counts.message());
             *progress = bar;
         }
+    }
+
+    /// Most attempts a test gets, for a reporter that did not [`start`](Self::start) the run (`cargo ying gate`).
+    pub(crate) fn attempts_allowed(&mut self, attempts: u32) {
+        self.counts.attempts = attempts;
     }
 
     /// `FAIL [ 0.550s] my-crate::cache evicts (reason)`: how a test ended; `None` for a test that did not run.
@@ -223,7 +229,11 @@ impl Reporter {
             progress.finish_and_clear();
         }
         // Not of a test the run cancelled: as nextest, what it printed until it was stopped is left out.
+        // Nor of a test whose output nextest captured (`cargo ying gate`): nothing to show.
         for test in run.tests.iter().filter(|test| test.outcome.is_own_failure()) {
+            if test.output.is_empty() && !self.no_capture {
+                continue;
+            }
             say!("\n{}", self.paint(RED, &format!("--- {}: output ---", test.id)));
             if test.output.is_empty() && self.no_capture {
                 say!("(not captured: --no-capture printed it above)");

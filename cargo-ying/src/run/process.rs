@@ -201,6 +201,35 @@ pub(crate) fn wait_unless(child: &mut Child, started: Instant, timeout: Duration
     waited
 }
 
+/// Waits for `child`, which runs in this process's group (nextest's wrapper), to end. A SIGINT or SIGTERM to this
+/// process (caught, see [`signals::catch`]) is passed on to the child once: nextest sends its wrapper SIGTERM at the
+/// test's timeout or when the run stops, and the wrapper stays to record how the test then ended. Returns how it
+/// ended and the signal this process was sent, if one was.
+pub(crate) fn wait_passing_on(child: &mut Child) -> std::io::Result<(ExitStatus, Option<i32>)> {
+    let exit = ExitNotice::of(child);
+    let mut passed_on = None;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok((status, passed_on.or_else(signals::interrupted)));
+        }
+        if let (None, Some(signal)) = (passed_on, signals::interrupted()) {
+            #[cfg(unix)]
+            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+                // SAFETY: kill(2) of the child this process spawned and has not reaped (try_wait said it runs), so
+                // the pid is still its.
+                unsafe {
+                    libc::kill(pid, signal);
+                }
+            }
+            passed_on = Some(signal);
+        }
+        match &exit {
+            Some(exit) => exit.wait(CHECK),
+            None => std::thread::sleep(POLL),
+        }
+    }
+}
+
 /// What tells that a child exited as it does (Linux: a pidfd, readable once the process has exited), so that a
 /// short test is taken as soon as it ends rather than at the next poll.
 struct ExitNotice {

@@ -797,6 +797,30 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
         let merged: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
         assert_eq!(outcomes_of(&merged), outcomes_of(&unsharded), "{scheme}: the merge equals the unsharded run");
     }
+
+    // A summary of another workspace's shard (its tests of a package this one has not) is refused, naming it.
+    let mut foreign: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(saved.path().join("count-1/summary.json")).unwrap()).unwrap();
+    for test in foreign["tests"].as_array_mut().unwrap() {
+        test["package"] = "other-workspace-pkg".into();
+    }
+    let foreign_path = saved.path().join("foreign.json");
+    std::fs::write(&foreign_path, serde_json::to_vec(&foreign).unwrap()).unwrap();
+    let merge = Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
+        .args(["ying", "merge"])
+        .arg(saved.path().join("count-2/summary.json"))
+        .arg(&foreign_path)
+        .arg("--output")
+        .arg(saved.path().join("foreign-merged.json"))
+        .arg("--manifest-path")
+        .arg(fixture.path().join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", fixture.target_dir())
+        .output()
+        .unwrap();
+    let said = stderr(&merge);
+    assert_eq!(merge.status.code(), Some(2), "{said}");
+    assert!(said.contains("it holds tests of `other-workspace-pkg`, which this workspace at"), "{said}");
+    assert!(!saved.path().join("foreign-merged.json").exists(), "nothing merged: {said}");
 }
 
 /// The summary entry of a test by its kind, target and name.

@@ -469,6 +469,101 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
     assert!(stderr(&alone).contains("NEXTEST_RUN_ID is not set"), "{}", stderr(&alone));
 }
 
+/// The gate knows every test nextest started, and what it did not run: a test that ran to its timeout is timed
+/// out, one killed with its wrapper (deaf to SIGTERM) is stopped, never absent, and a run whose only test was killed
+/// is that run, not the one before; a flaky test reads as nextest reads it, its failed attempt shown; what nextest's
+/// filter skipped and what it ignored are named; a test of the baseline that the run's binaries (listed, or those of
+/// an archive) do not hold is missing.
+#[test]
+fn the_gate_knows_every_test_nextest_started_skipped_ignored_or_killed() {
+    let fixture = Fixture::plain();
+    let manifest = fixture.path().join("Cargo.toml");
+    let setup =
+        cargo_ying_in(&fixture, fixture.path(), &["setup", "nextest", "--manifest-path", manifest.to_str().unwrap()]);
+    assert_eq!(setup.status.code(), Some(0), "{}", stderr(&setup));
+    let config = fixture.path().join(".config/nextest.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "\n[profile.ying]\nslow-timeout = { period = \"1s\", terminate-after = 2, grace-period = \"1s\" }\nretries = 1\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let nextest = |args: &[&str], envs: &[(&str, &str)]| {
+        let mut command = super::cleaned("cargo", &fixture.target_dir());
+        command.arg("nextest").args(args).arg("--manifest-path").arg(&manifest).envs(envs.iter().copied());
+        command.output().unwrap()
+    };
+    let gate = |args: &[&str]| fixture.subcommand("gate", args, &[]).output().unwrap();
+
+    let run = nextest(
+        &["run", "--profile", "ying", "--no-fail-fast", "-E", "not test(=thread_leaks)"],
+        &[("YING_FIXTURE_HANG", "1"), ("YING_FIXTURE_FLAKY", "1")],
+    );
+    assert_eq!(run.status.code(), TEST_FAILED, "{}", stderr(&run));
+    let output = gate(&["--save-baseline"]);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), TEST_FAILED, "{said}");
+    assert!(
+        said.contains("TIMEOUT [") && said.contains("plain-fixtures::plain clean (timed out after 2.000s)"),
+        "{said}"
+    );
+    assert!(said.contains("TRY 1 FAIL [") && said.contains("FLAKY 2/2 ["), "as nextest says it: {said}");
+    assert!(said.contains("SKIPPED 1 test nextest listed and did not run (its filter)"), "{said}");
+    let totals = said.lines().find(|line| line.contains("Summary [")).unwrap_or_default();
+    assert!(totals.contains("8 tests run: 7 passed (1 flaky), 1 timed out, 1 ignored"), "{totals}");
+    let first = summary(&fixture.target_dir());
+    assert_eq!(entry(&first, "plain", "clean")["outcome"], "timed-out", "{first}");
+    assert_eq!(entry(&first, "plain", "ignored_unless_asked")["outcome"], "ignored", "{first}");
+
+    // Deaf to SIGTERM: nextest kills it and its wrapper with SIGKILL. That run, its only test, is the one judged.
+    let run = nextest(&["run", "--profile", "ying", "-E", "test(=clean)"], &[("YING_FIXTURE_HANG", "stubborn")]);
+    assert_eq!(run.status.code(), TEST_FAILED, "{}", stderr(&run));
+    let output = gate(&[]);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), TEST_FAILED, "{said}");
+    assert!(said.contains("Gating 1 tests nextest ran"), "{said}");
+    assert!(said.contains("STOPPED [") && said.contains("killed with its wrapper before it ended"), "{said}");
+    let killed = summary(&fixture.target_dir());
+    assert_eq!(entry(&killed, "plain", "clean")["outcome"], "crashed", "{killed}");
+
+    // A test of the baseline the run's binaries do not hold is missing; the archive's binaries tell it as well as
+    // nextest's listing.
+    let baseline = fixture.path().join("ying-baseline.json");
+    let saved = std::fs::read_to_string(&baseline).unwrap();
+    let gone = saved.replacen("plain-fixtures::plain leaks_from_c", "plain-fixtures::plain renamed_away", 1);
+    assert_ne!(gone, saved);
+    std::fs::write(&baseline, gone).unwrap();
+    let archive_dir = tempfile::tempdir().unwrap();
+    let archive = archive_dir.path().join("tests.tar.zst");
+    let archive = archive.to_str().unwrap();
+    let archived = nextest(&["archive", "--profile", "ying", "--archive-file", archive], &[]);
+    assert_eq!(archived.status.code(), Some(0), "{}", stderr(&archived));
+    let missing = "missing (in the baseline, not in this run): plain-fixtures::plain renamed_away";
+    let last_run = || {
+        let runs = std::fs::read_dir(fixture.target_dir().join("ying/nextest")).unwrap().flatten();
+        runs.max_by_key(|run| run.metadata().unwrap().modified().unwrap()).unwrap().path()
+    };
+    // nextest's listing: a test it skipped is not missing.
+    let run = nextest(&["run", "--profile", "ying", "-E", "test(=leaks_a_box)"], &[]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let said = stderr(&gate(&[]));
+    assert!(said.contains(missing), "{said}");
+    assert!(!said.contains("plain-fixtures::plain panics"), "a test nextest skipped is not missing: {said}");
+    // The archive's binaries, without a listing (a profile set up before it listed).
+    let run = nextest(&["run", "--profile", "ying", "-E", "not test(=clean)"], &[]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    std::fs::remove_dir_all(last_run().join("listed")).unwrap();
+    let said = stderr(&gate(&["--archive-file", archive]));
+    assert!(said.contains(missing), "{said}");
+    assert_eq!(said.matches("missing (in the baseline").count(), 1, "{said}");
+    let output = gate(&[]);
+    assert!(!stderr(&output).contains("missing"), "without a listing or an archive, nothing is known missing");
+    let broken = archive_dir.path().join("broken.tar.zst");
+    std::fs::write(&broken, "not an archive").unwrap();
+    let output = gate(&["--archive-file", broken.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("failed to read the nextest archive"), "{}", stderr(&output));
+}
+
 /// A test measured from outside is measured or fails saying why, never passes unmeasured: one whose process dropped
 /// the interposer before `main` is unmeasured, one that ran another program (`exec`) while it ran never reported;
 /// neither is called a leak test.

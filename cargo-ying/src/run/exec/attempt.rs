@@ -22,6 +22,10 @@ use ying_report::report::{
     ALLOW_ENV, ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
 };
 
+/// How much sooner than nextest's clock the wrapper's starts a test: a test nextest stops that much short of its
+/// timeout timed out.
+const TIMEOUT_SLACK: Duration = Duration::from_millis(500);
+
 /// A token no other run, and no other test of this run, has: what a test's report must carry to be taken.
 pub(crate) fn run_token(index: usize) -> String {
     use std::hash::BuildHasher;
@@ -95,8 +99,12 @@ pub(crate) enum Watch<'a> {
         max_fail: usize,
     },
     /// In this process's group, waited for to its end: nextest's wrapper, whose group nextest ends at the test's
-    /// timeout or when it is stopped.
-    CallersGroup,
+    /// timeout or when it is stopped. A SIGINT or SIGTERM to this process is passed on to the test; a test so
+    /// stopped `timeout` (nextest's) or more after it started timed out, else it was stopped.
+    CallersGroup {
+        /// The timeout of nextest's profile, when it has one.
+        timeout: Option<Duration>,
+    },
 }
 
 /// One test's process to run, measured.
@@ -130,6 +138,8 @@ pub(crate) struct Attempt {
     pub exit_code: Option<i32>,
     /// The signal that killed its process, when one did.
     pub killed_by: Option<i32>,
+    /// The signal this process was sent and passed on to the test (nextest's wrapper), when one was.
+    pub stopped_by: Option<i32>,
     /// When it started.
     pub started_at: SystemTime,
     /// How long its process ran.
@@ -150,6 +160,7 @@ impl Attempting<'_> {
             self.command.stdout(output.try_clone()?).stderr(output);
         }
         let (started, started_at) = (Instant::now(), SystemTime::now());
+        let mut stopped_by = None;
         let (ended, exit_code, killed_by) = match self.watch {
             Watch::OwnGroup { timeout, cancel, max_fail } => {
                 let mut child = process::spawn(&mut self.command)?;
@@ -161,7 +172,19 @@ impl Attempting<'_> {
                     Waited::Failed(_) => (Outcome::Failed, None, None),
                 }
             }
-            Watch::CallersGroup => exited(self.command.spawn()?.wait()?),
+            Watch::CallersGroup { timeout } => {
+                let (status, signal) = process::wait_passing_on(&mut self.command.spawn()?)?;
+                let (ended, exit_code, killed_by) = exited(status);
+                stopped_by = signal;
+                match (signal, timeout) {
+                    (None, _) => (ended, exit_code, killed_by),
+                    // nextest's clock started a moment before this one.
+                    (Some(_), Some(timeout)) if started.elapsed() + TIMEOUT_SLACK >= timeout => {
+                        (Outcome::TimedOut(timeout), exit_code, killed_by)
+                    }
+                    (Some(signal), _) => (Outcome::Stopped(Some(signals::name(signal))), exit_code, killed_by),
+                }
+            }
         };
         let duration = started.elapsed();
         let collected = take_report(self.id, self.measuring.report_dir, self.store, self.measuring.token, |report| {
@@ -177,6 +200,7 @@ impl Attempting<'_> {
             ),
             exit_code,
             killed_by,
+            stopped_by,
             started_at,
             duration,
             leak: collected.leak,
