@@ -36,6 +36,8 @@ pub(crate) struct Ending<'a> {
     pub not_run: &'a [NotRunTarget],
     /// The tests whose files a filtered run replaces (the other tests' stay); `None` for a run of every test.
     pub replaced: Option<&'a [TestId]>,
+    /// The nextest run judged (`cargo ying gate`), and the tests it listed and skipped.
+    pub nextest: Option<(&'a str, &'a [TestId])>,
 }
 
 /// Writes the run's files and shows its tables: everything but the closing words.
@@ -45,6 +47,10 @@ pub(crate) fn write(run: &mut Run, ending: &Ending<'_>, reporter: &Reporter, bas
     summary.not_run = ending.not_run.to_vec();
     summary.measured = ending.measured;
     summary.workspace_root = Some(ending.workspace_root.display().to_string());
+    if let Some((run_id, skipped)) = ending.nextest {
+        summary.nextest_run_id = Some(run_id.to_owned());
+        summary.skipped = skipped.to_vec();
+    }
     summary.started_at = Some(humantime::format_rfc3339_millis(ending.started_at).to_string());
     summary.tolerance = Some(ending.gating.tolerance.stated());
     summary.exit_code = Some(run.exit_code(ending.save_baseline));

@@ -42,6 +42,13 @@ pub struct Summary {
     /// workspace (two workspaces sharing a target directory). Absent in summaries written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_root: Option<String>,
+    /// The nextest run `cargo ying gate` judged (nextest's `NEXTEST_RUN_ID`); absent for `cargo ying test`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nextest_run_id: Option<String>,
+    /// The tests nextest listed and did not run (its filter), which the gate neither measured nor compared; absent
+    /// when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<TestId>,
     /// When the run's tests started, in RFC 3339 (UTC, `2026-12-04T17:22:41.123Z`); the earliest shard's, merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
@@ -93,6 +100,8 @@ impl Summary {
             interrupted: None,
             measured: Measured::LeakTests,
             workspace_root: None,
+            nextest_run_id: None,
+            skipped: Vec::new(),
             started_at: None,
             duration: None,
             totals: None,

@@ -204,7 +204,11 @@ pub use read::stack_stats::StackStats;
 /// failure message names the dependency that allocated such a site and the `allow` that excuses it.
 ///
 /// A process that exits while a body runs (`std::process::exit` in the test) cannot report what the test retained:
-/// the runtime names the test on standard error and ends the process with exit code 101, a failure.
+/// the runtime names the test on standard error and ends the process with exit code 101, a failure. So does one
+/// that runs another program in its own place (`CommandExt::exec`, `libc::execv`, ...) while a body runs: on Linux
+/// with glibc the runtime defines `execve`, `execv`, `execvp`, `execvpe` and `fexecve`, which end the process so
+/// then, and otherwise (and in every child process) call the C library's. Caveat: a test binary that defines these
+/// functions itself does not link with the runtime.
 ///
 /// # Reports
 ///

@@ -277,10 +277,22 @@ fn a_binary_without_the_allocator_fails_with_the_lines_to_add() {
 
 #[test]
 fn a_process_that_exits_inside_a_leak_test_fails() {
+    ends_the_process("exits", "exits_after_leaking", "std::process::exit(0) in the body passed");
+}
+
+/// A body that runs another program in its own process (`exec` of `true`, whose exit code 0 would be the test
+/// binary's) fails, naming the test; the child process it spawned first ran.
+#[test]
+fn a_process_that_execs_inside_a_leak_test_fails() {
+    ends_the_process("execs", "execs_after_leaking", "an exec of `true` in the body passed");
+}
+
+/// Runs the fixture's test binary `target` under `cargo test`: it fails, with the lines the model gives `test`.
+fn ends_the_process(target: &str, test: &str, passed: &str) {
     let root = fixture_cargo::repository();
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     command
-        .args(["test", "--test", "exits", "--manifest-path"])
+        .args(["test", "--test", target, "--manifest-path"])
         .arg(root.join("fixtures/leak-tests/Cargo.toml"))
         .env("CARGO_TARGET_DIR", root.join("target/fixtures"))
         .env("CARGO_TERM_COLOR", "never")
@@ -288,10 +300,9 @@ fn a_process_that_exits_inside_a_leak_test_fails() {
         .env_remove("YING_RUN_TOKEN");
     let output = command.output().expect("cargo runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "std::process::exit(0) in the body passed:\n{stderr}");
-    let CargoTest::EndsTheProcess(lines) = outcomes::find("leak-fixtures::exits", "exits_after_leaking").cargo_test
-    else {
-        panic!("exits_after_leaking is modelled as ending its process");
+    assert_eq!(output.status.code(), Some(101), "{passed}:\n{stderr}");
+    let CargoTest::EndsTheProcess(lines) = outcomes::find(&format!("leak-fixtures::{target}"), test).cargo_test else {
+        panic!("{test} is modelled as ending its process");
     };
     for line in lines {
         assert!(stderr.contains(line), "{line}\n{stderr}");

@@ -61,7 +61,8 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     if records.is_empty() {
         return Err(Error::NoNextestRun(out_dir));
     }
-    let run_name = format!("nextest run {}", run_dir.file_name().unwrap_or_default().to_string_lossy());
+    let run_id = run_dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let run_name = format!("nextest run {run_id}");
     for record in &records {
         place.check_own(&run_name, record.workspace_root.as_deref())?;
     }
@@ -120,6 +121,7 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
             if seen.skipped.len() == 1 { "" } else { "s" }
         );
     }
+    let skipped: Vec<TestId> = seen.skipped.iter().cloned().collect();
     if baseline.baseline.is_some() {
         // The entries this run can speak for: its tests', and those of a binary it saw that it has no record of
         // (missing). Without a listing, only its tests'.
@@ -152,6 +154,7 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
         workspace_root: &place.root,
         not_run: &[],
         replaced: Some(&replaced),
+        nextest: Some((&run_id, &skipped)),
     };
     ending::write(&mut run, &ending, &reporter, &baseline)?;
     ending::close(&run, &ending, &reporter, baseline)

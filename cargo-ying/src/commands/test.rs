@@ -75,6 +75,7 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
         workspace_root: workspace.root(),
         not_run: &plan.not_run,
         replaced: replaced.as_deref(),
+        nextest: None,
     };
     ending::write(&mut run, &ending, &reporter, &baseline)?;
     ending::close(&run, &ending, &reporter, baseline)
@@ -232,7 +233,8 @@ fn run_tests(
     Ok((run, reporter, started_at))
 }
 
-/// What a run with no test to run does, as cargo-nextest's `--no-tests`: the exit code.
+/// What a run with no test to run does, as cargo-nextest's `--no-tests`: the exit code. Even `pass` says what it let
+/// through: a run that measured nothing.
 fn no_tests(action: NoTests) -> u8 {
     match action {
         NoTests::Fail => {
@@ -245,6 +247,9 @@ fn no_tests(action: NoTests) -> u8 {
             eprintln!("warning: no tests to run");
             exit_code::OK
         }
-        NoTests::Pass => exit_code::OK,
+        NoTests::Pass => {
+            eprintln!("note: no tests to run (--no-tests=pass): the run passes, and nothing was measured");
+            exit_code::OK
+        }
     }
 }

@@ -414,7 +414,11 @@ fn the_tests_the_last_run_took_longest_over_start_first() {
     assert_eq!(ended(&stderr(&second)), ["lazy_init_with_warmup", "budget_passes", "clean"], "{}", stderr(&second));
     // The run wrote its own summary, with its own durations, over the last one.
     let written = summary(&fixture.target_dir());
-    assert!(written["tests"].as_array().unwrap().iter().all(|test| test["duration"].as_f64().unwrap() < 1.0));
+    let planted = [1.0, 2.0, 3.0];
+    assert!(
+        written["tests"].as_array().unwrap().iter().all(|test| !planted.contains(&test["duration"].as_f64().unwrap())),
+        "{written}"
+    );
 }
 
 #[test]

@@ -513,6 +513,12 @@ fn the_gate_knows_every_test_nextest_started_skipped_ignored_or_killed() {
     let first = summary(&fixture.target_dir());
     assert_eq!(entry(&first, "plain", "clean")["outcome"], "timed-out", "{first}");
     assert_eq!(entry(&first, "plain", "ignored_unless_asked")["outcome"], "ignored", "{first}");
+    assert_eq!(first["skipped"].as_array().map(Vec::len), Some(1), "{first}");
+    assert_eq!(
+        (&first["skipped"][0]["target"], &first["skipped"][0]["name"]),
+        (&"plain".into(), &"thread_leaks".into())
+    );
+    assert!(first["nextest_run_id"].as_str().is_some_and(|id| said.contains(id)), "{first}");
 
     // Deaf to SIGTERM: nextest kills it and its wrapper with SIGKILL. That run, its only test, is the one judged.
     let run = nextest(&["run", "--profile", "ying", "-E", "test(=clean)"], &[("YING_FIXTURE_HANG", "stubborn")]);

@@ -2,9 +2,17 @@
 //! lets the test report what it retained, and a test harness that ends that way reports success. The runner
 //! registers an exit handler once; while a body runs, the handler names the test on standard error and ends the
 //! process with exit code 101, as a test binary with a failed test does.
+//!
+//! A process that runs another program in its place (`exec`: `CommandExt::exec`, `libc::execv`...) while a body runs
+//! ends the same way, and worse: the other program's exit code becomes the test binary's, so a test harness whose
+//! process became `true` reports success. On Linux with glibc the runtime defines the exec functions a Rust program
+//! reaches (`execve`, `execv`, `execvp`, `execvpe`, `fexecve`; the test binary's own definitions come before the C
+//! library's): while a body runs in this process they name the test and end the process with 101 instead; in every
+//! other case, and always in a child process (one `fork`ed to run a program, as `Command::spawn` may), they call the C
+//! library's. (`execl` and its kin call the C library's `execve` from within it, and are not seen.)
 
 use super::plan::LeakTest;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Once;
 
 static REGISTERED: Once = Once::new();
@@ -12,6 +20,8 @@ static REGISTERED: Once = Once::new();
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 /// The leak test whose body started last, for the message.
 static LAST: AtomicPtr<LeakTest> = AtomicPtr::new(core::ptr::null_mut());
+/// The process the bodies run in: a child `fork`ed from it has another id, and runs programs freely.
+static PROCESS: AtomicI32 = AtomicI32::new(0);
 
 /// While it lives, an exit of the process fails: a leak test's body is running.
 pub(super) struct Running(());
@@ -25,6 +35,8 @@ impl Running {
             }
         });
         LAST.store(core::ptr::from_ref(test).cast_mut(), Ordering::Release);
+        // SAFETY: getpid(2) cannot fail and touches no memory.
+        PROCESS.store(unsafe { libc::getpid() }, Ordering::Release);
         RUNNING.fetch_add(1, Ordering::AcqRel);
         Self(())
     }
@@ -36,12 +48,17 @@ impl Drop for Running {
     }
 }
 
+/// The name of the leak test whose body started last.
+fn last_name() -> &'static str {
+    // SAFETY: `LAST` only ever holds null or a `&'static LeakTest`.
+    unsafe { LAST.load(Ordering::Acquire).as_ref() }.map_or("?", |test| test.name)
+}
+
 extern "C" fn on_exit() {
     if RUNNING.load(Ordering::Acquire) == 0 {
         return;
     }
-    // SAFETY: `LAST` only ever holds null or a `&'static LeakTest`.
-    let name = unsafe { LAST.load(Ordering::Acquire).as_ref() }.map_or("?", |test| test.name);
+    let name = last_name();
     eprintln!(
         "ying: the process exited while leak test `{name}` was running, so it could not report what it retained; \
          a leak test must return (or panic) to be judged"
@@ -49,4 +66,132 @@ extern "C" fn on_exit() {
     // SAFETY: `_exit` ends the process at once, without running the remaining exit handlers, which is what an
     // exit handler may do.
     unsafe { libc::_exit(101) }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod exec {
+    use super::{PROCESS, RUNNING, last_name};
+    use core::ffi::{c_char, c_int};
+    use core::fmt::Write as _;
+    use core::sync::atomic::Ordering;
+
+    /// Ends the process with 101, naming the test, when a leak test's body runs in this very process (not in a
+    /// child `fork`ed from it): called first by each exec function. Never returns then; allocates only in the
+    /// process that runs the body, never in a child.
+    fn refuse_in_a_body(function: &str) {
+        // SAFETY: getpid(2) cannot fail and touches no memory; in a `fork`ed child it is the child's id.
+        if RUNNING.load(Ordering::Acquire) == 0 || PROCESS.load(Ordering::Acquire) != unsafe { libc::getpid() } {
+            return;
+        }
+        // Straight to the file descriptor: the test harness captures what the test's thread prints, and that is lost
+        // as the process ends.
+        let mut stderr = crate::base::stderr::Stderr::new();
+        let _ = writeln!(
+            stderr,
+            "ying: leak test `{}` ran another program in its own process ({function}) while it ran, so it could not \
+             report what it retained; a leak test must return (or panic) to be judged: run the program in a child \
+             process (`std::process::Command::status`, `output` or `spawn`)",
+            last_name()
+        );
+        stderr.flush();
+        // SAFETY: `_exit` ends the process at once, as the exit handler does.
+        unsafe { libc::_exit(101) }
+    }
+
+    /// The C library's `name` (the definition after this executable's), or null.
+    fn next(name: &core::ffi::CStr) -> *mut libc::c_void {
+        // SAFETY: `dlsym` with `RTLD_NEXT` and a NUL-terminated name: null, or the next object's symbol.
+        unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
+    }
+
+    /// Fails with `ENOSYS` when the C library's function is not found.
+    fn not_found() -> c_int {
+        // SAFETY: `__errno_location` is this thread's `errno`, always valid to write.
+        unsafe { *libc::__errno_location() = libc::ENOSYS };
+        -1
+    }
+
+    type Execve = unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
+    type Execv = unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int;
+    type Fexecve = unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) -> c_int;
+
+    /// execve(2), refused while a leak test's body runs in this process.
+    ///
+    /// # Safety
+    ///
+    /// As the C library's `execve`: NUL-terminated `path`, NULL-terminated `argv` and `envp` of such strings.
+    #[unsafe(no_mangle)]
+    unsafe extern "C" fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+        refuse_in_a_body("execve");
+        let next = next(c"execve");
+        if next.is_null() {
+            return not_found();
+        }
+        // SAFETY: the C library's `execve`, of this type; the caller keeps its contract.
+        unsafe { core::mem::transmute::<*mut libc::c_void, Execve>(next)(path, argv, envp) }
+    }
+
+    /// execvpe(3), refused while a leak test's body runs in this process.
+    ///
+    /// # Safety
+    ///
+    /// As the C library's `execvpe`.
+    #[unsafe(no_mangle)]
+    unsafe extern "C" fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+        refuse_in_a_body("execvpe");
+        let next = next(c"execvpe");
+        if next.is_null() {
+            return not_found();
+        }
+        // SAFETY: the C library's `execvpe`, of this type; the caller keeps its contract.
+        unsafe { core::mem::transmute::<*mut libc::c_void, Execve>(next)(file, argv, envp) }
+    }
+
+    /// execv(3), refused while a leak test's body runs in this process.
+    ///
+    /// # Safety
+    ///
+    /// As the C library's `execv`.
+    #[unsafe(no_mangle)]
+    unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
+        refuse_in_a_body("execv");
+        let next = next(c"execv");
+        if next.is_null() {
+            return not_found();
+        }
+        // SAFETY: the C library's `execv`, of this type; the caller keeps its contract.
+        unsafe { core::mem::transmute::<*mut libc::c_void, Execv>(next)(path, argv) }
+    }
+
+    /// execvp(3) (what `CommandExt::exec` calls), refused while a leak test's body runs in this process.
+    ///
+    /// # Safety
+    ///
+    /// As the C library's `execvp`.
+    #[unsafe(no_mangle)]
+    unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
+        refuse_in_a_body("execvp");
+        let next = next(c"execvp");
+        if next.is_null() {
+            return not_found();
+        }
+        // SAFETY: the C library's `execvp`, of this type; the caller keeps its contract.
+        unsafe { core::mem::transmute::<*mut libc::c_void, Execv>(next)(file, argv) }
+    }
+
+    /// fexecve(3), refused while a leak test's body runs in this process.
+    ///
+    /// # Safety
+    ///
+    /// As the C library's `fexecve`.
+    #[unsafe(no_mangle)]
+    unsafe extern "C" fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+        refuse_in_a_body("fexecve");
+        let next = next(c"fexecve");
+        if next.is_null() {
+            return not_found();
+        }
+        // SAFETY: the C library's `fexecve`, of this type; the caller keeps its contract.
+        unsafe { core::mem::transmute::<*mut libc::c_void, Fexecve>(next)(fd, argv, envp) }
+    }
 }
