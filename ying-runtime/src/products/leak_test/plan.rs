@@ -104,15 +104,19 @@ pub(super) struct Plan {
     pub(super) allow: &'static [&'static str],
     /// What the report says of how the figures were taken (see `LeakReport::notes`).
     pub(super) notes: Vec<String>,
+    /// The attribute wrote `max_lost` and left `max_retained` to its default: a breach of it says so.
+    pub(super) lost_alone: bool,
 }
 
 impl Plan {
     /// The plan of `test`, whose attribution defaults to `default_attribution`.
     pub(super) fn new(test: &'static LeakTest, default_attribution: Attribution) -> Self {
         let written = test.written();
+        let lost_alone = written.budgets.max_lost.is_some() && written.budgets.max_retained.is_none();
         Self {
             test,
             identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
+            lost_alone,
             budgets: budgets_with_defaults(written.budgets, written.iterations.is_some()),
             attribution: written.attribution.unwrap_or(default_attribution),
             warmup: written.warmup,
@@ -129,6 +133,7 @@ impl Plan {
             test,
             identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
             budgets: written.budgets,
+            lost_alone: false,
             attribution: Attribution::Process,
             warmup: written.warmup,
             iterations: 1,

@@ -52,10 +52,24 @@ pub(super) enum Verdict {
 }
 
 /// Judges `budgets` against `findings`; a failure's message lists the exceeded budgets and the largest retained
-/// `sites` that are not excused.
-pub(super) fn judge(names: Names<'_>, budgets: &Budgets, findings: &Findings<'_>, sites: &[RetainedSite]) -> Verdict {
+/// `sites` that are not excused. `lost_alone`: the attribute wrote `max_lost` and left `max_retained` to its default
+/// (0 B for one run), which a breach of it then says, with the fix.
+pub(super) fn judge(
+    names: Names<'_>,
+    budgets: &Budgets,
+    lost_alone: bool,
+    findings: &Findings<'_>,
+    sites: &[RetainedSite],
+) -> Verdict {
     let lost = sites.iter().filter(|site| !site.excused).map(RetainedSite::lost_bytes).sum();
-    let breaches = breaches(budgets, findings, lost);
+    let mut breaches = breaches(budgets, findings, lost);
+    if lost_alone && let Some(breach) = breaches.iter_mut().find(|breach| breach.budget == "max_retained") {
+        breach.finding.push_str(&format!(
+            " (0 B is the default, which `max_lost` does not relax: write `max_retained = \"{}\"` too to allow what \
+             the test keeps reachable)",
+            ByteSize::new(findings.retained().next_power_of_two()).rounded()
+        ));
+    }
     if breaches.is_empty() { Verdict::Passed } else { Verdict::Failed(message(names, &breaches, findings, sites)) }
 }
 
@@ -285,11 +299,34 @@ mod tests {
     fn within_every_budget_passes() {
         let budgets = Budgets { max_retained: Some(0), max_peak: Some(4096), ..Budgets::default() };
         let runs = [run(4096, 2, 0)];
-        assert_eq!(judge(NAMES, &budgets, &findings(stats(0, 0, 4096), 0, &runs), &[]), Verdict::Passed);
+        assert_eq!(judge(NAMES, &budgets, false, &findings(stats(0, 0, 4096), 0, &runs), &[]), Verdict::Passed);
         assert_eq!(
-            judge(NAMES, &Budgets::default(), &findings(stats(1 << 30, 9, 1 << 30), 0, &runs), &[]),
+            judge(NAMES, &Budgets::default(), false, &findings(stats(1 << 30, 9, 1 << 30), 0, &runs), &[]),
             Verdict::Passed
         );
+    }
+
+    #[test]
+    fn max_lost_written_alone_leaves_the_default_max_retained_and_a_breach_of_it_says_so_with_the_fix() {
+        use ying_report::report::{Reach, Why};
+        let mut cached = site(24_576, false, &[("leaks::cache", Some("tests/leaks.rs"))]);
+        cached.why = vec![Why { kind: Reach::Static, root: Some("leaks::CACHE".to_owned()), bytes: 24_576, blocks: 1 }];
+        // As the plan gives them: `max_lost` written, `max_retained` its default.
+        let budgets = Budgets { max_lost: Some(256), max_retained: Some(0), ..Budgets::default() };
+        let findings = findings(stats(24_576, 1, 24_576), 0, &[]);
+        let Verdict::Failed(message) = judge(NAMES, &budgets, true, &findings, std::slice::from_ref(&cached)) else {
+            panic!("24 KiB retained is over the default max_retained")
+        };
+        assert!(
+            message.contains(
+                "max_retained = 0 B: retained 24.0 KiB (24576 bytes) in 1 block, 24.0 KiB (24576 bytes) over (0 B is \
+                 the default, which `max_lost` does not relax: write `max_retained = \"32.0 KiB\"` too"
+            ),
+            "{message}"
+        );
+        assert!(!message.contains("max_lost ="), "nothing is lost: {message}");
+        let Verdict::Failed(written) = judge(NAMES, &budgets, false, &findings, &[cached]) else { unreachable!() };
+        assert!(!written.contains("the default"), "a written max_retained is not the default: {written}");
     }
 
     #[test]
@@ -302,7 +339,8 @@ mod tests {
         cached.why = vec![why(Reach::Static, Some("leaks::CACHE"), 24_576)];
         let budgets = Budgets { max_lost: Some(256), ..Budgets::default() };
         let findings = findings(stats(25_088, 2, 25_088), 0, &[]);
-        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings, &[forgotten.clone(), cached.clone()]) else {
+        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings, &[forgotten.clone(), cached.clone()])
+        else {
             panic!("512 B lost is over a budget of 256 B")
         };
         assert!(
@@ -311,9 +349,13 @@ mod tests {
         );
         assert!(message.contains("512 B in 1 block, lost (nothing points to it)"), "{message}");
         assert!(message.contains("24.0 KiB (24576 bytes) in 1 block, held by static leaks::CACHE"), "{message}");
-        assert_eq!(judge(NAMES, &budgets, &findings, &[cached]), Verdict::Passed, "a static is not lost");
+        assert_eq!(judge(NAMES, &budgets, false, &findings, &[cached]), Verdict::Passed, "a static is not lost");
         forgotten.excused = true;
-        assert_eq!(judge(NAMES, &budgets, &findings, &[forgotten]), Verdict::Passed, "excused bytes are not judged");
+        assert_eq!(
+            judge(NAMES, &budgets, false, &findings, &[forgotten]),
+            Verdict::Passed,
+            "excused bytes are not judged"
+        );
     }
 
     #[test]
@@ -333,7 +375,8 @@ mod tests {
             site(48, true, &[("std::io::stdio::_print", None)]),
         ];
         let runs = [run(1048, 2, 1000)];
-        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings(stats(1048, 2, 1048), 48, &runs), &sites)
+        let Verdict::Failed(message) =
+            judge(NAMES, &budgets, false, &findings(stats(1048, 2, 1048), 48, &runs), &sites)
         else {
             panic!("1000 retained bytes exceed max_retained = 0");
         };
@@ -373,7 +416,8 @@ mod tests {
             ),
         ];
         let runs = [run(1056, 2, 1056)];
-        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings(stats(1056, 2, 1056), 0, &runs), &sites) else {
+        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings(stats(1056, 2, 1056), 0, &runs), &sites)
+        else {
             panic!("1056 retained bytes exceed max_retained = 0");
         };
         assert_eq!(
@@ -391,7 +435,8 @@ mod tests {
         );
         // A crate that names the runtime otherwise (`crate = "yr"`) is shown the fix as it writes it.
         let renamed = Names { runtime: "yr", ..NAMES };
-        let Verdict::Failed(message) = judge(renamed, &budgets, &findings(stats(1056, 2, 1056), 0, &runs), &sites)
+        let Verdict::Failed(message) =
+            judge(renamed, &budgets, false, &findings(stats(1056, 2, 1056), 0, &runs), &sites)
         else {
             panic!("the same verdict under another name");
         };
@@ -408,7 +453,7 @@ mod tests {
         let runner = format!("{LEAK_TEST_RUNNER}::<(), leaks::box_leak::{{closure#0}}>");
         let message = |frames: &[(&str, Option<&str>)]| {
             let Verdict::Failed(message) =
-                judge(NAMES, &budgets, &findings(stats(9, 1, 9), 0, &runs), &[site(9, false, frames)])
+                judge(NAMES, &budgets, false, &findings(stats(9, 1, 9), 0, &runs), &[site(9, false, frames)])
             else {
                 panic!("9 B retained");
             };
@@ -435,16 +480,16 @@ mod tests {
     fn excused_memory_alone_passes() {
         let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
         let runs = [run(48, 1, 0)];
-        assert_eq!(judge(NAMES, &budgets, &findings(stats(48, 1, 48), 48, &runs), &[]), Verdict::Passed);
+        assert_eq!(judge(NAMES, &budgets, false, &findings(stats(48, 1, 48), 48, &runs), &[]), Verdict::Passed);
     }
 
     #[test]
     fn growth_fails_only_when_every_run_grew_and_per_run_budgets_take_the_largest_run() {
         let budgets = Budgets { max_growth_per_iteration: Some(0), ..Budgets::default() };
         let lazy = [run(100, 1, 100), run(0, 0, 0), run(0, 0, 0)];
-        assert_eq!(judge(NAMES, &budgets, &findings(stats(100, 1, 100), 0, &lazy), &[]), Verdict::Passed);
+        assert_eq!(judge(NAMES, &budgets, false, &findings(stats(100, 1, 100), 0, &lazy), &[]), Verdict::Passed);
         let leak = [run(16, 1, 16), run(32, 1, 32), run(16, 1, 16)];
-        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings(stats(64, 3, 64), 0, &leak), &[]) else {
+        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings(stats(64, 3, 64), 0, &leak), &[]) else {
             panic!("every run grew");
         };
         assert!(
@@ -456,7 +501,8 @@ mod tests {
         );
         let budgets = Budgets { max_allocated: Some(1000), max_allocations: Some(2), ..Budgets::default() };
         let runs = [run(900, 2, 0), run(2048, 3, 0)];
-        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings(stats(0, 0, 2048), 0, &runs), &[]) else {
+        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings(stats(0, 0, 2048), 0, &runs), &[])
+        else {
             panic!("the second run allocated too much");
         };
         assert!(message.starts_with("ying: leak test `box_leak` exceeded its budgets\n"), "{message}");
@@ -471,7 +517,8 @@ mod tests {
         let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
         let sites = [site(64, false, &[("hashbrown::raw::alloc", None), ("std::thread::local::init", None)])];
         let runs = [run(64, 1, 64)];
-        let Verdict::Failed(message) = judge(NAMES, &budgets, &findings(stats(64, 1, 64), 0, &runs), &sites) else {
+        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings(stats(64, 1, 64), 0, &runs), &sites)
+        else {
             panic!("64 B retained");
         };
         assert!(
