@@ -100,8 +100,8 @@ impl Reachability {
         self.graph.reached(address).unwrap_or(Reached { kind: Reach::Lost, root: Root::None })
     }
 
-    /// The name of what reaches a block (see [`of`](Self::of)), when it has one: a static's or thread-local's path,
-    /// a thread's name.
+    /// The name of what reaches a block (see [`of`](Self::of)), when it has one: a static's path, a thread-local's
+    /// with its thread's name (`my_crate::BUF of thread `worker``), a thread's name.
     pub(crate) fn name(&mut self, reached: Reached) -> Option<String> {
         if let Some(name) = self.named.get(&reached) {
             return name.clone();
@@ -112,9 +112,13 @@ impl Reachability {
                 self.process.threads.get(index).map(|thread| format!("the stack of thread `{}`", thread.name))
             }
             (_, Root::Thread(index)) => self.process.threads.get(index).map(|thread| thread.name.clone()),
+            // With the thread whose it is: a worker's (`tokio-runtime-worker`) says whose runtime was left running.
             (Reach::ThreadLocal, Root::Word(word)) => {
-                let offset = self.process.thread_local_at(word).and_then(|(_, offset)| offset);
-                offset.and_then(|offset| self.namer.thread_local_at(offset))
+                let found = self.process.thread_local_at(word).map(|(thread, offset)| (thread.name.clone(), offset));
+                found.and_then(|(thread, offset)| {
+                    let name = self.namer.thread_local_at(offset?)?;
+                    Some(format!("{name} of thread `{thread}`"))
+                })
             }
             (_, Root::Word(word)) => self.namer.static_at(word),
         };
