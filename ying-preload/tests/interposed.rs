@@ -9,7 +9,8 @@ use std::process::Command;
 use ying_frames::{ExecutableStamp, KnownCode};
 use ying_report::KNOWN_CODE_ENV;
 use ying_report::report::{
-    DEFER_SYMBOLS_ENV, LeakReport, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, STARTED_EXTENSION, TestIdentity,
+    DEFER_SYMBOLS_ENV, LeakReport, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, Reach, STARTED_EXTENSION,
+    TestIdentity,
 };
 
 /// The interposer, built beside this test's binary.
@@ -110,6 +111,23 @@ fn a_block_from_the_c_library_is_retained_with_its_site() {
     assert_eq!(sites.len(), 1, "{sites:#?}");
     // The interposer's frames (`malloc` the first of them) are cut: the site is the line that called it.
     assert_eq!(sites[0].2.first(), Some(&"interposed::subject_libc_malloc_500"), "{sites:#?}");
+}
+
+/// What the C library keeps for itself (its name-service state after a `getaddrinfo`) is reached from its statics,
+/// as valgrind reaches it: never lost.
+#[test]
+fn what_the_c_library_keeps_after_resolving_a_name_is_not_lost() {
+    let report = measure("subject_resolves_localhost");
+    let lost: Vec<_> = report
+        .retained_sites
+        .iter()
+        .filter(|site| site.why.iter().any(|why| matches!(why.kind, Reach::Lost | Reach::Cycle)))
+        .collect();
+    assert!(lost.is_empty(), "{lost:#?}");
+    // Named by the library whose data holds it, where no symbol of it does.
+    let roots: Vec<&str> =
+        report.retained_sites.iter().flat_map(|site| &site.why).filter_map(|why| why.root.as_deref()).collect();
+    assert!(roots.iter().any(|root| root.starts_with("data of libc.so")), "{roots:?}");
 }
 
 #[test]
@@ -321,6 +339,16 @@ fn subject_libc_malloc_500() {
     // SAFETY: a plain allocation, never freed: the leak this test is about.
     let block = unsafe { libc::malloc(500) };
     assert!(!block.is_null());
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_resolves_localhost() {
+    use std::net::ToSocketAddrs as _;
+    // getaddrinfo: the C library keeps its name-service state (the `nsswitch.conf` it read, the modules it loaded)
+    // for the rest of the process, reached from its own statics.
+    let addresses: Vec<_> = ("localhost", 80).to_socket_addrs().expect("localhost resolves").collect();
+    assert!(!addresses.is_empty());
 }
 
 #[ignore = "run by the interposer's tests, under LD_PRELOAD"]

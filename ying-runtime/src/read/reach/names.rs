@@ -114,8 +114,13 @@ impl Namer {
                 ControlFlow::Continue(())
             }
         })?;
-        let symbols = Symbols::of(&path)?;
-        symbols.covering(&symbols.data, (address - bias) as u64).map(|name| user_path(&name))
+        let named = Symbols::of(&path)
+            .and_then(|symbols| symbols.covering(&symbols.data, (address - bias) as u64).map(|name| user_path(&name)));
+        // A library's data no symbol of it covers (the C library's own state, its symbols stripped): the library.
+        named.or_else(|| {
+            let file = path.rsplit('/').next().filter(|_| path != EXECUTABLE)?;
+            Some(format!("data of {file}"))
+        })
     }
 
     /// The statics of ying's own code and of the symbolisers it and the standard library use (their caches, their

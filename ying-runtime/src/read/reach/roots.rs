@@ -218,17 +218,15 @@ impl Process {
     }
 }
 
-/// The writable data of every loaded object: its statics. The C library's and the dynamic loader's are left out
-/// (their allocator's lists point at freed chunks), and so are ying's own statics (its caches' tables hold stale
-/// words in their empty slots).
+/// The writable data of every loaded object: its statics, the C library's and the dynamic loader's included, as
+/// valgrind's roots are (what the C library keeps for itself, its name-service state after a `getaddrinfo`, is
+/// reached from there, never lost; its allocator's lists point at chunk headers, which are no pointers into a block:
+/// see `graph::block_at`). ying's own statics are left out (its caches' tables hold stale words in their empty
+/// slots).
 fn writable_segments(namer: &mut Namer) -> Vec<(usize, usize)> {
     let mut objects = Vec::new();
     crate::base::loaded::find_map(|object| {
         let name = object.name.to_bytes();
-        let file = name.rsplit(|&byte| byte == b'/').next().unwrap_or(name);
-        if file.starts_with(b"libc.so") || file.starts_with(b"ld-linux") {
-            return ControlFlow::Continue(());
-        }
         let path = if name.is_empty() { EXECUTABLE.to_owned() } else { object.name.to_string_lossy().into_owned() };
         let writable: Vec<(usize, usize)> = object
             .segments(libc::PT_LOAD)
