@@ -3,7 +3,7 @@
 
 use crate::read::symbolize::{is_own_frame, name_test_body};
 use ying_frames::is_package_code;
-use ying_report::report::{Budgets, IterationFigures, RetainedSite, ScopeStats};
+use ying_report::report::{Budgets, IterationFigures, Reach, RetainedSite, ScopeStats};
 use ying_report::{ByteSize, Frame, SignedByteSize};
 
 /// Stacks shown per failure message, and frames per stack.
@@ -215,6 +215,21 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
     if shown.len() > SITES_SHOWN {
         message.push_str(&format!("\n  ... and {} more sites", shown.len() - SITES_SHOWN));
     }
+    // A thread-local the body filled stays with its thread, and the test's thread outlives the body.
+    let mut thread_locals: Vec<&str> = shown
+        .iter()
+        .flat_map(|site| &site.why)
+        .filter(|why| why.kind == Reach::ThreadLocal)
+        .filter_map(|why| why.root.as_deref())
+        .collect();
+    thread_locals.dedup();
+    if let Some(first) = thread_locals.first() {
+        message.push_str(&format!(
+            "\n\nmemory a thread-local keeps ({first}) stays as long as its thread: filled once and reused (a buffer, a \
+             cache), `#[{}::leak_test(warmup = 1)]` fills it before the measured run; grown on every run, it is a leak",
+            names.runtime
+        ));
+    }
     if !dependencies.is_empty() {
         let patterns: Vec<String> = dependencies.iter().map(|name| format!("\"{name}::\"")).collect();
         message.push_str(&format!(
@@ -303,6 +318,27 @@ mod tests {
         assert_eq!(
             judge(NAMES, &Budgets::default(), false, &findings(stats(1 << 30, 9, 1 << 30), 0, &runs), &[]),
             Verdict::Passed
+        );
+    }
+
+    #[test]
+    fn a_site_a_thread_local_keeps_names_the_warmup_that_fills_it_before_the_measured_run() {
+        use ying_report::report::{Reach, Why};
+        let mut kept = site(2045, false, &[("why::thread_local_grown", Some("tests/why.rs"))]);
+        let root = "why::SCRATCH of thread `thread_local_gr`";
+        kept.why = vec![Why { kind: Reach::ThreadLocal, root: Some(root.to_owned()), bytes: 2045, blocks: 1 }];
+        let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
+        let findings = findings(stats(2045, 1, 2045), 0, &[]);
+        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings, &[kept]) else {
+            panic!("2045 B retained is over max_retained = 0")
+        };
+        assert!(
+            message.ends_with(
+                "memory a thread-local keeps (why::SCRATCH of thread `thread_local_gr`) stays as long as its thread: \
+                 filled once and reused (a buffer, a cache), `#[ying::leak_test(warmup = 1)]` fills it before the \
+                 measured run; grown on every run, it is a leak"
+            ),
+            "{message}"
         );
     }
 
