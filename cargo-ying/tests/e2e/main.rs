@@ -761,6 +761,19 @@ fn outcomes_of(summary: &serde_json::Value) -> Vec<(String, String, String, Opti
 fn partitioned_runs_merge_into_the_unsharded_result() {
     let fixture = Fixture::new();
     let saved = tempfile::tempdir().unwrap();
+    // `cargo ying merge` of `summaries` into `output`, in the fixture.
+    let merge = |summaries: &[std::path::PathBuf], output: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
+            .args(["ying", "merge"])
+            .args(summaries)
+            .arg("--output")
+            .arg(output)
+            .arg("--manifest-path")
+            .arg(fixture.path().join("Cargo.toml"))
+            .env("CARGO_TARGET_DIR", fixture.target_dir())
+            .output()
+            .unwrap()
+    };
     let subset =
         ["--test", "leaks", "--no-fail-fast", "budget_passes", "clean", "box_leak", "rc_cycle", "bounded_cache"];
     let output = fixture.cargo_ying(&[&subset[..], &["--save-baseline"]].concat(), &[]);
@@ -785,16 +798,7 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
         assert_eq!(shard_sizes.iter().sum::<usize>(), 5, "{scheme}: every test in exactly one shard {shard_sizes:?}");
 
         let merged_path = saved.path().join(format!("{scheme}-merged.json"));
-        let merge = Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
-            .args(["ying", "merge"])
-            .args(&shard_summaries)
-            .arg("--output")
-            .arg(&merged_path)
-            .arg("--manifest-path")
-            .arg(fixture.path().join("Cargo.toml"))
-            .env("CARGO_TARGET_DIR", fixture.target_dir())
-            .output()
-            .unwrap();
+        let merge = merge(&shard_summaries, &merged_path);
         let merge_stderr = stderr(&merge);
         assert_eq!(merge.status.code(), TEST_FAILED, "the shards' failures fail the merge: {merge_stderr}");
         assert!(merge_stderr.contains("no leak test's retained memory changed beyond the tolerance"), "{merge_stderr}");
@@ -810,19 +814,10 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
     }
     let foreign_path = saved.path().join("foreign.json");
     std::fs::write(&foreign_path, serde_json::to_vec(&foreign).unwrap()).unwrap();
-    let merge = Command::new(env!("CARGO_BIN_EXE_cargo-ying"))
-        .args(["ying", "merge"])
-        .arg(saved.path().join("count-2/summary.json"))
-        .arg(&foreign_path)
-        .arg("--output")
-        .arg(saved.path().join("foreign-merged.json"))
-        .arg("--manifest-path")
-        .arg(fixture.path().join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", fixture.target_dir())
-        .output()
-        .unwrap();
-    let said = stderr(&merge);
-    assert_eq!(merge.status.code(), Some(2), "{said}");
+    let refused =
+        merge(&[saved.path().join("count-2/summary.json"), foreign_path], &saved.path().join("foreign-merged.json"));
+    let said = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
     assert!(said.contains("it holds tests of `other-workspace-pkg`, which this workspace at"), "{said}");
     assert!(!saved.path().join("foreign-merged.json").exists(), "nothing merged: {said}");
 }

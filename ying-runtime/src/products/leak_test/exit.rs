@@ -111,87 +111,50 @@ mod exec {
         -1
     }
 
-    type Execve = unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
-    type Execv = unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int;
-    type Fexecve = unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) -> c_int;
-
-    /// execve(2), refused while a leak test's body runs in this process.
-    ///
-    /// # Safety
-    ///
-    /// As the C library's `execve`: NUL-terminated `path`, NULL-terminated `argv` and `envp` of such strings.
-    #[unsafe(no_mangle)]
-    unsafe extern "C" fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-        refuse_in_a_body("execve");
-        let next = next(c"execve");
-        if next.is_null() {
-            return not_found();
-        }
-        // SAFETY: the C library's `execve`, of this type; the caller keeps its contract.
-        unsafe { core::mem::transmute::<*mut libc::c_void, Execve>(next)(path, argv, envp) }
+    /// Defines the exec function `name` (its parameters and C type as written), refused while a leak test's body
+    /// runs in this process and otherwise the C library's.
+    macro_rules! refused_in_a_body {
+        ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*)) => {
+            $(#[$doc])*
+            ///
+            /// # Safety
+            ///
+            /// As the C library's function of the name: NUL-terminated strings, NULL-terminated arrays of them.
+            #[unsafe(no_mangle)]
+            unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+                refuse_in_a_body(stringify!($name));
+                // No allocation: a child forked to run a program calls it too.
+                let name = concat!(stringify!($name), "\0").as_bytes();
+                let next = next(core::ffi::CStr::from_bytes_with_nul(name).unwrap_or(c""));
+                if next.is_null() {
+                    return not_found();
+                }
+                // SAFETY: the C library's function of this name, which has this type.
+                let next: unsafe extern "C" fn($($ty),*) -> c_int = unsafe { core::mem::transmute(next) };
+                // SAFETY: the caller keeps the function's contract.
+                unsafe { next($($arg),*) }
+            }
+        };
     }
 
-    /// execvpe(3), refused while a leak test's body runs in this process.
-    ///
-    /// # Safety
-    ///
-    /// As the C library's `execvpe`.
-    #[unsafe(no_mangle)]
-    unsafe extern "C" fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-        refuse_in_a_body("execvpe");
-        let next = next(c"execvpe");
-        if next.is_null() {
-            return not_found();
-        }
-        // SAFETY: the C library's `execvpe`, of this type; the caller keeps its contract.
-        unsafe { core::mem::transmute::<*mut libc::c_void, Execve>(next)(file, argv, envp) }
-    }
-
-    /// execv(3), refused while a leak test's body runs in this process.
-    ///
-    /// # Safety
-    ///
-    /// As the C library's `execv`.
-    #[unsafe(no_mangle)]
-    unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
-        refuse_in_a_body("execv");
-        let next = next(c"execv");
-        if next.is_null() {
-            return not_found();
-        }
-        // SAFETY: the C library's `execv`, of this type; the caller keeps its contract.
-        unsafe { core::mem::transmute::<*mut libc::c_void, Execv>(next)(path, argv) }
-    }
-
-    /// execvp(3) (what `CommandExt::exec` calls), refused while a leak test's body runs in this process.
-    ///
-    /// # Safety
-    ///
-    /// As the C library's `execvp`.
-    #[unsafe(no_mangle)]
-    unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
-        refuse_in_a_body("execvp");
-        let next = next(c"execvp");
-        if next.is_null() {
-            return not_found();
-        }
-        // SAFETY: the C library's `execvp`, of this type; the caller keeps its contract.
-        unsafe { core::mem::transmute::<*mut libc::c_void, Execv>(next)(file, argv) }
-    }
-
-    /// fexecve(3), refused while a leak test's body runs in this process.
-    ///
-    /// # Safety
-    ///
-    /// As the C library's `fexecve`.
-    #[unsafe(no_mangle)]
-    unsafe extern "C" fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-        refuse_in_a_body("fexecve");
-        let next = next(c"fexecve");
-        if next.is_null() {
-            return not_found();
-        }
-        // SAFETY: the C library's `fexecve`, of this type; the caller keeps its contract.
-        unsafe { core::mem::transmute::<*mut libc::c_void, Fexecve>(next)(fd, argv, envp) }
-    }
+    refused_in_a_body!(
+        /// execve(2).
+        execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char)
+    );
+    refused_in_a_body!(
+        /// execvpe(3).
+        execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char)
+    );
+    refused_in_a_body!(
+        /// execv(3).
+        execv(path: *const c_char, argv: *const *const c_char)
+    );
+    refused_in_a_body!(
+        /// execvp(3): what `CommandExt::exec` calls.
+        execvp(file: *const c_char, argv: *const *const c_char)
+    );
+    refused_in_a_body!(
+        /// fexecve(3).
+        fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char)
+    );
 }
