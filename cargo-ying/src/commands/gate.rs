@@ -83,14 +83,14 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     for record in records {
         tests.push(test_record(record, &run_dir, &out_dir)?);
     }
-    let ran = tests.len();
+    // The tests nextest ran, whose files this run replaces.
+    let replaced: Vec<TestId> = tests.iter().map(|test| test.id.clone()).collect();
     // What nextest listed and did not run: ignored, or skipped by its filter.
     let seen = Seen::of(&Listing::read_all(&run_dir)?, &archived, &tests)?;
     tests.extend(
         seen.ignored.iter().map(|id| TestRecord::new(id.clone(), Outcome::Ignored, Duration::ZERO, String::new())),
     );
     tests.sort_by(|a, b| a.id.cmp(&b.id));
-    let replaced: Vec<TestId> = tests.iter().filter(|test| test.outcome.ran()).map(|test| test.id.clone()).collect();
     let elapsed = ended.duration_since(started_at).unwrap_or_default();
     let mut run = Run { tests, elapsed, max_fail: None, gate: None, interrupted: None };
 
@@ -102,8 +102,8 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     eprintln!(
         "{:>12} {} tests nextest ran in run {}, which started {} ago",
         "Gating",
-        ran,
-        run_dir.file_name().unwrap_or_default().to_string_lossy(),
+        replaced.len(),
+        run_id,
         humantime::format_duration(Duration::from_secs(age.as_secs()))
     );
     for test in &run.tests {
@@ -123,13 +123,14 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     }
     let skipped: Vec<TestId> = seen.skipped.iter().cloned().collect();
     if baseline.baseline.is_some() {
-        // The entries this run can speak for: its tests', and those of a binary it saw that it has no record of
-        // (missing). Without a listing, only its tests'.
+        // The entries this run can speak for: its tests', and those of a binary it saw that it neither ran, skipped
+        // nor ignored (missing). Without a listing or an archive, only its tests'.
         let entries: BTreeMap<TestId, BaselineEntry> = baseline
             .entries()
             .iter()
             .filter(|(id, _)| {
-                run.tests.iter().any(|test| &test.id == *id) || (seen.binary_seen(id) && !seen.skipped.contains(*id))
+                replaced.binary_search(id).is_ok()
+                    || (seen.binary_seen(id) && !seen.skipped.contains(*id) && !seen.ignored.contains(*id))
             })
             .map(|(id, entry)| (id.clone(), entry.clone()))
             .collect();
