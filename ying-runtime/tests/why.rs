@@ -330,3 +330,105 @@ fn each_site_names_the_type_its_allocating_generic_was_given() {
     assert_eq!(type_of(&report, 1300), Some("[u16; 650]"));
     assert!(stderr(&output).contains("(1300 bytes) in 1 block of [u16; 650], lost"), "{}", stderr(&output));
 }
+
+/// The size of the block [`forgotten_where_stale_copies_lie`] forgets.
+const STALE: usize = 1000;
+/// The address [`plant_stale_copies`] left copies of on the stack, hidden.
+static PLANTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Frees a block of [`STALE`] bytes (taken from the C library's cache of freed blocks by the next request of
+/// its size, as `calloc` would not: its bytes are not zeros) after filling 64 KiB of the stack below the caller with copies of its address,
+/// as a function that returned leaves its words behind.
+#[inline(never)]
+fn plant_stale_copies() {
+    let block = black_box(vec![1u8; STALE]);
+    let copies = black_box([block.as_ptr().addr(); 8192]);
+    PLANTED.store(copies[0] ^ HIDDEN, Ordering::Relaxed);
+    drop(block);
+}
+
+/// Forgets a block at the address [`plant_stale_copies`] left copies of where the test's frames now lie.
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn forgotten_where_stale_copies_lie() {
+    let block = black_box(vec![1u8; STALE]);
+    assert_eq!(
+        block.as_ptr().addr() ^ HIDDEN,
+        PLANTED.load(Ordering::Relaxed),
+        "the block takes the freed one's address"
+    );
+    std::mem::forget(block);
+}
+
+#[test]
+#[ignore = "run in a child process"]
+fn leak_test_over_stale_copies() {
+    plant_stale_copies();
+    forgotten_where_stale_copies_lie();
+}
+
+#[test]
+fn a_stale_copy_of_an_address_on_the_test_threads_stack_holds_nothing() {
+    let (output, reports) = run_together(&["leak_test_over_stale_copies"]);
+    let report = reports
+        .iter()
+        .find(|report| report.test.name == "forgotten_where_stale_copies_lie")
+        .unwrap_or_else(|| panic!("no report: {}", stderr(&output)));
+    assert_eq!(why(report, STALE as u64), [(Reach::Lost, None)], "{}", stderr(&output));
+}
+
+/// A node of a doubly linked list whose links are all strong.
+struct Link {
+    _payload: Vec<u8>,
+    next: Option<Rc<RefCell<Link>>>,
+    _prev: Option<Rc<RefCell<Link>>>,
+}
+
+/// Builds a doubly linked list of eight nodes on the test's own thread and drops the handle to its head.
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn doubly_linked_list_dropped() {
+    let head = Rc::new(RefCell::new(Link { _payload: vec![0; 3001], next: None, _prev: None }));
+    let mut tail = Rc::clone(&head);
+    for _ in 0..7 {
+        let node = Rc::new(RefCell::new(Link { _payload: vec![0; 3001], next: None, _prev: Some(Rc::clone(&tail)) }));
+        tail.borrow_mut().next = Some(Rc::clone(&node));
+        tail = node;
+    }
+    black_box(&head);
+}
+
+/// A member of a ring of `Arc`s.
+struct Member {
+    _payload: Vec<u8>,
+    next: Mutex<Option<std::sync::Arc<Member>>>,
+}
+
+/// Builds a ring of six `Arc`s on the test's own thread and drops the handle to it.
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn arc_ring_dropped() {
+    let first = std::sync::Arc::new(Member { _payload: vec![0; 3002], next: Mutex::new(None) });
+    let mut last = std::sync::Arc::clone(&first);
+    for _ in 0..5 {
+        let member = std::sync::Arc::new(Member { _payload: vec![0; 3002], next: Mutex::new(Some(last)) });
+        last = member;
+    }
+    *first.next.lock().unwrap() = Some(last);
+    black_box(&first);
+}
+
+#[test]
+fn cycles_built_and_dropped_on_the_test_thread_are_cycles_whole() {
+    for (name, payload, members) in [("doubly_linked_list_dropped", 3001, 8), ("arc_ring_dropped", 3002, 6)] {
+        let (_, report) = run_alone(name);
+        let payloads: u64 =
+            report.retained_sites.iter().filter(|site| site.bytes % payload == 0).map(|site| site.bytes).sum();
+        assert_eq!(payloads, payload * members, "{name}: {:#?}", report.retained_sites);
+        assert!(
+            report.retained_sites.iter().all(|site| site.why.iter().all(|why| why.kind == Reach::Cycle)),
+            "{name}: {:#?}",
+            report.retained_sites
+        );
+    }
+}

@@ -18,18 +18,22 @@ impl Why {
     /// code that allocated them (the standard library's backtraces, whose cache of debug information is megabytes),
     /// and they are neither classified nor read. The profiler's own blocks are not read either (a leak test's panic
     /// hook's work among them): what only they point to is not reached. `None` when no block is left (a test that
-    /// retains nothing pays nothing) or the platform has no scan. On the thread of a leak test's body, the stack above the runner's frame
-    /// (the harness's) is a root; a thread that ends with its test (measured from outside) is none.
+    /// retains nothing pays nothing) or the platform has no scan. The thread that ran a leak test's body keeps its thread-locals as roots,
+    /// not its stack (see `Caller`); a thread that ends with its test (measured from outside) keeps neither.
     pub(super) fn scan(blocks: &RawVec<OwnedBlock>, known: &[bool]) -> Option<Self> {
         let marked = |as_known: bool| blocks.iter().zip(known).filter(move |&(_, &known)| known == as_known);
         marked(false).next()?;
         #[cfg(target_os = "linux")]
         {
-            let own_stack = THREAD.try_with(|thread| thread.capture_limit.get()).ok().filter(|&limit| limit != 0);
+            use crate::read::reach::Caller;
+            // The runner marks its frame on the thread that runs the body; a test measured from outside is scanned
+            // as its process ends.
+            let in_runner = THREAD.try_with(|thread| thread.capture_limit.get() != 0).unwrap_or(false);
+            let caller = if in_runner { Caller::RanTheBody } else { Caller::Ending };
             let targets = marked(false).map(|(block, _)| (block.address, block.size));
             let internal = crate::hot::live::internal_blocks();
             let unread = marked(true).map(|(block, _)| block.address).chain(internal.iter().copied());
-            Some(Self { reach: crate::read::reach::Reachability::scan(targets, unread, own_stack) })
+            Some(Self { reach: crate::read::reach::Reachability::scan(targets, unread, caller) })
         }
         #[cfg(not(target_os = "linux"))]
         {

@@ -21,7 +21,7 @@ pub(crate) use graph::{Reached, Root};
 use memory::Reader;
 use names::Namer;
 use roots::Process;
-pub(crate) use roots::TestThread;
+pub(crate) use roots::{Caller, TestThread};
 use ying_report::report::Reach;
 
 /// Most blocks whose direct roots are looked for before the heap is walked (see [`Reachability::scan`]).
@@ -47,13 +47,12 @@ pub(crate) struct Reachability {
 
 impl Reachability {
     /// Scans the process for what reaches the `blocks` (`(address, size)`). The blocks at `unread` (blocks of the
-    /// heap) are never read: what only they point to is not reached through them. `own_stack`: an address in the
-    /// leak-test runner's frame on the calling thread, above which its stack is the harness's (roots); `None` when
-    /// the calling thread ends with the test, its stack and thread-locals no roots.
+    /// heap) are never read: what only they point to is not reached through them. `caller`: what the calling
+    /// thread is to the test (see [`Caller`]).
     pub(crate) fn scan(
         blocks: impl IntoIterator<Item = (usize, usize)>,
         unread: impl IntoIterator<Item = usize>,
-        own_stack: Option<usize>,
+        caller: Caller,
     ) -> Self {
         // One scan at a time in a process: a scan spills the words it reads onto its thread's stack, where another
         // thread's scan would find them; a thread waiting here has no such frame live.
@@ -64,7 +63,7 @@ impl Reachability {
             ranges.extend(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
             ranges
         };
-        let process = Process::now(own_stack);
+        let process = Process::now(caller);
         let mut reader = Reader::new();
         let mut namer = Namer::default();
         // The roots that point at the blocks themselves first, without the heap: what they reach takes the same kind
@@ -129,8 +128,8 @@ impl Reachability {
 
 #[cfg(test)]
 mod tests {
-    use super::Reachability;
     use super::roots::HEAP_WALKS;
+    use super::{Caller, Reachability};
     use core::hint::black_box;
     use std::cell::Cell;
     use ying_report::report::Reach;
@@ -138,18 +137,11 @@ mod tests {
     /// Hides an address from the scan: a word holding `address ^ HIDE` points nowhere.
     const HIDE: usize = 0x5a5a_5a5a_5a5a_5a5a;
 
-    /// Scans for the block of `size` bytes at `hidden ^ HIDE` with this frame as the end of the calling thread's
-    /// own stack: the callers' frames are roots, and hold only the hidden address.
+    /// Scans for the block of `size` bytes at `hidden ^ HIDE` as the runner scans at the end of a leak test's body,
+    /// the calling thread's stack no root.
     #[inline(never)]
-    fn scan_from_below(hidden: usize, size: usize) -> Reachability {
-        let marker = 0u8;
-        scan_below(hidden, size, core::ptr::from_ref(black_box(&marker)).addr())
-    }
-
-    /// [`scan_from_below`] past `limit`: the block's address is written only in frames below it.
-    #[inline(never)]
-    fn scan_below(hidden: usize, size: usize, limit: usize) -> Reachability {
-        Reachability::scan([(black_box(hidden) ^ HIDE, size)], [], Some(limit))
+    fn scan(hidden: usize, size: usize) -> Reachability {
+        Reachability::scan([(black_box(hidden) ^ HIDE, size)], [], Caller::RanTheBody)
     }
 
     /// The address of `boxed`'s contents, hidden.
@@ -160,12 +152,24 @@ mod tests {
 
     #[test]
     fn blocks_their_roots_reach_directly_are_found_without_walking_the_heap() {
+        // A size of its own: the tests run side by side, and a block of another's size could take the address a
+        // stale word of theirs holds.
+        let held = held_only_by::<610>(&OTHER_WORD);
+        let walks = HEAP_WALKS.with(Cell::get);
+        let reach = scan(held, 610);
+        assert_eq!(reach.of(held ^ HIDE).kind, Reach::ThreadLocal);
+        assert_eq!(HEAP_WALKS.with(Cell::get), walks, "the heap was walked");
+        free_held::<610>(held, &OTHER_WORD);
+    }
+
+    #[test]
+    fn a_word_on_the_calling_threads_own_stack_holds_nothing() {
+        // The body has returned when the runner scans: a live frame of the caller's holding the address is no
+        // root, as the dead frames of the body are not.
         let held = black_box(Box::new([7u8; 600]));
         let hidden = hidden(&*held);
-        let walks = HEAP_WALKS.with(Cell::get);
-        let reach = scan_from_below(hidden, 600);
-        assert_eq!(reach.of(hidden ^ HIDE).kind, Reach::ThreadStack);
-        assert_eq!(HEAP_WALKS.with(Cell::get), walks, "the heap was walked");
+        let reach = scan(hidden, 600);
+        assert_eq!(reach.of(hidden ^ HIDE).kind, Reach::Lost);
         black_box(&held);
     }
 
@@ -184,21 +188,17 @@ mod tests {
         hidden
     }
 
-    /// Overwrites the stack below the caller's frame, where the frames of the functions it called were.
-    #[inline(never)]
-    fn scrub_stack() {
-        black_box([0u8; 64 << 10]);
-    }
-
     std::thread_local! {
         /// A word of a test's thread-local, as a program's own: a root.
         static PROGRAM_WORD: Cell<usize> = const { Cell::new(0) };
+        /// Another, for another test.
+        static OTHER_WORD: Cell<usize> = const { Cell::new(0) };
     }
 
-    /// Makes a block of 650 bytes whose address only `word` holds, in a frame of its own; returns it hidden.
+    /// Makes a block of `N` bytes whose address only `word` holds, in a frame of its own; returns it hidden.
     #[inline(never)]
-    fn held_only_by(word: &'static std::thread::LocalKey<Cell<usize>>) -> usize {
-        let block = Box::leak(black_box(Box::new([5u8; 650])));
+    fn held_only_by<const N: usize>(word: &'static std::thread::LocalKey<Cell<usize>>) -> usize {
+        let block = Box::leak(black_box(Box::new([5u8; N])));
         let hidden = hidden(&*block);
         word.with(|word| word.set(core::ptr::from_mut(block).expose_provenance()));
         hidden
@@ -208,25 +208,26 @@ mod tests {
     fn a_word_in_yings_own_thread_locals_is_no_root_and_one_in_a_programs_is() {
         // A remembered stack walk keeps words it read from the stack: the address of a block the program lost
         // among them does not hold the block.
-        let hidden = held_only_by(&super::roots::OWN_WORD);
-        scrub_stack();
-        let reach = scan_from_below(hidden, 650);
+        let hidden = held_only_by::<650>(&super::roots::OWN_WORD);
+        let reach = scan(hidden, 650);
         assert_eq!(reach.of(hidden ^ HIDE).kind, Reach::Lost);
-        super::roots::OWN_WORD.with(|word| word.set(0));
 
-        let held = held_only_by(&PROGRAM_WORD);
-        scrub_stack();
-        let mut reach = scan_from_below(held, 650);
+        let held = held_only_by::<650>(&PROGRAM_WORD);
+        let mut reach = scan(held, 650);
         let reached = reach.of(held ^ HIDE);
         assert_eq!(reached.kind, Reach::ThreadLocal);
         let name = reach.name(reached).unwrap_or_default();
         // With the thread whose it is, the test's, as the system keeps its name (15 bytes).
         assert_eq!(name, "ying::read::reach::tests::PROGRAM_WORD of thread `read::reach::te`");
-        PROGRAM_WORD.with(|word| word.set(0));
-        for block in [hidden, held] {
-            // SAFETY: each is the address, hidden, of a block `held_only_by` leaked, freed once here.
-            drop(unsafe { Box::from_raw(core::ptr::with_exposed_provenance_mut::<[u8; 650]>(block ^ HIDE)) });
-        }
+        free_held::<650>(held, &PROGRAM_WORD);
+        free_held::<650>(hidden, &super::roots::OWN_WORD);
+    }
+
+    /// Frees the block of `N` bytes [`held_only_by`] made, whose address it returned `hidden`, and clears `word`.
+    fn free_held<const N: usize>(hidden: usize, word: &'static std::thread::LocalKey<Cell<usize>>) {
+        word.with(|word| word.set(0));
+        // SAFETY: the address, hidden, of a block of `N` bytes `held_only_by` leaked, freed once here.
+        drop(unsafe { Box::from_raw(core::ptr::with_exposed_provenance_mut::<[u8; N]>(hidden ^ HIDE)) });
     }
 
     #[test]
@@ -234,9 +235,8 @@ mod tests {
         // The vector's buffer is no block of the scan's: only the heap's chunks lead from the thread-local to the
         // buffer it holds.
         let hidden = hold_in_a_vector();
-        scrub_stack();
         let walks = HEAP_WALKS.with(Cell::get);
-        let reach = scan_from_below(hidden, 700);
+        let reach = scan(hidden, 700);
         assert_eq!(reach.of(hidden ^ HIDE).kind, Reach::Heap);
         assert_eq!(HEAP_WALKS.with(Cell::get), walks + 1);
         HOLDER.with(|holder| holder.borrow_mut().clear());

@@ -46,14 +46,26 @@ fn runs_a_test(id: i32) -> bool {
     TEST_THREADS.iter().any(|slot| slot.load(Ordering::Acquire) == id)
 }
 
+/// The thread that scans, as the scan takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// It ran the test's body, which has returned: its thread-locals are roots, and its stack is none. The frames
+    /// the body returned from are dead (a word they left behind holds nothing, as a word a freed block left does
+    /// not), and the frames above the body (the runner's, the harness's) hold nothing the body allocated.
+    RanTheBody,
+    /// It ends with the test (a test measured from outside, scanned at the process's end): neither is a root.
+    Ending,
+}
+
 /// A live thread of the process, as the scan reads it.
 pub(crate) struct Thread {
     /// Its name (its `comm` file).
     pub(crate) name: String,
     /// Its stack in use, `(stack pointer, end of its mapping)`, when known.
     stack: Option<(usize, usize)>,
-    /// It runs another leak test (see [`TestThread`]): its stack is no root.
-    other_test: bool,
+    /// Its stack is no root: it runs another leak test (see [`TestThread`]), or it is the calling thread, whose
+    /// test's body has returned.
+    stack_unread: bool,
     /// Its thread-local storage (and thread control block), `(start, end)`, when known.
     locals: Option<(usize, usize)>,
     /// The start of the executable's thread-local block, for naming a thread-local by its offset.
@@ -105,10 +117,8 @@ fn stack_pointer(id: u64) -> Option<usize> {
 }
 
 impl Process {
-    /// The process now. `own_stack`: where the calling thread's stack stops being the test's (an address in the
-    /// frame of the leak-test runner: above it are the test harness's frames, which are roots); `None` when the
-    /// calling thread is ending, its stack and thread-locals no roots.
-    pub(super) fn now(own_stack: Option<usize>) -> Self {
+    /// The process now, read from the calling thread, which is `caller`.
+    pub(super) fn now(caller: Caller) -> Self {
         let mappings = super::memory::mappings();
         let tls_size = executable_tls_size();
         let mapping_end = |address: usize| mappings.iter().find(|mapping| mapping.holds(address)).map(|m| m.end);
@@ -126,29 +136,16 @@ impl Process {
         let mut reader = Reader::new();
         // SAFETY: `gettid` has no preconditions.
         let own_thread = u64::try_from(unsafe { libc::gettid() }).unwrap_or_default();
+        let here = 0u8;
+        let own_stack_pointer = core::ptr::from_ref(core::hint::black_box(&here)).addr();
         let mut threads = Vec::new();
         let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten();
         for id in tasks.filter_map(|task| task.file_name().to_str()?.parse::<u64>().ok()) {
             let name = thread_file(id, "comm").unwrap_or_default().trim_end().to_owned();
-            if id == own_thread {
-                let Some(limit) = own_stack else { continue };
-                let Some(end) = mapping_end(limit) else { continue };
-                let (locals, executable_locals) = match locals_of(end, &mut reader) {
-                    Some((locals, executable)) => (Some(locals), executable),
-                    None => (None, None),
-                };
-                let stack_end = locals.map_or(end, |(start, _)| start);
-                threads.push(Thread {
-                    name,
-                    stack: Some((limit, stack_end)),
-                    other_test: false,
-                    locals,
-                    executable_locals,
-                });
-                continue;
-            }
-            let Some(pointer) = stack_pointer(id) else {
-                threads.push(Thread { name, stack: None, other_test: false, locals: None, executable_locals: None });
+            let own = id == own_thread;
+            let pointer = if own { Some(own_stack_pointer) } else { stack_pointer(id) };
+            let Some(pointer) = pointer else {
+                threads.push(Thread { name, stack: None, stack_unread: false, locals: None, executable_locals: None });
                 continue;
             };
             let Some(end) = mapping_end(pointer) else { continue };
@@ -156,11 +153,13 @@ impl Process {
                 Some((locals, executable)) => (Some(locals), executable),
                 None => (None, None),
             };
+            // The calling thread's thread-locals are no roots when it ends with the test.
+            let (locals, executable_locals) =
+                if own && matches!(caller, Caller::Ending) { (None, None) } else { (locals, executable_locals) };
             // A thread waiting in a system call holds nothing below its stack pointer: what lies there is stale.
-            let stack_start = pointer;
             let stack_end = locals.map_or(end, |(start, _)| start);
-            let other_test = i32::try_from(id).is_ok_and(runs_a_test);
-            threads.push(Thread { name, stack: Some((stack_start, stack_end)), other_test, locals, executable_locals });
+            let stack_unread = own || i32::try_from(id).is_ok_and(runs_a_test);
+            threads.push(Thread { name, stack: Some((pointer, stack_end)), stack_unread, locals, executable_locals });
         }
         Self { mappings, threads }
     }
@@ -201,7 +200,7 @@ impl Process {
                 });
             }
         }
-        for (index, thread) in self.threads.iter().enumerate().filter(|(_, thread)| !thread.other_test) {
+        for (index, thread) in self.threads.iter().enumerate().filter(|(_, thread)| !thread.stack_unread) {
             if let Some((start, end)) = thread.stack {
                 let reached = Reached { kind: Reach::ThreadStack, root: Root::Thread(index) };
                 graph.roots_in(start, end, reader, |_| reached);
