@@ -315,9 +315,24 @@ impl TestRecord {
         else {
             return Vec::new();
         };
-        let sites = gate::grown_sites(before, &leak.report);
-        let mut lines: Vec<String> =
-            sites.iter().take(SHOWN_SITES).map(|site| ying_frames::why::site_line(site)).collect();
+        let all = &leak.report.retained_sites;
+        let grown = gate::grown_sites(before, &leak.report)
+            .into_iter()
+            .filter_map(|site| all.iter().position(|other| std::ptr::eq(other, site)));
+        // Lost memory as valgrind groups it: a grown site another's lost blocks own is named by that one.
+        let sites = ying_frames::why::grouped(all, grown);
+        let mut lines: Vec<String> = sites
+            .iter()
+            .take(SHOWN_SITES)
+            .map(|&index| {
+                let site = &all[index];
+                let line = ying_frames::why::site_line(site);
+                match ying_frames::why::owning(all, site) {
+                    Some(owning) => format!("{line}; {owning}"),
+                    None => line,
+                }
+            })
+            .collect();
         if sites.len() > SHOWN_SITES {
             lines.push(format!("... and {} more", sites.len() - SHOWN_SITES));
         }

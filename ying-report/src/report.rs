@@ -482,24 +482,74 @@ pub struct RetainedSite {
     /// that allocated it, such as the standard library's backtraces, which is not scanned).
     #[serde(default)]
     pub why: Vec<Why>,
+    /// The lost blocks of other sites that only this site's lost blocks lead to, as valgrind groups lost memory
+    /// (its "indirectly lost"): a forgotten `Box<Tree>` owns its nodes, the first member allocated of a cycle owns
+    /// the rest. By site, the most bytes first; a site's own blocks are never listed here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owns: Vec<Owned>,
+}
+
+/// Lost blocks of another site that a site's lost blocks own ([`RetainedSite::owns`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Owned {
+    /// The other site: its index in the report's [`LeakReport::retained_sites`].
+    pub site: usize,
+    /// Bytes of its blocks owned.
+    pub bytes: u64,
+    /// Its blocks owned.
+    pub blocks: u64,
 }
 
 impl RetainedSite {
     /// `bytes` in `blocks` blocks allocated at `frames`.
     pub fn new(bytes: u64, blocks: u64, excused: bool, frames: Vec<Frame>) -> Self {
-        Self { bytes, blocks, excused, frames, addresses: Vec::new(), type_name: None, why: Vec::new() }
+        Self {
+            bytes,
+            blocks,
+            excused,
+            frames,
+            addresses: Vec::new(),
+            type_name: None,
+            why: Vec::new(),
+            owns: Vec::new(),
+        }
     }
 
     /// `bytes` in `blocks` blocks allocated at the instruction `addresses` of the test executable, for the reader
     /// to symbolise and judge (see [`addresses`](Self::addresses)); `frames` holds what follows the code frames
     /// (the `tracing` spans the stack was captured in).
     pub fn deferred(bytes: u64, blocks: u64, addresses: Vec<u64>, frames: Vec<Frame>) -> Self {
-        Self { bytes, blocks, excused: false, frames, addresses, type_name: None, why: Vec::new() }
+        Self { bytes, blocks, excused: false, frames, addresses, type_name: None, why: Vec::new(), owns: Vec::new() }
     }
 
-    /// Puts `sites` in a report's order: the most bytes first, then by frames.
+    /// Puts `sites` in a report's order: the most bytes first, then by frames. The sites each [`owns`](Self::owns)
+    /// names follow them to their new places.
     pub fn sort(sites: &mut [Self]) {
-        sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames)));
+        let order = |a: &Self, b: &Self| b.bytes.cmp(&a.bytes).then_with(|| a.frames.cmp(&b.frames));
+        // Both sorts are stable with one order: the sites land where their indices do.
+        let mut indices: Vec<usize> = (0..sites.len()).collect();
+        indices.sort_by(|&a, &b| order(&sites[a], &sites[b]));
+        let mut moved_to = vec![usize::MAX; sites.len()];
+        for (to, &from) in indices.iter().enumerate() {
+            moved_to[from] = to;
+        }
+        for owned in sites.iter_mut().flat_map(|site| &mut site.owns) {
+            owned.site = moved_to.get(owned.site).copied().unwrap_or(usize::MAX);
+        }
+        sites.sort_by(order);
+    }
+
+    /// The bytes of each of `sites` that other sites' lost blocks own ([`owns`](Self::owns)).
+    pub fn owned_elsewhere(sites: &[Self]) -> Vec<u64> {
+        let mut owned = vec![0; sites.len()];
+        for (index, site) in sites.iter().enumerate() {
+            for item in site.owns.iter().filter(|item| item.site != index) {
+                if let Some(bytes) = owned.get_mut(item.site) {
+                    *bytes += item.bytes;
+                }
+            }
+        }
+        owned
     }
 
     /// Bytes of this site that nothing reaches any more (lost, or in a cycle of lost blocks).
@@ -617,7 +667,7 @@ pub struct SampledStack {
 
 #[cfg(test)]
 mod tests {
-    use super::{Attribution, Budgets, LeakReport, RetainedSite, TestIdentity};
+    use super::{Attribution, Budgets, LeakReport, Owned, RetainedSite, TestIdentity};
     use crate::frame::Frame;
     use crate::json::ReadError;
     use crate::test_id::{TargetKind, TestId};
@@ -627,6 +677,21 @@ mod tests {
     }
 
     #[cfg(unix)]
+    #[test]
+    fn sorted_sites_take_the_sites_they_own_along() {
+        let site =
+            |bytes: u64, function: &str| RetainedSite::new(bytes, 1, false, vec![Frame::new(function, None, None)]);
+        // The box (16 B) owns the two buffers; after sorting, its list still names them.
+        let mut sites = vec![site(16, "app::boxed"), site(100, "app::small"), site(4096, "app::large")];
+        sites[0].owns = vec![Owned { site: 2, bytes: 4096, blocks: 1 }, Owned { site: 1, bytes: 100, blocks: 1 }];
+        RetainedSite::sort(&mut sites);
+        let functions: Vec<&str> = sites.iter().map(|site| site.frames[0].function.as_str()).collect();
+        assert_eq!(functions, ["app::large", "app::small", "app::boxed"]);
+        let owned: Vec<&str> = sites[2].owns.iter().map(|item| sites[item.site].frames[0].function.as_str()).collect();
+        assert_eq!(owned, ["app::large", "app::small"]);
+        assert_eq!(RetainedSite::owned_elsewhere(&sites), [4096, 100, 0]);
+    }
+
     #[test]
     fn a_report_written_over_its_mark_takes_the_marks_file_and_a_write_cut_short_says_so() {
         use std::os::unix::fs::MetadataExt;

@@ -333,29 +333,33 @@ fn each_site_names_the_type_its_allocating_generic_was_given() {
 
 /// The size of the block [`forgotten_where_stale_copies_lie`] forgets.
 const STALE: usize = 1000;
-/// The address [`plant_stale_copies`] left copies of on the stack, hidden.
-static PLANTED: AtomicUsize = AtomicUsize::new(0);
+/// The addresses [`plant_stale_copies`] left copies of on the stack, hidden.
+static PLANTED: [AtomicUsize; 7] = [const { AtomicUsize::new(0) }; 7];
 
-/// Frees a block of [`STALE`] bytes (taken from the C library's cache of freed blocks by the next request of
-/// its size, as `calloc` would not: its bytes are not zeros) after filling 64 KiB of the stack below the caller with copies of its address,
-/// as a function that returned leaves its words behind.
+/// Frees seven blocks of [`STALE`] bytes (the C library's cache of freed blocks of a size holds seven, and gives the
+/// last freed to the next request of the size, as `calloc` would not: their bytes are not zeros) after filling
+/// 64 KiB of the stack below the caller with copies of their addresses, as a function that returned leaves its
+/// words behind.
 #[inline(never)]
 fn plant_stale_copies() {
-    let block = black_box(vec![1u8; STALE]);
-    let copies = black_box([block.as_ptr().addr(); 8192]);
-    PLANTED.store(copies[0] ^ HIDDEN, Ordering::Relaxed);
-    drop(block);
+    let blocks: Vec<Vec<u8>> = (0..PLANTED.len()).map(|_| black_box(vec![1u8; STALE])).collect();
+    let copies =
+        black_box(core::array::from_fn::<usize, 8192, _>(|index| blocks[index % blocks.len()].as_ptr().addr()));
+    for (planted, address) in PLANTED.iter().zip(&copies) {
+        planted.store(address ^ HIDDEN, Ordering::Relaxed);
+    }
+    drop(blocks);
 }
 
-/// Forgets a block at the address [`plant_stale_copies`] left copies of where the test's frames now lie.
+/// Forgets a block at one of the addresses [`plant_stale_copies`] left copies of where the test's frames now lie.
 #[ying::leak_test]
 #[ignore = "run in a child process"]
 fn forgotten_where_stale_copies_lie() {
     let block = black_box(vec![1u8; STALE]);
-    assert_eq!(
-        block.as_ptr().addr() ^ HIDDEN,
-        PLANTED.load(Ordering::Relaxed),
-        "the block takes the freed one's address"
+    let hidden = block.as_ptr().addr() ^ HIDDEN;
+    assert!(
+        PLANTED.iter().any(|planted| planted.load(Ordering::Relaxed) == hidden),
+        "the block takes a freed one's address"
     );
     std::mem::forget(block);
 }
@@ -375,6 +379,47 @@ fn a_stale_copy_of_an_address_on_the_test_threads_stack_holds_nothing() {
         .find(|report| report.test.name == "forgotten_where_stale_copies_lie")
         .unwrap_or_else(|| panic!("no report: {}", stderr(&output)));
     assert_eq!(why(report, STALE as u64), [(Reach::Lost, None)], "{}", stderr(&output));
+}
+
+/// A stream whose state points back at it, as a C library's stream and state do.
+struct Stream {
+    state: RefCell<Option<Rc<StreamState>>>,
+}
+
+/// The state a [`Stream`] holds, holding the stream and a window.
+struct StreamState {
+    _stream: Rc<Stream>,
+    _window: Vec<u8>,
+}
+
+/// Forgets a stream whose state (allocated after it) points back at it and holds a window of 4,099 bytes.
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn forgotten_stream_and_its_state() {
+    let stream = Rc::new(Stream { state: RefCell::new(None) });
+    let state = Rc::new(StreamState { _stream: Rc::clone(&stream), _window: vec![1; 4099] });
+    *stream.state.borrow_mut() = Some(state);
+}
+
+#[test]
+fn lost_memory_is_grouped_under_the_block_allocated_first_of_its_cycle() {
+    let (output, report) = run_alone("forgotten_stream_and_its_state");
+    let stream = report
+        .retained_sites
+        .iter()
+        .find(|site| site.type_name.as_deref() == Some("why::Stream"))
+        .unwrap_or_else(|| panic!("no stream's site: {:#?}", report.retained_sites));
+    let owned: Vec<(Option<&str>, u64)> =
+        stream.owns.iter().map(|item| (report.retained_sites[item.site].type_name.as_deref(), item.bytes)).collect();
+    assert_eq!(owned.len(), 2, "{owned:?}");
+    assert!(owned.contains(&(Some("u8"), 4099)), "{owned:?}");
+    assert!(owned.iter().any(|(type_name, _)| *type_name == Some("why::StreamState")), "{owned:?}");
+    // The message lists the stream first, owning the rest; the window is not a line of its own.
+    let stderr = stderr(&output);
+    let listed: Vec<&str> = stderr.lines().skip_while(|line| !line.starts_with("retained memory by")).skip(1).collect();
+    assert!(listed[0].contains("of why::Stream, lost in a reference cycle"), "{stderr}");
+    assert!(listed.iter().any(|line| line.trim_start().starts_with("owning 2 more blocks")), "{stderr}");
+    assert!(!listed.iter().any(|line| line.contains("4.0 KiB (4099 bytes)")), "{stderr}");
 }
 
 /// A node of a doubly linked list whose links are all strong.

@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use ying_report::Frame;
-use ying_report::report::{IterationFigures, Outcome, RetainedSite};
+use ying_report::report::{IterationFigures, Outcome, Owned, RetainedSite};
 
 /// What a test function returns: `()` or a `Result`.
 #[doc(hidden)]
@@ -263,18 +263,31 @@ impl Measured {
                 .map(|block| block.stack.is_some_and(|stack| self.excuses.known(stack).is_some()))
                 .collect();
             let mut reach = why::Why::scan(&blocks, &known);
+            let stack_at: HashMap<usize, Option<StackId>> =
+                blocks.iter().map(|block| (block.address, block.stack)).collect();
             let mut by_stack: HashMap<Option<StackId>, (u64, u64, why::Whys)> = HashMap::new();
+            // Lost blocks another site's lost block owns, by (the owner's stack, their own).
+            let mut owned: HashMap<(Option<StackId>, Option<StackId>), (u64, u64)> = HashMap::new();
             for (block, &known) in blocks.iter().zip(&known) {
                 let (bytes, count, whys) = by_stack.entry(block.stack).or_default();
                 *bytes += block.owned as u64;
                 *count += u64::from(block.owns_block);
                 if let Some(reach) = reach.as_mut().filter(|_| !known) {
                     whys.add(reach.of(block.address), block.owned as u64, block.owns_block);
+                    let owner = reach.owner(block.address).and_then(|owner| stack_at.get(&owner).copied());
+                    if let Some(owner) = owner.filter(|&owner| owner != block.stack) {
+                        let (bytes, count) = owned.entry((owner, block.stack)).or_default();
+                        *bytes += block.owned as u64;
+                        *count += u64::from(block.owns_block);
+                    }
                 }
             }
+            let mut index_of = HashMap::with_capacity(by_stack.len());
             let mut sites: Vec<RetainedSite> = by_stack
                 .into_iter()
-                .map(|(stack, (bytes, blocks, whys))| {
+                .enumerate()
+                .map(|(index, (stack, (bytes, blocks, whys)))| {
+                    index_of.insert(stack, index);
                     let mut site = self.site(stack, bytes, blocks, manifest_dir, function);
                     if let Some(reach) = &mut reach {
                         site.why = whys.into_list(reach);
@@ -282,6 +295,13 @@ impl Measured {
                     site
                 })
                 .collect();
+            for ((owner, stack), (bytes, blocks)) in owned {
+                let (Some(&owner), Some(&site)) = (index_of.get(&owner), index_of.get(&stack)) else { continue };
+                sites[owner].owns.push(Owned { site, bytes, blocks });
+            }
+            for site in &mut sites {
+                site.owns.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.site.cmp(&b.site)));
+            }
             RetainedSite::sort(&mut sites);
             sites
         })

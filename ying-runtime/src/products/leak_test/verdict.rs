@@ -185,7 +185,9 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
             ByteSize::new(findings.excused_bytes)
         ));
     }
-    let shown: Vec<&RetainedSite> = sites.iter().filter(|site| !site.excused).collect();
+    // Lost memory as valgrind groups it: a site whose lost blocks another's own is listed under that one.
+    let listed = ying_frames::why::grouped(sites, (0..sites.len()).filter(|&index| !sites[index].excused));
+    let shown: Vec<&RetainedSite> = listed.iter().map(|&index| &sites[index]).collect();
     if shown.is_empty() {
         return message;
     }
@@ -210,6 +212,9 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
         }
         for frame in frames {
             message.push_str(&format!("\n      {frame}"));
+        }
+        if let Some(owning) = ying_frames::why::owning(sites, site) {
+            message.push_str(&format!("\n    {owning}"));
         }
     }
     if shown.len() > SITES_SHOWN {

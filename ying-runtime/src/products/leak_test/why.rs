@@ -33,7 +33,13 @@ impl Why {
             let targets = marked(false).map(|(block, _)| (block.address, block.size));
             let internal = crate::hot::live::internal_blocks();
             let unread = marked(true).map(|(block, _)| block.address).chain(internal.iter().copied());
-            Some(Self { reach: crate::read::reach::Reachability::scan(targets, unread, caller) })
+            // Of a cycle, the member whose stack was recorded first (allocated first, where stacks differ) owns the
+            // rest: the `Box<z_stream>` a test forgot, not the buffers the C library hung from it.
+            let stacks: HashMap<usize, u64> = marked(false)
+                .map(|(block, _)| (block.address, block.stack.map_or(u64::MAX, |stack| stack.index() as u64)))
+                .collect();
+            let first = |address: usize| stacks.get(&address).copied().unwrap_or(u64::MAX);
+            Some(Self { reach: crate::read::reach::Reachability::scan(targets, unread, caller, first) })
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -52,6 +58,20 @@ impl Why {
         {
             let _ = address;
             Reach::Lost
+        }
+    }
+
+    /// The lost block that owns the lost block at `address` (itself, for an owner); `None` for a block something
+    /// reaches, or where there is no scan.
+    pub(super) fn owner(&self, address: usize) -> Option<usize> {
+        #[cfg(target_os = "linux")]
+        {
+            self.reach.owner(address)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = address;
+            None
         }
     }
 

@@ -36,6 +36,8 @@ pub(super) struct Graph {
     chunks: Option<Chunks>,
     /// Chunks reached so far.
     visited: RawVec<bool>,
+    /// Of each block no root reaches, the index of the block that owns it (see [`Graph::settle_unreached`]).
+    owner: RawVec<usize>,
     /// Chunks reached whose words are still to read, with what reaches the test's blocks through them.
     through: RawVec<(usize, Reached)>,
     /// The words of one read that point somewhere the scan follows, kept from read to read (a mapping each).
@@ -60,6 +62,7 @@ impl Graph {
             pending: RawVec::new_in(RawSystem),
             chunks: None,
             visited: RawVec::new_in(RawSystem),
+            owner: RawVec::new_in(RawSystem),
             through: RawVec::new_in(RawSystem),
             hits: RawVec::new_in(RawSystem),
             low: 0,
@@ -241,12 +244,16 @@ impl Graph {
         }
     }
 
-    /// What no root reached: `Lost` for the blocks no other unreached block points to and everything they reach;
-    /// `Cycle` for the rest (reached only from a cycle among unreached blocks).
-    pub(super) fn settle_unreached(&mut self, reader: &mut Reader) {
-        let mut pointed_to = RawVec::with_capacity_in(self.blocks.len(), RawSystem);
-        pointed_to.resize(self.blocks.len(), false);
-        for index in 0..self.blocks.len() {
+    /// What no root reached, grouped as valgrind groups lost memory. `Lost` for the blocks no other unreached block
+    /// points to and everything they reach; `Cycle` for the rest (reached only from a cycle among unreached blocks).
+    /// Each such block gets an owner ([`owner`](Self::owner)): a block nothing points to owns what it reaches; of a
+    /// cycle, the member first in `first`'s order (then by address) owns the rest and what hangs from them, and a
+    /// cycle another cycle reaches joins that one's owner.
+    pub(super) fn settle_unreached(&mut self, reader: &mut Reader, first: impl Fn(usize) -> u64) {
+        let count = self.blocks.len();
+        let mut pointed_to = RawVec::with_capacity_in(count, RawSystem);
+        pointed_to.resize(count, false);
+        for index in 0..count {
             if self.reached[index].is_some() {
                 continue;
             }
@@ -261,19 +268,68 @@ impl Graph {
                 }
             });
         }
-        let lost = Reached { kind: Reach::Lost, root: Root::None };
-        for index in 0..self.blocks.len() {
-            if self.reached[index].is_none() && !pointed_to[index] {
-                self.reached[index] = Some(lost);
-                self.pending.push(index);
-                self.follow(lost, reader);
+        // Owners are taken in this order: blocks nothing points to, then the rest, each by `first` and address.
+        let mut candidates = RawVec::new_in(RawSystem);
+        candidates.extend((0..count).filter(|&index| self.reached[index].is_none()));
+        candidates.sort_unstable_by_key(|&index| (pointed_to[index], first(self.blocks[index].0), index));
+        self.owner.clear();
+        self.owner.resize(count, NO_OWNER);
+        let mut pending = RawVec::new_in(RawSystem);
+        // The candidate whose walk has seen each block.
+        let mut seen = RawVec::with_capacity_in(count, RawSystem);
+        seen.resize(count, NO_OWNER);
+        let cycle = Reached { kind: Reach::Cycle, root: Root::None };
+        for &candidate in &candidates {
+            if self.reached[candidate].is_some() {
+                continue;
+            }
+            let kind = if pointed_to[candidate] { Reach::Cycle } else { Reach::Lost };
+            let reached = Reached { kind, root: Root::None };
+            self.reached[candidate] = Some(reached);
+            self.owner[candidate] = candidate;
+            seen[candidate] = candidate;
+            pending.push(candidate);
+            while let Some(index) = pending.pop() {
+                let (start, end) = self.blocks[index];
+                let Self { blocks, reached: all, owner, .. } = &mut *self;
+                reader.words(start, end, |_, word| {
+                    let Some(found) = block_at(blocks, word) else { return };
+                    if seen[found] == candidate {
+                        return;
+                    }
+                    if all[found].is_none() {
+                        all[found] = Some(reached);
+                        owner[found] = candidate;
+                    } else if all[found] == Some(cycle) && owner[found] != NO_OWNER {
+                        // Another cycle's blocks, walked through: when the walk meets that cycle's owner, the
+                        // cycle hangs from this one, and joins it.
+                        if owner[found] == found {
+                            owner[found] = candidate;
+                        }
+                    } else {
+                        return;
+                    }
+                    seen[found] = candidate;
+                    pending.push(found);
+                });
             }
         }
-        for reached in self.reached.iter_mut().filter(|reached| reached.is_none()) {
-            *reached = Some(Reached { kind: Reach::Cycle, root: Root::None });
+    }
+
+    /// The block that owns the lost block at `start` (see [`settle_unreached`](Self::settle_unreached)): its start,
+    /// which is `start` for an owner; `None` for a block something reaches.
+    pub(super) fn owner(&self, start: usize) -> Option<usize> {
+        let mut index = self.blocks.binary_search_by_key(&start, |&(start, _)| start).ok()?;
+        // An owner another cycle took has that cycle's owner as its own: a few steps at most.
+        while let Some(&next) = self.owner.get(index).filter(|&&next| next != NO_OWNER && next != index) {
+            index = next;
         }
+        (self.owner.get(index) == Some(&index)).then(|| self.blocks[index].0)
     }
 }
+
+/// No owner: the block is reached, or the scan did not settle.
+const NO_OWNER: usize = usize::MAX;
 
 /// Whether what `reached` reaches leads on through the heap's chunks: from statics and thread-locals. A thread's
 /// stack reaches the test's blocks directly only: its frames' slots not written yet hold stale words, and the
@@ -334,11 +390,40 @@ mod tests {
         graph.root(heap.block(0).0, root, &mut reader);
         graph.root(heap.block(1).0, Reached { kind: Reach::Heap, root: Root::None }, &mut reader);
         assert!(!graph.all_reached());
-        graph.settle_unreached(&mut reader);
+        graph.settle_unreached(&mut reader, |_| 0);
         let kinds: Vec<Reach> = (0..8).map(|index| graph.reached(heap.block(index).0).unwrap().kind).collect();
         use Reach::{Cycle, Lost, Static};
         assert_eq!(kinds, [Static, Static, Lost, Lost, Cycle, Cycle, Cycle, Lost]);
         assert_eq!(graph.reached(heap.block(1).0).unwrap().root, Root::Word(0x1000));
+        // As valgrind groups them: 2 owns 3; 4, first of the cycle in address order, owns 5 and 6; 7 owns itself.
+        let owners: Vec<Option<usize>> = (0..8).map(|index| graph.owner(heap.block(index).0)).collect();
+        let at = |index: usize| Some(heap.block(index).0);
+        assert_eq!(owners, [None, None, at(2), at(2), at(4), at(4), at(4), at(7)]);
+    }
+
+    #[test]
+    fn the_member_of_a_cycle_first_in_the_given_order_owns_it_and_a_cycle_another_reaches_joins_that_one() {
+        let mut heap = Box::new(Heap([0; 64]));
+        // 0 <-> 1, 1 -> 2 <-> 3: two cycles, the second hanging from the first.
+        heap.point(0, 0, 1);
+        heap.point(1, 0, 0);
+        heap.point(1, 1, 2);
+        heap.point(2, 0, 3);
+        heap.point(3, 0, 2);
+        let blocks: Vec<(usize, usize)> = (0..4).map(|index| heap.block(index)).collect();
+        // Taken first: 3, then 1 (the order a runner gives by the blocks' stacks).
+        let rank = |start: usize| match blocks.iter().position(|&(block, _)| block == start) {
+            Some(3) => 0,
+            Some(1) => 1,
+            _ => 2,
+        };
+        let mut graph = Graph::new(blocks.iter().copied());
+        let mut reader = Reader::new();
+        graph.settle_unreached(&mut reader, rank);
+        let owners: Vec<Option<usize>> = (0..4).map(|index| graph.owner(heap.block(index).0)).collect();
+        assert_eq!(owners, [Some(heap.block(1).0); 4], "3's cycle joins the one that reaches it, which 1 owns");
+        let kinds: Vec<Reach> = (0..4).map(|index| graph.reached(heap.block(index).0).unwrap().kind).collect();
+        assert_eq!(kinds, [Reach::Cycle; 4]);
     }
 
     #[test]
@@ -352,7 +437,7 @@ mod tests {
         // Blocks 0 (not retained) and 1 lie in the range; only 0's word is a root.
         let (start, end) = (heap.block(0).0, heap.block(2).0);
         graph.roots_in(start, end, &mut reader, |address| Reached { kind: Reach::Heap, root: Root::Word(address) });
-        graph.settle_unreached(&mut reader);
+        graph.settle_unreached(&mut reader, |_| 0);
         assert_eq!(graph.reached(heap.block(2).0).unwrap(), Reached { kind: Reach::Heap, root: Root::Word(start) });
         assert_eq!(graph.reached(heap.block(1).0).unwrap().kind, Reach::Lost);
         assert_eq!(graph.reached(heap.block(3).0).unwrap().kind, Reach::Lost);

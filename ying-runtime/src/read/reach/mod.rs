@@ -48,11 +48,13 @@ pub(crate) struct Reachability {
 impl Reachability {
     /// Scans the process for what reaches the `blocks` (`(address, size)`). The blocks at `unread` (blocks of the
     /// heap) are never read: what only they point to is not reached through them. `caller`: what the calling
-    /// thread is to the test (see [`Caller`]).
+    /// thread is to the test (see [`Caller`]). `first`: the order in which lost blocks are taken as owners of the
+    /// rest (see [`owner`](Self::owner)), by a block's address, lowest first.
     pub(crate) fn scan(
         blocks: impl IntoIterator<Item = (usize, usize)>,
         unread: impl IntoIterator<Item = usize>,
         caller: Caller,
+        first: impl Fn(usize) -> u64,
     ) -> Self {
         // One scan at a time in a process: a scan spills the words it reads onto its thread's stack, where another
         // thread's scan would find them; a thread waiting here has no such frame live.
@@ -86,7 +88,7 @@ impl Reachability {
                 process.mark_direct_roots(&mut graph, &mut reader, &mut namer);
                 graph.through_heap(&mut reader);
                 if !graph.all_reached() {
-                    graph.settle_unreached(&mut reader);
+                    graph.settle_unreached(&mut reader, first);
                 }
                 graph
             }
@@ -97,6 +99,13 @@ impl Reachability {
     /// What reaches the block at `address`.
     pub(crate) fn of(&self, address: usize) -> Reached {
         self.graph.reached(address).unwrap_or(Reached { kind: Reach::Lost, root: Root::None })
+    }
+
+    /// The lost block that owns the lost block at `address`, as valgrind groups lost memory: `address` itself for an
+    /// owner; `None` for a block something reaches. A block nothing points to owns all it reaches; of a cycle, the
+    /// member first in the scan's order owns the rest.
+    pub(crate) fn owner(&self, address: usize) -> Option<usize> {
+        self.graph.owner(address)
     }
 
     /// The name of what reaches a block (see [`of`](Self::of)), when it has one: a static's path, a thread-local's
@@ -141,7 +150,7 @@ mod tests {
     /// the calling thread's stack no root.
     #[inline(never)]
     fn scan(hidden: usize, size: usize) -> Reachability {
-        Reachability::scan([(black_box(hidden) ^ HIDE, size)], [], Caller::RanTheBody)
+        Reachability::scan([(black_box(hidden) ^ HIDE, size)], [], Caller::RanTheBody, |_| 0)
     }
 
     /// The address of `boxed`'s contents, hidden.
