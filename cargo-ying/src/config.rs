@@ -23,6 +23,8 @@ pub(crate) struct Config {
     pub max_growth: Option<Growth>,
     /// Tolerated absolute growth (`min-growth = "1 KiB"`).
     pub min_growth: Option<ByteSize>,
+    /// Tolerated growth of what statics and thread-locals hold (`held-growth = "512 B"`).
+    pub held_growth: Option<ByteSize>,
     /// Figures gated besides retained bytes (`gate = ["peak", "allocations"]`).
     pub gate: Option<Vec<Figure>>,
     /// Reruns of a leak test that crossed the tolerance (`reruns = 2`).
@@ -170,6 +172,7 @@ const KEYS: &[&str] = &[
     "baseline",
     "max-growth",
     "min-growth",
+    "held-growth",
     "gate",
     "reruns",
     "allow",
@@ -205,6 +208,10 @@ impl Config {
                 "min-growth" => {
                     let size = serde_json::from_value::<ByteSize>(value.clone()).map_err(|why| why.to_string());
                     config.min_growth = Some(size.map_err(error)?);
+                }
+                "held-growth" => {
+                    let size = serde_json::from_value::<ByteSize>(value.clone()).map_err(|why| why.to_string());
+                    config.held_growth = Some(size.map_err(error)?);
                 }
                 "gate" => config.gate = Some(gate(value).map_err(error)?),
                 "reruns" => config.reruns = Some(count(value, "reruns").map_err(error)?),
@@ -354,7 +361,8 @@ mod tests {
     fn reads_every_key_into_its_type() {
         let read = config(json!({
             "jobs": 3, "timeout": "90s", "fail-fast": false, "baseline": "mem.json",
-            "max-growth": "5%", "min-growth": "4 KiB", "gate": ["peak", "allocations"], "reruns": 4
+            "max-growth": "5%", "min-growth": "4 KiB", "held-growth": "300 B", "gate": ["peak", "allocations"],
+            "reruns": 4
         }))
         .unwrap();
         assert_eq!(read.reruns, Some(4));
@@ -376,6 +384,7 @@ mod tests {
         assert_eq!(read.baseline.as_deref(), Some(std::path::Path::new("mem.json")));
         assert_eq!(read.max_growth.map(|growth| growth.fraction()), Some(0.05));
         assert_eq!(read.min_growth.map(|size| size.bytes()), Some(4096));
+        assert_eq!(read.held_growth.map(|size| size.bytes()), Some(300));
         assert_eq!(read.gate, Some(vec![Figure::Peak, Figure::Allocations]));
         assert_eq!(Config::from_metadata(&json!(null)).unwrap(), Config::default());
         assert_eq!(config(json!({"timeout": 30})).unwrap().timeout, Some(Duration::from_secs(30)));

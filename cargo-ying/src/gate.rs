@@ -16,6 +16,10 @@ pub(crate) const DEFAULT_MIN_GROWTH: ByteSize = ByteSize::new(1024);
 /// The most lost bytes may grow by without regressing (less when the absolute tolerance is less): memory nothing
 /// reaches any more is a leak whatever else the test keeps, so it has no relative tolerance.
 pub(crate) const LOST_FLOOR: ByteSize = ByteSize::new(256);
+/// The default most held bytes (what statics and thread-locals hold) may grow by without regressing (less when the
+/// absolute tolerance is less): a static cache that keeps one more entry is as much a leak as a forgotten one, and
+/// a large static floor's 10% would hide it.
+pub(crate) const DEFAULT_HELD_GROWTH: ByteSize = ByteSize::new(512);
 /// The default number of reruns a regression must survive: two, so that a test regresses only when three runs of
 /// it in a row cross the tolerance.
 pub(crate) const DEFAULT_RERUNS: u32 = 2;
@@ -57,7 +61,7 @@ impl fmt::Display for Growth {
 }
 
 /// How much a figure may grow: the larger of `relative` of the baseline and `absolute` bytes; lost bytes, only
-/// [`LOST_FLOOR`] (or `absolute`, when it is smaller).
+/// [`LOST_FLOOR`] (or `absolute`, when it is smaller); held bytes, only `held` (or `absolute`, when it is smaller).
 ///
 /// Retained bytes are exact, but they legitimately move a little when a dependency or the standard library changes
 /// its allocation sizes (a hash map's capacity, a buffer's growth policy). 10% or 1 KiB, whichever is larger, lets
@@ -70,11 +74,13 @@ pub(crate) struct Tolerance {
     pub relative: Growth,
     /// Growth in bytes that never fails (for byte figures).
     pub absolute: ByteSize,
+    /// Growth of held bytes that never fails.
+    pub held: ByteSize,
 }
 
 impl Default for Tolerance {
     fn default() -> Self {
-        Self { relative: DEFAULT_MAX_GROWTH, absolute: DEFAULT_MIN_GROWTH }
+        Self { relative: DEFAULT_MAX_GROWTH, absolute: DEFAULT_MIN_GROWTH, held: DEFAULT_HELD_GROWTH }
     }
 }
 
@@ -82,8 +88,10 @@ impl Tolerance {
     /// The most `figure` may grow to from `baseline` without regressing: a count of allocations has only the
     /// relative tolerance (the absolute one is bytes); lost bytes only the absolute one, at most [`LOST_FLOOR`].
     pub(crate) fn limit(&self, figure: Figure, baseline: u64) -> u64 {
-        if figure == Figure::Lost {
-            return baseline.saturating_add(self.lost_floor());
+        match figure {
+            Figure::Lost => return baseline.saturating_add(self.lost_floor()),
+            Figure::Held => return baseline.saturating_add(self.held_floor()),
+            _ => {}
         }
         let relative = (baseline as f64 * self.relative.fraction()).floor() as u64;
         let absolute = if figure.is_bytes() { self.absolute.bytes() } else { 0 };
@@ -96,7 +104,13 @@ impl Tolerance {
             max_growth_percent: self.relative.fraction() * 100.0,
             min_growth_bytes: self.absolute.bytes(),
             lost_growth_bytes: self.lost_floor(),
+            held_growth_bytes: self.held_floor(),
         }
+    }
+
+    /// How many bytes held bytes may grow by: `held`, or the absolute tolerance when it is smaller.
+    pub(crate) fn held_floor(&self) -> u64 {
+        self.absolute.bytes().min(self.held.bytes())
     }
 
     /// How many bytes lost bytes may grow by: [`LOST_FLOOR`], or the absolute tolerance when it is smaller.
@@ -124,9 +138,9 @@ impl Gating {
         &self.figures
     }
 
-    /// Gating of retained and lost bytes and `also`, with `tolerance`.
+    /// Gating of retained, lost and held bytes and `also`, with `tolerance`.
     pub(crate) fn new(tolerance: Tolerance, also: &[Figure]) -> Self {
-        let mut figures = vec![Figure::Retained, Figure::Lost];
+        let mut figures = vec![Figure::Retained, Figure::Lost, Figure::Held];
         figures.extend(also.iter().copied());
         figures.sort_unstable();
         figures.dedup();
@@ -165,10 +179,23 @@ impl Row {
         }
     }
 
-    /// The row in words, as every output shows it: `retained bytes grew from 1000 to 3000 (+2000, +200.0%)`.
+    /// The row in words, as every output shows it: `retained bytes grew from 1000 to 3000 (+2000, +200.0%), past
+    /// the tolerance`.
     pub(crate) fn describe(&self) -> String {
-        let moved = if self.now >= self.baseline { "grew" } else { "shrank" };
-        format!("{} {moved} from {} to {} ({})", self.figure.name(), self.baseline, self.now, self.growth())
+        let (moved, past) = if self.now >= self.baseline { ("grew", "past") } else { ("shrank", "beyond") };
+        let figure = self.figure.name();
+        format!("{figure} {moved} from {} to {} ({}), {past} {}", self.baseline, self.now, self.growth(), self.rule())
+    }
+
+    /// The rule its figure is judged by: `the lost floor` (lost bytes grow by a few hundred bytes at most, whatever
+    /// else the test keeps), `the held floor` (what statics and thread-locals hold, likewise), `the tolerance`
+    /// (relative, or absolute where that is larger).
+    pub(crate) fn rule(&self) -> &'static str {
+        match self.figure {
+            Figure::Lost => "the lost floor",
+            Figure::Held => "the held floor",
+            _ => "the tolerance",
+        }
     }
 }
 
@@ -261,7 +288,11 @@ pub(crate) fn entry(report: &LeakReport) -> BaselineEntry {
 /// baseline byte for byte, and the entry keeps every `gated` figure.
 pub(crate) fn keeps_recorded(verdict: Option<GateVerdict>, recorded: Option<&BaselineEntry>, gated: &[Figure]) -> bool {
     verdict.is_some_and(GateVerdict::keeps_baseline_entry)
-        && recorded.is_some_and(|entry| gated.iter().all(|&figure| entry.get(figure).is_some()))
+        && recorded.is_some_and(|entry| {
+            // A steady state's entry keeps no held bytes (`BaselineEntry::of`): none is missing there.
+            let kept = |figure: Figure| entry.get(figure).is_some() || (figure == Figure::Held && entry.steady_state);
+            gated.iter().all(|&figure| kept(figure))
+        })
 }
 
 /// The sites of `report` its retained memory grew at against `before`: those of the keys
@@ -348,7 +379,7 @@ pub(crate) fn judge(before: &BaselineEntry, now: &BaselineEntry, gating: &Gating
     // Shrinking is judged as growth is, from now back to the baseline: within the tolerance, it is churn. A leak
     // mended improves the test even when the statics beside it hide it in the retained bytes, so that saving
     // records it gone and its return regresses.
-    let improved: Vec<Row> = [Figure::Retained, Figure::Lost]
+    let improved: Vec<Row> = [Figure::Retained, Figure::Lost, Figure::Held]
         .into_iter()
         .filter(judged)
         .map(row)
@@ -389,7 +420,7 @@ mod tests {
         assert_eq!(tolerance.limit(Figure::Retained, 0), 1024);
         assert_eq!(tolerance.limit(Figure::Retained, 100_000), 110_000);
         assert_eq!(tolerance.limit(Figure::Allocations, 50), 55);
-        let strict = Tolerance { relative: Growth(0.0), absolute: ByteSize::new(0) };
+        let strict = Tolerance { relative: Growth(0.0), absolute: ByteSize::new(0), ..Tolerance::default() };
         assert_eq!(strict.limit(Figure::Retained, 500), 500);
     }
 
@@ -470,7 +501,7 @@ mod tests {
         let forgotten = judged(with_lost(24_576, 0), with_lost(25_088, 512));
         assert_eq!(forgotten.verdict, GateVerdict::Regressed);
         assert_eq!(forgotten.rows, [super::Row { figure: Figure::Lost, baseline: 0, now: 512 }]);
-        // A static cache that grows by 2 KiB, within 10% of 24 KiB, and loses nothing.
+        // Retained memory that grows by 2 KiB, within 10% of 24 KiB, none of it lost (nor held: a test not scanned).
         assert_eq!(judged(with_lost(24_576, 0), with_lost(26_624, 0)).verdict, GateVerdict::Unchanged);
         // Lost bytes that grow by less than the floor: churn of a conservative scan, not a leak.
         assert_eq!(judged(with_lost(24_576, 0), with_lost(24_776, 200)).verdict, GateVerdict::Unchanged);
@@ -492,13 +523,43 @@ mod tests {
 
     #[test]
     fn the_lost_floor_is_never_more_than_the_absolute_tolerance_and_a_mended_leak_is_an_improvement() {
-        let strict = Tolerance { relative: Growth(0.5), absolute: ByteSize::new(64) };
+        let strict = Tolerance { relative: Growth(0.5), absolute: ByteSize::new(64), ..Tolerance::default() };
         assert_eq!(strict.limit(Figure::Lost, 1000), 1064, "no relative tolerance for lost bytes");
         assert_eq!(Tolerance::default().limit(Figure::Lost, 1000), 1256);
         // The leak mended: 512 B fewer beside the static floor, within its tolerance, yet past the lost floor.
         let mended = judged(with_lost(25_088, 512), with_lost(24_576, 0));
         assert_eq!(mended.verdict, GateVerdict::Improved);
         assert_eq!(mended.rows, [super::Row { figure: Figure::Lost, baseline: 512, now: 0 }]);
+    }
+
+    /// An entry of `retained_bytes`, `held_bytes` of them held by statics and thread-locals.
+    fn with_held(retained_bytes: u64, held_bytes: u64) -> BaselineEntry {
+        BaselineEntry::new(Figures { retained_bytes, held_bytes, ..Figures::default() }, Vec::new())
+    }
+
+    #[test]
+    fn held_bytes_regress_past_a_floor_of_their_own_and_each_row_names_its_rule() {
+        // A static cache that keeps one more entry of 600 B: within the tolerance of the retained bytes (1 KiB).
+        let cached = judged(with_held(728, 728), with_held(1328, 1328));
+        assert_eq!(cached.verdict, GateVerdict::Regressed);
+        assert_eq!(cached.rows, [super::Row { figure: Figure::Held, baseline: 728, now: 1328 }]);
+        assert_eq!(cached.rows[0].describe(), "held bytes grew from 728 to 1328 (+600, +82.4%), past the held floor");
+        // Within the floor: a hash table's capacity that moved a little.
+        assert_eq!(judged(with_held(24_576, 24_576), with_held(25_088, 25_088)).verdict, GateVerdict::Unchanged);
+        // An entry written before the baseline kept held bytes is not judged by them.
+        let mut earlier = with_held(728, 728);
+        earlier.held_bytes = None;
+        assert_eq!(judged(earlier, with_held(1328, 1328)).verdict, GateVerdict::Unchanged);
+        // Configurable, and never more than the absolute tolerance.
+        let lenient = Tolerance { held: ByteSize::new(4096), ..Tolerance::default() };
+        assert_eq!(lenient.limit(Figure::Held, 728), 728 + 1024);
+        let gating = Gating::new(Tolerance { held: ByteSize::new(700), ..Tolerance::default() }, &[]);
+        assert_eq!(super::judge(&with_held(728, 728), &with_held(1328, 1328), &gating).verdict, GateVerdict::Unchanged);
+        let rules: Vec<&str> = [Figure::Retained, Figure::Lost, Figure::Held, Figure::Peak]
+            .into_iter()
+            .map(|figure| super::Row { figure, baseline: 0, now: 1 }.rule())
+            .collect();
+        assert_eq!(rules, ["the tolerance", "the lost floor", "the held floor", "the tolerance"]);
     }
 
     /// A report whose retained sites are `sites`: bytes, the function that allocated them, and whether excused.

@@ -396,7 +396,78 @@ pub(crate) struct Run {
     pub interrupted: Option<i32>,
 }
 
+/// The fewest tests that retain memory in one static for the terminal to name it once ([`Run::retained_statics`]).
+pub(crate) const SHARED_BY: usize = 3;
+
+/// A static that tests of a run retain memory in; one that several do is more often the process's own state (a
+/// runtime's registry, a dependency's cache) than a leak of each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SharedStatic {
+    /// The static, as the reports name it (`tokio::signal::registry::globals::GLOBALS`, `data of libc.so.6`).
+    pub root: String,
+    /// How many tests retain memory it holds.
+    pub tests: usize,
+    /// The most bytes it holds of one test.
+    pub bytes: u64,
+    /// The `allow` pattern that excuses it in every test: a module path of the static's
+    /// (`tokio::signal::registry::`) that a frame of every site whose memory it holds reads; `None` when none does.
+    pub pattern: Option<String>,
+}
+
+impl SharedStatic {
+    /// The pattern for a static named `root` whose memory was allocated at each of `stacks`: the longest of its
+    /// module paths (`tokio::signal::registry::globals::`, then `tokio::signal::registry::`, ...) that a frame of
+    /// every stack reads, of two segments at least (never a crate's whole code).
+    fn pattern(root: &str, stacks: &[&[ying_report::Frame]]) -> Option<String> {
+        if root.contains(char::is_whitespace) {
+            return None;
+        }
+        let mut module = root.rsplit_once("::")?.0;
+        while module.contains("::") {
+            let pattern = format!("{module}::");
+            if stacks.iter().all(|frames| frames.iter().any(|frame| frame.function.contains(&pattern))) {
+                return Some(pattern);
+            }
+            module = module.rsplit_once("::")?.0;
+        }
+        None
+    }
+}
+
 impl Run {
+    /// The statics the run's tests retain memory in, the most tests first, each with the `allow` line that excuses
+    /// it where there is one: `index.html` lists them, and the terminal names once those [`SHARED_BY`] tests share.
+    pub(crate) fn retained_statics(&self) -> Vec<SharedStatic> {
+        let mut by_root: BTreeMap<&str, (usize, u64, Vec<&[ying_report::Frame]>)> = BTreeMap::new();
+        for test in &self.tests {
+            let Some(leak) = &test.leak else { continue };
+            let mut held: BTreeMap<&str, u64> = BTreeMap::new();
+            for site in leak.report.retained_sites.iter().filter(|site| !site.excused) {
+                for why in site.why.iter().filter(|why| why.kind == ying_report::report::Reach::Static) {
+                    let Some(root) = why.root.as_deref() else { continue };
+                    *held.entry(root).or_default() += why.bytes;
+                    by_root.entry(root).or_default().2.push(&site.frames);
+                }
+            }
+            for (root, bytes) in held {
+                let (tests, most, _) = by_root.entry(root).or_default();
+                *tests += 1;
+                *most = (*most).max(bytes);
+            }
+        }
+        let mut shared: Vec<SharedStatic> = by_root
+            .into_iter()
+            .map(|(root, (tests, bytes, stacks))| SharedStatic {
+                root: root.to_owned(),
+                tests,
+                bytes,
+                pattern: SharedStatic::pattern(root, &stacks),
+            })
+            .collect();
+        shared.sort_by(|a, b| b.tests.cmp(&a.tests).then(b.bytes.cmp(&a.bytes)).then(a.root.cmp(&b.root)));
+        shared
+    }
+
     /// Judges every leak test against the baseline's `entries`: each record gets its verdict and its baseline
     /// entry. `complete`: the run covered every test, so baseline entries without a counterpart are missing (unless
     /// the baseline `measured` every test and this run only the leak tests: [`Comparison::measured`]).
@@ -526,6 +597,52 @@ mod tests {
         report.figures.retained_bytes = retained;
         record.leak = Some(Leak { report, path: format!("reports/p/test/leaks/{name}.json") });
         record
+    }
+
+    #[test]
+    fn statics_many_tests_retain_are_counted_once_each_with_the_allow_line_that_excuses_them() {
+        use ying_report::Frame;
+        use ying_report::report::{Reach, RetainedSite, Why};
+        let held_by = |root: &str, bytes: u64, function: &str| {
+            let mut site = RetainedSite::new(bytes, 1, false, vec![Frame::new(function, None, None)]);
+            site.why = vec![Why { kind: Reach::Static, root: Some(root.to_owned()), bytes, blocks: 1 }];
+            site
+        };
+        let registry = "tokio::signal::registry::globals::GLOBALS";
+        let mut tests: Vec<TestRecord> =
+            (0..4).map(|index| leak_test(&format!("t{index}"), 24_000, Outcome::Passed)).collect();
+        for (index, test) in tests.iter_mut().enumerate() {
+            let report = &mut test.leak.as_mut().unwrap().report;
+            // Two sites of the registry in one test are one test; the bytes grow with the test's index.
+            report.retained_sites.push(held_by(
+                registry,
+                23_000 + index as u64,
+                "tokio::signal::registry::globals::{{closure}}",
+            ));
+            report.retained_sites.push(held_by(registry, 100, "tokio::signal::registry::Registry::register"));
+            if index < 2 {
+                report.retained_sites.push(held_by("app::CACHE", 600, "app::Cache::fill"));
+                report.retained_sites.push(held_by("data of libc.so.6", 4599, "getaddrinfo"));
+            }
+        }
+        // An excused site is no one's.
+        let excused = tests[0].leak.as_mut().unwrap().report.retained_sites.last_mut().unwrap();
+        excused.excused = true;
+        let run = Run { tests, elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
+        let found = run.retained_statics();
+        let found: Vec<(&str, usize, u64, Option<&str>)> = found
+            .iter()
+            .map(|shared| (shared.root.as_str(), shared.tests, shared.bytes, shared.pattern.as_deref()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (registry, 4, 23_103, Some("tokio::signal::registry::")),
+                // Its functions do not read `app::CACHE`'s module (a crate's whole code is never proposed).
+                ("app::CACHE", 2, 600, None),
+                ("data of libc.so.6", 1, 4599, None),
+            ]
+        );
     }
 
     #[test]

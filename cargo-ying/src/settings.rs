@@ -212,6 +212,7 @@ pub(crate) fn gating(flags: &GateOptions, config: &Config) -> Gating {
     let tolerance = Tolerance {
         relative: flags.max_growth.or(config.max_growth).unwrap_or(defaults.relative),
         absolute: flags.min_growth.or(config.min_growth).unwrap_or(defaults.absolute),
+        held: flags.held_growth.or(config.held_growth).unwrap_or(defaults.held),
     };
     let also = if flags.gate.is_empty() { config.gate.clone().unwrap_or_default() } else { flags.gate.clone() };
     let mut gating = Gating::new(tolerance, &also);

@@ -168,6 +168,14 @@ arguments! {
         needs: None,
     },
     Argument {
+        name: "max_held",
+        doc: "retained bytes a static or a thread-local holds (directly, or through memory allocated before the test) \
+              the measured runs may leave; judged even where `max_retained` is not",
+        kind: Kind::Size(|written, bytes| written.budgets.max_held = Some(bytes)),
+        example: "\"4 KiB\"",
+        needs: None,
+    },
+    Argument {
         name: "warmup",
         doc: "unmeasured runs of the body first (one-time initialisation)",
         kind: Kind::Count { min: 0, max: u32::MAX as u64, fill: |written, count| written.warmup = runs(count) },
@@ -304,6 +312,7 @@ mod tests {
             ("max_allocations", Value::Number(4)),
             ("max_growth_per_iteration", Value::Number(5)),
             ("max_lost", Value::Number(8)),
+            ("max_held", Value::Number(9)),
             ("warmup", Value::Number(6)),
             ("iterations", Value::Number(7)),
             ("attribution", Value::Text("process")),
@@ -317,6 +326,7 @@ mod tests {
             max_allocations: Some(4),
             max_growth_per_iteration: Some(5),
             max_lost: Some(8),
+            max_held: Some(9),
         };
         assert_eq!(
             written,

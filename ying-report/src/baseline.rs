@@ -94,6 +94,12 @@ pub struct BaselineEntry {
     /// does not judge by them until it is saved again.
     #[serde(rename = "lost", default, skip_serializing_if = "Option::is_none")]
     pub lost_bytes: Option<u64>,
+    /// Of the retained bytes, those a static or a thread-local holds, which the gate judges by a floor of their own
+    /// rather than the relative tolerance; `None` in a steady state's entry (its smallest growth of one run judges
+    /// them) and in an entry written before the baseline kept them, which the gate does not judge by them until it
+    /// is saved again.
+    #[serde(rename = "held", default, skip_serializing_if = "Option::is_none")]
+    pub held_bytes: Option<u64>,
     /// Peak bytes, kept when the gate judges them (`gate = ["peak"]`).
     #[serde(rename = "peak", default, skip_serializing_if = "Option::is_none")]
     pub peak_bytes: Option<u64>,
@@ -138,6 +144,7 @@ impl BaselineEntry {
         Self {
             retained_bytes: figures.retained_bytes,
             lost_bytes: Some(figures.lost_bytes),
+            held_bytes: Some(figures.held_bytes),
             peak_bytes: Some(figures.peak_bytes),
             allocated_bytes: Some(figures.allocated_bytes),
             allocations: Some(figures.allocations),
@@ -154,6 +161,11 @@ impl BaselineEntry {
         let steady = Figures::steady_state(report);
         let mut entry = Self::new(steady.unwrap_or_else(|| Figures::of(report)), sites);
         entry.steady_state = steady.is_some();
+        if entry.steady_state {
+            // What statics keep is judged by the steady state's smallest growth of one run: a table filled once
+            // lands in a warm-up run or in a measured one, and the runs' total would move with it.
+            entry.held_bytes = None;
+        }
         entry
     }
 
@@ -163,6 +175,7 @@ impl BaselineEntry {
         match figure {
             Figure::Retained => Some(self.retained_bytes),
             Figure::Lost => self.lost_bytes,
+            Figure::Held => self.held_bytes,
             Figure::Peak => self.peak_bytes,
             Figure::Allocated => self.allocated_bytes,
             Figure::Allocations => self.allocations,
@@ -178,6 +191,7 @@ impl BaselineEntry {
             allocated_bytes: get(Figure::Allocated),
             allocations: get(Figure::Allocations),
             lost_bytes: get(Figure::Lost),
+            held_bytes: get(Figure::Held),
         }
     }
 
@@ -397,6 +411,7 @@ mod v2 {
                     let current = BaselineEntry {
                         retained_bytes: entry.retained_bytes,
                         lost_bytes: entry.lost_bytes,
+                        held_bytes: None,
                         peak_bytes: Some(entry.peak_bytes),
                         allocated_bytes: Some(entry.allocated_bytes),
                         allocations: Some(entry.allocations),
@@ -488,7 +503,7 @@ mod tests {
             "{\n  \"schema_version\": 3,\n  \"measured\": \"leak-tests\",\n  \"tests\": {\n    \
              \"pkg tests::same_unit\": {\"retained\": 0},\n    \
              \"pkg::bin/pkg tests::same_unit\": {\"retained\": 0},\n    \
-             \"pkg::leaks box_leak\": {\"retained\": 1000, \"lost\": 0, \"sites\": {\"leaks::box_leak\": 1000}}\n  }\n}\n"
+             \"pkg::leaks box_leak\": {\"retained\": 1000, \"lost\": 0, \"held\": 0, \"sites\": {\"leaks::box_leak\": 1000}}\n  }\n}\n"
         );
         Baseline::read(&path).unwrap().unwrap().write(&path).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), first);
@@ -518,15 +533,25 @@ mod tests {
 
     #[test]
     fn only_the_gated_figures_are_kept_and_a_figure_not_kept_is_not_there_to_judge() {
-        let figures =
-            Figures { retained_bytes: 10, peak_bytes: 20, allocated_bytes: 30, allocations: 4, lost_bytes: 5 };
+        let figures = Figures {
+            retained_bytes: 10,
+            peak_bytes: 20,
+            allocated_bytes: 30,
+            allocations: 4,
+            lost_bytes: 5,
+            held_bytes: 3,
+        };
         let entry = BaselineEntry::new(figures, Vec::new());
         let kept = entry.clone().keeping(&[Figure::Retained, Figure::Lost, Figure::Peak]);
         let found: Vec<Option<u64>> = Figure::ALL.iter().map(|&figure| kept.get(figure)).collect();
-        assert_eq!(found, [Some(10), Some(5), Some(20), None, None]);
+        assert_eq!(found, [Some(10), Some(5), Some(3), Some(20), None, None]);
         let mut baseline = Baseline::default();
         baseline.record(id("t"), kept);
-        assert!(baseline.render().contains("{\"retained\": 10, \"lost\": 5, \"peak\": 20}"), "{}", baseline.render());
+        assert!(
+            baseline.render().contains("{\"retained\": 10, \"lost\": 5, \"held\": 3, \"peak\": 20}"),
+            "{}",
+            baseline.render()
+        );
         assert_eq!(entry.figures(), figures, "a run's own entry keeps every figure");
     }
 

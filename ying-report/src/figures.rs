@@ -17,6 +17,10 @@ pub struct Figures {
     /// blocks), excused memory left out; part of `retained_bytes`. 0 when the test's memory was not scanned.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lost_bytes: u64,
+    /// Retained bytes a static or a thread-local holds ([`LeakReport::held_bytes`]), excused memory left out; part
+    /// of `retained_bytes`. 0 when the test's memory was not scanned.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub held_bytes: u64,
 }
 
 /// Whether a figure is 0, which the files leave out.
@@ -33,13 +37,14 @@ impl Figures {
             allocated_bytes: report.figures.allocated_bytes,
             allocations: report.figures.allocations,
             lost_bytes: report.lost_bytes(),
+            held_bytes: report.held_bytes(),
         }
     }
 
     /// The steady state of a report of several measured runs (`iterations`): the smallest figures of one measured
     /// run (for retained bytes, the smallest growth of the live heap, excused memory left out, 0 at least) and the
     /// peak of the runs as a whole. A one-time event in one run (a table resized, a cache filled) cannot move it; a
-    /// leak in every run always does. Lost bytes are those of the runs together: what nothing reaches is found once,
+    /// leak in every run always does. Lost and held bytes are those of the runs together: what nothing reaches is found once,
     /// at the end of the test, and is a leak whichever run made it. `None` for a report of one measured run.
     pub fn steady_state(report: &LeakReport) -> Option<Self> {
         if report.iterations < 2 || report.per_iteration.len() < 2 {
@@ -53,6 +58,7 @@ impl Figures {
             allocated_bytes: smallest(|run| run.allocated_bytes)?,
             allocations: smallest(|run| run.allocations)?,
             lost_bytes: report.lost_bytes(),
+            held_bytes: report.held_bytes(),
         })
     }
 
@@ -61,6 +67,7 @@ impl Figures {
         match figure {
             Figure::Retained => self.retained_bytes,
             Figure::Lost => self.lost_bytes,
+            Figure::Held => self.held_bytes,
             Figure::Peak => self.peak_bytes,
             Figure::Allocated => self.allocated_bytes,
             Figure::Allocations => self.allocations,
@@ -76,6 +83,8 @@ pub enum Figure {
     Retained,
     /// Bytes the test left allocated that nothing reaches any more (lost, or in a cycle of lost blocks).
     Lost,
+    /// Bytes the test left allocated that a static or a thread-local holds.
+    Held,
     /// Bytes the test held at once.
     Peak,
     /// Bytes the test allocated.
@@ -86,13 +95,16 @@ pub enum Figure {
 
 impl Figure {
     /// Every figure, in the order tables show them.
-    pub const ALL: [Figure; 5] = [Self::Retained, Self::Lost, Self::Peak, Self::Allocated, Self::Allocations];
+    pub const ALL: [Figure; 6] =
+        [Self::Retained, Self::Lost, Self::Held, Self::Peak, Self::Allocated, Self::Allocations];
 
-    /// Its key in configuration and on the command line: `retained`, `lost`, `peak`, `allocated`, `allocations`.
+    /// Its key in configuration and on the command line: `retained`, `lost`, `held`, `peak`, `allocated`,
+    /// `allocations`.
     pub fn key(self) -> &'static str {
         match self {
             Self::Retained => "retained",
             Self::Lost => "lost",
+            Self::Held => "held",
             Self::Peak => "peak",
             Self::Allocated => "allocated",
             Self::Allocations => "allocations",
@@ -104,6 +116,7 @@ impl Figure {
         match self {
             Self::Retained => "retained bytes",
             Self::Lost => "lost bytes",
+            Self::Held => "held bytes",
             Self::Peak => "peak bytes",
             Self::Allocated => "allocated bytes",
             Self::Allocations => "allocations",
@@ -156,6 +169,7 @@ mod tests {
 
         let entry = BaselineEntry::of(&report(&[0, 18_448, 0, 0]), Vec::new());
         assert!(entry.steady_state && entry.retained_bytes == 0);
+        assert_eq!(entry.held_bytes, None, "what statics keep is judged by the steady state");
         let single = BaselineEntry::of(&report(&[1000]), Vec::new());
         assert!(!single.steady_state && single.retained_bytes == 1000);
     }

@@ -155,6 +155,11 @@ impl LeakReport {
         self.retained_sites.iter().filter(|site| !site.excused).map(RetainedSite::lost_bytes).sum()
     }
 
+    /// Retained bytes a static or a thread-local holds ([`Reach::is_held`]), excused sites left out.
+    pub fn held_bytes(&self) -> u64 {
+        self.retained_sites.iter().filter(|site| !site.excused).map(RetainedSite::held_bytes).sum()
+    }
+
     /// Reads the report at `path`, which must be of this version and of test `expected`.
     pub fn read(path: &Path, expected: &TestId) -> Result<Self, ReadError> {
         let text = json::read_text(path)?;
@@ -403,6 +408,9 @@ pub struct Budgets {
     /// reach) the measured runs may leave.
     #[serde(default)]
     pub max_lost: Option<u64>,
+    /// Retained bytes a static or a thread-local holds ([`Reach::is_held`]) the measured runs may leave.
+    #[serde(default)]
+    pub max_held: Option<u64>,
 }
 
 /// How a leak test ended.
@@ -556,6 +564,11 @@ impl RetainedSite {
     pub fn lost_bytes(&self) -> u64 {
         self.why.iter().filter(|why| why.kind.is_lost()).map(|why| why.bytes).sum()
     }
+
+    /// Bytes of this site a static or a thread-local holds ([`Reach::is_held`]).
+    pub fn held_bytes(&self) -> u64 {
+        self.why.iter().filter(|why| why.kind.is_held()).map(|why| why.bytes).sum()
+    }
 }
 
 /// What keeps retained memory allocated at the end of a test: how it is reached, and from where. A block gets the
@@ -592,6 +605,12 @@ impl Reach {
     /// Whether nothing reaches memory of this kind any more: [`Lost`](Self::Lost) or [`Cycle`](Self::Cycle).
     pub fn is_lost(self) -> bool {
         matches!(self, Self::Lost | Self::Cycle)
+    }
+
+    /// Whether a static or a thread-local holds it, directly or through memory allocated before the test: memory
+    /// the process keeps for as long as the static or the thread lives (`static`, `thread_local`, `heap`).
+    pub fn is_held(self) -> bool {
+        matches!(self, Self::Static | Self::ThreadLocal | Self::Heap)
     }
 
     /// Its name in the report: `static`, `thread_local`, `thread_stack`, `heap`, `cycle`, `lost`.

@@ -69,7 +69,8 @@ pub struct Summary {
 }
 
 /// The gate's tolerance: growth of retained memory within `max_growth_percent` of the baseline or
-/// `min_growth_bytes`, whichever is larger, passes; lost bytes may grow by `lost_growth_bytes` at most.
+/// `min_growth_bytes`, whichever is larger, passes; lost bytes may grow by `lost_growth_bytes` at most, and held
+/// bytes by `held_growth_bytes`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GateTolerance {
     /// Growth relative to the baseline, in percent.
@@ -78,6 +79,9 @@ pub struct GateTolerance {
     pub min_growth_bytes: u64,
     /// The growth of lost bytes that passes whatever the relative growth.
     pub lost_growth_bytes: u64,
+    /// The growth of held bytes (a static's or a thread-local's) that passes whatever the relative growth.
+    #[serde(default)]
+    pub held_growth_bytes: u64,
 }
 
 /// Whether a count is 0, which summaries leave out.
@@ -386,6 +390,7 @@ mod tests {
             allocated_bytes: 1000,
             allocations: 1,
             lost_bytes: 0,
+            held_bytes: 0,
         });
         leak.gate = Some(GateVerdict::New);
         let plain = SummaryTest::new(TestId::new("p", TargetKind::Lib, "p", "tests::ok"), TestOutcome::Passed);

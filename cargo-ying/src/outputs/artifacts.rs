@@ -206,7 +206,7 @@ pub(crate) fn summary(run: &Run, summary: &Summary, out_dir: &Path) -> Result<()
         })
         .collect();
     let index = out_dir.join("index.html");
-    std::fs::write(&index, super::html::index_html(summary, &messages, &regressions))
+    std::fs::write(&index, super::html::index_html(summary, &messages, &regressions, &run.retained_statics()))
         .map_err(Error::io("write", &index))
 }
 

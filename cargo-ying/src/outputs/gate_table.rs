@@ -7,10 +7,12 @@ use ying_report::{Figure, GateVerdict};
 /// tests.
 pub(crate) fn render(comparison: &Comparison, baseline: &str, tolerance: Tolerance) -> Vec<String> {
     let mut lines = vec![format!(
-        "retained memory against {baseline} (tolerance: {} or {} bytes, whichever is larger; lost bytes: {} bytes)",
+        "retained memory against {baseline} (tolerance: {} or {} bytes, whichever is larger; lost bytes: {} bytes; \
+         held bytes: {} bytes)",
         tolerance.relative,
         tolerance.absolute.bytes(),
-        tolerance.lost_floor()
+        tolerance.lost_floor(),
+        tolerance.held_floor()
     )];
     let verdicts = [
         (GateVerdict::Regressed, "REGRESSED"),

@@ -115,18 +115,20 @@ pub(crate) fn step_summary(run: &Run) -> String {
         } else {
             let tolerance = gate.gating.tolerance;
             out.push_str(&format!(
-                "### Memory regressions (tolerance {} or {} bytes; lost bytes {} bytes)\n\n| test | figure | baseline | now | change |\n|---|---|---:|---:|---:|\n",
+                "### Memory regressions (tolerance {} or {} bytes; lost bytes {} bytes; held bytes {} bytes)\n\n| test | figure | baseline | now | change | past |\n|---|---|---:|---:|---:|---|\n",
                 tolerance.relative,
                 tolerance.absolute.bytes(),
-                tolerance.lost_floor()
+                tolerance.lost_floor(),
+                tolerance.held_floor()
             ));
             for (id, row) in regressions {
                 out.push_str(&format!(
-                    "| `{id}` | {} | {} | {} | {} |\n",
+                    "| `{id}` | {} | {} | {} | {} | {} |\n",
                     row.figure.name(),
                     row.baseline,
                     row.now,
-                    row.growth()
+                    row.growth(),
+                    row.rule()
                 ));
             }
             out.push('\n');
@@ -191,7 +193,11 @@ mod tests {
             "{}",
             lines[0]
         );
-        assert!(lines[0].ends_with("::retained bytes grew from 10 to 5000 (+4990, +49900.0%25)"), "{}", lines[0]);
+        assert!(
+            lines[0].ends_with("::retained bytes grew from 10 to 5000 (+4990, +49900.0%25), past the tolerance"),
+            "{}",
+            lines[0]
+        );
         assert!(lines[1].contains("title=failed p%3A%3Aleaks fails_00"), "{}", lines[1]);
         assert!(lines[..MAX_ERRORS].iter().all(|line| line.starts_with("::error ")));
         assert!(lines[MAX_ERRORS].starts_with("::notice "), "{}", lines[MAX_ERRORS]);
@@ -232,11 +238,14 @@ mod tests {
         assert_eq!(
             lines[0],
             "::error file=crates/p/tests/leaks.rs,line=3,title=memory regression p%3A%3Aleaks forgets::lost bytes grew \
-             from 0 to 512 (+512)%0Agrown at:%0A  512 B in 1 block, lost (nothing points to it), at tests/leaks.rs:12 \
+             from 0 to 512 (+512), past the lost floor%0Agrown at:%0A  512 B in 1 block, lost (nothing points to it), at tests/leaks.rs:12 \
              in leaks::forgets"
         );
         let summary = step_summary(&run);
-        assert!(summary.contains("| `p::leaks forgets` | lost bytes | 0 | 512 | +512 |\n"), "{summary}");
+        assert!(
+            summary.contains("| `p::leaks forgets` | lost bytes | 0 | 512 | +512 | the lost floor |\n"),
+            "{summary}"
+        );
         assert!(
             summary.contains(
                 "`p::leaks forgets` grew at:\n\n- 512 B in 1 block, lost (nothing points to it), at \

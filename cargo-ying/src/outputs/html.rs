@@ -6,6 +6,7 @@
 //! rounded, with the exact bytes on hover; for a steady state, the baseline and the change are per measured run.
 //! The page is well-formed XML as well as HTML.
 
+use crate::model::SharedStatic;
 use std::collections::BTreeMap;
 use ying_report::{ByteSize, GateVerdict, Summary, SummaryTest, TestId, TestOutcome};
 
@@ -266,10 +267,44 @@ ul.sites{margin:.2em 0 0;padding-left:1.2em}ul.sites li{word-break:break-word}td
 
 /// The self-contained HTML page of `summary`. `messages` holds the leak tests' failure messages, by test, for
 /// failed tests whose summary entry has no reason; `regressions` what regressed of each regressed test.
+/// The statics the suite's tests retain memory in, with how many tests each and the `allow` line that excuses one;
+/// nothing when none does.
+fn statics_section(statics: &[SharedStatic]) -> String {
+    if statics.is_empty() {
+        return String::new();
+    }
+    let rows: String = statics
+        .iter()
+        .map(|shared| {
+            let allow = shared
+                .pattern
+                .as_ref()
+                .map(|pattern| format!("<code>allow = [\"{}\"]</code>", escape(pattern)))
+                .unwrap_or_default();
+            format!(
+                "<tr><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\" title=\"{} bytes\">{}</td>\
+                 <td>{allow}</td></tr>\n",
+                escape(&shared.root),
+                shared.tests,
+                shared.bytes,
+                ByteSize::new(shared.bytes).rounded()
+            )
+        })
+        .collect();
+    format!(
+        "<h2 id=\"statics\">Statics the suite retains</h2>\n<p>Memory a static holds stays for the whole process: \
+         the process's own state (a runtime's registry, a dependency's cache) more often than a leak when many tests \
+         retain it. Its <code>allow</code> line, under <code>[workspace.metadata.ying]</code>, excuses it in every \
+         test.</p>\n<table>\n<thead><tr><th>static</th><th class=\"n\">tests</th><th class=\"n\">most in one \
+         test</th><th>excused by</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n"
+    )
+}
+
 pub(crate) fn index_html(
     summary: &Summary,
     messages: &BTreeMap<TestId, String>,
     regressions: &BTreeMap<TestId, Regression>,
+    statics: &[SharedStatic],
 ) -> String {
     let rows: String = ordered(&summary.tests).into_iter().map(|test| row(test, messages, regressions)).collect();
     format!(
@@ -282,14 +317,15 @@ pub(crate) fn index_html(
          <th>gate</th><th>reason</th><th class=\"n\">retained</th><th class=\"n\">baseline retained</th>\
          <th class=\"n\">change</th><th class=\"n\">peak</th><th class=\"n\">allocated</th>\
          <th class=\"n\">allocations</th><th>files</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n\
-         </body>\n</html>\n",
+         {statics}</body>\n</html>\n",
         headline = headline(&summary.tests),
+        statics = statics_section(statics),
     )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Regression, escape, index_html, ordered, run_verdict, totals_line};
+    use super::{Regression, SharedStatic, escape, index_html, ordered, run_verdict, totals_line};
     use std::collections::BTreeMap;
     use ying_report::{Figures, GateVerdict, Summary, SummaryTest, TargetKind, TestId, TestOutcome};
 
@@ -313,12 +349,38 @@ mod tests {
             test
         };
         let summary = Summary::new(vec![test(TargetKind::Lib, "m::t"), test(TargetKind::Bin, "m__t")]);
-        let html = index_html(&summary, &BTreeMap::new(), &BTreeMap::new());
+        let html = index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &[]);
         assert!(
             html.contains("<span class=\"name\">m::t</span>") && html.contains("<a href=\"reports/p/lib/p/m.t.json\">")
         );
         assert!(html.contains("<span class=\"binary\">p::bin/p</span><br/><span class=\"name\">m__t</span>"));
         assert!(html.contains("<a href=\"reports/p/bin/p/m__t.json\">"));
+    }
+
+    #[test]
+    fn the_statics_the_suite_retains_are_listed_with_their_tests_and_allow_line() {
+        let summary = Summary::new(vec![test("a", TestOutcome::Passed, None)]);
+        assert!(!index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &[]).contains("Statics the suite retains"));
+        let statics = [
+            SharedStatic {
+                root: "tokio::signal::registry::globals::GLOBALS".to_owned(),
+                tests: 168,
+                bytes: 23_552,
+                pattern: Some("tokio::signal::registry::globals::".to_owned()),
+            },
+            SharedStatic { root: "data of libc.so.6".to_owned(), tests: 2, bytes: 4599, pattern: None },
+        ];
+        let html = index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &statics);
+        assert!(html.contains("<h2 id=\"statics\">Statics the suite retains</h2>"), "{html}");
+        assert!(
+            html.contains(
+                "<tr><td><code>tokio::signal::registry::globals::GLOBALS</code></td><td class=\"n\">168</td>\
+                 <td class=\"n\" title=\"23552 bytes\">23.0 KiB</td><td><code>allow = \
+                 [\"tokio::signal::registry::globals::\"]</code></td></tr>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("<td><code>data of libc.so.6</code></td><td class=\"n\">2</td>"), "{html}");
     }
 
     #[test]
@@ -329,6 +391,7 @@ mod tests {
             &Summary::new(vec![kept, test("shown", TestOutcome::Failed, None)]),
             &BTreeMap::new(),
             &BTreeMap::new(),
+            &[],
         );
         assert!(html.contains("<a href=\"output/p/test/t/kept.log\">output</a>"), "{html}");
         assert!(html.contains("the test failed; see its output") && html.contains("its output is in the terminal"));
@@ -360,13 +423,14 @@ mod tests {
             allocated_bytes: 2048,
             allocations: 1,
             lost_bytes: 0,
+            held_bytes: 0,
         });
         grown.baseline_retained_bytes = Some(1000);
         let messages = BTreeMap::from([(
             grown.id.clone(),
             "ying: leak test `grown` exceeded its budget\n  max_retained = 0 B: retained 3000 B\n\nsites".to_owned(),
         )]);
-        let html = index_html(&Summary::new(vec![grown]), &messages, &BTreeMap::new());
+        let html = index_html(&Summary::new(vec![grown]), &messages, &BTreeMap::new(), &[]);
         assert!(html.contains("<td class=\"n retained\" title=\"3000 bytes\">2.9 KiB</td>"), "{html}");
         assert!(html.contains("<td class=\"n baseline\" title=\"1000 bytes\">1000 B</td>"), "{html}");
         assert!(html.contains("title=\"+2000 bytes\">+2.0 KiB<br/><small>(+200.0%)</small></td>"), "{html}");
@@ -395,7 +459,7 @@ mod tests {
         };
         let unstable = test("wobbles", TestOutcome::Passed, Some(GateVerdict::Unstable));
         let regressions = BTreeMap::from([(grown.id.clone(), regression.clone()), (unstable.id.clone(), regression)]);
-        let html = index_html(&Summary::new(vec![grown, unstable]), &BTreeMap::new(), &regressions);
+        let html = index_html(&Summary::new(vec![grown, unstable]), &BTreeMap::new(), &regressions, &[]);
         assert!(
             html.contains(
                 "<td class=\"reason\">lost bytes grew from 0 to 512 (+512)<br/>grown at:<ul class=\"sites\"><li>512 B \
@@ -412,12 +476,24 @@ mod tests {
     #[test]
     fn a_steady_state_is_compared_with_the_baseline_per_measured_run() {
         let mut steady = test("steady", TestOutcome::Passed, Some(GateVerdict::Unchanged));
-        steady.figures =
-            Some(Figures { retained_bytes: 176, peak_bytes: 176, allocated_bytes: 176, allocations: 5, lost_bytes: 0 });
-        steady.steady_state =
-            Some(Figures { retained_bytes: 16, peak_bytes: 176, allocated_bytes: 16, allocations: 1, lost_bytes: 0 });
+        steady.figures = Some(Figures {
+            retained_bytes: 176,
+            peak_bytes: 176,
+            allocated_bytes: 176,
+            allocations: 5,
+            lost_bytes: 0,
+            held_bytes: 0,
+        });
+        steady.steady_state = Some(Figures {
+            retained_bytes: 16,
+            peak_bytes: 176,
+            allocated_bytes: 16,
+            allocations: 1,
+            lost_bytes: 0,
+            held_bytes: 0,
+        });
         steady.baseline_retained_bytes = Some(16);
-        let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new(), &BTreeMap::new());
+        let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new(), &BTreeMap::new(), &[]);
         assert!(html.contains("<td class=\"n change\" title=\"0 bytes per measured run\">0 B</td>"), "{html}");
         assert!(html.contains("title=\"16 bytes per measured run\">16 B<br/><small>per run</small>"), "{html}");
         assert!(html.contains("<td class=\"n retained\" title=\"176 bytes\">176 B</td>"), "{html}");

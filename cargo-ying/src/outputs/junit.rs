@@ -406,7 +406,7 @@ mod tests {
         assert_eq!(
             failure.attribute("message"),
             Some(
-                "retained bytes grew from 1000 to 3000 (+2000, +200.0%); retained diff flamegraph: \
+                "retained bytes grew from 1000 to 3000 (+2000, +200.0%), past the tolerance; retained diff flamegraph: \
                  flamegraphs/p/test/leaks/grew.retained-diff.svg"
             )
         );
@@ -463,7 +463,8 @@ mod tests {
         let message = failure.attribute("message").unwrap();
         assert!(
             message.starts_with(&format!(
-                "retained bytes grew from 0 to 3584 (+3584); lost bytes grew from 0 to 3584 (+3584); grown at: {}; {}",
+                "retained bytes grew from 0 to 3584 (+3584), past the tolerance; lost bytes grew from 0 to 3584 (+3584), past \
+                 the lost floor; grown at: {}; {}",
                 site(10),
                 site(11)
             )),

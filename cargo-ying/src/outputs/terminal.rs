@@ -248,6 +248,27 @@ impl Reporter {
         }
         self.leak_table(run);
         self.notes(run);
+        self.shared_statics(run);
+    }
+
+    /// The statics many tests retain memory in, each named once, with the `allow` line that excuses it.
+    fn shared_statics(&self, run: &Run) {
+        for shared in run.retained_statics().into_iter().filter(|shared| shared.tests >= crate::model::SHARED_BY) {
+            let excuse = match &shared.pattern {
+                Some(pattern) => format!(
+                    "; if it is the process's own state, `allow = [\"{pattern}\"]` under [workspace.metadata.ying] \
+                     excuses it in every test"
+                ),
+                None => String::new(),
+            };
+            say!(
+                "{} {} tests retain memory held by static {} (at most {} in one){excuse}",
+                self.label(YELLOW, "note"),
+                shared.tests,
+                shared.root,
+                ying_report::ByteSize::new(shared.bytes).rounded()
+            );
+        }
     }
 
     /// How the run ends, as cargo-nextest ends one: what `cargo test` would run and this run did not, the Summary
@@ -316,14 +337,15 @@ impl Reporter {
         text
     }
 
-    /// A regressed test's lines after the Summary: the figures that regressed (`lost bytes 0 -> 512`), then under
+    /// A regressed test's lines after the Summary: the figures that regressed and the rule each crossed
+    /// (`lost bytes 0 -> 512 (past the lost floor)`), then under
     /// the test's id the sites its memory grew at.
     fn regressed(&self, test: &TestRecord) -> String {
         let rows: Vec<String> = test
             .gate
             .iter()
             .flat_map(|gate| gate.regressions())
-            .map(|row| format!("{} {} -> {}", row.figure.name(), row.baseline, row.now))
+            .map(|row| format!("{} {} -> {} (past {})", row.figure.name(), row.baseline, row.now, row.rule()))
             .collect();
         let mut lines = format!("{} {}: {}\n", self.label(RED, "REGRESSED"), test.id, rows.join(", "));
         for site in test.grown_sites() {
@@ -478,7 +500,7 @@ mod tests {
         run.judge_by_default(&baseline, true);
         assert_eq!(
             Reporter::new(false, false, false, false).regressed(&run.tests[0]),
-            "   REGRESSED p::leaks forgets: lost bytes 0 -> 512\n             512 B in 1 block, lost (nothing points \
+            "   REGRESSED p::leaks forgets: lost bytes 0 -> 512 (past the lost floor)\n             512 B in 1 block, lost (nothing points \
              to it), at tests/leaks.rs:12 in leaks::forgets\n"
         );
     }

@@ -261,6 +261,79 @@ fn a_small_lost_leak_beside_a_static_floor_regresses_every_time_and_says_where()
     }
 }
 
+/// Tests of a static registry three of them fill (as tokio's signal handlers), and of a static cache.
+const STATIC_TESTS: &str = r#"
+mod registry {
+    static REGISTRY: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+    pub fn globals() -> &'static [u8] {
+        REGISTRY.get_or_init(|| vec![7u8; 2048])
+    }
+}
+
+#[test]
+fn registers_first() {
+    assert_eq!(std::hint::black_box(registry::globals()).len(), 2048);
+}
+
+#[test]
+fn registers_second() {
+    assert_eq!(std::hint::black_box(registry::globals()).len(), 2048);
+}
+
+#[test]
+fn registers_third() {
+    assert_eq!(std::hint::black_box(registry::globals()).len(), 2048);
+}
+
+static CACHE: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
+#[test]
+fn caches_entries() {
+    CACHE.lock().unwrap().push(std::hint::black_box(vec![1u8; 728]));
+}
+"#;
+
+#[test]
+fn a_static_cache_grown_within_the_tolerance_regresses_by_the_held_floor_and_a_shared_static_is_named_once() {
+    let fixture = Fixture::plain();
+    let tests = fixture.path().join("tests/plain.rs");
+    let source = std::fs::read_to_string(&tests).unwrap() + STATIC_TESTS;
+    std::fs::write(&tests, &source).unwrap();
+    let only = ["--measure", "all", "--test", "plain", "registers_", "caches_entries"];
+    let output = fixture.cargo_ying(&[&only[..], &["--save-baseline"]].concat(), &[]);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    // Named once, with the line that excuses it: its module, which the frames that filled it read.
+    assert!(
+        said.contains(
+            "note 3 tests retain memory held by static plain::registry::REGISTRY (at most 2.0 KiB in one); if it is \
+             the process's own state, `allow = [\"plain::registry::\"]` under [workspace.metadata.ying] excuses it \
+             in every test"
+        ),
+        "{said}"
+    );
+    let html = std::fs::read_to_string(fixture.path().join("target/ying/index.html")).unwrap();
+    assert!(html.contains("<td><code>plain::registry::REGISTRY</code></td><td class=\"n\">3</td>"), "{html}");
+    let baseline = std::fs::read_to_string(fixture.path().join("ying-baseline.json")).unwrap();
+    let line = baseline.lines().find(|line| line.contains("caches_entries")).unwrap();
+    assert!(line.contains("\"retained\": 824, \"lost\": 0, \"held\": 824"), "{line}");
+
+    // One more entry of 600 B: within the tolerance of the retained bytes (1 KiB), past the held floor (512 B).
+    let grown = source.replace(
+        "    CACHE.lock().unwrap().push(std::hint::black_box(vec![1u8; 728]));\n",
+        "    CACHE.lock().unwrap().push(std::hint::black_box(vec![1u8; 728]));\n    \
+         CACHE.lock().unwrap().push(std::hint::black_box(vec![1u8; 600]));\n",
+    );
+    assert_ne!(grown, source);
+    std::fs::write(&tests, &grown).unwrap();
+    let output = fixture.cargo_ying(&only, &[]);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), REGRESSED, "{said}");
+    assert!(said.contains("caches_entries: held bytes 824 -> 1424 (past the held floor)"), "{said}");
+    assert!(!said.contains("retained bytes 824 -> 1424"), "the tolerance let the retained bytes through\n{said}");
+}
+
 /// A plain test whose allocation is made by a Rust callback that the C library calls (`qsort` calling a
 /// comparator), as zlib calls flate2's `zalloc`.
 const C_CALLS_BACK: &str = r#"

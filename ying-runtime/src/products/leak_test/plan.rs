@@ -104,15 +104,21 @@ pub(super) struct Plan {
     pub(super) allow: &'static [&'static str],
     /// What the report says of how the figures were taken (see `LeakReport::notes`).
     pub(super) notes: Vec<String>,
-    /// The attribute wrote `max_lost` and left `max_retained` to its default: a breach of it says so.
-    pub(super) lost_alone: bool,
+    /// The budget of a kind the attribute wrote (`max_lost`, `max_held`) while it left `max_retained` to its
+    /// default: a breach of that says so.
+    pub(super) lost_alone: Option<&'static str>,
 }
 
 impl Plan {
     /// The plan of `test`, whose attribution defaults to `default_attribution`.
     pub(super) fn new(test: &'static LeakTest, default_attribution: Attribution) -> Self {
         let written = test.written();
-        let lost_alone = written.budgets.max_lost.is_some() && written.budgets.max_retained.is_none();
+        let kind_budget = match (written.budgets.max_lost, written.budgets.max_held) {
+            (Some(_), _) => Some("max_lost"),
+            (None, Some(_)) => Some("max_held"),
+            (None, None) => None,
+        };
+        let lost_alone = kind_budget.filter(|_| written.budgets.max_retained.is_none());
         Self {
             test,
             identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
@@ -133,7 +139,7 @@ impl Plan {
             test,
             identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
             budgets: written.budgets,
-            lost_alone: false,
+            lost_alone: None,
             attribution: Attribution::Process,
             warmup: written.warmup,
             iterations: 1,

@@ -52,20 +52,24 @@ pub(super) enum Verdict {
 }
 
 /// Judges `budgets` against `findings`; a failure's message lists the exceeded budgets and the largest retained
-/// `sites` that are not excused. `lost_alone`: the attribute wrote `max_lost` and left `max_retained` to its default
-/// (0 B for one run), which a breach of it then says, with the fix.
+/// `sites` that are not excused. `lost_alone`: the budget of a kind the attribute wrote (`max_lost`, `max_held`) while
+/// it left `max_retained` to its default (0 B for one run), which a breach of that then says, with the fix.
 pub(super) fn judge(
     names: Names<'_>,
     budgets: &Budgets,
-    lost_alone: bool,
+    lost_alone: Option<&str>,
     findings: &Findings<'_>,
     sites: &[RetainedSite],
 ) -> Verdict {
-    let lost = sites.iter().filter(|site| !site.excused).map(RetainedSite::lost_bytes).sum();
-    let mut breaches = breaches(budgets, findings, lost);
-    if lost_alone && let Some(breach) = breaches.iter_mut().find(|breach| breach.budget == "max_retained") {
+    let judged = || sites.iter().filter(|site| !site.excused);
+    let lost = judged().map(RetainedSite::lost_bytes).sum();
+    let held = judged().map(RetainedSite::held_bytes).sum();
+    let mut breaches = breaches(budgets, findings, lost, held);
+    if let Some(written) = lost_alone
+        && let Some(breach) = breaches.iter_mut().find(|breach| breach.budget == "max_retained")
+    {
         breach.finding.push_str(&format!(
-            " (0 B is the default, which `max_lost` does not relax: write `max_retained = \"{}\"` too to allow what \
+            " (0 B is the default, which `{written}` does not relax: write `max_retained = \"{}\"` too to allow what \
              the test keeps reachable)",
             ByteSize::new(findings.retained().next_power_of_two()).rounded()
         ));
@@ -82,8 +86,9 @@ struct Breach {
     finding: String,
 }
 
-/// The exceeded budgets; `lost`: retained bytes that nothing reaches any more, excused sites left out.
-fn breaches(budgets: &Budgets, findings: &Findings<'_>, lost: u64) -> Vec<Breach> {
+/// The exceeded budgets; `lost`: retained bytes that nothing reaches any more, `held`: those a static or a
+/// thread-local holds, excused sites left out.
+fn breaches(budgets: &Budgets, findings: &Findings<'_>, lost: u64, held: u64) -> Vec<Breach> {
     let mut breaches = Vec::new();
     let size = |bytes: u64| ByteSize::new(bytes).to_string();
     let retained = findings.retained();
@@ -112,6 +117,19 @@ fn breaches(budgets: &Budgets, findings: &Findings<'_>, lost: u64) -> Vec<Breach
                 "{} retained that nothing points to any more (lost, or in a cycle of lost blocks), {} over",
                 size(lost),
                 size(lost - limit)
+            ),
+        });
+    }
+    if let Some(limit) = budgets.max_held
+        && held > limit
+    {
+        breaches.push(Breach {
+            budget: "max_held",
+            limit: size(limit),
+            finding: format!(
+                "{} retained that a static or a thread-local holds, {} over",
+                size(held),
+                size(held - limit)
             ),
         });
     }
@@ -319,9 +337,9 @@ mod tests {
     fn within_every_budget_passes() {
         let budgets = Budgets { max_retained: Some(0), max_peak: Some(4096), ..Budgets::default() };
         let runs = [run(4096, 2, 0)];
-        assert_eq!(judge(NAMES, &budgets, false, &findings(stats(0, 0, 4096), 0, &runs), &[]), Verdict::Passed);
+        assert_eq!(judge(NAMES, &budgets, None, &findings(stats(0, 0, 4096), 0, &runs), &[]), Verdict::Passed);
         assert_eq!(
-            judge(NAMES, &Budgets::default(), false, &findings(stats(1 << 30, 9, 1 << 30), 0, &runs), &[]),
+            judge(NAMES, &Budgets::default(), None, &findings(stats(1 << 30, 9, 1 << 30), 0, &runs), &[]),
             Verdict::Passed
         );
     }
@@ -334,7 +352,7 @@ mod tests {
         kept.why = vec![Why { kind: Reach::ThreadLocal, root: Some(root.to_owned()), bytes: 2045, blocks: 1 }];
         let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
         let findings = findings(stats(2045, 1, 2045), 0, &[]);
-        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings, &[kept]) else {
+        let Verdict::Failed(message) = judge(NAMES, &budgets, None, &findings, &[kept]) else {
             panic!("2045 B retained is over max_retained = 0")
         };
         assert!(
@@ -355,7 +373,9 @@ mod tests {
         // As the plan gives them: `max_lost` written, `max_retained` its default.
         let budgets = Budgets { max_lost: Some(256), max_retained: Some(0), ..Budgets::default() };
         let findings = findings(stats(24_576, 1, 24_576), 0, &[]);
-        let Verdict::Failed(message) = judge(NAMES, &budgets, true, &findings, std::slice::from_ref(&cached)) else {
+        let Verdict::Failed(message) =
+            judge(NAMES, &budgets, Some("max_lost"), &findings, std::slice::from_ref(&cached))
+        else {
             panic!("24 KiB retained is over the default max_retained")
         };
         assert!(
@@ -366,8 +386,41 @@ mod tests {
             "{message}"
         );
         assert!(!message.contains("max_lost ="), "nothing is lost: {message}");
-        let Verdict::Failed(written) = judge(NAMES, &budgets, false, &findings, &[cached]) else { unreachable!() };
+        let Verdict::Failed(written) = judge(NAMES, &budgets, None, &findings, &[cached]) else { unreachable!() };
         assert!(!written.contains("the default"), "a written max_retained is not the default: {written}");
+    }
+
+    #[test]
+    fn max_held_judges_only_what_statics_and_thread_locals_hold_and_alone_says_it_leaves_max_retained() {
+        use ying_report::report::{Reach, Why};
+        let why = |kind, root: Option<&str>, bytes| Why { kind, root: root.map(str::to_owned), bytes, blocks: 1 };
+        let mut cached = site(1328, false, &[("leaks::caches", Some("tests/leaks.rs"))]);
+        cached.why =
+            vec![why(Reach::Static, Some("leaks::CACHE"), 728), why(Reach::ThreadLocal, Some("leaks::BUF"), 600)];
+        let mut forgotten = site(512, false, &[("leaks::caches", Some("tests/leaks.rs"))]);
+        forgotten.why = vec![why(Reach::Lost, None, 512)];
+        let budgets = Budgets { max_held: Some(1024), ..Budgets::default() };
+        let findings = findings(stats(1840, 2, 1840), 0, &[]);
+        let Verdict::Failed(message) = judge(NAMES, &budgets, None, &findings, &[cached.clone(), forgotten.clone()])
+        else {
+            panic!("1,328 B held is over a budget of 1 KiB")
+        };
+        assert!(
+            message.contains(
+                "max_held = 1.0 KiB (1024 bytes): 1.3 KiB (1328 bytes) retained that a static or a thread-local holds, 304 B over"
+            ),
+            "{message}"
+        );
+        assert_eq!(judge(NAMES, &budgets, None, &findings, &[forgotten]), Verdict::Passed, "a lost block is not held");
+        // Written alone, the default `max_retained` (0 B) still judges, and says `max_held` does not relax it.
+        let alone = Budgets { max_held: Some(4096), max_retained: Some(0), ..Budgets::default() };
+        let Verdict::Failed(message) = judge(NAMES, &alone, Some("max_held"), &findings, &[cached]) else {
+            panic!("0 B retained is the default")
+        };
+        assert!(
+            message.contains("which `max_held` does not relax: write `max_retained = \"2.0 KiB\"` too"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -380,7 +433,7 @@ mod tests {
         cached.why = vec![why(Reach::Static, Some("leaks::CACHE"), 24_576)];
         let budgets = Budgets { max_lost: Some(256), ..Budgets::default() };
         let findings = findings(stats(25_088, 2, 25_088), 0, &[]);
-        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings, &[forgotten.clone(), cached.clone()])
+        let Verdict::Failed(message) = judge(NAMES, &budgets, None, &findings, &[forgotten.clone(), cached.clone()])
         else {
             panic!("512 B lost is over a budget of 256 B")
         };
@@ -390,10 +443,10 @@ mod tests {
         );
         assert!(message.contains("512 B in 1 block, lost (nothing points to it)"), "{message}");
         assert!(message.contains("24.0 KiB (24576 bytes) in 1 block, held by static leaks::CACHE"), "{message}");
-        assert_eq!(judge(NAMES, &budgets, false, &findings, &[cached]), Verdict::Passed, "a static is not lost");
+        assert_eq!(judge(NAMES, &budgets, None, &findings, &[cached]), Verdict::Passed, "a static is not lost");
         forgotten.excused = true;
         assert_eq!(
-            judge(NAMES, &budgets, false, &findings, &[forgotten]),
+            judge(NAMES, &budgets, None, &findings, &[forgotten]),
             Verdict::Passed,
             "excused bytes are not judged"
         );
@@ -416,8 +469,7 @@ mod tests {
             site(48, true, &[("std::io::stdio::_print", None)]),
         ];
         let runs = [run(1048, 2, 1000)];
-        let Verdict::Failed(message) =
-            judge(NAMES, &budgets, false, &findings(stats(1048, 2, 1048), 48, &runs), &sites)
+        let Verdict::Failed(message) = judge(NAMES, &budgets, None, &findings(stats(1048, 2, 1048), 48, &runs), &sites)
         else {
             panic!("1000 retained bytes exceed max_retained = 0");
         };
@@ -457,7 +509,7 @@ mod tests {
             ),
         ];
         let runs = [run(1056, 2, 1056)];
-        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings(stats(1056, 2, 1056), 0, &runs), &sites)
+        let Verdict::Failed(message) = judge(NAMES, &budgets, None, &findings(stats(1056, 2, 1056), 0, &runs), &sites)
         else {
             panic!("1056 retained bytes exceed max_retained = 0");
         };
@@ -477,7 +529,7 @@ mod tests {
         // A crate that names the runtime otherwise (`crate = "yr"`) is shown the fix as it writes it.
         let renamed = Names { runtime: "yr", ..NAMES };
         let Verdict::Failed(message) =
-            judge(renamed, &budgets, false, &findings(stats(1056, 2, 1056), 0, &runs), &sites)
+            judge(renamed, &budgets, None, &findings(stats(1056, 2, 1056), 0, &runs), &sites)
         else {
             panic!("the same verdict under another name");
         };
@@ -494,7 +546,7 @@ mod tests {
         let runner = format!("{LEAK_TEST_RUNNER}::<(), leaks::box_leak::{{closure#0}}>");
         let message = |frames: &[(&str, Option<&str>)]| {
             let Verdict::Failed(message) =
-                judge(NAMES, &budgets, false, &findings(stats(9, 1, 9), 0, &runs), &[site(9, false, frames)])
+                judge(NAMES, &budgets, None, &findings(stats(9, 1, 9), 0, &runs), &[site(9, false, frames)])
             else {
                 panic!("9 B retained");
             };
@@ -521,16 +573,16 @@ mod tests {
     fn excused_memory_alone_passes() {
         let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
         let runs = [run(48, 1, 0)];
-        assert_eq!(judge(NAMES, &budgets, false, &findings(stats(48, 1, 48), 48, &runs), &[]), Verdict::Passed);
+        assert_eq!(judge(NAMES, &budgets, None, &findings(stats(48, 1, 48), 48, &runs), &[]), Verdict::Passed);
     }
 
     #[test]
     fn growth_fails_only_when_every_run_grew_and_per_run_budgets_take_the_largest_run() {
         let budgets = Budgets { max_growth_per_iteration: Some(0), ..Budgets::default() };
         let lazy = [run(100, 1, 100), run(0, 0, 0), run(0, 0, 0)];
-        assert_eq!(judge(NAMES, &budgets, false, &findings(stats(100, 1, 100), 0, &lazy), &[]), Verdict::Passed);
+        assert_eq!(judge(NAMES, &budgets, None, &findings(stats(100, 1, 100), 0, &lazy), &[]), Verdict::Passed);
         let leak = [run(16, 1, 16), run(32, 1, 32), run(16, 1, 16)];
-        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings(stats(64, 3, 64), 0, &leak), &[]) else {
+        let Verdict::Failed(message) = judge(NAMES, &budgets, None, &findings(stats(64, 3, 64), 0, &leak), &[]) else {
             panic!("every run grew");
         };
         assert!(
@@ -542,8 +594,7 @@ mod tests {
         );
         let budgets = Budgets { max_allocated: Some(1000), max_allocations: Some(2), ..Budgets::default() };
         let runs = [run(900, 2, 0), run(2048, 3, 0)];
-        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings(stats(0, 0, 2048), 0, &runs), &[])
-        else {
+        let Verdict::Failed(message) = judge(NAMES, &budgets, None, &findings(stats(0, 0, 2048), 0, &runs), &[]) else {
             panic!("the second run allocated too much");
         };
         assert!(message.starts_with("ying: leak test `box_leak` exceeded its budgets\n"), "{message}");
@@ -558,7 +609,7 @@ mod tests {
         let budgets = Budgets { max_retained: Some(0), ..Budgets::default() };
         let sites = [site(64, false, &[("hashbrown::raw::alloc", None), ("std::thread::local::init", None)])];
         let runs = [run(64, 1, 64)];
-        let Verdict::Failed(message) = judge(NAMES, &budgets, false, &findings(stats(64, 1, 64), 0, &runs), &sites)
+        let Verdict::Failed(message) = judge(NAMES, &budgets, None, &findings(stats(64, 1, 64), 0, &runs), &sites)
         else {
             panic!("64 B retained");
         };
