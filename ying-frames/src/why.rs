@@ -68,9 +68,14 @@ fn test_frame(frames: &[Frame]) -> Option<usize> {
 /// The site that owns the lost bytes of site `index` of `sites` whole ([`RetainedSite::owns`]), the one owning
 /// most of them; `None` when the site is listed on its own (some of its bytes are its own, or reached).
 pub fn owner_of(sites: &[RetainedSite], index: usize) -> Option<usize> {
+    owner_among(sites, &RetainedSite::owned_elsewhere(sites), index)
+}
+
+/// [`owner_of`], with the bytes of each site other sites own (`owned`, [`RetainedSite::owned_elsewhere`]) counted
+/// once for every site asked about.
+fn owner_among(sites: &[RetainedSite], owned: &[u64], index: usize) -> Option<usize> {
     let site = sites.get(index)?;
-    let owned = RetainedSite::owned_elsewhere(sites).get(index).copied().unwrap_or(0);
-    if site.bytes == 0 || owned < site.bytes {
+    if site.bytes == 0 || owned.get(index).copied().unwrap_or(0) < site.bytes {
         return None;
     }
     sites
@@ -85,12 +90,13 @@ pub fn owner_of(sites: &[RetainedSite], index: usize) -> Option<usize> {
 /// `chosen` (indices of `sites`) as valgrind groups lost memory: a site whose bytes another site's lost blocks own
 /// whole is replaced by that owner, and each site is listed once, where it first appears.
 pub fn grouped(sites: &[RetainedSite], chosen: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let owned = RetainedSite::owned_elsewhere(sites);
     let mut listed = Vec::new();
     for index in chosen {
         let mut shown = index;
         // An owner is itself owned only through a longer chain; a few steps, never a loop.
         for _ in 0..sites.len() {
-            match owner_of(sites, shown) {
+            match owner_among(sites, &owned, shown) {
                 Some(owner) if owner != index => shown = owner,
                 _ => break,
             }
