@@ -261,7 +261,7 @@ pub(crate) struct TestArgs {
     )]
     pub jobs: Option<usize>,
 
-    /// Stop a test that runs longer than this and count it as failed (e.g. 90s, 5m, 500ms) [default: 5m]
+    /// Stop a test that runs longer than this and count it as failed (e.g. 90s, 1m 30s, 500ms) [default: 5m]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Running")]
     pub timeout: Option<std::time::Duration>,
 

@@ -299,24 +299,24 @@ fn timeout(value: &serde_json::Value) -> Result<Duration, String> {
     }
 }
 
-/// Parses `90s`, `5m`, `500ms`, `1h` or a plain number of seconds: durations as the configuration and the command
-/// line write them.
+/// Parses a duration as the configuration, the command line and nextest's profiles write it: humantime's grammar
+/// (`90s`, `5m`, `500ms`, `1h`, `1m 30s`, `1m30s`), or a plain number of seconds (`2`, `2.5`).
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a duration; write e.g. 90s, 5m or 500ms"))?;
-    let seconds = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => return Err(format!("unknown unit `{other}` in `{text}`; use ms, s, m or h")),
+    let duration = match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => {
+            Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is too long a duration"))?
+        }
+        Ok(_) => return Err(format!("`{text}` is not a positive duration")),
+        Err(_) => humantime::parse_duration(text).map_err(|error| match error {
+            humantime::DurationError::NumberOverflow => format!("`{text}` is too long a duration"),
+            error => format!("`{text}` is not a duration ({error}); write e.g. 90s, 1m 30s or 500ms"),
+        })?,
     };
-    if seconds <= 0.0 || !seconds.is_finite() {
+    if duration.is_zero() {
         return Err(format!("`{text}` is not a positive duration"));
     }
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is too long a duration"))
+    Ok(duration)
 }
 
 fn max_growth(value: &serde_json::Value) -> Result<Growth, String> {
@@ -443,10 +443,19 @@ mod tests {
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
-        assert!(parse_duration("3 weeks").unwrap_err().contains("unknown unit `weeks`"));
-        assert!(parse_duration("0").is_err());
+        assert_eq!(parse_duration("2.5"), Ok(Duration::from_millis(2500)));
+        // nextest's own forms.
+        assert_eq!(parse_duration("1m 30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5min"), Ok(Duration::from_secs(300)));
+        assert!(parse_duration("soon").unwrap_err().contains("`soon` is not a duration"));
+        let unknown = parse_duration("3 fortnights").unwrap_err();
+        assert!(unknown.contains("is not a duration") && unknown.contains("fortnights"), "{unknown}");
+        assert!(parse_duration("0").unwrap_err().contains("not a positive duration"));
+        assert!(parse_duration("0s").unwrap_err().contains("not a positive duration"));
+        assert!(parse_duration("-5").unwrap_err().contains("not a positive duration"));
         assert!(parse_duration("99999999999999999999h").unwrap_err().contains("too long"));
+        assert!(parse_duration("1e300").unwrap_err().contains("too long"));
     }
 
     #[test]
