@@ -148,7 +148,8 @@ pub(crate) struct MergeArgs {
     /// The shards' summary.json files (their reports beside them, as `cargo ying test` left them)
     #[arg(required = true, value_name = "SUMMARY")]
     pub summaries: Vec<PathBuf>,
-    /// Where to write the merged summary.json [default: <target-dir>/ying/summary.json]
+    /// Where to write the merged summary.json; the run's other files (index.html, reports, flamegraphs) go beside it
+    /// [default: <target-dir>/ying/summary.json]
     #[arg(long, value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Path to Cargo.toml (for the baseline and the configuration)
@@ -160,6 +161,9 @@ pub(crate) struct MergeArgs {
     /// How the gate judges growth.
     #[command(flatten)]
     pub gating: GateOptions,
+    /// JUnit and colour.
+    #[command(flatten)]
+    pub report: ReportArgs,
 }
 
 /// Options of `cargo ying diff`.
@@ -359,7 +363,7 @@ pub(crate) struct BaselineArgs {
     pub save_baseline: bool,
 }
 
-/// The files and colours of a run's report beyond its own files; shared by `test` and `gate`.
+/// The files and colours of a run's report beyond its own files; shared by `test`, `gate` and `merge`.
 #[derive(Debug, Default, Args)]
 pub(crate) struct ReportArgs {
     /// Write the results as JUnit XML to this file

@@ -1,5 +1,5 @@
-//! The end of a run, the same whether cargo ying ran the tests (`cargo ying test`) or read what a nextest run left
-//! (`cargo ying gate`): the run's files (flamegraphs, summary.json, index.html), the tables, GitHub's annotations and
+//! The end of a run, the same whether cargo ying ran the tests (`cargo ying test`), read what a nextest run left
+//! (`cargo ying gate`) or joined shards' summaries (`cargo ying merge`): the run's files (flamegraphs, summary.json, index.html), the tables, GitHub's annotations and
 //! JUnit, the baseline saved, the closing words and the exit code.
 
 use crate::baseline::BaselineFile;
@@ -14,8 +14,12 @@ use ying_report::{Measured, NotRunTarget, TestId};
 
 /// What the end of a run needs besides the run.
 pub(crate) struct Ending<'a> {
+    /// The command that ran, as the job summary names it (`cargo ying test`).
+    pub command: &'static str,
     /// `<target-dir>/ying`.
     pub out_dir: PathBuf,
+    /// Where summary.json goes: in `out_dir`, but for `cargo ying merge --output`.
+    pub summary_path: PathBuf,
     /// Flamegraphs drawn at once.
     pub jobs: usize,
     /// Which tests the run measured.
@@ -54,7 +58,7 @@ pub(crate) fn write(run: &mut Run, ending: &Ending<'_>, reporter: &Reporter, bas
     summary.started_at = Some(humantime::format_rfc3339_millis(ending.started_at).to_string());
     summary.tolerance = Some(ending.gating.tolerance.stated());
     summary.exit_code = Some(run.exit_code(ending.save_baseline));
-    artifacts::summary(run, &summary, &ending.out_dir)?;
+    artifacts::summary(run, &summary, &ending.out_dir, &ending.summary_path)?;
     artifacts::sweep(run, &ending.out_dir, ending.replaced)?;
     reporter.finish(run);
     reporter.gate(run, &baseline.path, ending.save_baseline);
@@ -106,7 +110,7 @@ fn save_baseline(run: &Run, baseline: BaselineFile, ending: &Ending<'_>) -> Resu
 /// reads workflow commands on both).
 fn write_ci_outputs(run: &Run, ending: &Ending<'_>) -> Result<()> {
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|value| value == "true") {
-        for line in github::annotations(run, &github::repository_root(ending.workspace_root)) {
+        for line in github::annotations(run, &github::repository_root(ending.workspace_root), &ending.summary_path) {
             if ending.message_format == MessageFormat::Human {
                 println!("{line}");
             } else {
@@ -120,7 +124,7 @@ fn write_ci_outputs(run: &Run, ending: &Ending<'_>) -> Result<()> {
                 .create(true)
                 .append(true)
                 .open(path)
-                .and_then(|mut file| file.write_all(github::step_summary(run).as_bytes()))
+                .and_then(|mut file| file.write_all(github::step_summary(run, ending.command).as_bytes()))
                 .map_err(Error::io("append to", path))?;
         }
     }

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 use ying_report::{
-    BaselineEntry, Figure, Figures, GateVerdict, LeakReport, Measured, Summary, SummaryTest, TestId, TestOutcome,
-    Totals,
+    BaselineEntry, Figure, Figures, Frame, GateVerdict, LeakReport, Measured, Summary, SummaryTest, TestId,
+    TestOutcome, Totals,
 };
 
 /// How many grown sites a regressed test lists ([`TestRecord::grown_sites`]); a line says how many more there are.
@@ -158,7 +158,7 @@ impl Outcome {
 
 /// The first panic in `output`, as the standard library's hook writes it (`thread 'main' panicked at src/a.rs:9:5:`
 /// then the message's lines): `panicked at src/a.rs:9:5: <the message's first line>`.
-fn panic_message(output: &str) -> Option<String> {
+pub(crate) fn panic_message(output: &str) -> Option<String> {
     let mut lines = output.lines();
     let at = lines.by_ref().find_map(|line| {
         let at = &line[line.find("' panicked at ").or_else(|| line.find(") panicked at "))? + 2..];
@@ -168,6 +168,13 @@ fn panic_message(output: &str) -> Option<String> {
         Some(message) => Some(format!("{at}: {message}")),
         None => Some(at),
     }
+}
+
+/// The error a test returned, as libtest's `Termination` for `Result` prints it (`Error: <the error, debug-printed>`):
+/// `returned Error: ...`, its first line.
+fn returned_error(output: &str) -> Option<String> {
+    let error = output.lines().find(|line| line.starts_with("Error: "))?;
+    Some(format!("returned {}", error.trim_end()))
 }
 
 /// A leak test's report, as the run uses it.
@@ -224,8 +231,14 @@ pub(crate) struct TestRecord {
     pub outcome: Outcome,
     /// How long its process ran.
     pub duration: Duration,
-    /// Its standard output and error, interleaved as written.
+    /// Its standard output and error, interleaved as written (of a test nextest ran, the last lines the wrapper
+    /// kept).
     pub output: String,
+    /// The first panic's message in its output, when the output kept is not whole (nextest's wrapper keeps only
+    /// the last lines).
+    pub panic: Option<String>,
+    /// Why it failed, as a saved summary gave it (`cargo ying merge`): said as it was.
+    pub reason: Option<String>,
     /// Its report, for a leak test whose report could be used.
     pub leak: Option<Leak>,
     /// The gate's judgement, when there is a baseline and the test has figures.
@@ -251,6 +264,8 @@ impl TestRecord {
             outcome,
             duration,
             output,
+            panic: None,
+            reason: None,
             leak: None,
             gate: None,
             baseline: None,
@@ -271,10 +286,27 @@ impl TestRecord {
         self.outcome == Outcome::Passed && !self.failed_attempts.is_empty()
     }
 
-    /// Why the test failed, when that is known: the signal or the timeout ([`Outcome::reason`]), else the message
-    /// of the panic its output shows (`panicked at tests/a.rs:9:5: assertion failed`).
+    /// Why the test failed, when that is known: the reason a saved summary gave, the signal or the timeout
+    /// ([`Outcome::reason`]), else the leak test's message of its exceeded budgets, else the message of the panic
+    /// its output shows (`panicked at tests/a.rs:9:5: assertion failed`), else the leak test's message of its body's
+    /// failure, else the error a test returned (libtest's `Error: ...`).
+    /// `None` for a test that did not fail.
     pub(crate) fn why_it_failed(&self) -> Option<String> {
-        self.outcome.reason().or_else(|| panic_message(&self.output))
+        if let Some(reason) = self.reason.clone().or_else(|| self.outcome.reason()) {
+            return Some(reason);
+        }
+        if !self.outcome.is_failure() {
+            return None;
+        }
+        let leak_message = self.leak.as_ref().and_then(|leak| leak.report.message.clone());
+        let panicked = || self.panic.clone().or_else(|| panic_message(&self.output));
+        match &self.leak {
+            // Its budgets: the leak test's own words.
+            Some(leak) if leak.report.outcome == ying_report::report::Outcome::Failed => leak_message.or_else(panicked),
+            // Its body panicked: the panic, with where, when the output shows it.
+            _ => panicked().or(leak_message),
+        }
+        .or_else(|| returned_error(&self.output))
     }
 
     /// The gate's verdict, when it judged the test.
@@ -289,14 +321,10 @@ impl TestRecord {
         (!test.file.is_empty()).then(|| (test.file.replace('\\', "/"), test.line))
     }
 
-    /// Why the test failed, in a few words or the leak test's message.
+    /// Why the test failed, in a few words or the leak test's message: [`Self::why_it_failed`], or that it failed
+    /// when nothing says why.
     pub(crate) fn failure_message(&self) -> String {
-        match (&self.outcome, &self.leak) {
-            (Outcome::Failed, Some(leak)) => {
-                leak.report.message.clone().unwrap_or_else(|| "the test failed".to_owned())
-            }
-            (outcome, _) => outcome.reason().unwrap_or_else(|| "the test failed".to_owned()),
-        }
+        self.why_it_failed().unwrap_or_else(|| "the test failed".to_owned())
     }
 
     /// The leak test's message (why it failed) when its captured output does not hold it: a test that closed its
@@ -307,10 +335,10 @@ impl TestRecord {
         (!self.output.contains(first)).then_some(message)
     }
 
-    /// Where a regressed test's memory grew ([`gate::grown_sites`]), as every output lists it: a line per site in
-    /// the words of [`ying_frames::why::site_line`] (size, blocks, type, why it is still there, file:line), at most
-    /// [`SHOWN_SITES`], then `... and 3 more`. Empty unless the gate's verdict is that the test regressed.
-    pub(crate) fn grown_sites(&self) -> Vec<String> {
+    /// The sites a regressed test's memory grew at ([`gate::grown_sites`]), by their index in its report's
+    /// retained sites, lost memory as valgrind groups it (a grown site another's lost blocks own is named by that
+    /// one). Empty unless the gate's verdict is that the test regressed.
+    pub(crate) fn grown_site_indices(&self) -> Vec<usize> {
         let (Some(leak), Some(before), Some(GateVerdict::Regressed)) = (&self.leak, &self.baseline, self.verdict())
         else {
             return Vec::new();
@@ -319,20 +347,28 @@ impl TestRecord {
         let grown = gate::grown_sites(before, &leak.report)
             .into_iter()
             .filter_map(|site| all.iter().position(|other| std::ptr::eq(other, site)));
-        // Lost memory as valgrind groups it: a grown site another's lost blocks own is named by that one.
-        let sites = ying_frames::why::grouped(all, grown);
-        let mut lines: Vec<String> = sites
-            .iter()
-            .take(SHOWN_SITES)
-            .map(|&index| {
-                let site = &all[index];
-                let line = ying_frames::why::site_line(site);
-                match ying_frames::why::owning(all, site) {
-                    Some(owning) => format!("{line}; {owning}"),
-                    None => line,
-                }
-            })
-            .collect();
+        ying_frames::why::grouped(all, grown)
+    }
+
+    /// The line of the retained site at `index` of the test's report, as every output words it
+    /// ([`ying_frames::why::site_line`], and the lost blocks it owns).
+    fn site_line(&self, index: usize) -> Option<String> {
+        let all = &self.leak.as_ref()?.report.retained_sites;
+        let site = all.get(index)?;
+        let line = ying_frames::why::site_line(site);
+        Some(match ying_frames::why::owning(all, site) {
+            Some(owning) => format!("{line}; {owning}"),
+            None => line,
+        })
+    }
+
+    /// Where a regressed test's memory grew ([`Self::grown_site_indices`]), as every output lists it: a line per
+    /// site in the words of [`ying_frames::why::site_line`] (size, blocks, type, why it is still there, file:line),
+    /// at most [`SHOWN_SITES`], then `... and 3 more`. Empty unless the gate's verdict is that the test regressed.
+    pub(crate) fn grown_sites(&self) -> Vec<String> {
+        let sites = self.grown_site_indices();
+        let mut lines: Vec<String> =
+            sites.iter().take(SHOWN_SITES).filter_map(|&index| self.site_line(index)).collect();
         if sites.len() > SHOWN_SITES {
             lines.push(format!("... and {} more", sites.len() - SHOWN_SITES));
         }
@@ -342,7 +378,7 @@ impl TestRecord {
     /// The test's entry in summary.json.
     pub(crate) fn summary(&self) -> SummaryTest {
         let mut test = SummaryTest::new(self.id.clone(), self.outcome.kind());
-        test.reason = self.outcome.reason();
+        test.reason = if self.outcome.is_failure() { Some(self.failure_message()) } else { self.outcome.reason() };
         test.gate = self.verdict();
         test.figures = self.leak.as_ref().map(Leak::figures);
         test.steady_state = self.leak.as_ref().and_then(|leak| Figures::steady_state(&leak.report));
@@ -394,6 +430,22 @@ pub(crate) struct Run {
     pub gate: Option<RunGate>,
     /// The signal that stopped the run before every test ran (SIGINT, SIGTERM): the run is incomplete.
     pub interrupted: Option<i32>,
+}
+
+/// One cause of a run's regressions: a site where retained memory grew (its frame in the package's code, else its
+/// key, [`ying_frames::site_key`]), and every regressed test it grew in. One leaking function that many tests call
+/// is one cause, said once.
+#[derive(Clone, Debug)]
+pub(crate) struct Cause<'a> {
+    /// The site's line in the first test it grew in, as every output words it, without the test
+    /// ([`ying_frames::why::site_line_alone`]).
+    pub line: String,
+    /// The site's frame in the package's code, with its file (relative to its package) and line, when it has one.
+    pub frame: Option<&'a Frame>,
+    /// The tests it grew in, in the run's order.
+    pub tests: Vec<&'a TestRecord>,
+    /// The most bytes one of them retains there.
+    pub bytes: u64,
 }
 
 /// The fewest tests that retain memory in one static for the terminal to name it once ([`Run::retained_statics`]).
@@ -466,6 +518,46 @@ impl Run {
             .collect();
         shared.sort_by(|a, b| b.tests.cmp(&a.tests).then(b.bytes.cmp(&a.bytes)).then(a.root.cmp(&b.root)));
         shared
+    }
+
+    /// The causes of the run's regressions ([`Cause`]): most tests first, then most bytes. A regressed test whose
+    /// memory grew at no site (its peak, its allocations) is in none.
+    pub(crate) fn causes(&self) -> Vec<Cause<'_>> {
+        let mut causes: Vec<Cause<'_>> = Vec::new();
+        let mut by_key: BTreeMap<String, usize> = BTreeMap::new();
+        for test in &self.tests {
+            let Some(leak) = &test.leak else { continue };
+            for index in test.grown_site_indices() {
+                let all = &leak.report.retained_sites;
+                let site = &all[index];
+                let frame = ying_frames::leak_site(&site.frames).map(|frame| &site.frames[frame]);
+                // The site's own frame in the package's code, whichever test called it; else its whole stack.
+                let key = match frame {
+                    Some(frame) => format!("{}@{:?}:{:?}", frame.function, frame.file, frame.line),
+                    None => ying_frames::site_key(&site.frames),
+                };
+                let at = *by_key.entry(key).or_insert_with(|| {
+                    let line = ying_frames::why::site_line_alone(site);
+                    causes.push(Cause {
+                        line: match ying_frames::why::owning(all, site) {
+                            Some(owning) => format!("{line}; {owning}"),
+                            None => line,
+                        },
+                        frame,
+                        tests: Vec::new(),
+                        bytes: 0,
+                    });
+                    causes.len() - 1
+                });
+                let cause = &mut causes[at];
+                if !cause.tests.iter().any(|other| std::ptr::eq(*other, test)) {
+                    cause.tests.push(test);
+                }
+                cause.bytes = cause.bytes.max(site.bytes);
+            }
+        }
+        causes.sort_by(|a, b| b.tests.len().cmp(&a.tests.len()).then(b.bytes.cmp(&a.bytes)));
+        causes
     }
 
     /// Judges every leak test against the baseline's `entries`: each record gets its verdict and its baseline

@@ -9,6 +9,7 @@
 use crate::config::Config;
 use crate::error::{Error, ManifestError, Result};
 use cargo_metadata::{Metadata, MetadataCommand};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where a workspace is, where its outputs go and how it is configured.
@@ -31,6 +32,18 @@ pub(crate) struct Workspace {
 }
 
 impl Workspace {
+    /// The directory of each of the workspace's packages, by name: what its reports' source paths are relative to.
+    pub(crate) fn package_dirs(&self) -> BTreeMap<String, PathBuf> {
+        self.metadata
+            .packages
+            .iter()
+            .filter_map(|package| {
+                let dir = package.manifest_path.parent()?;
+                Some((package.name.to_string(), dir.as_std_path().to_owned()))
+            })
+            .collect()
+    }
+
     /// Reads the workspace whose manifest is `manifest_path` (the current one when `None`) and its configuration;
     /// `lock_flags`: `--locked`, `--offline`, `--frozen` as the command line gave them.
     pub(crate) fn open(manifest_path: Option<&Path>, lock_flags: &[&str]) -> Result<Self> {

@@ -31,16 +31,23 @@ pub fn describe(site: &RetainedSite) -> Option<String> {
     }
 }
 
-/// One line for a retained site: its size, blocks and type, why it is still there, and where it was allocated
-/// (the leak site's frame, else the innermost frame), then the test's line when that is another frame.
-/// `512 B in 1 block of u8, lost (nothing points to it), at src/cache.rs:12 in app::Cache::fill, from
-/// tests/cache.rs:40 in cache::fills`.
-pub fn site_line(site: &RetainedSite) -> String {
+/// [`site_line`] without the test it was reached from: the site as one cause of several tests' growth names it.
+pub fn site_line_alone(site: &RetainedSite) -> String {
     let mut line = site_head(site);
     let at = leak_site(&site.frames).or((!site.frames.is_empty()).then_some(0));
     if let Some(frame) = at.and_then(|index| site.frames.get(index)) {
         line.push_str(&format!(", {}", frame_words("at", frame)));
     }
+    line
+}
+
+/// One line for a retained site: its size, blocks and type, why it is still there, and where it was allocated
+/// (the leak site's frame, else the innermost frame), then the test's line when that is another frame.
+/// `512 B in 1 block of u8, lost (nothing points to it), at src/cache.rs:12 in app::Cache::fill, from
+/// tests/cache.rs:40 in cache::fills`.
+pub fn site_line(site: &RetainedSite) -> String {
+    let mut line = site_line_alone(site);
+    let at = leak_site(&site.frames).or((!site.frames.is_empty()).then_some(0));
     if let Some(test) = test_frame(&site.frames).filter(|&test| Some(test) != at) {
         line.push_str(&format!(", {}", frame_words("from", &site.frames[test])));
     }

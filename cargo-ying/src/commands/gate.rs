@@ -31,13 +31,20 @@ use ying_report::{BaselineEntry, LeakReport, Measured, TargetKind, TestId, TestO
 /// Runs `cargo ying gate`; returns the exit code.
 pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     settings::refuse_reruns(&args.gating, "gate")?;
+    // Where each package is, for the paths of GitHub's annotations: unknown for an archive's run, whose sources
+    // need not be there.
+    let mut package_dirs = BTreeMap::new();
     let place = match (&args.workspace_remap, &args.archive_file) {
         (Some(root), _) => Place::read(root)?,
         (None, Some(_)) => match args.manifest_path.as_deref().and_then(Path::parent) {
             Some(root) if !root.as_os_str().is_empty() => Place::read(root)?,
             _ => Place::read(&std::env::current_dir().map_err(Error::io("read", "the current directory"))?)?,
         },
-        (None, None) => Workspace::open(args.manifest_path.as_deref(), &[])?.place,
+        (None, None) => {
+            let workspace = Workspace::open(args.manifest_path.as_deref(), &[])?;
+            package_dirs = workspace.package_dirs();
+            workspace.place
+        }
     };
     let archived = match &args.archive_file {
         Some(archive) => {
@@ -81,7 +88,9 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     let attempts_allowed = records.iter().filter_map(|record| record.attempts_allowed).max().unwrap_or(1);
     let mut tests = Vec::with_capacity(records.len());
     for record in records {
-        tests.push(test_record(record, &run_dir, &out_dir)?);
+        let mut test = test_record(record, &run_dir, &out_dir)?;
+        test.package_dir = package_dirs.get(&test.id.package).cloned();
+        tests.push(test);
     }
     // The tests nextest ran, whose files this run replaces.
     let replaced: Vec<TestId> = tests.iter().map(|test| test.id.clone()).collect();
@@ -144,6 +153,8 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
         );
     }
     let ending = Ending {
+        command: "cargo ying gate",
+        summary_path: out_dir.join("summary.json"),
         out_dir,
         jobs: crate::config::cores(),
         measured: Measured::All,
@@ -165,7 +176,9 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
 /// `cargo ying test` stores one.
 fn test_record(record: Record, run_dir: &Path, out_dir: &Path) -> Result<TestRecord> {
     let duration = Duration::from_secs_f64(record.duration.max(0.0));
-    let mut test = TestRecord::new(record.id.clone(), outcome_of(&record), duration, String::new());
+    let output = record.output_tail.clone().unwrap_or_default();
+    let mut test = TestRecord::new(record.id.clone(), outcome_of(&record), duration, output);
+    test.panic = record.panic.clone();
     test.warnings = record.warnings;
     // The attempts before the last (nextest retries a failure only).
     test.failed_attempts = record

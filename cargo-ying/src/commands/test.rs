@@ -64,7 +64,9 @@ pub(crate) fn run(args: &TestArgs) -> Result<u8> {
     let replaced = (!plan.complete).then(|| plan.running().map(TestCase::id).collect::<Vec<TestId>>());
     let (mut run, reporter, started_at) = run_tests(&plan, &start, &options, &settings, &baseline)?;
     let ending = Ending {
+        command: "cargo ying test",
         out_dir: options.out_dir.clone(),
+        summary_path: options.out_dir.join("summary.json"),
         jobs: options.jobs,
         measured: settings.measure.recorded(),
         started_at,

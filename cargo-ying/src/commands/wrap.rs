@@ -5,7 +5,8 @@
 //! how it ended for `cargo ying gate` (see `nextest::record`). It then ends as the test did: the same exit code, or
 //! killed by the same signal, so nextest sees the test's own outcome.
 //!
-//! The test's output goes straight to nextest, which captures it. nextest tells the wrapper which test it runs
+//! The test's output goes to nextest, which captures it, through the wrapper, which keeps the first panic's message
+//! and the last lines of a test that failed (`run::exec::relay`) for the gate's reasons. nextest tells the wrapper which test it runs
 //! (`NEXTEST_BINARY_ID`, `NEXTEST_TEST_NAME`), which run and attempt it is (`NEXTEST_RUN_ID`, `NEXTEST_ATTEMPT`)
 //! and where the workspace is (`NEXTEST_WORKSPACE_ROOT`, remapped for an archive's run).
 //!
@@ -23,6 +24,7 @@ use crate::run::exec::attempt::{self, Attempting, Measuring, Output, Watch};
 use crate::run::exec::known_code::KnownCodes;
 use crate::run::names::symbols::Symbolizer;
 use crate::workspace::Place;
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use ying_report::TestOutcome;
@@ -86,6 +88,8 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         stopped_by: None,
         timeout: None,
         attempts_allowed,
+        panic: None,
+        output_tail: None,
         earlier,
     };
     // Before the test runs: a test killed with this process is still known to have run.
@@ -116,8 +120,9 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
             allow: allow.as_deref(),
             interposer: Some((&interposer, identity)),
         },
-        // The test's output goes to nextest, which captures it.
-        output: Output::Inherited,
+        // The test's output goes to nextest, which captures it; the wrapper keeps why it failed. Output nextest
+        // does not capture (`--no-capture`, a terminal) goes straight there.
+        output: if std::io::stdout().is_terminal() { Output::Inherited } else { Output::Relayed },
         // In this process's group, which nextest ends at the test's timeout or when it is stopped: the test goes
         // with it.
         watch: Watch::CallersGroup { timeout: timeout_of(&place.root) },
@@ -147,6 +152,10 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     record.started_at = humantime::format_rfc3339_millis(attempt.started_at).to_string();
     record.report = attempt.leak.map(|leak| leak.path);
     record.warnings = attempt.warnings;
+    if let Some(kept) = attempt.kept.filter(|_| attempt.outcome.is_failure()) {
+        record.panic = kept.panic;
+        record.output_tail = Some(kept.tail).filter(|tail| !tail.is_empty());
+    }
     record.running = false;
     record.write(&run_dir)?;
 

@@ -70,6 +70,13 @@ pub(crate) struct Record {
     /// How many attempts nextest gives the test (`NEXTEST_TOTAL_ATTEMPTS`: its retries and the first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts_allowed: Option<u32>,
+    /// The first panic's message in the test's output (`panicked at tests/a.rs:9:5: assertion failed`), which
+    /// nextest captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub panic: Option<String>,
+    /// The last lines of the test's output, for a test that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tail: Option<String>,
     /// The records of the attempts before this one, first first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier: Vec<Record>,
@@ -239,6 +246,8 @@ mod tests {
             stopped_by: None,
             timeout: None,
             attempts_allowed: None,
+            panic: None,
+            output_tail: None,
             earlier: Vec::new(),
         }
     }

@@ -181,12 +181,11 @@ fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> 
     Ok(Some(files))
 }
 
-/// Writes summary.json and index.html of `summary` (of `run`) to `out_dir`; index.html gives each failed leak test
+/// Writes `summary` (of `run`) to `path` and index.html to `out_dir`; index.html gives each failed leak test
 /// without another reason the message of its report, and each regressed test the figures that regressed and the
 /// sites they grew at.
-pub(crate) fn summary(run: &Run, summary: &Summary, out_dir: &Path) -> Result<()> {
-    let path = out_dir.join("summary.json");
-    summary.write(&path).map_err(Error::io("write", &path))?;
+pub(crate) fn summary(run: &Run, summary: &Summary, out_dir: &Path, path: &Path) -> Result<()> {
+    summary.write(path).map_err(Error::io("write", path))?;
     let messages: BTreeMap<TestId, String> = summary
         .tests
         .iter()

@@ -1,15 +1,15 @@
 //! JUnit XML for test reporters, from the run model, valid against Jenkins' junit-10 schema (the xunit plugin's
-//! junit-10.xsd, which it validates JUnit files against): a test suite per binary, a test case per test, each with
-//! its time, and totals on every suite and on the run. Only what junit-10 declares is written: `name`, `tests`,
-//! `failures`, `errors` and `time` on `<testsuites>`; the same and `skipped` on each `<testsuite>`; `name`,
-//! `classname` and `time` on each `<testcase>`.
+//! junit-10.xsd, which it validates JUnit files against) and Ant's junit-4: a test suite per binary, a test case per
+//! test, each with its time, and totals on every suite and on the run. Only what both declare is written: `name`,
+//! `tests`, `failures`, `errors` and `time` on `<testsuites>`; the same and `skipped` on each `<testsuite>`; `name`,
+//! `classname` and `time` on each `<testcase>`; `<skipped>` with its reason as text, no attribute.
 //!
 //! A test case shows the run's verdict on the test: a failed, crashed or timed-out test is a `<failure>`, and so is
 //! a passing leak test whose memory regressed against the baseline, with its figures and its diff flamegraph (the
 //! run fails for it). Crashes and timeouts are failures of the test, not errors, as cargo-nextest has them: JUnit's
 //! `<error>` is for a test the harness could not run at all, which `cargo ying test` records as no test's outcome.
 //! An unstable test is not a failure; it says so in `<system-err>`, with the test's warnings. Ignored tests and
-//! tests fail-fast did not start are `<skipped/>`. The test's output is its `<system-out>`, ANSI codes and characters
+//! tests fail-fast did not start are `<skipped>`. The test's output is its `<system-out>`, ANSI codes and characters
 //! XML cannot hold removed.
 //!
 //! The XML is written here rather than by `quick-junit`'s serializer (which cargo-nextest writes with): that one
@@ -160,7 +160,7 @@ fn notes(test: &TestRecord) -> Vec<String> {
 /// A test case's verdict, as JUnit has it.
 enum Status {
     Success,
-    /// `<skipped message="...">`.
+    /// `<skipped>why</skipped>`: the reason as text, which both schemas take (junit-4 allows no attribute).
     Skipped(String),
     /// `<failure type="..." message="...">description</failure>`.
     Failure {
@@ -216,7 +216,7 @@ fn test_case(xml: &mut Writer, test: &TestRecord, status: &Status, suite: &str) 
     xml.open("testcase", &attributes);
     match status {
         Status::Success => {}
-        Status::Skipped(message) => xml.leaf("skipped", &[("message", message)], None),
+        Status::Skipped(message) => xml.leaf("skipped", &[], Some(message)),
         Status::Failure { kind, message, description } => {
             xml.leaf("failure", &[("type", kind), ("message", message)], Some(description));
         }

@@ -28,21 +28,32 @@ fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and
     let stdout = String::from_utf8_lossy(&output.stdout);
     let commands: Vec<&str> = stdout.lines().filter(|line| line.starts_with("::")).collect();
 
-    let regression = format!("::error file={workspace_dir}/tests/leaks.rs,line=");
+    // The cause, at the line its memory was allocated at, naming the test and each figure that regressed.
+    let regression = format!(
+        "::error file={workspace_dir}/tests/leaks.rs,line=69,title=memory regression in 1 test::grown at: 2.9 KiB \
+         (3000 bytes) in 1 block"
+    );
     assert!(commands[0].starts_with(&regression), "{commands:#?}");
-    assert!(commands[0].contains("title=memory regression leak-fixtures%3A%3Aleaks budget_passes::"), "{commands:#?}");
-    // Each figure that regressed on a line of its own (lost bytes too, where the runtime says why), then the site.
     assert!(
-        commands[0].contains("::retained bytes grew from 1000 to 3000 (+2000, +200.0%25), past the tolerance%0A"),
+        commands[0].contains(
+            ", at tests/leaks.rs:69 in leaks::budget_passes%0Aleak-fixtures::leaks budget_passes: retained bytes grew \
+             from 1000 to 3000 (+2000, +200.0%25), past the tolerance"
+        ),
         "{commands:#?}"
     );
-    assert!(commands[0].contains("%0Agrown at:%0A  2.9 KiB (3000 bytes) in 1 block"), "{commands:#?}");
-    assert!(commands[0].ends_with(", at tests/leaks.rs:69 in leaks::budget_passes"), "{commands:#?}");
     // The fixture fails 19 tests (2 of them crash): 10 errors in all, then a notice of the 10 left out.
     assert_eq!(commands.iter().filter(|line| line.starts_with("::error ")).count(), 10, "{commands:#?}");
     assert!(commands[1..10].iter().all(|line| line.contains("title=failed ") || line.contains("title=crashed ")));
     assert!(commands[10].starts_with("::notice "), "{commands:#?}");
-    assert!(commands[10].contains("::10 more failed or regressed tests are not annotated"), "{commands:#?}");
+    assert!(
+        commands[10].contains("::10 more causes of regressions or failed tests are not annotated"),
+        "{commands:#?}"
+    );
+    let summary_json = fixture.target_dir().join("ying/summary.json");
+    let listed = summary_json.strip_prefix(checkout).unwrap_or(&summary_json).display().to_string();
+    assert!(commands[10].ends_with(&format!("the job summary and {listed} list every one")), "{commands:#?}");
+    // Failures say why: their panic's message or their budgets, never only that they failed.
+    assert!(commands[1..10].iter().all(|line| !line.ends_with("::the test failed")), "{commands:#?}");
     assert_eq!(commands.len(), 11);
 
     // After the Summary: what failed the run, failures then the regression with the site it grew at.
@@ -62,7 +73,8 @@ fn a_regression_is_the_first_annotation_at_its_file_from_the_repository_root_and
     assert_eq!(after.len(), 12, "9 of the 19 failed tests, how many more, 1 regressed and its site: {after:#?}");
     assert_eq!(after[9].trim_start(), "... and 10 more failed (19 in all, shown above; -v lists them here)");
 
-    // The job summary states the terminal's totals.
+    // The job summary opens on the verdict and states the terminal's totals.
     let step_summary = std::fs::read_to_string(summary_file.path()).unwrap();
+    assert!(step_summary.starts_with("## ❌ cargo ying test: 1 test regressed, 19 tests failed\n"), "{step_summary}");
     assert!(step_summary.contains(&format!("\n{totals}\n")), "{totals}\n{step_summary}");
 }

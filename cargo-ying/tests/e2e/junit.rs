@@ -1,9 +1,8 @@
 //! `--junit`: the JUnit file shows each test's verdict as the run's exit code and summary.json do (a leak test whose
-//! memory regressed is a failure, with its figures and diff flamegraph), and is valid against Jenkins' junit-10
-//! schema, `schemas/junit-10.xsd` (the xunit plugin's, which it validates JUnit files against), read by the validator
-//! in `xsd.rs` and, where it is installed, by `xmllint`.
+//! memory regressed is a failure, with its figures and diff flamegraph), and is valid against both JUnit schemas
+//! under `schemas/` (Jenkins' junit-10 and Ant's junit-4), checked by libxml2's validator (`xsd.rs`).
 
-use super::xsd::{Schema, schemas, xmllint};
+use super::xsd::assert_valid_junit;
 use super::{Fixture, TEST_FAILED, entry, stderr, summary};
 use roxmltree::{Document, Node};
 
@@ -51,13 +50,7 @@ fn a_regressed_passing_test_is_a_junit_failure_with_its_figures_and_the_file_is_
     let document = Document::parse(&xml).unwrap_or_else(|error| panic!("{error}: {xml}"));
     let root = document.root_element();
     assert!(root.has_tag_name("testsuites"), "{xml}");
-    let schema = schemas().join("junit-10.xsd");
-    if let Err(problems) = Schema::read(&schema).validate(&xml) {
-        panic!("{problems:#?}\n{xml}");
-    }
-    if let Some((valid, said)) = xmllint(&schema, &junit) {
-        assert!(valid, "xmllint: {said}\n{xml}");
-    }
+    assert_valid_junit(&junit);
     assert!(!xml.contains('\u{1b}'), "no ANSI escape codes: {xml}");
 
     // Each test case shows the verdict summary.json has: a failure for a failed, crashed or timed-out test and

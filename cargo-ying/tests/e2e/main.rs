@@ -312,6 +312,22 @@ fn a_full_run_reports_every_outcome_and_writes_the_artifacts() {
     assert_eq!(outcome("leaks", "helper_thread_leak_process"), "ignored");
     assert_eq!(outcome("no_allocator", "without_the_allocator"), "failed");
     assert_eq!(outcome("exits", "exits_after_leaking"), "failed");
+    // Every failure says why: its signal or timeout, its budgets, its panic's message, the error it returned.
+    let failed: Vec<&serde_json::Value> = summary["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|test| ["failed", "crashed", "timed-out"].contains(&test["outcome"].as_str().unwrap()))
+        .collect();
+    assert!(failed.len() >= 10, "{summary}");
+    for test in &failed {
+        let reason = test["reason"].as_str().unwrap_or_default();
+        assert!(!reason.is_empty() && reason != "the test failed", "a failure with no reason: {test}");
+    }
+    assert!(
+        entry(&summary, "leaks", "box_leak")["reason"].as_str().unwrap().contains("exceeded its budget"),
+        "{summary}"
+    );
 
     let box_leak = entry(&summary, "leaks", "box_leak");
     assert_eq!(box_leak["retained_bytes"], 1000);
@@ -781,6 +797,7 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
     let unsharded = summary(&fixture.target_dir());
     assert_eq!(outcomes_of(&unsharded).len(), 5);
 
+    let mut last_shards = Vec::new();
     for scheme in ["count", "hash"] {
         let mut shard_summaries = Vec::new();
         for shard in 1..=2 {
@@ -804,7 +821,38 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
         assert!(merge_stderr.contains("no leak test's retained memory changed beyond the tolerance"), "{merge_stderr}");
         let merged: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
         assert_eq!(outcomes_of(&merged), outcomes_of(&unsharded), "{scheme}: the merge equals the unsharded run");
+        last_shards = shard_summaries;
     }
+
+    // The merged run is written as a run is: index.html, reports and flamegraphs beside its summary, JUnit valid
+    // against both schemas, GitHub's annotations and job summary.
+    let outputs = tempfile::tempdir().unwrap();
+    let (junit, step_summary) = (outputs.path().join("junit.xml"), outputs.path().join("step-summary.md"));
+    let merged_dir = outputs.path().join("merged");
+    let merged_path = merged_dir.join("summary.json");
+    let path = |path: &Path| path.to_str().unwrap().to_owned();
+    let mut args: Vec<String> = last_shards.iter().map(|shard| path(shard)).collect();
+    args.extend(["--output".into(), path(&merged_path), "--junit".into(), path(&junit)]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let step_summary_env = path(&step_summary);
+    let envs = [("GITHUB_ACTIONS", "true"), ("GITHUB_STEP_SUMMARY", step_summary_env.as_str())];
+    let output = fixture.subcommand("merge", &args, &envs).output().unwrap();
+    assert_eq!(output.status.code(), TEST_FAILED, "{}", stderr(&output));
+    let merged: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged_path).unwrap()).unwrap();
+    let box_leak = entry(&merged, "leaks", "box_leak");
+    assert!(box_leak["reason"].as_str().unwrap().contains("exceeded its budget"), "{box_leak}");
+    for file in ["report", "retained_flamegraph"] {
+        assert!(merged_dir.join(box_leak[file].as_str().unwrap()).is_file(), "{file} beside the summary: {box_leak}");
+    }
+    let index = std::fs::read_to_string(merged_dir.join("index.html")).unwrap();
+    assert!(index.contains("box_leak") && index.contains("rc_cycle"), "{index}");
+    xsd::assert_valid_junit(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("name=\"box_leak\"") && xml.contains("exceeded its budget"), "{xml}");
+    let annotations = stdout(&output);
+    assert!(annotations.lines().any(|line| line.starts_with("::error ") && line.contains("box_leak")), "{annotations}");
+    let job_summary = std::fs::read_to_string(&step_summary).unwrap();
+    assert!(job_summary.contains("box_leak"), "{job_summary}");
 
     // A summary of another workspace's shard (its tests of a package this one has not) is refused, naming it.
     let mut foreign: serde_json::Value =

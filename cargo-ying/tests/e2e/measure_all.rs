@@ -604,6 +604,22 @@ fn the_gate_knows_every_test_nextest_started_skipped_ignored_or_killed() {
     let killed = summary(&fixture.target_dir());
     assert_eq!(entry(&killed, "plain", "clean")["outcome"], "crashed", "{killed}");
 
+    // nextest captured a failing assert's output; the wrapper kept its message for the gate's outputs.
+    let run = nextest(&["run", "--profile", "ying", "-E", "test(=caches_4000_bytes)"], &[("YING_FIXTURE_FAIL", "1")]);
+    assert_eq!(run.status.code(), TEST_FAILED, "{}", stderr(&run));
+    let junit_dir = tempfile::tempdir().unwrap();
+    let junit = junit_dir.path().join("junit.xml");
+    let output = gate(&["--junit", junit.to_str().unwrap()]);
+    assert_eq!(output.status.code(), TEST_FAILED, "{}", stderr(&output));
+    let asserted = "assertion `left == right` failed: the fixture was asked to fail";
+    let failed = summary(&fixture.target_dir());
+    let reason = entry(&failed, "plain", "caches_4000_bytes")["reason"].as_str().unwrap_or_default().to_owned();
+    assert!(reason.starts_with("panicked at tests/plain.rs:") && reason.ends_with(asserted), "{failed}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    super::xsd::assert_valid_junit(&junit);
+    assert!(xml.contains(&format!("message=\"{reason}\"")), "{xml}");
+    assert!(xml.contains("the fixture was asked to fail"), "the last lines of its output: {xml}");
+
     // A test of the baseline the run's binaries do not hold is missing; the archive's binaries tell it as well as
     // nextest's listing.
     let baseline = fixture.path().join("ying-baseline.json");

@@ -8,12 +8,13 @@ use crate::model::{Leak, Outcome};
 use crate::run::exec::collect::take_report;
 use crate::run::exec::interposer::{PRELOAD_ENV, preload_value};
 use crate::run::exec::known_code::KNOWN_CODE_ENV;
+use crate::run::exec::relay::{Kept, Relay};
 use crate::run::names::symbols::Symbolizer;
 use crate::run::process::{self, Waited};
 use crate::signals;
 use std::fs::File;
 use std::path::Path;
-use std::process::{Command, ExitStatus};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
@@ -81,8 +82,11 @@ impl Measuring<'_> {
 pub(crate) enum Output<'a> {
     /// Its standard output and error, interleaved as written, into this file (which is created).
     File(&'a Path),
-    /// Where this process's go: the terminal (`--no-capture`), or nextest, which captures them.
+    /// Where this process's go: the terminal (`--no-capture`, or nextest's).
     Inherited,
+    /// Passed on to this process's as written (to nextest, which captures them), the first panic's message and the
+    /// last lines kept ([`Relay`]).
+    Relayed,
 }
 
 /// How a test process is started and waited for.
@@ -148,6 +152,8 @@ pub(crate) struct Attempt {
     pub leak: Option<Leak>,
     /// What went wrong around the test without failing it (a report refused, say).
     pub warnings: Vec<String>,
+    /// What was kept of its output, when it was relayed ([`Output::Relayed`]).
+    pub kept: Option<Kept>,
 }
 
 impl Attempting<'_> {
@@ -159,11 +165,19 @@ impl Attempting<'_> {
             let output = File::create(path)?;
             self.command.stdout(output.try_clone()?).stderr(output);
         }
+        let relayed = matches!(self.output, Output::Relayed);
+        if relayed {
+            self.command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        let relay =
+            |child: &mut std::process::Child| relayed.then(|| Relay::start(child.stdout.take(), child.stderr.take()));
+        let relaying;
         let (started, started_at) = (Instant::now(), SystemTime::now());
         let mut stopped_by = None;
         let (ended, exit_code, killed_by) = match self.watch {
             Watch::OwnGroup { timeout, cancel, max_fail } => {
                 let mut child = process::spawn(&mut self.command)?;
+                relaying = relay(&mut child);
                 match process::wait_unless(&mut child, started, timeout, cancel) {
                     Waited::Exited(status) => exited(status),
                     Waited::TimedOut => (Outcome::TimedOut(timeout), None, None),
@@ -173,7 +187,9 @@ impl Attempting<'_> {
                 }
             }
             Watch::CallersGroup { timeout } => {
-                let (status, signal) = process::wait_passing_on(&mut self.command.spawn()?)?;
+                let mut child = self.command.spawn()?;
+                relaying = relay(&mut child);
+                let (status, signal) = process::wait_passing_on(&mut child)?;
                 let (ended, exit_code, killed_by) = exited(status);
                 stopped_by = signal;
                 match (signal, timeout) {
@@ -187,6 +203,7 @@ impl Attempting<'_> {
             }
         };
         let duration = started.elapsed();
+        let kept = relaying.map(Relay::finish);
         let collected = take_report(self.id, self.measuring.report_dir, self.store, self.measuring.token, |report| {
             self.symbolizer.complete(report, self.binary, self.package_dir)
         });
@@ -205,6 +222,7 @@ impl Attempting<'_> {
             duration,
             leak: collected.leak,
             warnings: collected.warnings,
+            kept,
         })
     }
 }
