@@ -16,11 +16,13 @@ pub(crate) enum Error {
     /// `cargo metadata` failed.
     #[error("failed to read the workspace metadata")]
     Metadata(#[source] cargo_metadata::Error),
-    /// `[workspace.metadata.ying]` is not a valid configuration.
-    #[error("failed to read [workspace.metadata.ying] in {}", manifest.display())]
+    /// `[workspace.metadata.ying]` (or a package's `[package.metadata.ying]`) is not a valid configuration.
+    #[error("failed to read {table} in {}", manifest.display())]
     Config {
-        /// The workspace's Cargo.toml.
+        /// The Cargo.toml the table is in.
         manifest: PathBuf,
+        /// `[workspace.metadata.ying]` or `[package.metadata.ying]`.
+        table: &'static str,
         /// What is wrong, naming the key.
         #[source]
         source: ConfigError,

@@ -7,7 +7,7 @@
 //! alone.
 
 use crate::config::Config;
-use crate::error::{Error, ManifestError, Result};
+use crate::error::{ConfigError, Error, ManifestError, Result};
 use cargo_metadata::{Metadata, MetadataCommand};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -55,8 +55,28 @@ impl Workspace {
         command.other_options(lock_flags.iter().map(|flag| (*flag).to_owned()).collect::<Vec<_>>());
         let metadata = command.exec().map_err(Error::Metadata)?;
         let manifest = metadata.workspace_root.join("Cargo.toml").into_std_path_buf();
-        let config =
-            Config::from_metadata(&metadata.workspace_metadata).map_err(|source| Error::Config { manifest, source })?;
+        let mut root_package = None;
+        for package in &metadata.packages {
+            let at = package.manifest_path.as_std_path();
+            if at == manifest {
+                root_package = Some(&package.metadata);
+            } else if has_ying(&package.metadata) {
+                // A member's table would be read by nobody: say so rather than run without it.
+                return Err(Error::Config {
+                    manifest: at.to_owned(),
+                    table: PACKAGE_TABLE,
+                    source: ConfigError {
+                        key: None,
+                        message: format!(
+                            "cargo ying is configured for the whole workspace: move these settings to \
+                             [workspace.metadata.ying] in {}",
+                            manifest.display()
+                        ),
+                    },
+                });
+            }
+        }
+        let config = read_config(&manifest, &metadata.workspace_metadata, root_package)?;
         let place = Place {
             root: metadata.workspace_root.clone().into_std_path_buf(),
             target_directory: metadata.target_directory.clone().into_std_path_buf(),
@@ -82,6 +102,35 @@ impl Workspace {
     }
 }
 
+/// The table a workspace is configured in.
+const WORKSPACE_TABLE: &str = "[workspace.metadata.ying]";
+
+/// The table a workspace of one package may be configured in instead.
+const PACKAGE_TABLE: &str = "[package.metadata.ying]";
+
+/// Whether a `metadata` table has a `ying` table (or anything under that key).
+fn has_ying(metadata: &serde_json::Value) -> bool {
+    metadata.get("ying").is_some_and(|value| !value.is_null())
+}
+
+/// The configuration in the root manifest `manifest`: its `[workspace.metadata.ying]` (`workspace`, the
+/// `metadata` table) or, in a workspace whose root is a package, that package's `[package.metadata.ying]`
+/// (`package`), read alike; both set is refused, as only one would be read.
+fn read_config(manifest: &Path, workspace: &serde_json::Value, package: Option<&serde_json::Value>) -> Result<Config> {
+    let error = |table, source| Error::Config { manifest: manifest.to_owned(), table, source };
+    match package.filter(|package| has_ying(package)) {
+        None => Config::from_metadata(workspace).map_err(|source| error(WORKSPACE_TABLE, source)),
+        Some(_) if has_ying(workspace) => Err(error(
+            PACKAGE_TABLE,
+            ConfigError {
+                key: None,
+                message: format!("{WORKSPACE_TABLE} is set too, and cargo ying reads one: keep that one"),
+            },
+        )),
+        Some(package) => Config::from_metadata(package).map_err(|source| error(PACKAGE_TABLE, source)),
+    }
+}
+
 impl Place {
     /// The workspace whose root is `root`, read from its Cargo.toml without cargo: its configuration from
     /// `[workspace.metadata.ying]`, its target directory from `CARGO_TARGET_DIR` (relative to the root), else
@@ -91,13 +140,15 @@ impl Place {
         let error = |source| Error::Manifest { path: manifest.clone(), source };
         let text = std::fs::read_to_string(&manifest).map_err(|why| error(ManifestError::Io(why)))?;
         let table: toml::Table = text.parse().map_err(|why| error(ManifestError::Toml(why)))?;
-        let metadata = table
-            .get("workspace")
-            .and_then(|workspace| workspace.get("metadata"))
-            .and_then(|metadata| serde_json::to_value(metadata).ok())
-            .unwrap_or(serde_json::Value::Null);
-        let config =
-            Config::from_metadata(&metadata).map_err(|source| Error::Config { manifest: manifest.clone(), source })?;
+        let metadata_of = |section: &str| {
+            table
+                .get(section)
+                .and_then(|section| section.get("metadata"))
+                .and_then(|metadata| serde_json::to_value(metadata).ok())
+                .unwrap_or(serde_json::Value::Null)
+        };
+        let package = metadata_of("package");
+        let config = read_config(&manifest, &metadata_of("workspace"), Some(&package))?;
         let target_directory = match std::env::var_os("CARGO_TARGET_DIR").filter(|dir| !dir.is_empty()) {
             Some(dir) => root.join(dir),
             None => root.join("target"),
@@ -148,6 +199,41 @@ mod tests {
         std::fs::write(dir.path().join("Cargo.toml"), "[workspace.metadata.ying]\nretries = \"x\"\n").unwrap();
         let error = Place::read(dir.path()).unwrap_err().chain();
         assert!(error.contains("Cargo.toml") && error.contains("retries"), "{error}");
+    }
+
+    #[test]
+    fn a_crate_of_one_package_is_configured_in_its_package_table_checked_as_the_workspaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |text: &str| std::fs::write(dir.path().join("Cargo.toml"), text).unwrap();
+        let package = "[package]\nname = \"p\"\nversion = \"0.1.0\"\n";
+        write(&format!("{package}[package.metadata.ying]\nbaseline = \"mem.json\"\n"));
+        assert_eq!(Place::read(dir.path()).unwrap().baseline_path(None), dir.path().join("mem.json"));
+        write(&format!("{package}[package.metadata.ying]\nbasline = \"mem.json\"\n"));
+        let error = Place::read(dir.path()).unwrap_err().chain();
+        assert!(error.starts_with("failed to read [package.metadata.ying] in "), "{error}");
+        assert!(error.contains("unknown field `basline`; did you mean `baseline`?"), "{error}");
+        write(&format!("{package}[package.metadata.ying]\nreruns = \"two\"\n"));
+        assert!(Place::read(dir.path()).unwrap_err().chain().contains("`reruns`"));
+        write(&format!("[workspace.metadata.ying]\nreruns = 1\n{package}[package.metadata.ying]\nreruns = 2\n"));
+        let error = Place::read(dir.path()).unwrap_err().chain();
+        assert!(error.contains("[workspace.metadata.ying] is set too, and cargo ying reads one"), "{error}");
+    }
+
+    #[test]
+    fn a_members_package_table_is_refused_naming_where_its_settings_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let member = dir.path().join("m");
+        std::fs::create_dir_all(member.join("src")).unwrap();
+        std::fs::write(member.join("src/lib.rs"), "").unwrap();
+        std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\nmembers = [\"m\"]\nresolver = \"2\"\n").unwrap();
+        let package = "[package]\nname = \"m\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+        std::fs::write(member.join("Cargo.toml"), format!("{package}[package.metadata.ying]\nretries = 1\n")).unwrap();
+        let manifest = dir.path().join("Cargo.toml");
+        let error = super::Workspace::open(Some(&manifest), &[]).err().expect("refused").chain();
+        assert!(error.starts_with("failed to read [package.metadata.ying] in "), "{error}");
+        assert!(error.contains("move these settings to [workspace.metadata.ying] in"), "{error}");
+        std::fs::write(member.join("Cargo.toml"), package).unwrap();
+        assert!(super::Workspace::open(Some(&manifest), &[]).is_ok());
     }
 
     #[test]
