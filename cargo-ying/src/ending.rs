@@ -129,6 +129,10 @@ fn write_ci_outputs(run: &Run, ending: &Ending<'_>) -> Result<()> {
         }
     }
     if let Some(path) = ending.junit {
+        // A nextest profile's file goes under the target directory, where nothing may have made its directory.
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
+        }
         std::fs::write(path, junit::junit(run)).map_err(Error::io("write", path))?;
     }
     Ok(())

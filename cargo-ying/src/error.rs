@@ -253,6 +253,7 @@ impl Error {
                 crate::signals::interrupted().map_or(exit_code::TEST_LIST_FAILED, exit_code::stopped_by)
             }
             Self::List { .. } => exit_code::TEST_LIST_FAILED,
+            Self::NextestProfile { .. } => exit_code::SETUP_ERROR,
             Self::Config { .. }
             | Self::TestArgs(_)
             | Self::ReadBaseline { .. }
@@ -265,7 +266,6 @@ impl Error {
             | Self::Manifest { .. }
             | Self::Interposer(_)
             | Self::NextestConfig { .. }
-            | Self::NextestProfile { .. }
             | Self::Wrap(_)
             | Self::NoNextestRun(_)
             | Self::Archive { .. }
@@ -560,6 +560,33 @@ mod tests {
         assert_eq!(list.exit_code(), exit_code::TEST_LIST_FAILED);
         let metadata = Error::Metadata(cargo_metadata::Error::CargoMetadata { stderr: String::new() });
         assert_eq!(metadata.exit_code(), exit_code::CARGO_METADATA_FAILED);
+    }
+
+    /// Every code cargo ying shares with cargo-nextest has nextest's value (`NextestExitCode`, from
+    /// nextest-metadata), and ying's own code is none of nextest's.
+    #[test]
+    fn the_exit_codes_are_nextests() {
+        use nextest_metadata::NextestExitCode as Nextest;
+        let shared = [
+            (exit_code::OK, Nextest::OK),
+            (exit_code::NO_TESTS, Nextest::NO_TESTS_RUN),
+            (exit_code::INVALID_FILTERSET, Nextest::INVALID_FILTERSET),
+            (exit_code::SETUP_ERROR, Nextest::SETUP_ERROR),
+            (exit_code::TEST_FAILED, Nextest::TEST_RUN_FAILED),
+            (exit_code::BUILD_FAILED, Nextest::BUILD_FAILED),
+            (exit_code::CARGO_METADATA_FAILED, Nextest::CARGO_METADATA_FAILED),
+            (exit_code::TEST_LIST_FAILED, Nextest::TEST_LIST_CREATION_FAILED),
+            (exit_code::stopped_by(2), Nextest::TEST_RUN_FAILED),
+        ];
+        for (ours, nextests) in shared {
+            assert_eq!(i32::from(ours), nextests);
+        }
+        let profile = Error::NextestProfile {
+            path: ".config/nextest.toml".into(),
+            profile: "ci".into(),
+            source: super::NextestProfileError::Cycle("ci".into()),
+        };
+        assert_eq!(i32::from(profile.exit_code()), Nextest::SETUP_ERROR);
     }
 
     #[test]

@@ -109,7 +109,12 @@ impl Settings {
             color: terminal::use_color(args.report.color),
             quiet: args.quiet,
             verbose: args.verbose,
-            junit: args.report.junit.clone(),
+            // As nextest writes its profile's JUnit file: under the profile's directory of the target directory.
+            junit: args.report.junit.clone().or_else(|| {
+                let (name, path) = (args.profile.as_deref()?, profile.junit.as_deref()?);
+                let target = request.cargo.target_dir.as_deref().unwrap_or(&workspace.place.target_directory);
+                Some(target.join("nextest").join(name).join(path))
+            }),
             message_format: args.message_format,
             warnings: ignored(args, no_capture),
             request,

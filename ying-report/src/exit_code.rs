@@ -15,7 +15,11 @@ pub const MEMORY_REGRESSED: u8 = 3;
 pub const NO_TESTS: u8 = 4;
 /// A `-E` filterset could not be parsed, as cargo-nextest's `INVALID_FILTERSET`.
 pub const INVALID_FILTERSET: u8 = 94;
-/// A test failed, crashed or timed out (whatever the memory did), as cargo-nextest's `TEST_RUN_FAILED`.
+/// The nextest profile `-P` names is not in `.config/nextest.toml`, or the file does not read, as cargo-nextest's
+/// `SETUP_ERROR`.
+pub const SETUP_ERROR: u8 = 96;
+/// A test failed, crashed or timed out (whatever the memory did), or the run was stopped by a signal, as
+/// cargo-nextest's `TEST_RUN_FAILED`.
 pub const TEST_FAILED: u8 = 100;
 /// Building the tests (or the allocation interposer of `--measure all`) failed, as cargo-nextest's `BUILD_FAILED`.
 pub const BUILD_FAILED: u8 = 101;
@@ -38,17 +42,15 @@ pub const fn of_run(failed: bool, regressed: bool) -> u8 {
     }
 }
 
-/// The exit code of a run stopped by `signal`, as a shell reports a process it killed: 128 + the signal (130 for
-/// SIGINT, 143 for SIGTERM).
+/// The exit code of a run stopped by `signal` (SIGINT, SIGTERM): [`TEST_FAILED`], whatever the signal, as
+/// cargo-nextest ends a run it was asked to stop; the summary says which signal it was.
 ///
 /// ```
-/// assert_eq!(ying_report::exit_code::stopped_by(2), 130);
+/// assert_eq!(ying_report::exit_code::stopped_by(2), 100);
 /// ```
 pub const fn stopped_by(signal: i32) -> u8 {
-    match 128 + signal {
-        code @ 0..=255 => code as u8,
-        _ => u8::MAX,
-    }
+    let _ = signal;
+    TEST_FAILED
 }
 
 /// Every exit code with what it means, in the order the help lists them: the codes as written there, and the
@@ -59,11 +61,11 @@ pub const DOCUMENTED: &[(&str, &str)] = &[
     ("3", "every test passed, and memory regressed against the baseline (ying's own code)"),
     ("4", "no tests to run (with --no-tests=fail, the default)"),
     ("94", "invalid filterset"),
-    ("100", "a test failed, crashed or timed out"),
+    ("96", "the nextest profile of -P is not found, or .config/nextest.toml does not read"),
+    ("100", "a test failed, crashed or timed out, or the run was stopped (SIGINT, SIGTERM)"),
     ("101", "the build failed"),
     ("102", "cargo metadata failed"),
     ("104", "a test binary did not list its tests"),
-    ("130, 143", "stopped by SIGINT, SIGTERM (the summary is marked interrupted; no baseline is written)"),
 ];
 
 /// The table as the help shows it, after its heading `Exit codes:`.
@@ -79,7 +81,7 @@ pub fn help() -> String {
 mod tests {
     use super::{
         BUILD_FAILED, CARGO_METADATA_FAILED, DOCUMENTED, INVALID_FILTERSET, MEMORY_REGRESSED, NO_TESTS, OK,
-        TEST_FAILED, TEST_LIST_FAILED, USAGE, stopped_by,
+        SETUP_ERROR, TEST_FAILED, TEST_LIST_FAILED, USAGE, stopped_by,
     };
 
     #[test]
@@ -91,13 +93,13 @@ mod tests {
             MEMORY_REGRESSED,
             NO_TESTS,
             INVALID_FILTERSET,
+            SETUP_ERROR,
             TEST_FAILED,
             BUILD_FAILED,
             CARGO_METADATA_FAILED,
             TEST_LIST_FAILED,
         ];
-        let mut expected: Vec<String> = codes.iter().map(u8::to_string).collect();
-        expected.push(format!("{}, {}", stopped_by(2), stopped_by(15)));
+        let expected: Vec<String> = codes.iter().map(u8::to_string).collect();
         assert_eq!(listed, expected);
     }
 
@@ -105,15 +107,14 @@ mod tests {
     /// ying's own code is none of nextest's.
     #[test]
     fn the_codes_are_nextests() {
-        assert_eq!((NO_TESTS, INVALID_FILTERSET, TEST_FAILED, BUILD_FAILED), (4, 94, 100, 101));
+        assert_eq!((NO_TESTS, INVALID_FILTERSET, SETUP_ERROR, TEST_FAILED, BUILD_FAILED), (4, 94, 96, 100, 101));
         assert_eq!((CARGO_METADATA_FAILED, TEST_LIST_FAILED), (102, 104));
         let nextests = [0, 4, 5, 10, 70, 80, 81, 82, 90, 92, 93, 94, 95, 96, 100, 101, 102, 103, 104, 105, 106, 110];
         assert!(!nextests.contains(&MEMORY_REGRESSED));
     }
 
     #[test]
-    fn a_signal_beyond_the_range_saturates() {
-        assert_eq!(stopped_by(15), 143);
-        assert_eq!(stopped_by(200), u8::MAX);
+    fn a_stopped_run_fails_as_nextests_does_whatever_the_signal() {
+        assert_eq!((stopped_by(2), stopped_by(15)), (TEST_FAILED, TEST_FAILED));
     }
 }

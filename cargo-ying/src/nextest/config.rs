@@ -1,6 +1,6 @@
 //! `cargo ying test -P NAME`: the nextest profile `NAME` of `.config/nextest.toml`, read for what cargo ying has an
 //! equivalent of. A profile inherits from the one its `inherits` names, else from `default`, as nextest's do; a key
-//! none of them sets is left to cargo ying's own configuration and defaults. The rest of the file (JUnit, overrides,
+//! none of them sets is left to cargo ying's own configuration and defaults. The rest of the file (overrides,
 //! scripts, test groups, ...) is nextest's alone and is not read.
 //!
 //! | nextest | cargo ying |
@@ -9,6 +9,7 @@
 //! | `slow-timeout = { period = "60s", terminate-after = N }` | `--timeout` of `period` × `N` (without `terminate-after`, nextest only warns: no timeout) |
 //! | `test-threads = N`, `"num-cpus"`, `-N` (that many fewer than the cores) | `-j` |
 //! | `fail-fast = true`, `false`, `{ max-fail = N, terminate = "wait" \| "immediate" }`, `{ max-fail = "all" }` | `--fail-fast`, `--no-fail-fast`, `--max-fail N[:MODE]` |
+//! | `junit = { path = "junit.xml" }` | `--junit <target-dir>/nextest/<profile>/junit.xml` |
 
 use crate::config::MaxFail;
 use crate::error::NextestProfileError;
@@ -28,6 +29,9 @@ pub(crate) struct Profile {
     pub test_threads: Option<usize>,
     /// After how many failures the run stops starting tests.
     pub max_fail: Option<MaxFail>,
+    /// Where the JUnit file goes, relative to the profile's directory under the target directory
+    /// (`<target-dir>/nextest/<profile>/`), as nextest writes it (`junit = { path = "junit.xml" }`).
+    pub junit: Option<std::path::PathBuf>,
 }
 
 /// Reads profile `name` from the text of `.config/nextest.toml`. `cores`: the machine's, for `test-threads` given
@@ -84,6 +88,11 @@ pub(crate) fn profile(text: &str, name: &str, cores: usize) -> Result<Profile, N
         }
         if let Some(value) = table.get("fail-fast") {
             profile.max_fail = Some(fail_fast(value).map_err(|message| invalid("fail-fast", message))?);
+        }
+        if let Some(value) = table.get("junit").and_then(|junit| junit.get("path")) {
+            let path = value.as_str().filter(|path| !path.is_empty());
+            let path = path.ok_or_else(|| invalid("junit.path", format!("expected a path, found {value}")))?;
+            profile.junit = Some(path.into());
         }
     }
     Ok(profile)
@@ -191,13 +200,23 @@ retries = 9
                 timeout: Some(Duration::from_secs(120)),
                 test_threads: Some(8),
                 max_fail: Some(MaxFail::parse("5").unwrap()),
+                junit: Some("junit.xml".into()),
             }
         );
         let nightly = profile(FILE, "nightly", 8).unwrap();
         assert_eq!(
             nightly,
-            Profile { retries: Some(3), timeout: None, test_threads: Some(7), max_fail: Some(MaxFail::Never) }
+            Profile {
+                retries: Some(3),
+                timeout: None,
+                test_threads: Some(7),
+                max_fail: Some(MaxFail::Never),
+                junit: Some("junit.xml".into()),
+            }
         );
+        assert_eq!(profile(FILE, "default", 2).unwrap().junit, None, "the default profile writes no JUnit");
+        let error = profile("[profile.ci]\njunit = { path = 3 }\n", "ci", 2).unwrap_err().to_string();
+        assert!(error.contains("profile.ci.junit.path"), "{error}");
         assert_eq!(profile(FILE, "default", 2).unwrap().retries, Some(1));
         assert_eq!(profile(FILE, "strict", 2).unwrap().max_fail, Some(MaxFail::parse("2:immediate").unwrap()));
         assert_eq!(profile("", "default", 2).unwrap(), Profile::default(), "nextest always has a default profile");

@@ -201,7 +201,7 @@ pub(crate) fn step_summary(run: &Run, command: &str) -> String {
             let tolerance = gate.gating.tolerance;
             let causes = run.causes();
             if !causes.is_empty() {
-                out.push_str("### Where memory grew\n\n| where | retained there | tests |\n|---|---:|---|\n");
+                out.push_str("### Where memory grew\n\n| where | most in one test | tests |\n|---|---:|---|\n");
                 for cause in &causes {
                     let tests = some_tests(&cause.tests, |test| format!("`{}`", test.id));
                     out.push_str(&format!(

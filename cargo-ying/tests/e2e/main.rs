@@ -504,7 +504,14 @@ fn help_documents_the_exit_codes() {
         ),
         "{help}"
     );
-    assert!(help.contains("\n  100  a test failed, crashed or timed out\n  101  the build failed\n"), "{help}");
+    assert!(help.contains("\n   96  the nextest profile of -P is not found"), "{help}");
+    assert!(
+        help.contains(
+            "\n  100  a test failed, crashed or timed out, or the run was stopped (SIGINT, SIGTERM)\n  101  the build \
+             failed\n"
+        ),
+        "{help}"
+    );
 }
 
 /// The gate's table (`retained memory against ...` to the blank line after it), with the baseline's path redacted.

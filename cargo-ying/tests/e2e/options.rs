@@ -154,7 +154,8 @@ fn a_nextest_profile_gives_retries_the_timeout_and_fail_fast_and_flags_win_over_
     let fixture = Fixture::new();
     std::fs::create_dir(fixture.path().join(".config")).unwrap();
     let config = "[profile.default]\nretries = 0\n\n[profile.ci]\nretries = { backoff = \"fixed\", count = 2 }\n\
-                  slow-timeout = { period = \"1s\", terminate-after = 2 }\nfail-fast = false\n";
+                  slow-timeout = { period = \"1s\", terminate-after = 2 }\nfail-fast = false\n\
+                  junit = { path = \"ci-junit.xml\" }\n";
     std::fs::write(fixture.path().join(".config/nextest.toml"), config).unwrap();
     let marks = tempfile::tempdir().unwrap();
     let flaky = [("FIXTURE_FLAKY_DIR", marks.path().to_str().unwrap())];
@@ -162,6 +163,11 @@ fn a_nextest_profile_gives_retries_the_timeout_and_fail_fast_and_flags_win_over_
     let retried = fixture.cargo_ying(&["-P", "ci", "-E", "binary(flaky)"], &flaky);
     assert_eq!(retried.status.code(), Some(0), "the profile's retries: {}", stderr(&retried));
     assert!(stderr(&retried).contains("1 passed (1 flaky)"), "{}", stderr(&retried));
+    // The profile's JUnit file, where nextest writes it: the profile's directory under the target directory.
+    let junit = fixture.target_dir().join("nextest/ci/ci-junit.xml");
+    let xml = std::fs::read_to_string(&junit).unwrap_or_else(|error| panic!("{}: {error}", junit.display()));
+    assert!(xml.contains("<testsuites") && xml.contains("leak-fixtures::flaky"), "{xml}");
+    super::xsd::assert_valid_junit(&junit);
     std::fs::remove_file(marks.path().join("attempted")).unwrap();
     let flag = fixture.cargo_ying(&["-P", "ci", "--retries", "0", "-E", "binary(flaky)"], &flaky);
     assert_eq!(flag.status.code(), TEST_FAILED, "--retries wins over the profile: {}", stderr(&flag));
@@ -177,7 +183,7 @@ fn a_nextest_profile_gives_retries_the_timeout_and_fail_fast_and_flags_win_over_
 
     let unknown = fixture.cargo_ying(&["-P", "nightly"], &[]);
     let said = stderr(&unknown);
-    assert_eq!(unknown.status.code(), Some(2), "{said}");
+    assert_eq!(unknown.status.code(), Some(96), "nextest's SETUP_ERROR: {said}");
     assert!(
         said.contains("failed to read the nextest profile `nightly` in")
             && said.contains(
@@ -188,7 +194,7 @@ fn a_nextest_profile_gives_retries_the_timeout_and_fail_fast_and_flags_win_over_
     std::fs::write(fixture.path().join(".config/nextest.toml"), "[profile.ci]\nretries = 1\n[profile.ci\n").unwrap();
     let malformed = fixture.cargo_ying(&["-P", "ci"], &[]);
     let said = stderr(&malformed);
-    assert_eq!(malformed.status.code(), Some(2), "{said}");
+    assert_eq!(malformed.status.code(), Some(96), "{said}");
     assert!(said.contains(".config/nextest.toml") && said.contains("line 3, column 12"), "{said}");
 }
 
