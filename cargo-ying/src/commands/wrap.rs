@@ -57,6 +57,8 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let attempts_allowed = std::env::var("NEXTEST_TOTAL_ATTEMPTS").ok().and_then(|total| total.parse().ok());
 
     let (id, identity) = record::test_of(&binary_id, &binary, &name)?;
+    // A binary of an archive names its package's files where it was built, not where it runs.
+    let built_in = crate::nextest::archive::built_package_dir(&binary, &id.package).filter(|dir| *dir != package_dir);
     let interposer = crate::run::exec::interposer::library()?;
     if crate::run::exec::interposer::preloads(&binary) == Some(false) {
         return Err(Error::Wrap(WrapError::StaticBinary(binary)));
@@ -112,6 +114,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         id: &id,
         binary: &binary,
         package_dir: &package_dir,
+        built_in: built_in.as_deref(),
         command,
         measuring: Measuring {
             report_dir: &report_dir,

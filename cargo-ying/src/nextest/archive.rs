@@ -3,6 +3,10 @@
 //! nextest did not list in the run, and the tests of the baseline in it, are missing from the run.
 //!
 //! The archive is read as a stream, once, up to the metadata; the metadata's size is bounded.
+//!
+//! Where an archive's tests run, the cargo metadata it carries (`target/nextest/cargo-metadata.json`, extracted
+//! beside the binaries) says where each package was when they were built ([`built_package_dir`]): the binaries'
+//! debug information names the package's files there, whatever `--workspace-remap` says now.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -13,6 +17,40 @@ const METADATA: &str = "target/nextest/binaries-metadata.json";
 const METADATA_MAX: u64 = 64 << 20;
 /// A tar block.
 const BLOCK: usize = 512;
+
+/// Where nextest extracts the cargo metadata of an archive, under the target directory.
+const CARGO_METADATA: &str = "nextest/cargo-metadata.json";
+
+/// How many directories above a test binary its target directory may be (`<target>/<triple>/debug/deps/`).
+const LEVELS: usize = 5;
+
+/// Where package `package` was built, for a `binary` extracted from an archive whose cargo metadata lies in its
+/// target directory (`<target>/nextest/cargo-metadata.json`, at most [`LEVELS`] above it): the directory of that
+/// package's manifest as the metadata names it. `None` for a binary not from an archive, or metadata that does
+/// not read or does not name the package.
+pub(crate) fn built_package_dir(binary: &Path, package: &str) -> Option<PathBuf> {
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        packages: Vec<Package>,
+        workspace_members: Vec<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Package {
+        name: String,
+        id: String,
+        manifest_path: PathBuf,
+    }
+    let path =
+        binary.ancestors().skip(1).take(LEVELS).map(|dir| dir.join(CARGO_METADATA)).find(|path| path.is_file())?;
+    let mut text = Vec::new();
+    std::fs::File::open(&path).ok()?.take(METADATA_MAX).read_to_end(&mut text).ok()?;
+    let metadata: Metadata = serde_json::from_slice(&text).ok()?;
+    let package = metadata
+        .packages
+        .into_iter()
+        .find(|candidate| candidate.name == package && metadata.workspace_members.contains(&candidate.id))?;
+    package.manifest_path.parent().map(Path::to_owned)
+}
 
 /// A test binary of the archive.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,8 +166,27 @@ fn octal(field: &[u8]) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{BLOCK, find, parse};
+    use super::{BLOCK, built_package_dir, find, parse};
     use std::path::Path;
+
+    #[test]
+    fn an_extracted_archives_binary_names_where_its_package_was_built() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::create_dir_all(target.join("nextest")).unwrap();
+        std::fs::create_dir_all(target.join("debug/deps")).unwrap();
+        let binary = target.join("debug/deps/plain-0123");
+        std::fs::write(&binary, "").unwrap();
+        assert_eq!(built_package_dir(&binary, "app"), None, "not from an archive");
+        let metadata = r#"{"workspace_members": ["path+file:///build/ws/app#0.1.0"], "packages": [
+            {"name": "dep", "id": "registry+dep", "manifest_path": "/home/.cargo/dep/Cargo.toml"},
+            {"name": "app", "id": "path+file:///build/ws/app#0.1.0", "manifest_path": "/build/ws/app/Cargo.toml"}]}"#;
+        std::fs::write(target.join("nextest/cargo-metadata.json"), metadata).unwrap();
+        assert_eq!(built_package_dir(&binary, "app").as_deref(), Some(Path::new("/build/ws/app")));
+        assert_eq!(built_package_dir(&binary, "dep"), None, "a dependency is no package of the workspace");
+        std::fs::write(target.join("nextest/cargo-metadata.json"), "{").unwrap();
+        assert_eq!(built_package_dir(&binary, "app"), None, "metadata that does not read");
+    }
 
     /// A tar entry of `name` holding `contents`, as tar writes one (`typeflag` `0`).
     fn entry(name: &str, contents: &[u8], typeflag: u8) -> Vec<u8> {

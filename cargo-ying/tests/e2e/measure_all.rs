@@ -40,6 +40,32 @@ fn figures(fixture: &Fixture) -> Vec<[u64; 4]> {
         .collect()
 }
 
+/// What each test of the last run in `fixture` says of where it retained memory, in [`RETAINED`]'s order: its
+/// sites by key (summary.json), the frames of its report's retained sites (function, file, line) and its retained
+/// flamegraph.
+fn sites(fixture: &Fixture) -> Vec<(serde_json::Value, Vec<String>, Option<String>)> {
+    let summary = summary(&fixture.target_dir());
+    let out = fixture.target_dir().join("ying");
+    RETAINED
+        .iter()
+        .map(|(target, name, _)| {
+            let test = entry(&summary, target, name);
+            let report: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join(test["report"].as_str().unwrap())).unwrap()).unwrap();
+            let frames = report["retained_sites"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|site| site["frames"].as_array().unwrap())
+                .map(|frame| format!("{} at {}:{}", frame["function"], frame["file"], frame["line"]))
+                .collect();
+            let flamegraph =
+                test["retained_flamegraph"].as_str().map(|svg| std::fs::read_to_string(out.join(svg)).unwrap());
+            (test["sites"].clone(), frames, flamegraph)
+        })
+        .collect()
+}
+
 #[test]
 fn every_test_of_a_suite_without_ying_is_measured_exactly() {
     let fixture = Fixture::plain();
@@ -489,7 +515,11 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
     let gate = fixture.subcommand("gate", &["--save-baseline"], &[]).output().unwrap();
     assert_eq!(gate.status.code(), Some(0), "{}", stderr(&gate));
     assert_eq!(figures(&fixture), expected, "the figures of nextest's run are those of cargo ying's");
+    let local_sites = sites(&fixture);
+    let in_the_package = |frame: &String| frame.contains(" at \"tests/plain.rs\":");
+    assert!(local_sites.iter().any(|(_, frames, _)| frames.iter().any(in_the_package)), "{local_sites:?}");
     let baseline = fixture.path().join("ying-baseline.json");
+    let local_baseline = std::fs::read_to_string(&baseline).unwrap();
     let saved = ying_report::Baseline::read(&baseline).unwrap().unwrap();
     assert_eq!((saved.tests.len(), saved.measured), (RETAINED.len(), ying_report::Measured::All));
 
@@ -499,9 +529,9 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
     let archive = archive.to_str().unwrap();
     let archived = nextest_in(&fixture, fixture.path(), &["archive", "--profile", "ying", "--archive-file", archive]);
     assert_eq!(archived.status.code(), Some(0), "{}", stderr(&archived));
+    // The workspace moves: the archive's binaries name its files where they were built.
     let remap = tempfile::tempdir().unwrap();
     std::fs::copy(fixture.path().join("Cargo.toml"), remap.path().join("Cargo.toml")).unwrap();
-    std::fs::copy(&baseline, remap.path().join("ying-baseline.json")).unwrap();
     std::fs::create_dir(remap.path().join(".config")).unwrap();
     std::fs::write(remap.path().join(".config/nextest.toml"), &config).unwrap();
     let remapped = remap.path().to_str().unwrap();
@@ -512,11 +542,21 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
         &["run", "--archive-file", archive, "--workspace-remap", remapped, "--profile", "ying"],
     );
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
-    let gate =
-        cargo_ying_in(&fixture, remap.path(), &["gate", "--archive-file", archive, "--workspace-remap", remapped]);
+    let gate_args = ["gate", "--archive-file", archive, "--workspace-remap", remapped, "--save-baseline"];
+    let gate = cargo_ying_in(&fixture, remap.path(), &gate_args);
+    assert_eq!(gate.status.code(), Some(0), "{}", stderr(&gate));
+    assert_eq!(figures(&fixture), expected, "the figures of the archive's run are those of cargo ying's");
+    assert_eq!(
+        sites(&fixture),
+        local_sites,
+        "its sites' keys, frames and lines, and its flamegraphs, are a local run's"
+    );
+    let archived_baseline = std::fs::read_to_string(remap.path().join("ying-baseline.json")).unwrap();
+    assert_eq!(archived_baseline, local_baseline, "the baseline it saves is the one a local run saves");
+    std::fs::copy(&baseline, remap.path().join("ying-baseline.json")).unwrap();
+    let gate = cargo_ying_in(&fixture, remap.path(), &gate_args[..5]);
     assert_eq!(gate.status.code(), Some(0), "{}", stderr(&gate));
     assert!(stderr(&gate).contains("no leak test's retained memory changed"), "{}", stderr(&gate));
-    assert_eq!(figures(&fixture), expected, "the figures of the archive's run are those of cargo ying's");
 
     // A test loses 8 KiB more: the gate fails, naming it and the line.
     let tests = fixture.path().join("tests/plain.rs");

@@ -119,6 +119,10 @@ pub(crate) struct Attempting<'a> {
     pub binary: &'a Path,
     /// The directory of its package, which its report's source paths are made relative to.
     pub package_dir: &'a Path,
+    /// Where the package was when the binary was built, when that was elsewhere (a nextest archive's run on another
+    /// machine or in another directory): the binary's debug information names its files there, and they are made
+    /// relative to it as to `package_dir`.
+    pub built_in: Option<&'a Path>,
     /// The binary with its arguments (and its directory and input, where the caller sets them).
     pub command: Command,
     /// The environment that asks the test for its report.
@@ -205,7 +209,8 @@ impl Attempting<'_> {
         let duration = started.elapsed();
         let kept = relaying.map(Relay::finish);
         let collected = take_report(self.id, self.measuring.report_dir, self.store, self.measuring.token, |report| {
-            self.symbolizer.complete(report, self.binary, self.package_dir)
+            let dirs: Vec<&Path> = std::iter::once(self.package_dir).chain(self.built_in).collect();
+            self.symbolizer.complete(report, self.binary, &dirs)
         });
         Ok(Attempt {
             outcome: Outcome::of_process(

@@ -129,6 +129,7 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path, 
         id: &id,
         binary: &binary.path,
         package_dir: &binary.package_dir,
+        built_in: None,
         command: command(test, options),
         measuring: Measuring {
             report_dir: &report_dir,

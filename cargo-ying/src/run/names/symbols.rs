@@ -411,9 +411,9 @@ impl Symbolizer {
 
     /// Fills the frames of `report`'s deferred stacks, sampled and retained, from `executable`'s debug information,
     /// trimmed as the runtime trims them, the test body's frame named after the test, and with paths relative to
-    /// `package_dir`; judges each deferred retained site's excuse by its frames, as the runtime would have. Returns
+    /// the package's directory (`package_dirs`: where it is, and where it was built when that was elsewhere); judges each deferred retained site's excuse by its frames, as the runtime would have. Returns
     /// whether anything changed.
-    pub(crate) fn complete(&self, report: &mut LeakReport, executable: &Path, package_dir: &Path) -> bool {
+    pub(crate) fn complete(&self, report: &mut LeakReport, executable: &Path, package_dirs: &[&Path]) -> bool {
         let deferred_sites = report.retained_sites.iter().any(|site| !site.addresses.is_empty());
         if !deferred_sites && report.sampled_stacks.iter().all(|stack| stack.addresses.is_empty()) {
             return false;
@@ -426,7 +426,7 @@ impl Symbolizer {
             trim: ying_frames::Trim::new(&runtime_source),
             // A test runs alone in its process: the runner's frames in its stacks are this test's.
             function: report.test.function_path(),
-            package_dir: package_dir.display().to_string(),
+            package_dirs: package_dirs.iter().map(|dir| dir.display().to_string()).collect(),
         };
         // What the runtime wrote of a deferred stack are the frames of its `tracing` spans, outside the code frames.
         for stack in &mut report.sampled_stacks {
@@ -463,7 +463,7 @@ struct Stacks<'a> {
     executable: &'a mut Executable,
     trim: ying_frames::Trim<'a>,
     function: String,
-    package_dir: String,
+    package_dirs: Vec<String>,
 }
 
 impl Stacks<'_> {
@@ -475,7 +475,8 @@ impl Stacks<'_> {
         }
         let code = self.executable.frames_at(addresses)?;
         let code = self.trim.name_test_body(self.trim.tidy(code), &self.function);
-        Some(ying_frames::relative_paths(code, &[&self.package_dir]))
+        let bases: Vec<&str> = self.package_dirs.iter().map(String::as_str).collect();
+        Some(ying_frames::relative_paths(code, &bases))
     }
 }
 
