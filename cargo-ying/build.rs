@@ -28,6 +28,7 @@ fn main() {
     let supported = var("CARGO_CFG_TARGET_OS") == "linux" && var("CARGO_CFG_TARGET_ENV") == "gnu";
     if !supported {
         std::fs::write(&library, []).expect("OUT_DIR is writable");
+        checksum(&library);
         return;
     }
     let dir = out_dir.join("interposer");
@@ -57,6 +58,21 @@ fn main() {
     let status = cargo.status().expect("cargo runs");
     assert!(status.success(), "building the allocation interposer failed: {status}");
     std::fs::copy(target.join("release").join(LIBRARY), &library).expect("the interposer was built");
+    checksum(&library);
+}
+
+/// The library's checksum, for the binary to name its cache directory by (`YING_INTERPOSER_CHECKSUM`): computed
+/// once here, not by every process that looks for the library (nextest's wrapper runs once per test).
+fn checksum(library: &Path) {
+    use std::hash::Hasher as _;
+    let bytes = std::fs::read(library).expect("the interposer was written");
+    // SipHash with fixed keys: the same bytes give the same name in this build, and other bytes another.
+    let mut hasher = std::hash::DefaultHasher::new();
+    hasher.write(&bytes);
+    let mut second = std::hash::DefaultHasher::new();
+    second.write_u64(hasher.finish());
+    second.write(&bytes[bytes.len() / 2..]);
+    println!("cargo::rustc-env=YING_INTERPOSER_CHECKSUM={:016x}{:016x}", hasher.finish(), second.finish());
 }
 
 /// An environment variable cargo sets for build scripts.

@@ -21,6 +21,7 @@ use crate::outputs::artifacts;
 use crate::outputs::libtest_json::MessageFormat;
 use crate::outputs::terminal::{self, Reporter};
 use crate::run::exec::run_lock::RunLock;
+use crate::run::names::symbols::Symbolizer;
 use crate::settings;
 use crate::workspace::{Place, Workspace};
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,12 +87,16 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     let started_at = spans.iter().map(|(start, _)| *start).min().unwrap_or_else(SystemTime::now);
     let ended = spans.iter().map(|(_, end)| *end).max().unwrap_or(started_at);
     let attempts_allowed = records.iter().filter_map(|record| record.attempts_allowed).max().unwrap_or(1);
+    // The stacks the wrapper left as addresses, named here once per binary, with the frames kept between runs.
+    let symbolizer =
+        Symbolizer::keeping_frames_in(out_dir.join("symbols")).excusing(place.config.allow.clone().unwrap_or_default());
     let mut tests = Vec::with_capacity(records.len());
     for record in records {
-        let mut test = test_record(record, &run_dir, &out_dir)?;
+        let mut test = test_record(record, &run_dir, &out_dir, &symbolizer)?;
         test.package_dir = package_dirs.get(&test.id.package).cloned();
         tests.push(test);
     }
+    symbolizer.save();
     // The tests nextest ran, whose files this run replaces.
     let replaced: Vec<TestId> = tests.iter().map(|test| test.id.clone()).collect();
     // What nextest listed and did not run: ignored, or skipped by its filter.
@@ -169,12 +174,14 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
         nextest: Some((&run_id, &skipped)),
     };
     ending::write(&mut run, &ending, &reporter, &baseline)?;
+    // nextest's runs pile up under the target directory (24 MB after 8 runs of a 60-test suite): the newest few stay.
+    record::prune(&ending.out_dir, &run_dir);
     ending::close(&run, &ending, &reporter, baseline)
 }
 
-/// The run model's record of a test from the wrapper's, its report read from `run_dir` and stored in `out_dir` as
-/// `cargo ying test` stores one.
-fn test_record(record: Record, run_dir: &Path, out_dir: &Path) -> Result<TestRecord> {
+/// The run model's record of a test from the wrapper's, its report read from `run_dir` (the stacks the wrapper left
+/// as addresses named by `symbolizer`) and stored in `out_dir` as `cargo ying test` stores one.
+fn test_record(record: Record, run_dir: &Path, out_dir: &Path, symbolizer: &Symbolizer) -> Result<TestRecord> {
     let duration = Duration::from_secs_f64(record.duration.max(0.0));
     let output = record.output_tail.clone().unwrap_or_default();
     let mut test = TestRecord::new(record.id.clone(), outcome_of(&record), duration, output);
@@ -191,13 +198,30 @@ fn test_record(record: Record, run_dir: &Path, out_dir: &Path) -> Result<TestRec
         .collect();
     if let Some(path) = record.report {
         let from = run_dir.join(&path);
-        let report =
+        let mut report =
             LeakReport::read(&from, &record.id).map_err(|source| Error::ReadReport { path: from.clone(), source })?;
         let to = out_dir.join(&path);
         if let Some(dir) = to.parent() {
             std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
         }
-        std::fs::copy(&from, &to).map_err(Error::io("write", &to))?;
+        let named = match &record.unnamed {
+            Some(unnamed) if unnamed.is_there() => {
+                symbolizer.complete(&mut report, &unnamed.binary, &[unnamed.package_dir.as_path()])
+            }
+            Some(unnamed) => {
+                test.warnings.push(format!(
+                    "its stacks are not named: its binary {} was removed or built anew since it ran",
+                    unnamed.binary.display()
+                ));
+                false
+            }
+            None => false,
+        };
+        if named {
+            report.write(&to).map_err(Error::io("write", &to))?;
+        } else {
+            std::fs::copy(&from, &to).map_err(Error::io("write", &to))?;
+        }
         test.leak = Some(Leak { report, path });
     }
     Ok(test)

@@ -1,7 +1,8 @@
 //! `cargo-ying ying wrap <test binary> <args>...`: the wrapper script of nextest's profile `ying`. nextest runs
 //! each test through it; it runs the test as `cargo ying test --measure all` runs one (the interposer preloaded, a
 //! report directory, the run's token, the binary's known code, the workspace's `allow` patterns), takes its report
-//! with its stacks named from the binary (which is there now, and may not be after an archive's run), and records
+//! (its stacks left as addresses for `cargo ying gate` to name, once per binary; named here from an archive's
+//! binary, which is there now and not after the run), and records
 //! how it ended for `cargo ying gate` (see `nextest::record`). It then ends as the test did: the same exit code, or
 //! killed by the same signal, so nextest sees the test's own outcome.
 //!
@@ -19,7 +20,7 @@
 use crate::cli::WrapArgs;
 use crate::error::{Error, Result, WrapError};
 use crate::model::Outcome;
-use crate::nextest::record::{self, Listing, Record};
+use crate::nextest::record::{self, Listing, Record, Unnamed};
 use crate::run::exec::attempt::{self, Attempting, Measuring, Output, Watch};
 use crate::run::exec::known_code::KnownCodes;
 use crate::run::names::symbols::Symbolizer;
@@ -90,6 +91,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         stopped_by: None,
         timeout: None,
         attempts_allowed,
+        unnamed: None,
         panic: None,
         output_tail: None,
         earlier,
@@ -104,9 +106,13 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let allow = attempt::allow_value(place.config.allow.as_deref().unwrap_or_default());
     let mut command = Command::new(&binary);
     command.args(test_args);
-    let symbolizer = Symbolizer::keeping_frames_in(out_dir.join("symbols"))
-        .excusing(place.config.allow.clone().unwrap_or_default())
-        .alone();
+    // An archive's binary may be gone when the gate runs: its stacks are named here. Another's are left to the
+    // gate, which names every test's once per binary rather than once per test.
+    let symbolizer = built_in.is_some().then(|| {
+        Symbolizer::keeping_frames_in(out_dir.join("symbols"))
+            .excusing(place.config.allow.clone().unwrap_or_default())
+            .alone()
+    });
     // nextest's SIGTERM (at the test's timeout, or when the run stops) is passed on to the test, and this process
     // stays to record how it ended.
     crate::signals::catch();
@@ -119,7 +125,8 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         measuring: Measuring {
             report_dir: &report_dir,
             token: &token,
-            known_code: KnownCodes::default().env_value(&binary),
+            // Read once per binary in the run, kept for its other tests' wrappers.
+            known_code: KnownCodes::kept_in(run_dir.join("known")).env_value(&binary),
             allow: allow.as_deref(),
             interposer: Some((&interposer, identity)),
         },
@@ -130,11 +137,13 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         // with it.
         watch: Watch::CallersGroup { timeout: timeout_of(&place.root) },
         store: &run_dir,
-        symbolizer: &symbolizer,
+        symbolizer: symbolizer.as_ref(),
     }
     .run()
     .map_err(|source| Error::Wrap(WrapError::Spawn { path: binary.clone(), source }))?;
-    symbolizer.save();
+    if let Some(symbolizer) = &symbolizer {
+        symbolizer.save();
+    }
     let _ = std::fs::remove_dir_all(&report_dir);
     let unreported = matches!(attempt.outcome, Outcome::Unreported { .. });
     let unmeasured = attempt.outcome == Outcome::Unmeasured;
@@ -153,6 +162,10 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     record.unmeasured = unmeasured;
     record.duration = attempt.duration.as_secs_f64();
     record.started_at = humantime::format_rfc3339_millis(attempt.started_at).to_string();
+    if symbolizer.is_none() && attempt.leak.is_some() {
+        let stamp = std::fs::metadata(&binary).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata));
+        record.unnamed = Some(Unnamed { binary: binary.clone(), package_dir: package_dir.clone(), stamp });
+    }
     record.report = attempt.leak.map(|leak| leak.path);
     record.warnings = attempt.warnings;
     if let Some(kept) = attempt.kept.filter(|_| attempt.outcome.is_failure()) {

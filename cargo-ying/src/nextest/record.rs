@@ -70,6 +70,11 @@ pub(crate) struct Record {
     /// How many attempts nextest gives the test (`NEXTEST_TOTAL_ATTEMPTS`: its retries and the first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts_allowed: Option<u32>,
+    /// The test binary whose debug information names the stacks its report left as addresses, and the directory
+    /// of its package, for `cargo ying gate` to name them (once per binary, for every test of the run); absent when
+    /// the wrapper named them itself (an archive's binary, gone once nextest's run ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unnamed: Option<Unnamed>,
     /// The first panic's message in the test's output (`panicked at tests/a.rs:9:5: assertion failed`), which
     /// nextest captured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,6 +85,25 @@ pub(crate) struct Record {
     /// The records of the attempts before this one, first first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier: Vec<Record>,
+}
+
+/// Where the stacks a report left as addresses are named from.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Unnamed {
+    /// The test binary.
+    pub binary: std::path::PathBuf,
+    /// The directory of its package, which the report's source paths are made relative to.
+    pub package_dir: std::path::PathBuf,
+    /// The binary's identity when the test ran: one built anew since names other code at the same addresses.
+    pub stamp: Option<ying_frames::ExecutableStamp>,
+}
+
+impl Unnamed {
+    /// Whether the binary is still the one the test ran.
+    pub(crate) fn is_there(&self) -> bool {
+        let now = std::fs::metadata(&self.binary).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata));
+        now.is_some() && now == self.stamp
+    }
 }
 
 /// What nextest listed of one test binary, as its list phase ran it through the wrapper: the tests of one
@@ -157,6 +181,33 @@ pub(crate) fn last_run(out_dir: &Path) -> Option<PathBuf> {
         })
         .max()
         .map(|(_, path)| path)
+}
+
+/// How many nextest runs [`prune`] keeps beside the one judged, as nextest keeps a few of its own.
+pub(crate) const KEPT_RUNS: usize = 4;
+
+/// Removes the directories of nextest runs under `out_dir` but the `judged` one and the [`KEPT_RUNS`] whose records
+/// changed last (the newest, which a gate of another `--run-id` may still want). A directory that cannot be removed
+/// is left; each run's records, reports and listing go with it.
+pub(crate) fn prune(out_dir: &Path, judged: &Path) {
+    let Ok(runs) = std::fs::read_dir(out_dir.join(RUNS)) else { return };
+    let mut runs: Vec<(std::time::SystemTime, PathBuf)> = runs
+        .filter_map(|entry| entry.ok())
+        // Directories only, never through a link.
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+        .map(|entry| {
+            let changed = std::fs::metadata(entry.path().join("tests"))
+                .or_else(|_| entry.metadata())
+                .and_then(|metadata| metadata.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            (changed, entry.path())
+        })
+        .filter(|(_, path)| path != judged)
+        .collect();
+    runs.sort_by(|a, b| b.cmp(a));
+    for (_, path) in runs.into_iter().skip(KEPT_RUNS) {
+        let _ = std::fs::remove_dir_all(path);
+    }
 }
 
 impl Record {
@@ -246,10 +297,40 @@ mod tests {
             stopped_by: None,
             timeout: None,
             attempts_allowed: None,
+            unnamed: None,
             panic: None,
             output_tail: None,
             earlier: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_judged_run_and_the_newest_few_are_kept_the_rest_pruned() {
+        let out = tempfile::tempdir().unwrap();
+        let runs: Vec<std::path::PathBuf> = (0..8).map(|n| run_dir(out.path(), &format!("run-{n}"))).collect();
+        for (n, run) in runs.iter().enumerate() {
+            std::fs::create_dir_all(run.join("tests")).unwrap();
+            let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 + n as u64);
+            std::fs::File::open(run.join("tests")).unwrap().set_modified(at).unwrap();
+        }
+        // The oldest is judged (`--run-id`): it stays, with the four newest.
+        super::prune(out.path(), &runs[0]);
+        let left: Vec<bool> = runs.iter().map(|run| run.exists()).collect();
+        assert_eq!(left, [true, false, false, false, true, true, true, true]);
+    }
+
+    #[test]
+    fn stacks_left_unnamed_are_named_only_from_the_binary_the_test_ran() {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("plain-0123");
+        std::fs::write(&binary, "the binary").unwrap();
+        let stamp = ying_frames::ExecutableStamp::of(&std::fs::metadata(&binary).unwrap());
+        let unnamed = super::Unnamed { binary: binary.clone(), package_dir: dir.path().to_owned(), stamp };
+        assert!(unnamed.is_there());
+        std::fs::write(&binary, "the binary, built anew").unwrap();
+        assert!(!unnamed.is_there(), "another build names other code at the same addresses");
+        std::fs::remove_file(&binary).unwrap();
+        assert!(!unnamed.is_there());
     }
 
     #[test]

@@ -133,8 +133,9 @@ pub(crate) struct Attempting<'a> {
     pub watch: Watch<'a>,
     /// Where its report is kept, under `reports/` (see [`take_report`]).
     pub store: &'a Path,
-    /// Names the stacks its report left as addresses.
-    pub symbolizer: &'a Symbolizer,
+    /// Names the stacks its report left as addresses; `None` leaves them so, for whoever reads the report next
+    /// (nextest's wrapper leaves them to `cargo ying gate`, which names every test's once per binary).
+    pub symbolizer: Option<&'a Symbolizer>,
 }
 
 /// How one attempt of a test ended, as the run model takes it.
@@ -210,7 +211,7 @@ impl Attempting<'_> {
         let kept = relaying.map(Relay::finish);
         let collected = take_report(self.id, self.measuring.report_dir, self.store, self.measuring.token, |report| {
             let dirs: Vec<&Path> = std::iter::once(self.package_dir).chain(self.built_in).collect();
-            self.symbolizer.complete(report, self.binary, &dirs)
+            self.symbolizer.is_some_and(|symbolizer| symbolizer.complete(report, self.binary, &dirs))
         });
         Ok(Attempt {
             outcome: Outcome::of_process(

@@ -31,8 +31,7 @@ pub(crate) fn library() -> Result<PathBuf> {
 
 /// The library under `cache` (see [`library`]).
 fn library_in(cache: &Path) -> Result<PathBuf> {
-    let checksum = twox_hash::XxHash3_128::oneshot(LIBRARY_BYTES);
-    let dir = cache.join(format!("{}-{checksum:032x}", env!("CARGO_PKG_VERSION")));
+    let dir = cache.join(format!("{}-{}", env!("CARGO_PKG_VERSION"), env!("YING_INTERPOSER_CHECKSUM")));
     let path = dir.join(LIBRARY);
     if holds_the_library(&path) {
         return Ok(path);
@@ -59,16 +58,32 @@ fn cache_dir() -> Option<PathBuf> {
     Some(cache.join("ying").join("interposer"))
 }
 
-/// Whether `path` is a regular file (not a link) with the library's bytes.
+/// How much of the library's start and end [`holds_the_library`] compares.
+const COMPARED: usize = 64 << 10;
+
+/// Whether `path` is a regular file (not a link) with the library's bytes: its length, and its first and last
+/// [`COMPARED`] bytes. The file is only ever made by renaming a whole copy onto its name (in a directory named by
+/// the library's checksum), so a file of the right length there is the library unless someone wrote over it; reading
+/// all of its 13 MiB in every process that looks for it (nextest's wrapper runs once per test) cost more than the
+/// test.
 fn holds_the_library(path: &Path) -> bool {
-    use std::io::Read as _;
-    let whole = std::fs::symlink_metadata(path)
-        .is_ok_and(|metadata| metadata.is_file() && metadata.len() == LIBRARY_BYTES.len() as u64);
-    let mut bytes = Vec::with_capacity(LIBRARY_BYTES.len());
-    whole
-        && std::fs::File::open(path)
-            .and_then(|file| file.take(LIBRARY_BYTES.len() as u64).read_to_end(&mut bytes))
-            .is_ok_and(|_| bytes == LIBRARY_BYTES)
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let length = LIBRARY_BYTES.len();
+    let whole =
+        std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_file() && metadata.len() == length as u64);
+    let compared = COMPARED.min(length);
+    let (head, tail) = (&LIBRARY_BYTES[..compared], &LIBRARY_BYTES[length - compared..]);
+    let same = |mut file: std::fs::File| -> std::io::Result<bool> {
+        let mut bytes = vec![0; compared];
+        file.read_exact(&mut bytes)?;
+        if bytes != head {
+            return Ok(false);
+        }
+        file.seek(SeekFrom::Start((length - compared) as u64))?;
+        file.read_exact(&mut bytes)?;
+        Ok(bytes == tail)
+    };
+    whole && std::fs::File::open(path).and_then(same).unwrap_or(false)
 }
 
 /// Whether the executable at `path` loads shared libraries at start (it names a dynamic loader, `PT_INTERP`), and so
@@ -133,6 +148,11 @@ mod tests {
         assert_eq!(library().unwrap(), path);
         assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), written, "taken as it is");
         std::fs::write(&path, &LIBRARY_BYTES[..100]).unwrap();
+        assert_eq!(library().unwrap(), path);
+        assert!(holds_the_library(&path), "written anew");
+        // Written over whole, at its length: another file, written anew.
+        std::fs::write(&path, vec![0_u8; LIBRARY_BYTES.len()]).unwrap();
+        assert!(!holds_the_library(&path));
         assert_eq!(library().unwrap(), path);
         assert!(holds_the_library(&path), "written anew");
     }

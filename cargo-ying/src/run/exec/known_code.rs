@@ -11,13 +11,24 @@ use ying_frames::{ExecutableStamp, KnownCode};
 
 pub(crate) use ying_report::KNOWN_CODE_ENV;
 
+/// The largest kept value read back ([`KnownCodes::kept_in`]): far more than any binary's.
+const KEPT_MAX: u64 = 1 << 20;
+
 /// The [`KNOWN_CODE_ENV`] value of each test binary, read on first need.
 #[derive(Debug, Default)]
 pub(crate) struct KnownCodes {
     by_executable: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
+    /// Where values are kept for other processes of the run (nextest's wrapper, a process per test).
+    kept: Option<PathBuf>,
 }
 
 impl KnownCodes {
+    /// Known codes kept in the directory `dir` as well, by binary and stamp: the first process of a run to need a
+    /// binary's reads its symbol table, the others read the value it wrote.
+    pub(crate) fn kept_in(dir: PathBuf) -> Self {
+        Self { kept: Some(dir), ..Self::default() }
+    }
+
     /// The value of [`KNOWN_CODE_ENV`] for the test processes of `executable`; `None` when it cannot be read (each
     /// process then reads its own).
     pub(crate) fn env_value(&self, executable: &Path) -> Option<Arc<str>> {
@@ -27,9 +38,40 @@ impl KnownCodes {
         }
         // Read outside the lock: another worker's binary is not kept waiting. Two workers that start the same
         // binary's first tests at once both read it, and the first kept is used.
-        let value = read(executable).map(Arc::from);
+        let value = match &self.kept {
+            Some(dir) => kept(dir, executable),
+            None => read(executable),
+        }
+        .map(Arc::from);
         lock().entry(executable.to_owned()).or_insert(value).clone()
     }
+}
+
+/// The value of `executable` kept in `dir` (its file named by the binary's name and stamp), read and kept there
+/// when it is not. The value carries the stamp, which the test's runtime checks against its own executable.
+fn kept(dir: &Path, executable: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let stamp = ExecutableStamp::of(&std::fs::metadata(executable).ok()?)?;
+    let name = executable.file_name()?.to_string_lossy();
+    let stamp_text = serde_json::to_string(&stamp).ok()?;
+    let key = format!("{name}.{:016x}", twox_hash::XxHash64::oneshot(0, stamp_text.as_bytes()));
+    let path = dir.join(ying_report::file_name_component(&key));
+    let mut text = String::new();
+    // A regular file only, never through a link.
+    let regular = std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_file());
+    if regular && std::fs::File::open(&path).and_then(|file| file.take(KEPT_MAX).read_to_string(&mut text)).is_ok() {
+        return Some(text);
+    }
+    let value = read(executable)?;
+    // Written aside, then renamed: a process reading it meanwhile sees all of it or none.
+    let aside = dir.join(format!(".{}.{}", ying_report::file_name_component(&key), std::process::id()));
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&aside, &value))
+        .and_then(|()| std::fs::rename(&aside, &path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&aside);
+    }
+    Some(value)
 }
 
 /// The [`KNOWN_CODE_ENV`] value of `executable`, stamped with the file read.
@@ -54,5 +96,25 @@ mod tests {
         assert!(!code.thread_entries.is_empty(), "{code:?}");
         assert!(std::sync::Arc::ptr_eq(&value, &codes.env_value(&executable).unwrap()), "read once");
         assert_eq!(codes.env_value(&executable.with_file_name("no-such-binary")), None);
+    }
+
+    #[test]
+    fn a_kept_value_is_read_back_by_the_next_process_and_a_rebuilt_binary_gets_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("bin");
+        std::fs::copy(std::env::current_exe().unwrap(), &binary).unwrap();
+        let kept = dir.path().join("known");
+        let first = KnownCodes::kept_in(kept.clone()).env_value(&binary).unwrap();
+        let files: Vec<_> = std::fs::read_dir(&kept).unwrap().flatten().map(|entry| entry.path()).collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        // The next process reads what the first kept: a value written there is what it gets.
+        std::fs::write(&files[0], "kept").unwrap();
+        assert_eq!(&*KnownCodes::kept_in(kept.clone()).env_value(&binary).unwrap(), "kept");
+        // Built anew: another stamp, another file, read from the binary.
+        std::fs::write(&binary, b"not an executable").unwrap();
+        let rebuilt = KnownCodes::kept_in(kept.clone()).env_value(&binary).unwrap();
+        assert!(rebuilt.contains("\"len\":17") && rebuilt.contains("\"thread_entries\":[]"), "{rebuilt}");
+        assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 2);
+        assert!(first.contains("thread_entries") && !first.contains("\"thread_entries\":[]"), "{first}");
     }
 }

@@ -144,7 +144,7 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path, 
         output: if options.no_capture { Output::Inherited } else { Output::File(&output_path) },
         watch: Watch::OwnGroup { timeout: options.timeout, cancel, max_fail: options.max_fail.unwrap_or(0) },
         store: &options.out_dir,
-        symbolizer: &options.symbolizer,
+        symbolizer: Some(&options.symbolizer),
     }
     .run();
     let attempt = match attempt {
