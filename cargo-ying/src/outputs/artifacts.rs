@@ -205,8 +205,17 @@ pub(crate) fn summary(run: &Run, summary: &Summary, out_dir: &Path, path: &Path)
         })
         .collect();
     let index = out_dir.join("index.html");
-    std::fs::write(&index, super::html::index_html(summary, &messages, &regressions, &run.retained_statics()))
-        .map_err(Error::io("write", &index))
+    let causes: Vec<super::html::Cause> = run
+        .causes()
+        .into_iter()
+        .map(|cause| super::html::Cause {
+            line: cause.line,
+            bytes: cause.bytes,
+            tests: cause.tests.iter().map(|test| test.id.to_string()).collect(),
+        })
+        .collect();
+    let html = super::html::index_html(summary, &messages, &regressions, &run.retained_statics(), &causes);
+    std::fs::write(&index, html).map_err(Error::io("write", &index))
 }
 
 #[cfg(test)]

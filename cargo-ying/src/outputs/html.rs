@@ -185,7 +185,7 @@ fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>, regressions: &BT
          <span class=\"binary\">{binary}</span><br/><span class=\"name\">{name}</span></td><td class=\"outcome\">{outcome}</td><td class=\"gate\">{gate}</td>\
          <td class=\"reason\">{reason}</td>{retained}{baseline}{change}{peak}{allocated}\
          <td class=\"n allocations\">{allocations}</td>\
-         <td class=\"files\">{output} {report} {retained_svg} {allocated_svg} {diff_svg}{warnings}</td></tr>\n",
+         <td class=\"files\">{diff_svg}{output}{report}{retained_svg}{allocated_svg}{warnings}</td></tr>\n",
         classes = classes.join(" "),
         labels = labels(test),
         binary = escape(&test.id.binary_id()),
@@ -251,7 +251,7 @@ h1{font-size:1.4em;margin:0 0 .6em}\
 #headline.failed,#headline.regressed{border-color:#b00020;background:#fdecee}\
 #headline p{margin:.2em 0}.verdict{font-size:1.2em}#totals{font-weight:600}\
 .count.regressed{color:#b00020;font-weight:600}.count.unstable{color:#8a5a00}.count[data-count=\"0\"]{color:inherit;font-weight:400}\
-table{border-collapse:collapse;font-size:.85em}\
+table{border-collapse:collapse;font-size:.85em;width:100%}\
 td,th{padding:.25em .5em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
 th{background:#f4f4f4;position:sticky;top:0;vertical-align:bottom}\
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.n{white-space:nowrap}\
@@ -263,7 +263,8 @@ tr.ignored td,tr.not-run td{color:#888}\
 .label{display:inline-block;font-size:.8em;font-weight:700;padding:.1em .4em;border-radius:.2em;color:#fff;\
 background:#b00020;white-space:nowrap}.label.unstable{background:#8a5a00}\
 td.reason{min-width:16em;max-width:21em;font-size:.9em}td.change.grew{color:#b00020;font-weight:600}td.change.shrank{color:#2a7a2a}\
-ul.sites{margin:.2em 0 0;padding-left:1.2em}ul.sites li{word-break:break-word}td.files{max-width:9em}td.files a{white-space:nowrap}small.warning{color:#8a5a00;white-space:normal}";
+ul.sites{margin:.2em 0 0;padding-left:1.2em}ul.sites li{word-break:break-word}td.id{max-width:18em;overflow-wrap:anywhere}td.files{max-width:8em}td.files a{display:block;white-space:nowrap}\
+td.where{overflow-wrap:anywhere}small.warning{color:#8a5a00;white-space:normal}";
 
 /// The self-contained HTML page of `summary`. `messages` holds the leak tests' failure messages, by test, for
 /// failed tests whose summary entry has no reason; `regressions` what regressed of each regressed test.
@@ -300,17 +301,74 @@ fn statics_section(statics: &[SharedStatic]) -> String {
     )
 }
 
+/// A cause of the run's regressions as the page shows it: the grown site's line, the most one test retains there,
+/// and the tests it grew in.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cause {
+    /// The site, in the words every output uses.
+    pub line: String,
+    /// The most bytes one of its tests retains there.
+    pub bytes: u64,
+    /// Its tests, by their display names.
+    pub tests: Vec<String>,
+}
+
+/// How many tests a cause's row names before it counts the rest.
+const NAMED_TESTS: usize = 5;
+
+/// The causes of the run's regressions, one row each, first on the page: one leaking function that many tests call
+/// is one row, not a row of every test.
+fn causes_section(causes: &[Cause]) -> String {
+    if causes.is_empty() {
+        return String::new();
+    }
+    let rows: String = causes
+        .iter()
+        .map(|cause| {
+            let mut tests: Vec<String> = cause.tests.iter().take(NAMED_TESTS).map(|test| escape(test)).collect();
+            if cause.tests.len() > NAMED_TESTS {
+                tests.push(format!("and {} more", cause.tests.len() - NAMED_TESTS));
+            }
+            format!(
+                "<tr><td class=\"where\">{}</td><td class=\"n\" title=\"{} bytes\">{}</td><td class=\"n\">{}</td>\
+                 <td>{}</td></tr>\n",
+                escape(&cause.line),
+                cause.bytes,
+                ByteSize::new(cause.bytes).rounded(),
+                cause.tests.len(),
+                tests.join(", ")
+            )
+        })
+        .collect();
+    format!(
+        "<h2 id=\"causes\">Where memory grew</h2>\n<table>\n<thead><tr><th>where</th><th class=\"n\">most in one \
+         test</th><th class=\"n\">tests</th><th>regressed tests</th></tr></thead>\n<tbody>\n{rows}</tbody>\n\
+         </table>\n<h2 id=\"tests\">Tests</h2>\n"
+    )
+}
+
+/// The link to the run's artifacts, where GitHub's environment gives the run's page.
+fn artifacts_link() -> String {
+    super::github::run_page().map_or_else(String::new, |page| {
+        format!(
+            "<p class=\"artifacts\"><a href=\"{}#artifacts\">This run's artifacts on GitHub</a></p>\n",
+            escape(&page)
+        )
+    })
+}
+
 pub(crate) fn index_html(
     summary: &Summary,
     messages: &BTreeMap<TestId, String>,
     regressions: &BTreeMap<TestId, Regression>,
     statics: &[SharedStatic],
+    causes: &[Cause],
 ) -> String {
     let rows: String = ordered(&summary.tests).into_iter().map(|test| row(test, messages, regressions)).collect();
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\
          <title>ying: memory of the test suite</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
-         <h1>Memory of the test suite</h1>\n{headline}\
+         <h1>Memory of the test suite</h1>\n{headline}{artifacts}{causes}\
          <p>Regressed tests first, then failed ones, then unstable ones, then the rest, each group by test. Figures are \
          exact, for leak tests, shown rounded: hover over one for its bytes. Retained memory leaves out what the \
          test excused.</p>\n<table>\n<thead><tr><th></th><th>test</th><th>outcome</th>\
@@ -319,6 +377,8 @@ pub(crate) fn index_html(
          <th class=\"n\">allocations</th><th>files</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n\
          {statics}</body>\n</html>\n",
         headline = headline(&summary.tests),
+        artifacts = artifacts_link(),
+        causes = causes_section(causes),
         statics = statics_section(statics),
     )
 }
@@ -349,7 +409,7 @@ mod tests {
             test
         };
         let summary = Summary::new(vec![test(TargetKind::Lib, "m::t"), test(TargetKind::Bin, "m__t")]);
-        let html = index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &[]);
+        let html = index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &[], &[]);
         assert!(
             html.contains("<span class=\"name\">m::t</span>") && html.contains("<a href=\"reports/p/lib/p/m.t.json\">")
         );
@@ -360,7 +420,9 @@ mod tests {
     #[test]
     fn the_statics_the_suite_retains_are_listed_with_their_tests_and_allow_line() {
         let summary = Summary::new(vec![test("a", TestOutcome::Passed, None)]);
-        assert!(!index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &[]).contains("Statics the suite retains"));
+        assert!(
+            !index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &[], &[]).contains("Statics the suite retains")
+        );
         let statics = [
             SharedStatic {
                 root: "tokio::signal::registry::globals::GLOBALS".to_owned(),
@@ -370,7 +432,7 @@ mod tests {
             },
             SharedStatic { root: "data of libc.so.6".to_owned(), tests: 2, bytes: 4599, pattern: None },
         ];
-        let html = index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &statics);
+        let html = index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &statics, &[]);
         assert!(html.contains("<h2 id=\"statics\">Statics the suite retains</h2>"), "{html}");
         assert!(
             html.contains(
@@ -384,6 +446,33 @@ mod tests {
     }
 
     #[test]
+    fn one_cause_of_many_tests_is_one_row_first_and_the_diff_comes_first_among_a_tests_files() {
+        let causes = [super::Cause {
+            line: "2.3 KiB in 1 block of u64, lost, at src/lib.rs:289 in lru::LruCache<K,V,S>::construct".into(),
+            bytes: 4800,
+            tests: (0..52).map(|n| format!("lru tests::t{n:02}")).collect(),
+        }];
+        let mut grown = test("grown", TestOutcome::Passed, Some(GateVerdict::Regressed));
+        grown.retained_diff_flamegraph = Some("flamegraphs/p/test/t/grown.retained-diff.svg".into());
+        grown.report = Some("reports/p/test/t/grown.json".into());
+        let html = index_html(&Summary::new(vec![grown]), &BTreeMap::new(), &BTreeMap::new(), &[], &causes);
+        let where_at = html.find("<h2 id=\"causes\">Where memory grew</h2>").expect("the causes' section");
+        assert!(where_at < html.find("<h2 id=\"tests\">").unwrap(), "before the tests' table");
+        assert_eq!(html.matches("lru::LruCache&lt;K,V,S&gt;::construct").count(), 1, "{html}");
+        assert!(html.contains("<td class=\"n\">52</td><td>lru tests::t00, lru tests::t01"), "{html}");
+        assert!(html.contains("lru tests::t04, and 47 more</td>"), "{html}");
+        let files = &html[html.find("<td class=\"files\">").unwrap()..];
+        assert!(
+            files.starts_with("<td class=\"files\"><a href=\"flamegraphs/p/test/t/grown.retained-diff.svg\""),
+            "{files}"
+        );
+        assert!(
+            html.contains("table{border-collapse:collapse;font-size:.85em;width:100%}"),
+            "the page is as wide as the window"
+        );
+    }
+
+    #[test]
     fn a_failed_test_links_its_whole_output() {
         let mut kept = test("kept", TestOutcome::Failed, None);
         kept.output = Some(kept.id.output_path());
@@ -391,6 +480,7 @@ mod tests {
             &Summary::new(vec![kept, test("shown", TestOutcome::Failed, None)]),
             &BTreeMap::new(),
             &BTreeMap::new(),
+            &[],
             &[],
         );
         assert!(html.contains("<a href=\"output/p/test/t/kept.log\">output</a>"), "{html}");
@@ -430,7 +520,7 @@ mod tests {
             grown.id.clone(),
             "ying: leak test `grown` exceeded its budget\n  max_retained = 0 B: retained 3000 B\n\nsites".to_owned(),
         )]);
-        let html = index_html(&Summary::new(vec![grown]), &messages, &BTreeMap::new(), &[]);
+        let html = index_html(&Summary::new(vec![grown]), &messages, &BTreeMap::new(), &[], &[]);
         assert!(html.contains("<td class=\"n retained\" title=\"3000 bytes\">2.9 KiB</td>"), "{html}");
         assert!(html.contains("<td class=\"n baseline\" title=\"1000 bytes\">1000 B</td>"), "{html}");
         assert!(html.contains("title=\"+2000 bytes\">+2.0 KiB<br/><small>(+200.0%)</small></td>"), "{html}");
@@ -459,7 +549,7 @@ mod tests {
         };
         let unstable = test("wobbles", TestOutcome::Passed, Some(GateVerdict::Unstable));
         let regressions = BTreeMap::from([(grown.id.clone(), regression.clone()), (unstable.id.clone(), regression)]);
-        let html = index_html(&Summary::new(vec![grown, unstable]), &BTreeMap::new(), &regressions, &[]);
+        let html = index_html(&Summary::new(vec![grown, unstable]), &BTreeMap::new(), &regressions, &[], &[]);
         assert!(
             html.contains(
                 "<td class=\"reason\">lost bytes grew from 0 to 512 (+512)<br/>grown at:<ul class=\"sites\"><li>512 B \
@@ -493,7 +583,7 @@ mod tests {
             held_bytes: 0,
         });
         steady.baseline_retained_bytes = Some(16);
-        let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new(), &BTreeMap::new(), &[]);
+        let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new(), &BTreeMap::new(), &[], &[]);
         assert!(html.contains("<td class=\"n change\" title=\"0 bytes per measured run\">0 B</td>"), "{html}");
         assert!(html.contains("title=\"16 bytes per measured run\">16 B<br/><small>per run</small>"), "{html}");
         assert!(html.contains("<td class=\"n retained\" title=\"176 bytes\">176 B</td>"), "{html}");

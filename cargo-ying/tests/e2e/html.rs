@@ -33,7 +33,12 @@ fn with_class<'a, 'i>(node: Node<'a, 'i>, class: &str) -> Option<Node<'a, 'i>> {
 }
 
 fn rows(document: &Document<'_>) -> Vec<Row> {
-    let body = document.descendants().find(|n| n.has_tag_name("tbody")).expect("a table body");
+    // The tests' table: the one whose rows are tests (the causes' table comes first).
+    let is_test = |row: Node<'_, '_>| classes(row).iter().any(|class| class == "test");
+    let body = document
+        .descendants()
+        .find(|n| n.has_tag_name("tbody") && n.children().any(is_test))
+        .expect("a table body of tests");
     body.children()
         .filter(|n| n.has_tag_name("tr"))
         .map(|tr| {
@@ -95,6 +100,13 @@ fn index_html_puts_the_regression_first_with_totals_reasons_and_exact_bytes() {
             assert_eq!(count.attribute("data-count"), Some(expected.to_string().as_str()), "{verdict}");
             assert_eq!(text(count), format!("{expected} {verdict}"));
         }
+
+        // The cause first: the grown site once, with the test it grew in.
+        let causes = document.descendants().find(|n| n.attribute("id") == Some("causes")).expect("the causes");
+        let cause = causes.next_sibling_element().expect("the causes' table");
+        let cause_text = text(cause);
+        assert!(cause_text.contains("at tests/leaks.rs:69 in leaks::budget_passes"), "{cause_text}");
+        assert!(cause_text.ends_with("leak-fixtures::leaks budget_passes"), "{cause_text}");
 
         let rows = rows(&document);
         assert_eq!(rows.len(), tests.len(), "a row per test");
