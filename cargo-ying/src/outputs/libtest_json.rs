@@ -15,7 +15,6 @@
 use crate::model::{Outcome, TestRecord};
 use crate::run::select::discover::TestCase;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Duration;
 use ying_report::TestId;
@@ -41,7 +40,7 @@ struct Suite {
     /// `package::binary`, as the tests' names begin.
     prefix: String,
     /// The `nextest` object of its suite events.
-    nextest: String,
+    nextest: NextestBinary,
     /// Its tests that run and have not finished.
     running: usize,
     passed: usize,
@@ -57,6 +56,68 @@ struct Suite {
     ignored_events: Option<String>,
     /// Whether the suite's `started` event was written.
     started: bool,
+}
+
+/// The `nextest` object of a suite's events in `libtest-json-plus`: the crate, the test binary and its kind.
+#[derive(Clone, Debug, serde::Serialize)]
+struct NextestBinary {
+    #[serde(rename = "crate")]
+    krate: String,
+    test_binary: String,
+    kind: String,
+}
+
+/// A suite's `started` event.
+#[derive(serde::Serialize)]
+struct SuiteStarted<'a> {
+    r#type: &'static str,
+    event: &'static str,
+    test_count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nextest: Option<&'a NextestBinary>,
+}
+
+/// A suite's end: `ok` or `failed`, with its counts.
+#[derive(serde::Serialize)]
+struct SuiteEnded<'a> {
+    r#type: &'static str,
+    event: &'static str,
+    passed: usize,
+    failed: usize,
+    ignored: usize,
+    measured: usize,
+    filtered_out: usize,
+    exec_time: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nextest: Option<&'a NextestBinary>,
+}
+
+/// A test's event: `started`, `ignored`, `ok` or `failed`.
+#[derive(serde::Serialize)]
+struct TestEvent<'a> {
+    r#type: &'static str,
+    event: &'static str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exec_time: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stdout: Option<&'a str>,
+}
+
+impl<'a> TestEvent<'a> {
+    /// The event `event` of the test `name`, nothing else said.
+    fn of(event: &'static str, name: &'a str) -> Self {
+        Self { r#type: "test", event, name, exec_time: None, reason: None, stdout: None }
+    }
+}
+
+/// `event` as one line of JSON.
+fn line(event: &impl serde::Serialize) -> String {
+    let mut line = serde_json::to_string(event).unwrap_or_default();
+    line.push('\n');
+    line
 }
 
 /// Writes the events of a run on standard output.
@@ -85,12 +146,11 @@ impl LibtestJson {
             let id = binary.binary_id();
             let suite = suites.entry(id.clone()).or_insert_with(|| Suite {
                 prefix: format!("{}::{}", binary.package, binary.name),
-                nextest: format!(
-                    r#"{{"crate":{},"test_binary":{},"kind":"{}"}}"#,
-                    json(&binary.package),
-                    json(&binary.name),
-                    binary.kind
-                ),
+                nextest: NextestBinary {
+                    krate: binary.package.clone(),
+                    test_binary: binary.name.clone(),
+                    kind: binary.kind.to_string(),
+                },
                 running: 0,
                 passed: 0,
                 failed: 0,
@@ -106,8 +166,7 @@ impl LibtestJson {
             } else {
                 suite.ignored += 1;
                 let events = suite.ignored_events.get_or_insert_with(String::new);
-                let name = json(&format!("{}${}", suite.prefix, test.name));
-                let _ = writeln!(events, r#"{{"type":"test","event":"ignored","name":{name}}}"#);
+                events.push_str(&line(&TestEvent::of("ignored", &format!("{}${}", suite.prefix, test.name))));
             }
             suite_of.insert(test.id(), id);
         }
@@ -129,33 +188,29 @@ impl LibtestJson {
         let Some(suite) = self.suites.get_mut(&id) else { return };
         let attempts = record.attempts();
         let retries = if attempts > 1 { format!("#{attempts}") } else { String::new() };
-        let name = json(&format!("{}${}{retries}", suite.prefix, record.id.name));
-        let _ = writeln!(suite.events, r#"{{"type":"test","event":"started","name":{name}}}"#);
+        let name = format!("{}${}{retries}", suite.prefix, record.id.name);
+        suite.events.push_str(&line(&TestEvent::of("started", &name)));
         if let Some(ignored) = suite.ignored_events.take() {
             suite.events.push_str(&ignored);
         }
         suite.running = suite.running.saturating_sub(1);
         suite.total += record.duration;
-        let exec_time = record.duration.as_secs_f64();
-        let result = match &record.outcome {
-            Outcome::Passed => {
-                suite.passed += 1;
-                format!(r#"{{"type":"test","event":"ok","name":{name},"exec_time":{exec_time}}}"#)
-            }
+        let mut result = TestEvent { exec_time: Some(record.duration.as_secs_f64()), ..TestEvent::of("ok", &name) };
+        let stdout;
+        match &record.outcome {
+            Outcome::Passed => suite.passed += 1,
             Outcome::TimedOut(_) => {
                 suite.failed += 1;
-                format!(
-                    r#"{{"type":"test","event":"failed","name":{name},"exec_time":{exec_time},"reason":"time limit exceeded"}}"#
-                )
+                (result.event, result.reason) = ("failed", Some("time limit exceeded"));
             }
             _ => {
                 suite.failed += 1;
-                let stdout = json(&libtest_output(&record.output, &record.id.name));
-                format!(r#"{{"type":"test","event":"failed","name":{name},"exec_time":{exec_time},"stdout":{stdout}}}"#)
+                stdout = libtest_output(&record.output, &record.id.name);
+                (result.event, result.stdout) = ("failed", Some(stdout.as_str()));
             }
-        };
+        }
+        let result = line(&result);
         suite.events.push_str(&result);
-        suite.events.push('\n');
         if self.plus {
             let events = std::mem::take(&mut suite.events);
             write_out(&events);
@@ -183,10 +238,10 @@ impl LibtestJson {
             return;
         }
         suite.started = true;
-        let count = suite.running + suite.ignored;
-        let nextest = if self.plus { format!(r#","nextest":{}"#, suite.nextest) } else { String::new() };
-        let line = format!("{{\"type\":\"suite\",\"event\":\"started\",\"test_count\":{count}{nextest}}}\n");
-        suite.events.insert_str(0, &line);
+        let nextest = self.plus.then_some(&suite.nextest);
+        let started =
+            SuiteStarted { r#type: "suite", event: "started", test_count: suite.running + suite.ignored, nextest };
+        suite.events.insert_str(0, &line(&started));
     }
 
     /// Writes what is left of suite `id` and its end, and forgets it.
@@ -196,24 +251,20 @@ impl LibtestJson {
         if let Some(ignored) = suite.ignored_events.take() {
             suite.events.push_str(&ignored);
         }
-        let event = if suite.failed > 0 { "failed" } else { "ok" };
-        let nextest = if self.plus { format!(r#","nextest":{}"#, suite.nextest) } else { String::new() };
-        let _ = writeln!(
-            suite.events,
-            r#"{{"type":"suite","event":"{event}","passed":{},"failed":{},"ignored":{},"measured":0,"filtered_out":{},"exec_time":{}{nextest}}}"#,
-            suite.passed,
-            suite.failed,
-            suite.ignored,
-            suite.filtered,
-            suite.total.as_secs_f64()
-        );
+        let ended = SuiteEnded {
+            r#type: "suite",
+            event: if suite.failed > 0 { "failed" } else { "ok" },
+            passed: suite.passed,
+            failed: suite.failed,
+            ignored: suite.ignored,
+            measured: 0,
+            filtered_out: suite.filtered,
+            exec_time: suite.total.as_secs_f64(),
+            nextest: self.plus.then_some(&suite.nextest),
+        };
+        suite.events.push_str(&line(&ended));
         write_out(&suite.events);
     }
-}
-
-/// A string as a JSON string.
-fn json(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
 /// Writes `text` to standard output in one call, and flushes it: the events of one suite stay together however the
