@@ -205,14 +205,9 @@ fn test_list(json: &str) -> (u64, serde_json::Value) {
     (list["test-count"].as_u64().unwrap(), list["rust-suites"].clone())
 }
 
-/// The build's fields of a JSON list, less the platforms (which nextest-metadata reads as optional, and cargo ying
-/// does not know).
+/// The build's fields of a JSON list, the platforms included.
 fn build_meta(list: &serde_json::Value) -> serde_json::Value {
-    let mut meta = list["rust-build-meta"].as_object().unwrap().clone();
-    for optional in ["platforms", "target-platforms"] {
-        meta.remove(optional);
-    }
-    serde_json::Value::Object(meta)
+    list["rust-build-meta"].clone()
 }
 
 #[test]

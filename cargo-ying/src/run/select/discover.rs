@@ -44,18 +44,6 @@ pub(crate) enum Mismatch {
     Partition,
 }
 
-impl Mismatch {
-    /// nextest's word for it.
-    pub(crate) fn reason(self) -> &'static str {
-        match self {
-            Self::Ignored => "ignored",
-            Self::String => "string",
-            Self::Expression => "expression",
-            Self::Partition => "partition",
-        }
-    }
-}
-
 /// Which tests run, from the positional filters, `-E` filtersets and libtest's arguments after `--`: filters,
 /// `--exact`, `--skip`, `--ignored`, `--include-ignored`. `--list`, `--nocapture` and `--test-threads` are cargo
 /// ying's to honour (listing, not capturing, running that many at once), never passed on; other arguments go to
