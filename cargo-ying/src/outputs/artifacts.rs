@@ -9,7 +9,7 @@ use crate::model::{Files, Run, TestRecord};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use ying_report::{FoldedStack, GateVerdict, LeakReport, Summary, TestId};
+use ying_report::{FoldedStack, GateVerdict, Summary, TestId};
 
 /// The flamegraphs a test can have, by the name in their file names.
 const FLAMEGRAPHS: [&str; 3] = ["retained", "allocated", "retained-diff"];
@@ -181,20 +181,10 @@ fn test_flamegraphs(test: &TestRecord, out_dir: &Path) -> Result<Option<Files>> 
     Ok(Some(files))
 }
 
-/// Writes `summary` (of `run`) to `path` and index.html to `out_dir`; index.html gives each failed leak test
-/// without another reason the message of its report, and each regressed test the figures that regressed and the
-/// sites they grew at.
+/// Writes `summary` (of `run`) to `path` and index.html to `out_dir`; index.html gives each failed test its reason,
+/// each regressed test the figures that regressed and the sites they grew at, and the run's causes first.
 pub(crate) fn summary(run: &Run, summary: &Summary, out_dir: &Path, path: &Path) -> Result<()> {
     summary.write(path).map_err(Error::io("write", path))?;
-    let messages: BTreeMap<TestId, String> = summary
-        .tests
-        .iter()
-        .filter(|test| test.outcome.is_failure() && test.reason.is_none())
-        .filter_map(|test| {
-            let report = LeakReport::read(&out_dir.join(test.report.as_ref()?), &test.id).ok()?;
-            Some((test.id.clone(), report.message?))
-        })
-        .collect();
     let regressions: BTreeMap<TestId, Regression> = run
         .tests
         .iter()
@@ -214,7 +204,7 @@ pub(crate) fn summary(run: &Run, summary: &Summary, out_dir: &Path, path: &Path)
             tests: cause.tests.iter().map(|test| test.id.to_string()).collect(),
         })
         .collect();
-    let html = super::html::index_html(summary, &messages, &regressions, &run.retained_statics(), &causes);
+    let html = super::html::index_html(summary, &regressions, &run.retained_statics(), &causes);
     std::fs::write(&index, html).map_err(Error::io("write", &index))
 }
 

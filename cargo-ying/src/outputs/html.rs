@@ -132,14 +132,10 @@ fn labels(test: &SummaryTest) -> String {
 
 /// What the reason column says: why a failed test failed ([`failure`]), then, for a regressed test, the figures
 /// that regressed and the sites they grew at.
-fn reason(
-    test: &SummaryTest,
-    messages: &BTreeMap<TestId, String>,
-    regressions: &BTreeMap<TestId, Regression>,
-) -> String {
+fn reason(test: &SummaryTest, regressions: &BTreeMap<TestId, Regression>) -> String {
     let mut parts = Vec::new();
     if test.outcome.is_failure() {
-        parts.push(failure(test, messages));
+        parts.push(failure(test));
     }
     if let Some(regression) = regressions.get(&test.id).filter(|_| test.gate == Some(GateVerdict::Regressed)) {
         parts.extend(regression.figures.iter().map(|figure| escape(figure)));
@@ -151,14 +147,11 @@ fn reason(
     parts.join("<br/>")
 }
 
-/// Why a failed test failed: the summary's reason, else the leak test's message (its lines up to the first blank
-/// one: what it exceeded), else that it failed.
-fn failure(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
-    if let Some(reason) = &test.reason {
-        return escape(reason);
-    }
-    match messages.get(&test.id) {
-        Some(message) => message
+/// Why a failed test failed: the summary's reason (of a leak test's message, its lines up to the first blank one:
+/// what it exceeded), else that it failed.
+fn failure(test: &SummaryTest) -> String {
+    match &test.reason {
+        Some(reason) => reason
             .lines()
             .map(str::trim)
             .take_while(|line| !line.is_empty())
@@ -171,7 +164,7 @@ fn failure(test: &SummaryTest, messages: &BTreeMap<TestId, String>) -> String {
     }
 }
 
-fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>, regressions: &BTreeMap<TestId, Regression>) -> String {
+fn row(test: &SummaryTest, regressions: &BTreeMap<TestId, Regression>) -> String {
     let figures = test.figures;
     let mut classes = vec!["test", test.outcome.name()];
     if let Some(gate) = test.gate {
@@ -192,7 +185,7 @@ fn row(test: &SummaryTest, messages: &BTreeMap<TestId, String>, regressions: &BT
         name = escape(&test.id.name),
         outcome = test.outcome.name(),
         gate = test.gate.map_or("", |gate| gate.name()),
-        reason = reason(test, messages, regressions),
+        reason = reason(test, regressions),
         retained = size(figures.map(|f| f.retained_bytes), "retained"),
         baseline = baseline(test),
         change = change(test),
@@ -266,8 +259,6 @@ td.reason{min-width:16em;max-width:21em;font-size:.9em}td.change.grew{color:#b00
 ul.sites{margin:.2em 0 0;padding-left:1.2em}ul.sites li{word-break:break-word}td.id{max-width:18em;overflow-wrap:anywhere}td.files{max-width:8em}td.files a{display:block;white-space:nowrap}\
 td.where{overflow-wrap:anywhere}small.warning{color:#8a5a00;white-space:normal}";
 
-/// The self-contained HTML page of `summary`. `messages` holds the leak tests' failure messages, by test, for
-/// failed tests whose summary entry has no reason; `regressions` what regressed of each regressed test.
 /// The statics the suite's tests retain memory in, with how many tests each and the `allow` line that excuses one;
 /// nothing when none does.
 fn statics_section(statics: &[SharedStatic]) -> String {
@@ -357,14 +348,15 @@ fn artifacts_link() -> String {
     })
 }
 
+/// The self-contained HTML page of `summary`: `regressions` what regressed of each regressed test, `statics` the
+/// statics the suite retains memory in, `causes` the causes of its regressions.
 pub(crate) fn index_html(
     summary: &Summary,
-    messages: &BTreeMap<TestId, String>,
     regressions: &BTreeMap<TestId, Regression>,
     statics: &[SharedStatic],
     causes: &[Cause],
 ) -> String {
-    let rows: String = ordered(&summary.tests).into_iter().map(|test| row(test, messages, regressions)).collect();
+    let rows: String = ordered(&summary.tests).into_iter().map(|test| row(test, regressions)).collect();
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\
          <title>ying: memory of the test suite</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
@@ -409,7 +401,7 @@ mod tests {
             test
         };
         let summary = Summary::new(vec![test(TargetKind::Lib, "m::t"), test(TargetKind::Bin, "m__t")]);
-        let html = index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &[], &[]);
+        let html = index_html(&summary, &BTreeMap::new(), &[], &[]);
         assert!(
             html.contains("<span class=\"name\">m::t</span>") && html.contains("<a href=\"reports/p/lib/p/m.t.json\">")
         );
@@ -420,9 +412,7 @@ mod tests {
     #[test]
     fn the_statics_the_suite_retains_are_listed_with_their_tests_and_allow_line() {
         let summary = Summary::new(vec![test("a", TestOutcome::Passed, None)]);
-        assert!(
-            !index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &[], &[]).contains("Statics the suite retains")
-        );
+        assert!(!index_html(&summary, &BTreeMap::new(), &[], &[]).contains("Statics the suite retains"));
         let statics = [
             SharedStatic {
                 root: "tokio::signal::registry::globals::GLOBALS".to_owned(),
@@ -432,7 +422,7 @@ mod tests {
             },
             SharedStatic { root: "data of libc.so.6".to_owned(), tests: 2, bytes: 4599, pattern: None },
         ];
-        let html = index_html(&summary, &BTreeMap::new(), &BTreeMap::new(), &statics, &[]);
+        let html = index_html(&summary, &BTreeMap::new(), &statics, &[]);
         assert!(html.contains("<h2 id=\"statics\">Statics the suite retains</h2>"), "{html}");
         assert!(
             html.contains(
@@ -455,7 +445,7 @@ mod tests {
         let mut grown = test("grown", TestOutcome::Passed, Some(GateVerdict::Regressed));
         grown.retained_diff_flamegraph = Some("flamegraphs/p/test/t/grown.retained-diff.svg".into());
         grown.report = Some("reports/p/test/t/grown.json".into());
-        let html = index_html(&Summary::new(vec![grown]), &BTreeMap::new(), &BTreeMap::new(), &[], &causes);
+        let html = index_html(&Summary::new(vec![grown]), &BTreeMap::new(), &[], &causes);
         let where_at = html.find("<h2 id=\"causes\">Where memory grew</h2>").expect("the causes' section");
         assert!(where_at < html.find("<h2 id=\"tests\">").unwrap(), "before the tests' table");
         assert_eq!(html.matches("lru::LruCache&lt;K,V,S&gt;::construct").count(), 1, "{html}");
@@ -476,13 +466,8 @@ mod tests {
     fn a_failed_test_links_its_whole_output() {
         let mut kept = test("kept", TestOutcome::Failed, None);
         kept.output = Some(kept.id.output_path());
-        let html = index_html(
-            &Summary::new(vec![kept, test("shown", TestOutcome::Failed, None)]),
-            &BTreeMap::new(),
-            &BTreeMap::new(),
-            &[],
-            &[],
-        );
+        let html =
+            index_html(&Summary::new(vec![kept, test("shown", TestOutcome::Failed, None)]), &BTreeMap::new(), &[], &[]);
         assert!(html.contains("<a href=\"output/p/test/t/kept.log\">output</a>"), "{html}");
         assert!(html.contains("the test failed; see its output") && html.contains("its output is in the terminal"));
     }
@@ -516,11 +501,10 @@ mod tests {
             held_bytes: 0,
         });
         grown.baseline_retained_bytes = Some(1000);
-        let messages = BTreeMap::from([(
-            grown.id.clone(),
+        grown.reason = Some(
             "ying: leak test `grown` exceeded its budget\n  max_retained = 0 B: retained 3000 B\n\nsites".to_owned(),
-        )]);
-        let html = index_html(&Summary::new(vec![grown]), &messages, &BTreeMap::new(), &[], &[]);
+        );
+        let html = index_html(&Summary::new(vec![grown]), &BTreeMap::new(), &[], &[]);
         assert!(html.contains("<td class=\"n retained\" title=\"3000 bytes\">2.9 KiB</td>"), "{html}");
         assert!(html.contains("<td class=\"n baseline\" title=\"1000 bytes\">1000 B</td>"), "{html}");
         assert!(html.contains("title=\"+2000 bytes\">+2.0 KiB<br/><small>(+200.0%)</small></td>"), "{html}");
@@ -549,7 +533,7 @@ mod tests {
         };
         let unstable = test("wobbles", TestOutcome::Passed, Some(GateVerdict::Unstable));
         let regressions = BTreeMap::from([(grown.id.clone(), regression.clone()), (unstable.id.clone(), regression)]);
-        let html = index_html(&Summary::new(vec![grown, unstable]), &BTreeMap::new(), &regressions, &[], &[]);
+        let html = index_html(&Summary::new(vec![grown, unstable]), &regressions, &[], &[]);
         assert!(
             html.contains(
                 "<td class=\"reason\">lost bytes grew from 0 to 512 (+512)<br/>grown at:<ul class=\"sites\"><li>512 B \
@@ -583,7 +567,7 @@ mod tests {
             held_bytes: 0,
         });
         steady.baseline_retained_bytes = Some(16);
-        let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new(), &BTreeMap::new(), &[], &[]);
+        let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new(), &[], &[]);
         assert!(html.contains("<td class=\"n change\" title=\"0 bytes per measured run\">0 B</td>"), "{html}");
         assert!(html.contains("title=\"16 bytes per measured run\">16 B<br/><small>per run</small>"), "{html}");
         assert!(html.contains("<td class=\"n retained\" title=\"176 bytes\">176 B</td>"), "{html}");
