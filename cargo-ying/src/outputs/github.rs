@@ -73,14 +73,15 @@ pub(crate) fn repository_root(workspace_root: &Path) -> PathBuf {
     top_level.unwrap_or_else(|| workspace_root.to_owned())
 }
 
-/// How many tests a cause's annotation or row names before it counts the rest.
-const NAMED_TESTS: usize = 5;
+/// How many tests a cause's annotation or row names before it counts the rest (here, in the job summary and in
+/// index.html).
+pub(crate) const NAMED_TESTS: usize = 5;
 
-/// The tests of `tests`, at most [`NAMED_TESTS`] by name (each as `name` makes it), then `and N more`.
-fn some_tests<'a>(tests: &[&'a TestRecord], name: impl Fn(&'a TestRecord) -> String) -> String {
-    let mut named: Vec<String> = tests.iter().take(NAMED_TESTS).map(|test| name(test)).collect();
-    if tests.len() > NAMED_TESTS {
-        named.push(format!("and {} more", tests.len() - NAMED_TESTS));
+/// `items`, at most [`NAMED_TESTS`] of them (each as `name` words it), then `and N more`, joined by commas.
+pub(crate) fn some_named<T>(items: &[T], name: impl Fn(&T) -> String) -> String {
+    let mut named: Vec<String> = items.iter().take(NAMED_TESTS).map(name).collect();
+    if items.len() > NAMED_TESTS {
+        named.push(format!("and {} more", items.len() - NAMED_TESTS));
     }
     named.join(", ")
 }
@@ -203,7 +204,7 @@ pub(crate) fn step_summary(run: &Run, command: &str) -> String {
             if !causes.is_empty() {
                 out.push_str("### Where memory grew\n\n| where | most in one test | tests |\n|---|---:|---|\n");
                 for cause in &causes {
-                    let tests = some_tests(&cause.tests, |test| format!("`{}`", test.id));
+                    let tests = some_named(&cause.tests, |test| format!("`{}`", test.id));
                     out.push_str(&format!(
                         "| {} | {} | {} |\n",
                         markdown(&cause.line),

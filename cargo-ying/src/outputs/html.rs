@@ -304,9 +304,6 @@ pub(crate) struct Cause {
     pub tests: Vec<String>,
 }
 
-/// How many tests a cause's row names before it counts the rest.
-const NAMED_TESTS: usize = 5;
-
 /// The causes of the run's regressions, one row each, first on the page: one leaking function that many tests call
 /// is one row, not a row of every test.
 fn causes_section(causes: &[Cause]) -> String {
@@ -316,10 +313,6 @@ fn causes_section(causes: &[Cause]) -> String {
     let rows: String = causes
         .iter()
         .map(|cause| {
-            let mut tests: Vec<String> = cause.tests.iter().take(NAMED_TESTS).map(|test| escape(test)).collect();
-            if cause.tests.len() > NAMED_TESTS {
-                tests.push(format!("and {} more", cause.tests.len() - NAMED_TESTS));
-            }
             format!(
                 "<tr><td class=\"where\">{}</td><td class=\"n\" title=\"{} bytes\">{}</td><td class=\"n\">{}</td>\
                  <td>{}</td></tr>\n",
@@ -327,7 +320,7 @@ fn causes_section(causes: &[Cause]) -> String {
                 cause.bytes,
                 ByteSize::new(cause.bytes).rounded(),
                 cause.tests.len(),
-                tests.join(", ")
+                super::github::some_named(&cause.tests, |test| escape(test))
             )
         })
         .collect();
