@@ -7,9 +7,9 @@ use crate::model;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::process::{ChildStderr, ChildStdout};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How many of the last lines are kept.
 pub(crate) const TAIL_LINES: usize = 40;
@@ -78,32 +78,37 @@ impl Lines {
 /// The relay of one test process's two streams.
 pub(crate) struct Relay {
     lines: Arc<Mutex<Lines>>,
-    threads: Vec<JoinHandle<()>>,
+    /// Closed once every stream's thread has read its stream to the end (each holds a sender until then).
+    ended: Receiver<()>,
 }
 
 impl Relay {
     /// Starts passing `stdout` and `stderr` on to this process's.
     pub(crate) fn start(stdout: Option<ChildStdout>, stderr: Option<ChildStderr>) -> Self {
         let lines = Arc::new(Mutex::new(Lines::default()));
-        let mut threads = Vec::new();
+        let (reading, ended) = mpsc::channel::<()>();
         if let Some(stdout) = stdout {
-            let lines = Arc::clone(&lines);
-            threads.push(std::thread::spawn(move || pass_on(stdout, std::io::stdout(), &lines)));
+            let (lines, reading) = (Arc::clone(&lines), reading.clone());
+            std::thread::spawn(move || {
+                pass_on(stdout, std::io::stdout(), &lines);
+                drop(reading);
+            });
         }
         if let Some(stderr) = stderr {
             let lines = Arc::clone(&lines);
-            threads.push(std::thread::spawn(move || pass_on(stderr, std::io::stderr(), &lines)));
+            std::thread::spawn(move || {
+                pass_on(stderr, std::io::stderr(), &lines);
+                drop(reading);
+            });
         }
-        Self { lines, threads }
+        Self { lines, ended }
     }
 
     /// What was kept, once both streams closed or, when a process the test left running holds them, [`GRACE`]
     /// after the call (the threads then go on passing its output on while this process lives).
     pub(crate) fn finish(self) -> Kept {
-        let until = Instant::now() + GRACE;
-        while self.threads.iter().any(|thread| !thread.is_finished()) && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        // Nothing is ever sent: the wait ends the moment the last thread's sender goes, or at the grace's end.
+        let _ = self.ended.recv_timeout(GRACE);
         let lines = std::mem::take(&mut *self.lines.lock().unwrap_or_else(PoisonError::into_inner));
         lines.kept()
     }
