@@ -133,6 +133,16 @@ pub(crate) enum Error {
         #[source]
         source: NextestConfigError,
     },
+    /// `cargo-ying` is not on `PATH`, where nextest looks for the profile's wrapper script.
+    #[error(
+        "failed to find `cargo-ying` on PATH: nextest runs every test of the profile `ying` through it, and each would fail \
+         to start; install it (`cargo install cargo-ying`) or put {} on PATH, then run this again",
+        dir.display()
+    )]
+    WrapperNotOnPath {
+        /// Where the running cargo-ying is.
+        dir: PathBuf,
+    },
     /// A nextest profile (`-P`) could not be read.
     #[error("failed to read the nextest profile `{profile}` in {}", path.display())]
     NextestProfile {
@@ -266,6 +276,7 @@ impl Error {
             | Self::Manifest { .. }
             | Self::Interposer(_)
             | Self::NextestConfig { .. }
+            | Self::WrapperNotOnPath { .. }
             | Self::Wrap(_)
             | Self::NoNextestRun(_)
             | Self::Archive { .. }

@@ -184,7 +184,7 @@ fn max_fail(args: &TestArgs, profile: Option<MaxFail>, config: &Config) -> MaxFa
 fn nextest_profile(root: &Path, name: &str, cores: usize) -> Result<Profile> {
     let path = root.join(".config").join("nextest.toml");
     let error = |source| Error::NextestProfile { path: path.clone(), profile: name.to_owned(), source };
-    let text = match std::fs::read_to_string(&path) {
+    let text = match ying_report::read_text(&path).map_err(std::io::Error::from) {
         Ok(text) => text,
         Err(why) if why.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(why) => return Err(error(NextestProfileError::Io(why))),

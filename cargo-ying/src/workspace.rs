@@ -138,7 +138,7 @@ impl Place {
     pub(crate) fn read(root: &Path) -> Result<Self> {
         let manifest = root.join("Cargo.toml");
         let error = |source| Error::Manifest { path: manifest.clone(), source };
-        let text = std::fs::read_to_string(&manifest).map_err(|why| error(ManifestError::Io(why)))?;
+        let text = ying_report::read_text(&manifest).map_err(|why| error(ManifestError::Io(why.into())))?;
         let table: toml::Table = text.parse().map_err(|why| error(ManifestError::Toml(why)))?;
         let metadata_of = |section: &str| {
             table

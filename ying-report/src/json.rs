@@ -39,6 +39,18 @@ pub enum ReadError {
         /// What to do about it.
         hint: &'static str,
     },
+    /// It is larger than any file of ying's ([`TEXT_LIMIT`]): not read further.
+    TooBig {
+        /// The bound, in bytes.
+        limit: u64,
+    },
+    /// It is not UTF-8 text.
+    NotUtf8 {
+        /// Where its first byte that is not (1-based line and column, in characters).
+        line: usize,
+        /// See `line`.
+        column: usize,
+    },
     /// Its `schema_version` is not a whole number (`"1"`, `1.0`): written by hand, or not by ying.
     VersionType {
         /// What kind of file.
@@ -62,6 +74,16 @@ pub enum ReadError {
         line: usize,
         /// See `line`.
         column: usize,
+    },
+    /// A number out of the range its field can hold (`"duration": 1e300`), or a path of a file a run wrote that is
+    /// not where that run writes it (`"report": "/etc/hostname"`): written by hand, or not by ying.
+    OutOfRange {
+        /// Where it is: the field, with the test it is of.
+        key: String,
+        /// What is written.
+        found: String,
+        /// What it may be.
+        expected: String,
     },
     /// A report of another test than the one asked for.
     OtherTest {
@@ -100,6 +122,10 @@ impl fmt::Display for ReadError {
             Self::Io(error) => error.fmt(f),
             Self::Json(error) => error.fmt(f),
             Self::NotAFile { what } => write!(f, "it is {what}, not a regular file"),
+            Self::TooBig { limit } => write!(f, "it is larger than {limit} bytes, more than any file it could be"),
+            Self::NotUtf8 { line, column } => {
+                write!(f, "it is not UTF-8 text: the byte at line {line} column {column} is not")
+            }
             Self::NotOfKind { kind } => write!(f, "it has no schema_version: it is not a ying {kind}"),
             Self::Version { kind, found, expected, line, column, hint } => write!(
                 f,
@@ -117,6 +143,7 @@ impl fmt::Display for ReadError {
                  ({})",
                 u64::MAX
             ),
+            Self::OutOfRange { key, found, expected } => write!(f, "`{key}` is {found}, not {expected}"),
             Self::OtherTest { expected, found } => write!(f, "it is the report of `{found}`, not of `{expected}`"),
             Self::OtherRun => {
                 write!(f, "it does not carry this run's token: the leak test's runner did not write it in this run")
@@ -149,6 +176,17 @@ impl std::error::Error for ReadError {
             Self::Io(error) => Some(error),
             Self::Json(error) => Some(error),
             _ => None,
+        }
+    }
+}
+
+/// A file that could not be read, for a caller that speaks of I/O errors only: the file's own error, or one of
+/// [`std::io::ErrorKind::InvalidData`] that says what the file is.
+impl From<ReadError> for std::io::Error {
+    fn from(error: ReadError) -> Self {
+        match error {
+            ReadError::Io(error) => error,
+            other => Self::new(std::io::ErrorKind::InvalidData, other),
         }
     }
 }
@@ -285,14 +323,43 @@ fn too_large(value: &serde_json::Value, path: &mut Vec<String>) -> Option<(Strin
     }
 }
 
-/// The text of the regular file at `path` (a symbolic link is followed). Anything else is refused before it is
-/// opened: opening a named pipe would wait for a writer, and a device is not a file of the contract.
+/// The most any file ying reads may hold: 256 MiB, beyond a baseline of a million tests.
+pub const TEXT_LIMIT: u64 = 256 << 20;
+
+/// The text of the regular file at `path` (a symbolic link is followed), at most [`TEXT_LIMIT`] bytes. Anything
+/// else is refused: the file is opened without waiting (`O_NONBLOCK`: a named pipe would wait for a writer) and
+/// read only when what was opened is a regular file (a device is not a file of the contract, and `/dev/zero`
+/// never ends).
 pub fn read_text(path: &Path) -> Result<String, ReadError> {
-    let what = file_type(&std::fs::metadata(path)?.file_type());
-    if let Some(what) = what {
+    let bytes = read_bounded(path, TEXT_LIMIT)?;
+    String::from_utf8(bytes).map_err(|error| {
+        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+        let (line, column) = position(std::str::from_utf8(valid).unwrap_or_default(), valid.len());
+        ReadError::NotUtf8 { line, column }
+    })
+}
+
+/// The bytes of the regular file at `path`, at most `limit` of them, read as [`read_text`] reads.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read as _;
+    if let Some(what) = file_type(&std::fs::metadata(path)?.file_type()) {
         return Err(ReadError::NotAFile { what });
     }
-    Ok(std::fs::read_to_string(path)?)
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    // What was opened, which a rename since the look above may have changed.
+    if let Some(what) = file_type(&file.metadata()?.file_type()) {
+        return Err(ReadError::NotAFile { what });
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooBig { limit });
+    }
+    Ok(bytes)
 }
 
 /// What a file of this type is, when it is not a regular file: `a directory`, `a named pipe (FIFO)`.
@@ -337,6 +404,52 @@ pub fn write_whole(path: &Path, value: &impl serde::Serialize) -> std::io::Resul
     write_replacing(path, value, false)
 }
 
+/// Writes `value` as pretty JSON with a final newline to `path`, a file that is ying's own (a test's record or
+/// report, the run's summary): as [`write_own_bytes`] does, without waiting for the disk.
+pub fn write_own(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    write_own_bytes(path, &to_bytes(value)?, false)
+}
+
+/// Writes `bytes` to `path`, a file that is ying's own (under `<target>/ying`, or the interposer in the user's
+/// cache), never through a symbolic link. A temporary file with a name no other process can guess is created new
+/// beside `path` (`O_CREAT|O_EXCL`: a link planted in its place is an error, never followed), written whole
+/// (`durable`: and sent to the disk), and renamed over `path`, which replaces whatever entry `path` is, a link
+/// included, never the file a link leads to. A reader never sees half a file; no permissions are carried over, and
+/// `path` is not resolved, which keeps a write that a process per test makes to a few system calls.
+pub fn write_own_bytes(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map_or_else(|| "file".into(), |name| name.to_string_lossy().into_owned());
+    let temporary = dir.join(format!(".{name}.{:016x}.tmp", unguessable()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)
+        .and_then(|mut file| file.write_all(bytes).and_then(|()| if durable { file.sync_all() } else { Ok(()) }))
+        .and_then(|()| std::fs::rename(&temporary, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
+/// A number no other process can predict: the standard library's hash keys are drawn from the system's random
+/// source once per thread and stepped at every [`RandomState`](std::hash::RandomState), and the process id and a
+/// count keep two calls apart.
+fn unguessable() -> u64 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = std::hash::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u64(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    hasher.finish()
+}
+
+/// Writes `bytes` to `path`, a file that is the user's (a configuration ying adds to), as [`write_atomic`] writes a
+/// value: a link followed and kept, its target replaced with its permissions kept, on the disk before the rename.
+pub fn write_users_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_bytes(path, bytes, true)
+}
+
 /// `value` as every writer here writes it: pretty JSON with a final newline.
 pub(crate) fn to_bytes(value: &impl serde::Serialize) -> std::io::Result<Vec<u8>> {
     let mut json = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
@@ -356,11 +469,13 @@ pub(crate) fn write_bytes(path: &Path, json: &[u8], durable: bool) -> std::io::R
     let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map_or_else(|| "file".into(), |name| name.to_string_lossy().into_owned());
     // Not ending in `.json`: a reader listing a directory for files of the contract never takes it for one. Its
-    // own to this call: two threads replacing one file each write a whole file, and the last rename wins.
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temporary = dir.join(format!(".{name}.{}.{write}.tmp", std::process::id()));
-    let written = std::fs::File::create(&temporary)
+    // own to this call, under a name no one can plant a link at (and created new, so a link there is an error):
+    // two threads replacing one file each write a whole file, and the last rename wins.
+    let temporary = dir.join(format!(".{name}.{:016x}.tmp", unguessable()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)
         .and_then(|mut file| file.write_all(json).and_then(|()| if durable { file.sync_all() } else { Ok(()) }))
         .and_then(|()| permissions.map_or(Ok(()), |permissions| std::fs::set_permissions(&temporary, permissions)))
         .and_then(|()| std::fs::rename(&temporary, path));
@@ -490,6 +605,51 @@ mod tests {
         let error = super::write_atomic(&dangling, &1).unwrap_err().to_string();
         assert_eq!(error, "it is a symbolic link to nowhere.json, which does not exist");
         assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_read_never_waits_on_a_pipe_never_reads_a_device_and_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let link = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert_eq!(super::read_text(&fifo).unwrap_err().to_string(), "it is a named pipe (FIFO), not a regular file");
+        assert_eq!(super::read_text(&link).unwrap_err().to_string(), "it is a character device, not a regular file");
+        let big = dir.path().join("big");
+        std::fs::write(&big, [b'x'; 11]).unwrap();
+        assert_eq!(
+            super::read_bounded(&big, 10).unwrap_err().to_string(),
+            format!("it is larger than 10 bytes, more than any file it could be")
+        );
+        assert_eq!(super::read_bounded(&big, 11).unwrap().len(), 11);
+        let latin1 = dir.path().join("latin1");
+        std::fs::write(&latin1, b"{\n  \"a\": \"caf\xe9\"\n}").unwrap();
+        assert_eq!(
+            super::read_text(&latin1).unwrap_err().to_string(),
+            "it is not UTF-8 text: the byte at line 2 column 12 is not"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_own_file_replaces_a_planted_link_and_never_writes_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere.txt");
+        std::fs::write(&elsewhere, "the user's").unwrap();
+        let own = dir.path().join("summary.json");
+        std::os::unix::fs::symlink(&elsewhere, &own).unwrap();
+        super::write_own(&own, &1).unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "the user's", "the link's target is untouched");
+        assert!(std::fs::symlink_metadata(&own).unwrap().file_type().is_file(), "the link is replaced");
+        assert_eq!(std::fs::read_to_string(&own).unwrap(), "1\n");
+        super::write_own_bytes(&own, b"2", true).unwrap();
+        assert_eq!(std::fs::read_to_string(&own).unwrap(), "2");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary file left");
+        // Two writes never share a temporary name, so a link planted at one cannot be waited for.
+        assert_ne!(super::unguessable(), super::unguessable());
     }
 
     #[test]

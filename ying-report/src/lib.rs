@@ -38,7 +38,10 @@ pub use baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BAS
 pub use figures::{Figure, Figures};
 pub use folded::{FoldedStack, FoldedStackError};
 pub use frame::Frame;
-pub use json::{ReadError, read_text, resolve_symlinks, write_atomic, write_whole};
+pub use json::{
+    ReadError, TEXT_LIMIT, read_bounded, read_text, resolve_symlinks, write_atomic, write_own, write_own_bytes,
+    write_users_file, write_whole,
+};
 pub use keys::closest_key;
 pub use report::{ALLOW_ENV, KNOWN_CODE_ENV, LeakReport, allow_patterns};
 pub use size::{ByteSize, SignedByteSize, SizeError};

@@ -180,10 +180,10 @@ impl LeakReport {
         Ok(report)
     }
 
-    /// Writes the report to `path` as JSON, whole or not at all; it is read right away, so the write does not wait
-    /// for the disk ([`json::write_whole`]).
+    /// Writes the report to `path` as JSON, whole or not at all, never through a link ([`json::write_own`]); it is
+    /// read right away, so the write does not wait for the disk.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        json::write_whole(path, self)
+        json::write_own(path, self)
     }
 
     /// Writes the report over the file at `path`, in place: for a file no one reads until its writer moves it

@@ -119,14 +119,23 @@ impl Summary {
         Self::parse(&json::read_text(path)?)
     }
 
-    /// Reads a summary from its text.
+    /// Reads a summary from its text; a number out of its field's range, or a file named elsewhere than where a run
+    /// writes it, is an error naming the test and field.
     pub fn parse(text: &str) -> Result<Self, ReadError> {
-        json::parse(text, &KIND)
+        let summary: Self = json::parse(text, &KIND)?;
+        for test in &summary.tests {
+            test.check()?;
+        }
+        if let Some(duration) = summary.duration {
+            check_seconds("duration", duration)?;
+        }
+        Ok(summary)
     }
 
-    /// Writes the summary to `path`, whole or not at all.
+    /// Writes the summary to `path`, whole or not at all, and on the disk before it replaces the last; a link at
+    /// `path` is replaced, never written through ([`json::write_own_bytes`]).
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        json::write_atomic(path, self)
+        json::write_own_bytes(path, &json::to_bytes(self)?, true)
     }
 }
 
@@ -326,6 +335,62 @@ pub struct NotRunTarget {
     pub command: String,
 }
 
+/// The most attempts a test can be given: far beyond any retry count a run sets.
+pub const MAX_ATTEMPTS: u32 = 1000;
+
+/// The longest a test or a run can take, in seconds: a year.
+pub const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// `seconds`, read from `key`, unless it is not a duration a run can take.
+pub fn check_seconds(key: &str, seconds: f64) -> Result<(), ReadError> {
+    if seconds.is_finite() && (0.0..=MAX_SECONDS).contains(&seconds) {
+        return Ok(());
+    }
+    // `1e300` as written, not three hundred digits.
+    let found = if seconds.abs() >= 1e9 { format!("{seconds:e}") } else { seconds.to_string() };
+    Err(ReadError::OutOfRange {
+        key: key.to_owned(),
+        found,
+        expected: format!("a duration from 0 to {MAX_SECONDS} seconds"),
+    })
+}
+
+/// `path`, read from `key`, unless it is not `expected`, where a run writes that file of the test.
+pub fn check_path(key: &str, path: &str, expected: &str) -> Result<(), ReadError> {
+    if path == expected {
+        return Ok(());
+    }
+    Err(ReadError::OutOfRange {
+        key: key.to_owned(),
+        found: format!("{path:?}"),
+        expected: format!("{expected:?}, where a run writes it"),
+    })
+}
+
+impl SummaryTest {
+    /// The test's numbers in range, and its files where a run writes them (a merge copies them).
+    fn check(&self) -> Result<(), ReadError> {
+        let key = |field: &str| format!("{field}` of `{}", self.id);
+        if let Some(duration) = self.duration {
+            check_seconds(&key("duration"), duration)?;
+        }
+        if let Some(attempts) = self.attempts.filter(|attempts| !(1..=MAX_ATTEMPTS).contains(attempts)) {
+            return Err(ReadError::OutOfRange {
+                key: key("attempts"),
+                found: attempts.to_string(),
+                expected: format!("a count from 1 to {MAX_ATTEMPTS}"),
+            });
+        }
+        if let Some(report) = &self.report {
+            check_path(&key("report"), report, &self.id.report_path())?;
+        }
+        if let Some(output) = &self.output {
+            check_path(&key("output"), output, &self.id.output_path())?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{GateVerdict, NotRunTarget, Reruns, Summary, SummaryTest, TestOutcome, UnmeasuredRerun};
@@ -377,6 +442,37 @@ mod tests {
             serde_json::json!({"runs": 2, "crossed": 0, "unmeasured": [{"outcome": "failed"}]})
         );
         assert_eq!(Summary::parse(&serde_json::to_string(&summary).unwrap()).unwrap(), summary);
+    }
+
+    #[test]
+    fn a_summary_with_a_number_out_of_range_or_a_file_elsewhere_is_refused_naming_the_test_and_field() {
+        let id = TestId::new("p", TargetKind::Test, "leaks", "box_leak");
+        type Change = fn(&mut SummaryTest);
+        let cases: [(Change, &str); 4] = [
+            (
+                |test| test.attempts = Some(u32::MAX),
+                "`attempts` of `p::leaks box_leak` is 4294967295, not a count from 1 to 1000",
+            ),
+            (
+                |test| test.duration = Some(1e300),
+                "`duration` of `p::leaks box_leak` is 1e300, not a duration from 0 to 31536000 seconds",
+            ),
+            (
+                |test| test.report = Some("/etc/hostname".to_owned()),
+                "`report` of `p::leaks box_leak` is \"/etc/hostname\", not \"reports/p/test/leaks/box_leak.json\", where a run writes it",
+            ),
+            (
+                |test| test.output = Some("../../../x.log".to_owned()),
+                "`output` of `p::leaks box_leak` is \"../../../x.log\", not \"output/p/test/leaks/box_leak.log\", where a run writes it",
+            ),
+        ];
+        for (change, message) in cases {
+            let mut test = SummaryTest::new(id.clone(), TestOutcome::Failed);
+            test.report = Some(id.report_path());
+            change(&mut test);
+            let text = serde_json::to_string(&Summary::new(vec![test])).unwrap();
+            assert_eq!(Summary::parse(&text).unwrap_err().to_string(), message);
+        }
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
         Some(id) => record::run_dir(&out_dir, id),
         None => record::last_run(&out_dir).ok_or_else(|| Error::NoNextestRun(out_dir.clone()))?,
     };
-    let records = Record::read_all(&run_dir).map_err(|_| Error::NoNextestRun(out_dir.clone()))?;
+    let records = Record::read_all(&run_dir)?;
     if records.is_empty() {
         return Err(Error::NoNextestRun(out_dir));
     }

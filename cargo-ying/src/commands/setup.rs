@@ -14,26 +14,39 @@ pub(crate) fn nextest(args: &SetupNextestArgs) -> Result<u8> {
     crate::signals::catch();
     let workspace = Workspace::open(args.manifest_path.as_deref(), &[])?;
     let path = workspace.root().join(".config").join("nextest.toml");
-    let text = match std::fs::read_to_string(&path) {
+    let text = match ying_report::read_text(&path).map_err(std::io::Error::from) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(error) => return Err(Error::io("read", &path)(error)),
     };
-    let change = profile::apply(&text).map_err(|source| Error::NextestConfig { path: path.clone(), source })?;
+    // The file as its author keeps it: a byte order mark and CRLF line ends stay.
+    let (bom, body) = match text.strip_prefix('\u{feff}') {
+        Some(body) => ("\u{feff}", body),
+        None => ("", text.as_str()),
+    };
+    let crlf = body.contains("\r\n");
+    let change = profile::apply(body).map_err(|source| Error::NextestConfig { path: path.clone(), source })?;
     if args.print {
         print!("{}", if let Change::Added(text) = &change { text } else { &text });
         return Ok(exit_code::OK);
     }
     // Ready before the file names it: a profile whose tests would all fail for want of it is never written.
     let library = interposer::library()?;
+    let program = profile::WRAPPER_COMMAND.split(' ').next().unwrap_or_default();
+    if !on_path(program) {
+        let current = std::env::current_exe().ok();
+        let dir = current.as_deref().and_then(std::path::Path::parent).unwrap_or(std::path::Path::new("."));
+        return Err(Error::WrapperNotOnPath { dir: dir.to_owned() });
+    }
     match change {
         Change::Added(text) => {
             let dir = path.parent().expect("the file is in .config");
             std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
-            // Replaced whole: a run of nextest never reads half of it.
-            let partial = dir.join(".nextest.toml.ying");
-            std::fs::write(&partial, text).map_err(Error::io("write", &partial))?;
-            std::fs::rename(&partial, &path).map_err(Error::io("write", &path))?;
+            let text = if crlf { text.replace("\r\n", "\n").replace('\n', "\r\n") } else { text };
+            // Replaced whole (a run of nextest never reads half of it), a link kept with its target written, its
+            // mode kept.
+            ying_report::write_users_file(&path, format!("{bom}{text}").as_bytes())
+                .map_err(Error::io("write", &path))?;
             eprintln!("{:>12} the profile `{}` to {}", "Added", profile::PROFILE, path.display());
         }
         Change::AlreadySet => {
@@ -47,4 +60,22 @@ pub(crate) fn nextest(args: &SetupNextestArgs) -> Result<u8> {
         profile::PROFILE
     );
     Ok(exit_code::OK)
+}
+
+/// Whether `program` is an executable file in a directory of `PATH`, as nextest (and a shell) would find it.
+fn on_path(program: &str) -> bool {
+    let Some(path) = std::env::var_os("PATH") else { return false };
+    std::env::split_paths(&path).any(|dir| {
+        let candidate = dir.join(program);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::metadata(&candidate)
+                .is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+        }
+        #[cfg(not(unix))]
+        {
+            candidate.with_extension(std::env::consts::EXE_EXTENSION).is_file()
+        }
+    })
 }

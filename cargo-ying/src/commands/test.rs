@@ -13,6 +13,7 @@ use crate::run::exec::run_lock::RunLock;
 use crate::run::exec::runner::{self, Finished, RunOptions};
 use crate::run::exec::{attempt, interposer};
 use crate::run::names::symbols::Symbolizer;
+use crate::run::process;
 use crate::run::select::build::{self, TestBinary};
 use crate::run::select::discover::TestCase;
 use crate::run::select::order::LastRun;
@@ -200,6 +201,8 @@ fn run_tests(
     }
     let (started, started_at) = (Instant::now(), SystemTime::now());
     let mut events = LibtestJson::new(settings.message_format, &plan.tests, &plan.listed);
+    // What a test leaves running outside its process group comes here when it ends, to be ended with the run.
+    process::adopt_orphans();
     let records = runner::run(&plan.tests, start, options, |finished| match finished {
         Finished::FailedAttempt(id, number, attempt) => reporter.attempt(id, *number, attempt),
         Finished::Test(_, record) => {
@@ -230,6 +233,11 @@ fn run_tests(
         if interrupted.is_none() {
             rerun::confirm(&mut run, &plan.tests, options, |id, reruns| reporter.rerun(id, reruns));
         }
+    }
+    let left = process::end_adopted();
+    if left > 0 {
+        let processes = if left == 1 { "process" } else { "processes" };
+        reporter.note(&format!("ended {left} {processes} that tests left running outside their process groups"));
     }
     options.symbolizer.save();
     Ok((run, reporter, started_at))

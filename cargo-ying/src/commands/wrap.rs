@@ -116,6 +116,9 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     // nextest's SIGTERM (at the test's timeout, or when the run stops) is passed on to the test, and this process
     // stays to record how it ended.
     crate::signals::catch();
+    // What the test leaves running outside its group (in a session of its own) comes here when it ends, and ends
+    // with it.
+    crate::run::process::adopt_orphans();
     let attempt = Attempting {
         id: &id,
         binary: &binary,
@@ -141,10 +144,12 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     }
     .run()
     .map_err(|source| Error::Wrap(WrapError::Spawn { path: binary.clone(), source }))?;
+    let left = crate::run::process::end_adopted();
     if let Some(symbolizer) = &symbolizer {
         symbolizer.save();
     }
-    let _ = std::fs::remove_dir_all(&report_dir);
+    // Empty once its report was taken; what a test left beside it goes too.
+    let _ = std::fs::remove_dir(&report_dir).or_else(|_| std::fs::remove_dir_all(&report_dir));
     let unreported = matches!(attempt.outcome, Outcome::Unreported { .. });
     let unmeasured = attempt.outcome == Outcome::Unmeasured;
     record.outcome = attempt.outcome.kind();
@@ -168,6 +173,12 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     }
     record.report = attempt.leak.map(|leak| leak.path);
     record.warnings = attempt.warnings;
+    if left > 0 {
+        let processes = if left == 1 { "process" } else { "processes" };
+        record
+            .warnings
+            .push(format!("it left {left} {processes} running outside its process group, ended when it did"));
+    }
     if let Some(kept) = attempt.kept.filter(|_| attempt.outcome.is_failure()) {
         record.panic = kept.panic;
         record.output_tail = Some(kept.tail).filter(|tail| !tail.is_empty());
@@ -224,7 +235,7 @@ fn list(binary: &Path, args: &[std::ffi::OsString], binary_id: String, run_dir: 
 /// read.
 fn timeout_of(root: &Path) -> Option<std::time::Duration> {
     let profile = std::env::var("NEXTEST_PROFILE").ok()?;
-    let text = std::fs::read_to_string(root.join(".config").join("nextest.toml")).ok()?;
+    let text = ying_report::read_text(&root.join(".config").join("nextest.toml")).ok()?;
     crate::nextest::config::profile(&text, &profile, crate::config::cores()).ok()?.timeout
 }
 

@@ -132,7 +132,7 @@ impl Listing {
         std::fs::create_dir_all(&dir).map_err(Error::io("create", &dir))?;
         let suffix = if self.ignored { ".ignored" } else { "" };
         let path = dir.join(format!("{}{suffix}.json", ying_report::file_name_component(&self.binary_id)));
-        ying_report::write_whole(&path, self).map_err(Error::io("write", &path))
+        ying_report::write_own(&path, self).map_err(Error::io("write", &path))
     }
 
     /// Every listing in `run_dir` (none for a run of a profile whose wrapper lists nothing).
@@ -156,7 +156,7 @@ const LISTED: &str = "listed";
 
 /// The JSON file at `path`, as `T`.
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
+    let text = ying_report::read_text(path).map_err(|error| Error::io("read", path)(error.into()))?;
     serde_json::from_str(&text).map_err(|error| Error::Io {
         action: "read",
         path: path.to_owned(),
@@ -227,26 +227,67 @@ impl Record {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
         }
-        ying_report::write_whole(&path, self).map_err(Error::io("write", &path))
+        ying_report::write_own(&path, self).map_err(Error::io("write", &path))
     }
 
-    /// Every record in `run_dir`, in the order of the tests' ids.
+    /// Every record in `run_dir`, in the order of the tests' ids (none when it has no `tests/`). A record whose
+    /// numbers are out of range, or that names a report elsewhere than its test's, is an error naming it and the
+    /// field. The walk never follows a link: the wrapper writes none.
     pub(crate) fn read_all(run_dir: &Path) -> Result<Vec<Self>> {
         let mut records: Vec<Self> = Vec::new();
-        let mut dirs = vec![run_dir.join("tests")];
+        let tests = run_dir.join("tests");
+        if !std::fs::symlink_metadata(&tests).is_ok_and(|metadata| metadata.is_dir()) {
+            return Ok(records);
+        }
+        let mut dirs = vec![tests];
         while let Some(dir) = dirs.pop() {
             let entries = std::fs::read_dir(&dir).map_err(Error::io("read", &dir))?;
             for entry in entries {
-                let path = entry.map_err(Error::io("read", &dir))?.path();
-                if path.is_dir() {
+                let entry = entry.map_err(Error::io("read", &dir))?;
+                let (path, kind) = (entry.path(), entry.file_type().map_err(Error::io("read", &dir))?);
+                if kind.is_dir() {
                     dirs.push(path);
-                } else if path.extension().is_some_and(|extension| extension == "json") {
-                    records.push(read_json(&path)?);
+                } else if kind.is_file() && path.extension().is_some_and(|extension| extension == "json") {
+                    let record: Self = read_json(&path)?;
+                    record.check().map_err(|source| Error::io("read", &path)(source.into()))?;
+                    records.push(record);
                 }
             }
         }
         records.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(records)
+    }
+
+    /// The record's numbers in range, and its report where the wrapper stores its test's; so are its earlier
+    /// attempts', which may not be more than it says came before.
+    fn check(&self) -> std::result::Result<(), ying_report::ReadError> {
+        use ying_report::summary::{MAX_ATTEMPTS, check_path, check_seconds};
+        let key = |field: &str| format!("{field}` of `{}", self.id);
+        check_seconds(&key("duration"), self.duration)?;
+        if let Some(timeout) = self.timeout {
+            check_seconds(&key("timeout"), timeout)?;
+        }
+        let attempts = [("attempt", Some(self.attempt)), ("attempts_allowed", self.attempts_allowed)];
+        for (field, count) in attempts {
+            if let Some(count) = count.filter(|count| !(1..=MAX_ATTEMPTS).contains(count)) {
+                return Err(ying_report::ReadError::OutOfRange {
+                    key: key(field),
+                    found: count.to_string(),
+                    expected: format!("a count from 1 to {MAX_ATTEMPTS}"),
+                });
+            }
+        }
+        if self.earlier.len() >= self.attempt as usize {
+            return Err(ying_report::ReadError::OutOfRange {
+                key: key("earlier"),
+                found: format!("{} attempts", self.earlier.len()),
+                expected: format!("fewer than attempt {}", self.attempt),
+            });
+        }
+        if let Some(report) = &self.report {
+            check_path(&key("report"), report, &self.id.report_path())?;
+        }
+        self.earlier.iter().try_for_each(Self::check)
     }
 }
 
@@ -290,7 +331,7 @@ mod tests {
             duration: 0.5,
             started_at: "2026-12-04T17:00:00.000Z".to_owned(),
             attempt,
-            report: Some(format!("reports/p/test/t/{name}.json")),
+            report: Some(TestId::new("p", TargetKind::Test, "t", name).report_path()),
             warnings: Vec::new(),
             workspace_root: Some("/ws".to_owned()),
             running: false,
@@ -331,6 +372,47 @@ mod tests {
         assert!(!unnamed.is_there(), "another build names other code at the same addresses");
         std::fs::remove_file(&binary).unwrap();
         assert!(!unnamed.is_there());
+    }
+
+    #[test]
+    fn a_record_out_of_range_or_naming_another_file_is_an_error_naming_it_and_a_linked_loop_is_not_walked() {
+        let out = tempfile::tempdir().unwrap();
+        let run = run_dir(out.path(), "4e0c0a2e-run");
+        record("a", 1).write(&run).unwrap();
+        let tests = run.join("tests");
+        std::os::unix::fs::symlink(&tests, tests.join("loop")).unwrap();
+        assert_eq!(Record::read_all(&run).unwrap().len(), 1, "the loop is not followed");
+        let path = Record::path(&run, &record("a", 1).id);
+        type Change = fn(&mut Record);
+        let cases: [(&str, Change); 5] = [
+            ("`duration` of `p::t a` is 1e300, not a duration from 0 to 31536000 seconds", |record| {
+                record.duration = 1e300;
+            }),
+            ("`attempt` of `p::t a` is 4294967295, not a count from 1 to 1000", |record| record.attempt = u32::MAX),
+            (
+                "`report` of `p::t a` is \"/etc/hostname\", not \"reports/p/test/t/a.json\", where a run writes it",
+                |record| {
+                    record.report = Some("/etc/hostname".to_owned());
+                },
+            ),
+            (
+                "`report` of `p::t a` is \"../../x.json\", not \"reports/p/test/t/a.json\", where a run writes it",
+                |record| {
+                    record.report = Some("../../x.json".to_owned());
+                },
+            ),
+            ("`earlier` of `p::t a` is 1 attempts, not fewer than attempt 1", |record| {
+                record.earlier = vec![record.clone()];
+            }),
+        ];
+        for (message, change) in cases {
+            let mut bad = record("a", 1);
+            change(&mut bad);
+            bad.write(&run).unwrap();
+            let error = Record::read_all(&run).unwrap_err();
+            assert_eq!(error.to_string(), format!("failed to read {}", path.display()), "{message}");
+            assert_eq!(std::error::Error::source(&error).unwrap().to_string(), message);
+        }
     }
 
     #[test]

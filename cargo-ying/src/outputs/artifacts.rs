@@ -21,6 +21,10 @@ const TEST_FILES: [&str; 3] = ["reports", "flamegraphs", "output"];
 /// The tests' reports, flamegraphs and kept outputs stay until [`sweep`]: a test's files are written over its
 /// earlier ones, as creating and deleting a file for every test costs some file systems more than a short test.
 pub(crate) fn prepare(out_dir: &Path) -> Result<()> {
+    if std::fs::metadata(out_dir).is_ok_and(|metadata| !metadata.is_dir()) {
+        let why = "a file is there, not a directory: move it away (cargo ying writes its outputs there)";
+        return Err(Error::io("create", out_dir)(std::io::Error::new(std::io::ErrorKind::AlreadyExists, why)));
+    }
     for dir in ["refused", "tmp"] {
         let path = out_dir.join(dir);
         if path.exists() {
@@ -205,17 +209,31 @@ pub(crate) fn summary(run: &Run, summary: &Summary, out_dir: &Path, path: &Path)
         })
         .collect();
     let html = super::html::index_html(summary, &regressions, &run.retained_statics(), &causes);
-    std::fs::write(&index, html).map_err(Error::io("write", &index))
+    ying_report::write_own_bytes(&index, html.as_bytes(), false).map_err(Error::io("write", &index))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{allocated_flamegraph_now, flamegraphs, sweep};
+    use super::{allocated_flamegraph_now, flamegraphs, prepare, sweep};
     use crate::model::{Leak, Outcome, Run, TestRecord};
     use std::path::Path;
     use std::time::Duration;
     use ying_report::report::{Attribution, Budgets, SampledStack, TestIdentity};
     use ying_report::{Frame, LeakReport, TargetKind, TestId};
+
+    #[test]
+    fn an_output_directory_that_is_a_file_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("ying");
+        std::fs::write(&out, "").unwrap();
+        let error = prepare(&out).unwrap_err();
+        assert_eq!(error.to_string(), format!("failed to create {}", out.display()));
+        let why = std::error::Error::source(&error).unwrap().to_string();
+        assert_eq!(why, "a file is there, not a directory: move it away (cargo ying writes its outputs there)");
+        std::fs::remove_file(&out).unwrap();
+        prepare(&out).unwrap();
+        assert!(out.is_dir());
+    }
 
     fn id(name: &str) -> TestId {
         TestId::new("p", TargetKind::Test, "leaks", name)

@@ -127,7 +127,15 @@ fn write_lines(lines: &[String], title: &str, path: &std::path::Path) -> std::io
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    // Written in place, and never through a link: one planted there goes, and one planted after is an error.
+    if std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+        std::fs::remove_file(path)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+    let mut file = options.open(path)?;
     write_over(&mut file, &svg, start.len(), unfinished(&drawn_from).as_bytes())
 }
 
@@ -182,8 +190,11 @@ fn drawn_from(lines: &[String], title: &str) -> String {
     format!("xxh3-128 {:032x}", hasher.finish_128())
 }
 
-/// Whether the file at `path` starts with `start` (false when there is none).
+/// Whether the file at `path` starts with `start` (false when there is none, or a link is there).
 fn starts_with(path: &std::path::Path, start: &[u8]) -> bool {
+    if !std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_file()) {
+        return false;
+    }
     let Ok(file) = std::fs::File::open(path) else { return false };
     let mut head = Vec::with_capacity(start.len());
     file.take(start.len() as u64).read_to_end(&mut head).is_ok_and(|_| head == start)
@@ -228,6 +239,19 @@ mod tests {
                 marked(&path);
             }
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_where_a_flamegraph_goes_is_replaced_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, elsewhere) = (dir.path().join("a.svg"), dir.path().join("elsewhere"));
+        std::fs::write(&elsewhere, "the user's").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        write(&stacks(&["a;b 10"]), "retained", &path).unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "the user's");
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+        assert!(std::fs::read_to_string(&path).unwrap().contains("<svg"));
     }
 
     #[test]

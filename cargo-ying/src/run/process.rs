@@ -38,6 +38,9 @@ pub(crate) const WATCHDOG_ARG: &str = "__ying-watchdog";
 /// be.
 static WATCHDOG: OnceLock<Option<Mutex<ChildStdin>>> = OnceLock::new();
 
+/// The watchdog's process id, once it is started: a child of cargo ying that [`end_adopted`] leaves.
+static WATCHDOG_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Tells the watchdog that process group `group` started (`+`) or is gone (`-`).
 fn tell_watchdog(change: char, group: u32) {
     if !cfg!(unix) {
@@ -49,13 +52,76 @@ fn tell_watchdog(change: char, group: u32) {
         // A group of its own: a signal to cargo ying's group (the terminal's Ctrl-C) leaves it to do its work.
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        command.spawn().ok()?.stdin.take().map(Mutex::new)
+        let mut child = command.spawn().ok()?;
+        WATCHDOG_PID.store(child.id(), Ordering::Relaxed);
+        child.stdin.take().map(Mutex::new)
     });
     if let Some(input) = watchdog {
         // One short line is written whole. A watchdog that is gone makes the write fail: nothing more to do.
         let mut input = input.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let _ = input.write_all(format!("{change}{group}\n").as_bytes());
     }
+}
+
+/// Makes this process the one that takes what its tests leave running when they end (Linux's child subreaper): a
+/// process a test moved into a session of its own (`setsid`) is out of the test's group, and would otherwise go to
+/// init and outlive the run. [`end_adopted`] ends them.
+pub(crate) fn adopt_orphans() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes integers and touches no memory.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_CHILD_SUBREAPER,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        );
+    }
+}
+
+/// Kills and reaps every child of this process but the watchdog, with the process groups they lead: once every test
+/// process it started has ended and been waited for, those are what tests left running, adopted ([`adopt_orphans`]),
+/// and what they started in turn (adopted as they are killed). Returns how many were ended.
+pub(crate) fn end_adopted() -> usize {
+    let mut ended = 0;
+    #[cfg(target_os = "linux")]
+    for _ in 0..100 {
+        let watchdog = WATCHDOG_PID.load(Ordering::Relaxed);
+        let adopted: Vec<u32> = children().into_iter().filter(|&pid| pid != watchdog).collect();
+        if adopted.is_empty() {
+            break;
+        }
+        for pid in adopted {
+            let Ok(pid) = libc::pid_t::try_from(pid) else { continue };
+            // SAFETY: kill(2) and waitpid(2) take integers (the status pointer may be null). `pid` is a child of this
+            // process that nothing here waits for, not reaped, so it and the group it leads (if it leads one: a
+            // group's id is its leader's pid, never reused while the group lives) are still the ones it names.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            ended += 1;
+        }
+    }
+    ended
+}
+
+/// The process ids of this process's children, alive or not yet reaped, from `/proc`.
+#[cfg(target_os = "linux")]
+fn children() -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            // `pid (comm) S ppid ...`: the parent follows the state, after the last `)`.
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+            rest.split_whitespace().nth(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(me)
+        })
+        .collect()
 }
 
 /// The watchdog (`cargo-ying __ying-watchdog`): `outlive` the cargo ying that started it, whose input it

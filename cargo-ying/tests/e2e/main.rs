@@ -27,6 +27,8 @@ mod outcomes;
 mod profiles;
 mod readme;
 mod seed;
+#[cfg(unix)]
+mod setup;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod site_types;
 mod trust;
@@ -866,6 +868,19 @@ fn partitioned_runs_merge_into_the_unsharded_result() {
         serde_json::from_slice(&std::fs::read(saved.path().join("count-1/summary.json")).unwrap()).unwrap();
     for test in foreign["tests"].as_array_mut().unwrap() {
         test["package"] = "other-workspace-pkg".into();
+        // Its files are where that package's run writes them.
+        for (file, path) in [("report", "report_path"), ("output", "output_path")] {
+            if test[file].is_string() {
+                let kind: ying_report::TargetKind = serde_json::from_value(test["kind"].clone()).unwrap();
+                let id = ying_report::TestId::new(
+                    "other-workspace-pkg",
+                    kind,
+                    test["target"].as_str().unwrap(),
+                    test["name"].as_str().unwrap(),
+                );
+                test[file] = if path == "report_path" { id.report_path() } else { id.output_path() }.into();
+            }
+        }
     }
     let foreign_path = saved.path().join("foreign.json");
     std::fs::write(&foreign_path, serde_json::to_vec(&foreign).unwrap()).unwrap();

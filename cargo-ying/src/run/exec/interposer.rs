@@ -41,11 +41,9 @@ fn library_in(cache: &Path) -> Result<PathBuf> {
         move |source| Error::Interposer(InterposerError::Write { path, source })
     };
     std::fs::create_dir_all(&dir).map_err(failed(&dir))?;
-    let aside = dir.join(format!(".{LIBRARY}.{}", std::process::id()));
-    std::fs::write(&aside, LIBRARY_BYTES).map_err(failed(&aside))?;
-    std::fs::rename(&aside, &path).map_err(failed(&path)).inspect_err(|_| {
-        let _ = std::fs::remove_file(&aside);
-    })?;
+    // Written aside under a name no one can plant a link at, then renamed; a write cut short (a full disk) leaves
+    // nothing behind.
+    ying_report::write_own_bytes(&path, LIBRARY_BYTES, false).map_err(failed(&path))?;
     Ok(path)
 }
 

@@ -63,14 +63,9 @@ fn kept(dir: &Path, executable: &Path) -> Option<String> {
         return Some(text);
     }
     let value = read(executable)?;
-    // Written aside, then renamed: a process reading it meanwhile sees all of it or none.
-    let aside = dir.join(format!(".{}.{}", ying_report::file_name_component(&key), std::process::id()));
-    let written = std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&aside, &value))
-        .and_then(|()| std::fs::rename(&aside, &path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&aside);
-    }
+    // Written aside, then renamed: a process reading it meanwhile sees all of it or none. A failure only costs the
+    // next test's wrapper this read again.
+    let _ = std::fs::create_dir_all(dir).and_then(|()| ying_report::write_own_bytes(&path, value.as_bytes(), false));
     Some(value)
 }
 

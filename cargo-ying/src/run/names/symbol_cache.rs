@@ -130,11 +130,7 @@ impl SymbolCache {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let aside = self.path.with_extension(format!("{}.partial", std::process::id()));
-        std::fs::write(&aside, json)?;
-        std::fs::rename(&aside, &self.path).inspect_err(|_| {
-            let _ = std::fs::remove_file(&aside);
-        })
+        ying_report::write_own_bytes(&self.path, &json, false)
     }
 }
 

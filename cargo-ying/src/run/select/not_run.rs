@@ -111,7 +111,7 @@ pub(crate) fn describe(target: &NotRunTarget) -> String {
 /// name (`name`, else the file stem of `path`, as cargo infers it).
 fn custom_harness_targets(path: &Path) -> Result<Vec<(TargetKind, Option<String>)>> {
     let error = |source| Error::Manifest { path: path.to_owned(), source };
-    let text = std::fs::read_to_string(path).map_err(|why| error(ManifestError::Io(why)))?;
+    let text = ying_report::read_text(path).map_err(|why| error(ManifestError::Io(why.into())))?;
     let manifest: toml::Table = text.parse().map_err(|why| error(ManifestError::Toml(why)))?;
     Ok(parse_custom_harness(&manifest))
 }
