@@ -578,6 +578,30 @@ pub(crate) fn exit_code(error: &clap::Error) -> u8 {
     }
 }
 
+/// The longest value an error about it repeats: a longer one (a generated filterset of 100,000 characters) is not
+/// repeated, its error shows where it went wrong.
+const REPEATED_MAX: usize = 200;
+
+/// What clap's `error` says, as cargo ying says it: clap's words, but for a value too long to repeat
+/// ([`REPEATED_MAX`]), which is named by its length.
+pub(crate) fn message(error: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let (kind, arg, value) = (error.kind(), error.get(ContextKind::InvalidArg), error.get(ContextKind::InvalidValue));
+    if let (ErrorKind::ValueValidation, Some(ContextValue::String(arg)), Some(ContextValue::String(value))) =
+        (kind, arg, value)
+    {
+        let length = value.chars().count();
+        if length > REPEATED_MAX {
+            let why = std::error::Error::source(error).map(ToString::to_string).unwrap_or_default();
+            return format!(
+                "error: invalid value of {length} characters for '{arg}': {}\n\nFor more information, try '--help'.\n",
+                why.trim_start_matches('\n')
+            );
+        }
+    }
+    error.render().to_string()
+}
+
 /// Parses `-j`: a count, `num-cpus`, or a negative count, with the machine's cores.
 fn parse_test_threads(text: &str) -> Result<usize, String> {
     crate::config::test_threads(text, crate::config::cores())
@@ -691,6 +715,25 @@ mod tests {
         assert_eq!(code(&["cargo", "ying", "list", "--filterset", "tset(a)"]), 94);
         assert_eq!(code(&["cargo", "ying", "test", "--jobs", "many"]), ying_report::exit_code::USAGE);
         assert_eq!(code(&["cargo", "ying", "test", "--help"]), ying_report::exit_code::OK);
+    }
+
+    #[test]
+    fn a_long_filterset_that_does_not_parse_is_not_repeated_whole() {
+        let long = format!("{}test(", "test(a) | ".repeat(10_000));
+        let error = Cargo::try_parse_from(["cargo", "ying", "test", "-E", &long]).unwrap_err();
+        let message = super::message(&error);
+        let longest = message.lines().map(str::len).max().unwrap();
+        assert!(longest < 200, "{longest}: {message}");
+        assert!(
+            message.starts_with(
+                "error: invalid value of 100005 characters for '--filterset <EXPR>': more than 4096 operators"
+            ),
+            "{message}"
+        );
+        assert!(message.contains("  ^"), "where it went wrong is shown: {message}");
+        // A short one is repeated, as clap says it.
+        let short = Cargo::try_parse_from(["cargo", "ying", "test", "-E", "test(a) &"]).unwrap_err();
+        assert!(super::message(&short).contains("invalid value 'test(a) &' for '--filterset <EXPR>'"));
     }
 
     /// The gate options of `cargo ying test <args>`, or clap's error.

@@ -53,7 +53,11 @@ pub fn main_impl() -> ExitCode {
     let cli = match cli::Cargo::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => {
-            let _ = error.print();
+            if error.use_stderr() {
+                eprint!("{}", cli::message(&error));
+            } else {
+                let _ = error.print();
+            }
             return ExitCode::from(cli::exit_code(&error));
         }
     };

@@ -69,6 +69,9 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     if records.is_empty() {
         return Err(Error::NoNextestRun(out_dir));
     }
+    // What wrappers killed before they ended (at a timeout, a stop) left of their tests' reports: the run is over,
+    // and nothing reads it.
+    let _ = std::fs::remove_dir_all(run_dir.join("tmp"));
     let run_id = run_dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
     let run_name = format!("nextest run {run_id}");
     for record in &records {

@@ -643,6 +643,10 @@ fn the_gate_knows_every_test_nextest_started_skipped_ignored_or_killed() {
     assert!(said.contains("STOPPED [") && said.contains("killed with its wrapper before it ended"), "{said}");
     let killed = summary(&fixture.target_dir());
     assert_eq!(entry(&killed, "plain", "clean")["outcome"], "crashed", "{killed}");
+    // The killed wrapper's scratch directory went with the gate.
+    let run_id = killed["nextest_run_id"].as_str().unwrap();
+    let run_dir = fixture.target_dir().join("ying/nextest").join(run_id);
+    assert!(run_dir.join("tests").is_dir() && !run_dir.join("tmp").exists(), "{}", run_dir.display());
 
     // nextest captured a failing assert's output; the wrapper kept its message for the gate's outputs.
     let run = nextest(&["run", "--profile", "ying", "-E", "test(=caches_4000_bytes)"], &[("YING_FIXTURE_FAIL", "1")]);
