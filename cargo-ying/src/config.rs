@@ -254,7 +254,10 @@ fn allow(value: &serde_json::Value) -> Result<Vec<String>, String> {
         .enumerate()
         .map(|(index, item)| match item.as_str() {
             Some("") => Err(format!("pattern {} is empty, which would excuse everything", index + 1)),
-            Some(pattern) => Ok(pattern.to_owned()),
+            Some(pattern) => match ying_report::excuses_every_test(pattern) {
+                Some(why) => Err(format!("pattern {}: {why}", index + 1)),
+                None => Ok(pattern.to_owned()),
+            },
             None => Err(format!(
                 "pattern {}: expected a string, a part of the function names to excuse like \"regex::\", found {}",
                 index + 1,
@@ -400,7 +403,11 @@ mod tests {
              \"tokio::\""
         );
         assert_eq!(
-            config(json!({"allow": ["a", ""]})).unwrap_err(),
+            config(json!({"allow": ["regex::", "::"]})).unwrap_err(),
+            format!("`allow`: pattern 2: {}", ying_report::excuses_every_test("::").unwrap())
+        );
+        assert_eq!(
+            config(json!({"allow": ["regex::", ""]})).unwrap_err(),
             "`allow`: pattern 2 is empty, which would excuse everything"
         );
         assert_eq!(

@@ -151,10 +151,13 @@ fn check_value(argument: &Argument, value: &Expr) -> syn::Result<Checked> {
                 .elems
                 .iter()
                 .map(|element| match literal(element) {
-                    Some(Lit::Str(text)) if !text.value().is_empty() => Ok(text.clone()),
-                    Some(Lit::Str(text)) => {
+                    Some(Lit::Str(text)) if text.value().is_empty() => {
                         Err(syn::Error::new(text.span(), "an empty pattern would excuse everything"))
                     }
+                    Some(Lit::Str(text)) => match ying_report::excuses_every_test(&text.value()) {
+                        Some(why) => Err(syn::Error::new(text.span(), why)),
+                        None => Ok(text.clone()),
+                    },
                     _ => Err(syn::Error::new(
                         element.span(),
                         "expected a string: a part of the function names to excuse, like \"regex::\"",

@@ -47,20 +47,58 @@ pub const STARTED_EXTENSION: &str = "started";
 /// The environment variable in which `cargo ying` passes every test process the workspace's `allow` patterns
 /// (`allow = [...]` in `[workspace.metadata.ying]`), as a JSON list of strings: retained memory allocated under a
 /// function whose name contains one of them is excused, in a leak test (beside its attribute's own `allow`) and in
-/// a test measured from outside alike. Read with [`allow_patterns`].
+/// a test measured from outside alike. A list too long for a process's environment is passed in a file, the
+/// variable holding `@` and the file's path. Read with [`allow_patterns`].
 pub const ALLOW_ENV: &str = "YING_ALLOW";
 
 /// The patterns [`ALLOW_ENV`] holds: none when it is unset; an error that says why when it is not a JSON list of
 /// strings none of which is empty (an empty pattern would excuse everything).
 pub fn allow_patterns() -> Result<Vec<String>, String> {
     let Some(value) = std::env::var_os(ALLOW_ENV) else { return Ok(Vec::new()) };
+    parse_allow(value)
+}
+
+/// The patterns an [`ALLOW_ENV`] of `value` holds (see [`allow_patterns`]).
+fn parse_allow(value: std::ffi::OsString) -> Result<Vec<String>, String> {
     let value = value.into_string().map_err(|_| format!("{ALLOW_ENV} is not UTF-8"))?;
+    // A list too long for a process's environment is passed in a file: `@` and its path.
+    let value = match value.strip_prefix('@') {
+        Some(path) => json::read_text(Path::new(path)).map_err(|why| format!("{ALLOW_ENV} names {path}: {why}"))?,
+        None => value,
+    };
     let patterns: Vec<String> = serde_json::from_str(&value)
         .map_err(|why| format!("{ALLOW_ENV} is not a JSON list of strings (`[\"regex::\"]`): {why}"))?;
     if patterns.iter().any(String::is_empty) {
         return Err(format!("{ALLOW_ENV} holds an empty pattern, which would excuse everything"));
     }
+    if let Some(why) = patterns.iter().find_map(|pattern| excuses_every_test(pattern)) {
+        return Err(format!("{ALLOW_ENV}: {why}"));
+    }
     Ok(patterns)
+}
+
+/// Frames that the stack of every allocation a test makes holds (libtest's, as the standard library's symbols
+/// name them): an `allow` pattern, which excuses an allocation when it is part of any frame's function, that is
+/// part of one of these would excuse every leak of every test.
+const FRAMES_OF_EVERY_TEST: &[&str] = &[
+    "<fn() -> core::result::Result<(), alloc::string::String> as core::ops::function::FnOnce<()>>::call_once",
+    "test::__rust_begin_short_backtrace::<core::result::Result<(), alloc::string::String>, fn() -> \
+     core::result::Result<(), alloc::string::String>>",
+    "<core::panic::unwind_safe::AssertUnwindSafe<test::run_test_in_process::{closure#0}> as \
+     core::ops::function::FnOnce<()>>::call_once",
+    "std::panicking::catch_unwind::do_call::<core::panic::unwind_safe::AssertUnwindSafe<\
+     test::run_test_in_process::{closure#0}>, core::result::Result<(), alloc::string::String>>",
+    "test::run_test_in_process::{{closure}}",
+];
+
+/// Why `pattern` may not be an `allow` pattern, when it is part of a frame every test's stack holds (`"core"`,
+/// `"::"`, `" "`): it names the frame, and says what to write instead.
+pub fn excuses_every_test(pattern: &str) -> Option<String> {
+    let frame = FRAMES_OF_EVERY_TEST.iter().find(|frame| frame.contains(pattern))?;
+    Some(format!(
+        "the pattern {pattern:?} is part of `{frame}`, a frame of every test's stack: it would excuse every leak of \
+         every test; write more of the path of the functions to excuse, like \"my_crate::cache::\""
+    ))
 }
 
 /// The environment variable in which `cargo ying` passes a test process the code of its executable the runtime
@@ -686,6 +724,31 @@ pub struct SampledStack {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn allow_patterns_are_read_from_the_variable_or_the_file_it_names() {
+        assert_eq!(super::parse_allow(r#"["regex::"]"#.into()), Ok(vec!["regex::".to_owned()]));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("allow.json");
+        let many: Vec<String> = (0..20_000).map(|n| format!("my_crate::module_{n}::")).collect();
+        std::fs::write(&path, serde_json::to_string(&many).unwrap()).unwrap();
+        assert_eq!(super::parse_allow(format!("@{}", path.display()).into()), Ok(many));
+        let missing = super::parse_allow(format!("@{}", dir.path().join("gone").display()).into()).unwrap_err();
+        assert!(missing.starts_with("YING_ALLOW names "), "{missing}");
+        let every = super::parse_allow(r#"["regex::", "core"]"#.into()).unwrap_err();
+        assert!(every.starts_with("YING_ALLOW: the pattern \"core\" is part of"), "{every}");
+    }
+
+    #[test]
+    fn a_pattern_part_of_a_frame_every_test_holds_is_refused_and_one_of_a_path_is_not() {
+        for pattern in ["core", "::", " ", "std", "test::", "alloc::string::String", "call_once"] {
+            let why = super::excuses_every_test(pattern).unwrap_or_else(|| panic!("{pattern:?} is refused"));
+            assert!(why.starts_with(&format!("the pattern {pattern:?} is part of `")), "{why}");
+        }
+        for pattern in ["regex::", "tokio::signal::", "my_crate::interner", "lru::LruCache", "hashbrown::raw::"] {
+            assert_eq!(super::excuses_every_test(pattern), None, "{pattern}");
+        }
+    }
+
     use super::{Attribution, Budgets, LeakReport, Owned, RetainedSite, TestIdentity};
     use crate::frame::Frame;
     use crate::json::ReadError;

@@ -147,7 +147,7 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
         interposer,
         symbolizer,
         known_code: Arc::default(),
-        allow: attempt::allow_value(&settings.allow),
+        allow: attempt::allow_value(&settings.allow, &settings.out_dir),
     };
     let start = last_run.start_order(&plan.tests);
     Ok(Prepared::Run(Box::new((plan, options, start))))

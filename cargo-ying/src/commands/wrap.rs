@@ -103,7 +103,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let report_dir = run_dir.join("tmp").join(std::process::id().to_string());
     std::fs::create_dir_all(&report_dir).map_err(Error::io("create", &report_dir))?;
     let token = attempt::run_token(0);
-    let allow = attempt::allow_value(place.config.allow.as_deref().unwrap_or_default());
+    let allow = attempt::allow_value(place.config.allow.as_deref().unwrap_or_default(), &run_dir);
     let mut command = Command::new(&binary);
     command.args(test_args);
     // An archive's binary may be gone when the gate runs: its stacks are named here. Another's are left to the

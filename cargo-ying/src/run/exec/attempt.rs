@@ -37,9 +37,27 @@ pub(crate) fn run_token(index: usize) -> String {
 }
 
 /// [`ALLOW_ENV`]'s value for the workspace's `allow` patterns: JSON, `None` when there are none.
-pub(crate) fn allow_value(patterns: &[String]) -> Option<Arc<str>> {
-    (!patterns.is_empty()).then(|| serde_json::to_string(patterns).unwrap_or_default().into())
+pub(crate) fn allow_value(patterns: &[String], dir: &Path) -> Option<Arc<str>> {
+    let json = serde_json::to_string(patterns).unwrap_or_default();
+    if patterns.is_empty() {
+        return None;
+    }
+    // One variable of a process's environment holds at most 128 KiB (Linux's MAX_ARG_STRLEN), and the whole
+    // environment shares one limit with the arguments: a long list goes in a file, the variable naming it.
+    if json.len() > ALLOW_INLINE_MAX {
+        let path = dir.join(ALLOW_FILE);
+        if ying_report::write_own_bytes(&path, json.as_bytes(), false).is_ok() {
+            return Some(format!("@{}", path.display()).into());
+        }
+    }
+    Some(json.into())
 }
+
+/// The longest `allow` list passed in the environment itself (see [`allow_value`]).
+const ALLOW_INLINE_MAX: usize = 16 * 1024;
+
+/// The file a longer `allow` list is passed in, in the run's directory.
+const ALLOW_FILE: &str = "allow.json";
 
 /// What a test process is told to be measured: the report directory, the run's token, process attribution and
 /// deferred symbols; the code it knows by address and the workspace's `allow` patterns when there are any; and,
@@ -245,4 +263,20 @@ fn exited(status: ExitStatus) -> (Outcome, Option<i32>, Option<i32>) {
         None => Outcome::Failed,
     };
     (outcome, status.code(), killed_by)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_allow_list_is_passed_in_a_file_and_a_short_one_in_the_variable() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(super::allow_value(&[], dir.path()), None);
+        let short = super::allow_value(&["regex::".to_owned()], dir.path()).unwrap();
+        assert_eq!(&*short, r#"["regex::"]"#);
+        let many: Vec<String> = (0..20_000).map(|n| format!("my_crate::module_{n}::")).collect();
+        let long = super::allow_value(&many, dir.path()).unwrap();
+        let path = dir.path().join("allow.json");
+        assert_eq!(&*long, format!("@{}", path.display()));
+        assert_eq!(serde_json::from_slice::<Vec<String>>(&std::fs::read(&path).unwrap()).unwrap(), many);
+    }
 }
