@@ -108,9 +108,22 @@ pub(crate) fn end_adopted() -> usize {
     ended
 }
 
-/// The process ids of this process's children, alive or not yet reaped, from `/proc`.
+/// The process ids of this process's children, alive or not yet reaped: from each of its threads' `children`
+/// in `/proc` (a child is its parent thread's), else, on a kernel without those files, by looking at the parent of
+/// every process.
 #[cfg(target_os = "linux")]
 fn children() -> Vec<u32> {
+    let parse = |text: &str| text.split_whitespace().filter_map(|pid| pid.parse::<u32>().ok()).collect::<Vec<_>>();
+    let listed: Option<Vec<u32>> = std::fs::read_dir("/proc/self/task").ok().and_then(|tasks| {
+        let mut children = Vec::new();
+        for task in tasks.flatten() {
+            children.extend(parse(&std::fs::read_to_string(task.path().join("children")).ok()?));
+        }
+        Some(children)
+    });
+    if let Some(children) = listed {
+        return children;
+    }
     let me = std::process::id();
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     entries
