@@ -59,7 +59,7 @@ pub(crate) fn write(run: &mut Run, ending: &Ending<'_>, reporter: &Reporter, bas
     summary.tolerance = Some(ending.gating.tolerance.stated());
     summary.exit_code = Some(run.exit_code(ending.save_baseline));
     artifacts::summary(run, &summary, &ending.out_dir, &ending.summary_path)?;
-    artifacts::sweep(run, &ending.out_dir, ending.replaced)?;
+    artifacts::sweep(run, &ending.out_dir, ending.replaced, ending.not_run)?;
     reporter.finish(run);
     reporter.gate(run, &baseline.path, ending.save_baseline);
     reporter.artifacts(&ending.out_dir.join("index.html"));

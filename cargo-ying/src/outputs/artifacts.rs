@@ -9,7 +9,7 @@ use crate::model::{Files, Run, TestRecord};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use ying_report::{FoldedStack, GateVerdict, Summary, TestId};
+use ying_report::{FoldedStack, GateVerdict, NotRunTarget, Summary, TestId};
 
 /// The flamegraphs a test can have, by the name in their file names.
 const FLAMEGRAPHS: [&str; 3] = ["retained", "allocated", "retained-diff"];
@@ -35,9 +35,10 @@ pub(crate) fn prepare(out_dir: &Path) -> Result<()> {
 }
 
 /// Removes the files of tests an earlier run left under `out_dir` that this run did not write: for a run of every
-/// test (`only` is `None`), every one, so that every file there is this run's; for a filtered run, only those of
-/// the tests in `only`, so the other tests' reports stay.
-pub(crate) fn sweep(run: &Run, out_dir: &Path, only: Option<&[TestId]>) -> Result<()> {
+/// test (`only` is `None`), every one of the packages the run is of (its tests' and those of `not_run`), so that
+/// every file of theirs is this run's and another workspace's sharing the target directory stay; for a filtered
+/// run, only those of the tests in `only`, so the other tests' reports stay.
+pub(crate) fn sweep(run: &Run, out_dir: &Path, only: Option<&[TestId]>, not_run: &[NotRunTarget]) -> Result<()> {
     let written: HashSet<PathBuf> = run
         .tests
         .iter()
@@ -56,8 +57,18 @@ pub(crate) fn sweep(run: &Run, out_dir: &Path, only: Option<&[TestId]>) -> Resul
     };
     match only {
         None => {
+            let packages: std::collections::BTreeSet<&str> = run
+                .tests
+                .iter()
+                .map(|test| test.id.package.as_str())
+                .chain(not_run.iter().map(|target| target.package.as_str()))
+                .collect();
             for dir in TEST_FILES {
-                sweep_dir(&out_dir.join(dir), &written, &remove)?;
+                for package in &packages {
+                    let dir = out_dir.join(dir).join(ying_report::file_name_component(package));
+                    sweep_dir(&dir, &written, &remove)?;
+                    let _ = std::fs::remove_dir(&dir);
+                }
             }
         }
         Some(tests) => {
@@ -326,7 +337,7 @@ mod tests {
         ];
         touch(out.path(), &written);
         touch(out.path(), &stale);
-        sweep(&run(&ran), out.path(), None).unwrap();
+        sweep(&run(&ran), out.path(), None, &[]).unwrap();
         for file in &written {
             assert!(out.path().join(file).exists(), "{file} is this run's");
         }
@@ -337,13 +348,36 @@ mod tests {
     }
 
     #[test]
+    fn a_run_of_every_test_leaves_another_workspaces_files_in_a_shared_target_directory() {
+        let out = tempfile::tempdir().unwrap();
+        let ran = id("ran");
+        let theirs = TestId::new("their-package", TargetKind::Test, "t", "kept");
+        let files = [theirs.report_path(), theirs.flamegraph_path("retained"), theirs.output_path()];
+        touch(out.path(), &files);
+        let stale = TestId::new("not-run-package", TargetKind::Test, "t", "gone");
+        touch(out.path(), &[stale.report_path()]);
+        let not_run = ying_report::NotRunTarget {
+            package: "not-run-package".to_owned(),
+            kind: "test".to_owned(),
+            target: "t".to_owned(),
+            reason: "its own harness".to_owned(),
+            command: "cargo test -p not-run-package --test t".to_owned(),
+        };
+        sweep(&run(&ran), out.path(), None, &[not_run]).unwrap();
+        for file in &files {
+            assert!(out.path().join(file).exists(), "{file} is another workspace's");
+        }
+        assert!(!out.path().join(stale.report_path()).exists(), "a package of this run's is swept whole");
+    }
+
+    #[test]
     fn a_filtered_run_removes_the_earlier_files_of_its_own_tests_only() {
         let out = tempfile::tempdir().unwrap();
         let (ran, other) = (id("ran"), id("other"));
         let kept = [other.report_path(), other.flamegraph_path("retained"), ran.output_path()];
         touch(out.path(), &kept);
         touch(out.path(), &[ran.report_path()]);
-        sweep(&run(&ran), out.path(), Some(std::slice::from_ref(&ran))).unwrap();
+        sweep(&run(&ran), out.path(), Some(std::slice::from_ref(&ran)), &[]).unwrap();
         for file in &kept {
             assert!(out.path().join(file).exists(), "{file} stays");
         }

@@ -86,23 +86,35 @@ pub(crate) fn adopt_orphans() {
 pub(crate) fn end_adopted() -> usize {
     let mut ended = 0;
     #[cfg(target_os = "linux")]
-    for _ in 0..100 {
-        let watchdog = WATCHDOG_PID.load(Ordering::Relaxed);
-        let adopted: Vec<u32> = children().into_iter().filter(|&pid| pid != watchdog).collect();
-        if adopted.is_empty() {
-            break;
-        }
-        for pid in adopted {
-            let Ok(pid) = libc::pid_t::try_from(pid) else { continue };
-            // SAFETY: kill(2) and waitpid(2) take integers (the status pointer may be null). `pid` is a child of this
-            // process that nothing here waits for, not reaped, so it and the group it leads (if it leads one: a
-            // group's id is its leader's pid, never reused while the group lives) are still the ones it names.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
+    {
+        // The groups killed so far: a process of one, adopted as it dies, is reaped and not counted again.
+        let mut killed = std::collections::BTreeSet::new();
+        for _ in 0..100 {
+            let watchdog = WATCHDOG_PID.load(Ordering::Relaxed);
+            let adopted: Vec<u32> = children().into_iter().filter(|&pid| pid != watchdog).collect();
+            if adopted.is_empty() {
+                break;
             }
-            ended += 1;
+            for pid in adopted {
+                // `pid (comm) S ppid pgrp ...`: the state and the group follow the last `)`.
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let fields: Vec<&str> =
+                    stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+                let running = fields.first().is_some_and(|state| !["Z", "X"].contains(state));
+                let group = fields.get(2).and_then(|group| group.parse::<libc::pid_t>().ok());
+                let Ok(pid) = libc::pid_t::try_from(pid) else { continue };
+                // SAFETY: kill(2) and waitpid(2) take integers (the status pointer may be null). `pid` is a child of
+                // this process that nothing here waits for, not reaped, so it and the group it leads (if it leads
+                // one: a group's id is its leader's pid, never reused while the group lives) are still the ones it
+                // names.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), 0);
+                }
+                ended += usize::from(running && !group.is_some_and(|group| killed.contains(&group)));
+                killed.insert(pid);
+            }
         }
     }
     ended
