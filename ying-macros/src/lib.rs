@@ -43,8 +43,12 @@ pub fn leak_test(args: TokenStream, item: TokenStream) -> TokenStream {
             expand::expand(&args, function, registered).into()
         }
         Err(error) => {
+            // The function stays, for its other errors; without its test attribute, whose own errors (a test
+            // with arguments) would repeat these on the attribute's span.
             let mut output = error.into_compile_error();
-            output.extend(item);
+            let mut function = function;
+            function.attrs.retain(|attr| !args::is_test_attribute(attr));
+            output.extend(quote::ToTokens::into_token_stream(function));
             output.into()
         }
     }

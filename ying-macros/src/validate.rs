@@ -83,6 +83,26 @@ pub(crate) fn validate(args: Vec<Arg>, function: &syn::ItemFn) -> syn::Result<Le
             ),
         ));
     }
+    let sig = &function.sig;
+    if let Some(constness) = &sig.constness {
+        push(syn::Error::new(
+            constness.span,
+            "a leak test cannot be a `const fn`: its body runs measured when the test runs; remove `const`",
+        ));
+    }
+    if !sig.generics.params.is_empty() {
+        push(syn::Error::new_spanned(
+            &sig.generics,
+            "a leak test takes no generic parameters: the test harness calls it as it is; call a generic function \
+             from its body instead",
+        ));
+    }
+    if !sig.inputs.is_empty() {
+        push(syn::Error::new_spanned(
+            &sig.inputs,
+            "a leak test takes no arguments: the test harness calls it with none; build what it needs in its body",
+        ));
+    }
     if function.sig.asyncness.is_some() && !function.attrs.iter().any(crate::args::is_test_attribute) {
         push(syn::Error::new(
             function.sig.fn_token.span,
@@ -103,6 +123,13 @@ fn check_value(argument: &Argument, value: &Expr) -> syn::Result<Checked> {
             // One grammar for every size ying reads: the attribute's, the command line's and the configuration's.
             Some(Lit::Str(text)) => size(&text.value()).map_err(|why| syn::Error::new(text.span(), why)),
             Some(Lit::Int(int)) => size(&int.to_string()).map_err(|why| syn::Error::new(int.span(), why)),
+            _ if matches!(value, Expr::Path(_)) => Err(syn::Error::new(
+                value.span(),
+                format!(
+                    "expected a size for `{key}`, like `{key} = {example}` or a number of bytes: an attribute reads \
+                     no constant, write its value"
+                ),
+            )),
             _ => Err(syn::Error::new(
                 value.span(),
                 format!("expected a size for `{key}`, like `{key} = {example}` or a number of bytes"),
