@@ -417,6 +417,15 @@ pub fn write_own(path: &Path, value: &impl serde::Serialize) -> std::io::Result<
 /// included, never the file a link leads to. A reader never sees half a file; no permissions are carried over, and
 /// `path` is not resolved, which keeps a write that a process per test makes to a few system calls.
 pub fn write_own_bytes(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+    replace(path, bytes, durable, None)
+}
+
+/// Replaces the file at `path` (not resolved) with one holding `bytes`, through a temporary file beside it. Not
+/// ending in `.json`, a reader listing a directory for files of the contract never takes it for one; its own to
+/// this call, under a name no one can plant a link at (and created new, so a link there is an error): two threads
+/// replacing one file each write a whole file, and the last rename wins. `durable`: on the disk before the rename;
+/// `permissions`: the new file's.
+fn replace(path: &Path, bytes: &[u8], durable: bool, permissions: Option<std::fs::Permissions>) -> std::io::Result<()> {
     let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map_or_else(|| "file".into(), |name| name.to_string_lossy().into_owned());
     let temporary = dir.join(format!(".{name}.{:016x}.tmp", unguessable()));
@@ -425,6 +434,7 @@ pub fn write_own_bytes(path: &Path, bytes: &[u8], durable: bool) -> std::io::Res
         .create_new(true)
         .open(&temporary)
         .and_then(|mut file| file.write_all(bytes).and_then(|()| if durable { file.sync_all() } else { Ok(()) }))
+        .and_then(|()| permissions.map_or(Ok(()), |permissions| std::fs::set_permissions(&temporary, permissions)))
         .and_then(|()| std::fs::rename(&temporary, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
@@ -466,23 +476,7 @@ fn write_replacing(path: &Path, value: &impl serde::Serialize, durable: bool) ->
 pub(crate) fn write_bytes(path: &Path, json: &[u8], durable: bool) -> std::io::Result<()> {
     let path = &resolve_symlinks(path)?;
     let permissions = std::fs::metadata(path).ok().map(|metadata| metadata.permissions());
-    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map_or_else(|| "file".into(), |name| name.to_string_lossy().into_owned());
-    // Not ending in `.json`: a reader listing a directory for files of the contract never takes it for one. Its
-    // own to this call, under a name no one can plant a link at (and created new, so a link there is an error):
-    // two threads replacing one file each write a whole file, and the last rename wins.
-    let temporary = dir.join(format!(".{name}.{:016x}.tmp", unguessable()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temporary)
-        .and_then(|mut file| file.write_all(json).and_then(|()| if durable { file.sync_all() } else { Ok(()) }))
-        .and_then(|()| permissions.map_or(Ok(()), |permissions| std::fs::set_permissions(&temporary, permissions)))
-        .and_then(|()| std::fs::rename(&temporary, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
+    replace(path, json, durable, permissions)
 }
 
 /// The file `path` names: itself, or the file its symbolic links lead to. A link to nothing is an error: replacing
