@@ -42,8 +42,7 @@ pub(crate) fn built_package_dir(binary: &Path, package: &str) -> Option<PathBuf>
     }
     let path =
         binary.ancestors().skip(1).take(LEVELS).map(|dir| dir.join(CARGO_METADATA)).find(|path| path.is_file())?;
-    let mut text = Vec::new();
-    std::fs::File::open(&path).ok()?.take(METADATA_MAX).read_to_end(&mut text).ok()?;
+    let text = ying_report::read_bounded(&path, METADATA_MAX).ok()?;
     let metadata: Metadata = serde_json::from_slice(&text).ok()?;
     let package = metadata
         .packages

@@ -20,6 +20,9 @@ pub(crate) struct Collected {
     pub warnings: Vec<String>,
 }
 
+/// The longest mark of a test's start that is read: a run's token is 32 characters.
+const MARK_MAX: u64 = 64;
+
 /// Takes the report of test `id` written in the run whose token is `run_token` from `dir` (the directory its
 /// process wrote reports to) into `out_dir`, after `complete` has filled in what the test deferred (it returns
 /// whether it changed the report).
@@ -56,7 +59,9 @@ pub(crate) fn take_report(
                     error.to_string()
                 }
             },
-            STARTED_EXTENSION if std::fs::read(&path).is_ok_and(|token| token == run_token.as_bytes()) => {
+            STARTED_EXTENSION
+                if ying_report::read_bounded(&path, MARK_MAX).is_ok_and(|token| token == run_token.as_bytes()) =>
+            {
                 collected.started = true;
                 continue;
             }

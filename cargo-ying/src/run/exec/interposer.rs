@@ -153,5 +153,17 @@ mod tests {
         assert!(!holds_the_library(&path));
         assert_eq!(library().unwrap(), path);
         assert!(holds_the_library(&path), "written anew");
+        // A link planted where the library goes is replaced; the file it leads to is not written.
+        let elsewhere = cache.path().join("elsewhere");
+        std::fs::write(&elsewhere, "the user's").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        // And one planted at the name of the temporary file an earlier version wrote the library to first.
+        let predictable = path.with_file_name(format!(".{}.{}", super::LIBRARY, std::process::id()));
+        std::os::unix::fs::symlink(&elsewhere, &predictable).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(library().unwrap(), path);
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file() && holds_the_library(&path));
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "the user's");
     }
 }

@@ -45,12 +45,12 @@ pub(crate) fn has_doctests(root: &Path) -> bool {
 
 /// Whether the Rust file at `path` has a Rust code block in its doc comments, or includes Markdown that has one.
 fn file_has_doctests(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let Ok(text) = ying_report::read_text(path) else { return false };
     let (docs, included) = doc_text(&text);
     has_rust_block(&docs)
         || included.iter().any(|file| {
             let file = path.parent().unwrap_or(Path::new(".")).join(file);
-            std::fs::read_to_string(file).is_ok_and(|markdown| has_rust_block(&markdown))
+            ying_report::read_text(&file).is_ok_and(|markdown| has_rust_block(&markdown))
         })
 }
 
