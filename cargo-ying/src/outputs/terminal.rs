@@ -3,6 +3,7 @@
 //! ends a run, what was not run, the Summary line and the tests that failed the run. In CI (`CI` set) or without a
 //! terminal, plain lines only.
 
+use super::github::NAMED_TESTS;
 use crate::gate::Reruns;
 use crate::model::{FailedAttempt, Outcome, Run, TestRecord, seconds};
 use crate::signals;
@@ -295,8 +296,7 @@ impl Reporter {
             .filter_map(|test| self.result_line(test))
             .map(|line| line + "\n")
             .collect();
-        let regressed: Vec<String> =
-            regressed.into_iter().filter(|test| test.gate.is_some()).map(|test| self.regressed(test)).collect();
+        let regressed = self.regressions(run, regressed.into_iter().filter(|test| test.gate.is_some()).collect());
         // The regressions are kept whole where the room allows: the failed tests' lines are all above already.
         let regressed_lines = regressed.iter().map(|test| test.lines().count()).sum::<usize>().min(FAILURES_SHOWN);
         let room = FAILURES_SHOWN.saturating_sub(regressed_lines).max(FAILURES_SHOWN / 4);
@@ -341,17 +341,41 @@ impl Reporter {
     /// (`lost bytes 0 -> 512 (past the lost floor)`), then under
     /// the test's id the sites its memory grew at.
     fn regressed(&self, test: &TestRecord) -> String {
-        let rows: Vec<String> = test
-            .gate
-            .iter()
-            .flat_map(|gate| gate.regressions())
-            .map(|row| format!("{} {} -> {} (past {})", row.figure.name(), row.baseline, row.now, row.rule()))
-            .collect();
-        let mut lines = format!("{} {}: {}\n", self.label(RED, "REGRESSED"), test.id, rows.join(", "));
+        let mut lines = format!("{} {}: {}\n", self.label(RED, "REGRESSED"), test.id, regression_rows(test));
         for site in test.grown_sites() {
             let _ = writeln!(lines, "{:12} {site}", "");
         }
         lines
+    }
+
+    /// The `regressed` tests' items as [`close`](Self::close) shows them: one per cause that two or more of them
+    /// grew at (the site, then the tests with their figures: [`NAMED_TESTS`] of them unless `-v`), then each other
+    /// test with its grown sites. One leaking constructor that 52 tests call is one item, not 52.
+    fn regressions(&self, run: &Run, regressed: Vec<&TestRecord>) -> Vec<String> {
+        let mut items = Vec::new();
+        let mut grouped: Vec<&TestRecord> = Vec::new();
+        for cause in run.causes() {
+            let tests: Vec<&TestRecord> =
+                cause.tests.iter().copied().filter(|test| regressed.iter().any(|r| std::ptr::eq(*r, *test))).collect();
+            if tests.len() < 2 {
+                continue;
+            }
+            let mut lines =
+                format!("{} {} tests at one site: {}\n", self.label(RED, "REGRESSED"), tests.len(), cause.line);
+            let shown = if self.verbose { tests.len() } else { NAMED_TESTS };
+            for test in tests.iter().take(shown) {
+                let _ = writeln!(lines, "{:12} {}: {}", "", test.id, regression_rows(test));
+            }
+            if tests.len() > shown {
+                let _ =
+                    writeln!(lines, "{:>12} and {} more tests grown there (-v lists them)", "...", tests.len() - shown);
+            }
+            items.push(lines);
+            grouped.extend(tests);
+        }
+        let alone = regressed.iter().filter(|test| !grouped.iter().any(|other| std::ptr::eq(*other, **test)));
+        items.extend(alone.map(|test| self.regressed(test)));
+        items
     }
 
     /// What the reports say of how their figures were taken, once per test binary.
@@ -472,6 +496,16 @@ impl Reporter {
     }
 }
 
+/// The figures a regressed test grew in, as the terminal words them (`retained bytes 0 -> 2400 (past the
+/// tolerance)`).
+fn regression_rows(test: &TestRecord) -> String {
+    let rows = test.gate.iter().flat_map(|gate| gate.regressions());
+    let rows: Vec<String> = rows
+        .map(|row| format!("{} {} -> {} (past {})", row.figure.name(), row.baseline, row.now, row.rule()))
+        .collect();
+    rows.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Counts, Reporter};
@@ -503,6 +537,54 @@ mod tests {
             "   REGRESSED p::leaks forgets: lost bytes 0 -> 512 (past the lost floor)\n             512 B in 1 block, lost (nothing points \
              to it), at tests/leaks.rs:12 in leaks::forgets\n"
         );
+    }
+
+    #[test]
+    fn tests_grown_at_one_site_are_one_item_naming_the_site_once() {
+        let record = |name: &str, caller: &str, bytes: u64| {
+            let id = TestId::new("p", TargetKind::Test, "leaks", name);
+            let mut record = TestRecord::new(id, Outcome::Passed, Duration::ZERO, String::new());
+            let identity = TestIdentity::new("p", None, "leaks", name, "tests/leaks.rs", 3);
+            let mut report = LeakReport::new(identity, Attribution::Process, Budgets::default());
+            report.figures.retained_bytes = bytes;
+            let frames = vec![
+                Frame::new("p::Cache::new", Some("src/lib.rs".into()), Some(7)),
+                Frame::new(caller, Some("tests/leaks.rs".into()), Some(12)),
+            ];
+            let mut site = RetainedSite::new(bytes, 1, false, frames);
+            site.why = vec![Why { kind: Reach::Lost, root: None, bytes, blocks: 1 }];
+            report.retained_sites.push(site);
+            record.leak = Some(Leak { report, path: String::new() });
+            record
+        };
+        let names = ["a", "b", "c", "d", "e", "f", "g"];
+        let mut tests: Vec<TestRecord> =
+            names.iter().map(|name| record(name, &format!("leaks::{name}"), 512)).collect();
+        tests.push(record("alone", "leaks::alone", 4096));
+        tests.last_mut().unwrap().leak.as_mut().unwrap().report.retained_sites[0].frames[0] =
+            Frame::new("p::other", Some("src/lib.rs".into()), Some(40));
+        let mut run = Run { tests, elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
+        let baseline: BTreeMap<TestId, BaselineEntry> = run
+            .tests
+            .iter()
+            .map(|test| (test.id.clone(), BaselineEntry { lost_bytes: Some(0), ..BaselineEntry::default() }))
+            .collect();
+        run.judge_by_default(&baseline, true);
+        let reporter = Reporter::new(false, false, false, false);
+        let items = reporter.regressions(&run, run.tests.iter().collect());
+        assert_eq!(items.len(), 2, "{items:#?}");
+        let first: Vec<&str> = items[0].lines().collect();
+        assert!(
+            first[0].starts_with("   REGRESSED 7 tests at one site: 512 B in 1 block, lost (nothing points to it), at src/lib.rs:7 in p::Cache::new"),
+            "{}",
+            items[0]
+        );
+        assert_eq!(first[1], "             p::leaks a: lost bytes 0 -> 512 (past the lost floor)");
+        assert_eq!(first.len(), 1 + 5 + 1, "five tests named, then how many more: {}", items[0]);
+        assert_eq!(first[6], "         ... and 2 more tests grown there (-v lists them)");
+        assert!(items[1].starts_with("   REGRESSED p::leaks alone: retained bytes 0 -> 4096"), "{}", items[1]);
+        let verbose = Reporter::new(false, false, true, false).regressions(&run, run.tests.iter().collect());
+        assert_eq!(verbose[0].lines().count(), 1 + 7, "-v names every test: {}", verbose[0]);
     }
 
     #[test]
