@@ -218,6 +218,10 @@ pub struct Reruns {
     /// The reruns that measured nothing, each as it ended.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmeasured: Vec<UnmeasuredRerun>,
+    /// What the test's run crossed, which the reruns crossed again or not: `the tolerance` (the default), `the lost
+    /// floor`, `the held floor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// A rerun that measured nothing: how it ended, and why when that is known.
@@ -253,10 +257,11 @@ impl Reruns {
         } else {
             format!("{measured} reruns that measured it")
         };
+        let rule = self.rule.as_deref().unwrap_or("the tolerance");
         let mut text = match (measured, self.verdict()) {
-            (0, _) => format!("crossed the tolerance, then in none of {} reruns, which measured nothing", self.runs),
-            (_, GateVerdict::Regressed) => format!("crossed the tolerance, then again in {} of {of}", self.crossed),
-            _ => format!("crossed the tolerance, then again in only {} of {of}", self.crossed),
+            (0, _) => format!("crossed {rule}, then in none of {} reruns, which measured nothing", self.runs),
+            (_, GateVerdict::Regressed) => format!("crossed {rule}, then again in {} of {of}", self.crossed),
+            _ => format!("crossed {rule}, then again in only {} of {of}", self.crossed),
         };
         if !self.unmeasured.is_empty() {
             // Each way they ended once, with how many ended so when more than one did: `2 failed: panicked at ...`.
@@ -398,10 +403,23 @@ mod tests {
     use crate::test_id::{TargetKind, TestId};
 
     #[test]
+    fn reruns_say_what_the_test_crossed() {
+        let mut reruns = Reruns { runs: 2, crossed: 2, unmeasured: Vec::new(), rule: None };
+        assert_eq!(reruns.describe(), "crossed the tolerance, then again in 2 of 2 reruns");
+        reruns.rule = Some("the lost floor".to_owned());
+        assert_eq!(reruns.describe(), "crossed the lost floor, then again in 2 of 2 reruns");
+        let json = serde_json::to_value(&reruns).unwrap();
+        assert_eq!(json["rule"], "the lost floor");
+        let without: Reruns = serde_json::from_str(r#"{"runs": 2, "crossed": 1}"#).unwrap();
+        assert_eq!(without.rule, None, "a summary written before the rule was kept still reads");
+    }
+
+    #[test]
     fn reruns_that_measured_nothing_confirm_nothing_and_are_named() {
         let crashed = UnmeasuredRerun { outcome: TestOutcome::Crashed, reason: Some("killed by SIGSEGV".to_owned()) };
         let failed = UnmeasuredRerun { outcome: TestOutcome::Failed, reason: None };
-        let reruns = |crossed: u32, unmeasured: Vec<UnmeasuredRerun>| Reruns { runs: 2, crossed, unmeasured };
+        let reruns =
+            |crossed: u32, unmeasured: Vec<UnmeasuredRerun>| Reruns { runs: 2, crossed, unmeasured, rule: None };
         let cases = [
             (reruns(2, vec![]), GateVerdict::Regressed, "crossed the tolerance, then again in 2 of 2 reruns"),
             (reruns(1, vec![]), GateVerdict::Unstable, "crossed the tolerance, then again in only 1 of 2 reruns"),

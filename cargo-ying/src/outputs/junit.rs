@@ -378,7 +378,7 @@ mod tests {
         let mut regressed = record("grew", Outcome::Passed, "");
         // One rerun crossed the tolerance again and one crashed, which confirms nothing: the regression stands.
         let crashed = UnmeasuredRerun { outcome: TestOutcome::Crashed, reason: Some("killed by SIGSEGV".into()) };
-        let reruns = Reruns { crossed: 1, runs: 2, unmeasured: vec![crashed] };
+        let reruns = Reruns { crossed: 1, runs: 2, unmeasured: vec![crashed], rule: None };
         regressed.gate = Some(gate(GateVerdict::Regressed, Some(reruns)));
         regressed.files.retained_diff_flamegraph = Some("flamegraphs/p/test/leaks/grew.retained-diff.svg".into());
         let mut unstable = record("flaky", Outcome::Passed, "");

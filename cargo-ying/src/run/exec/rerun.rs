@@ -40,7 +40,9 @@ pub(crate) fn confirm(
     for (&index, records) in suspects.iter().zip(records.chunks(reruns)) {
         let test = &run.tests[index];
         let Some(before) = &test.baseline else { continue };
-        let mut settled = Reruns { runs: reruns as u32, ..Reruns::default() };
+        // What it crossed, in the words of its first figure that did.
+        let rule = test.gate.as_ref().and_then(|gate| gate.regressions().next()).map(|row| row.rule().to_owned());
+        let mut settled = Reruns { runs: reruns as u32, rule, ..Reruns::default() };
         for record in records {
             // Only a rerun that passed measured the test: a failed, crashed or timed-out one confirms nothing.
             match record.baseline_entry().filter(|_| record.outcome == Outcome::Passed) {
