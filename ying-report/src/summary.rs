@@ -360,6 +360,18 @@ pub fn check_seconds(key: &str, seconds: f64) -> Result<(), ReadError> {
     })
 }
 
+/// `count` attempts, read from `key`, unless there cannot be that many ([`MAX_ATTEMPTS`]) or none.
+pub fn check_attempts(key: &str, count: u32) -> Result<(), ReadError> {
+    if (1..=MAX_ATTEMPTS).contains(&count) {
+        return Ok(());
+    }
+    Err(ReadError::OutOfRange {
+        key: key.to_owned(),
+        found: count.to_string(),
+        expected: format!("a count from 1 to {MAX_ATTEMPTS}"),
+    })
+}
+
 /// `path`, read from `key`, unless it is not `expected`, where a run writes that file of the test.
 pub fn check_path(key: &str, path: &str, expected: &str) -> Result<(), ReadError> {
     if path == expected {
@@ -379,12 +391,8 @@ impl SummaryTest {
         if let Some(duration) = self.duration {
             check_seconds(&key("duration"), duration)?;
         }
-        if let Some(attempts) = self.attempts.filter(|attempts| !(1..=MAX_ATTEMPTS).contains(attempts)) {
-            return Err(ReadError::OutOfRange {
-                key: key("attempts"),
-                found: attempts.to_string(),
-                expected: format!("a count from 1 to {MAX_ATTEMPTS}"),
-            });
+        if let Some(attempts) = self.attempts {
+            check_attempts(&key("attempts"), attempts)?;
         }
         if let Some(report) = &self.report {
             check_path(&key("report"), report, &self.id.report_path())?;

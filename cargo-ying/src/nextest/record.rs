@@ -261,21 +261,15 @@ impl Record {
     /// The record's numbers in range, and its report where the wrapper stores its test's; so are its earlier
     /// attempts', which may not be more than it says came before.
     fn check(&self) -> std::result::Result<(), ying_report::ReadError> {
-        use ying_report::summary::{MAX_ATTEMPTS, check_path, check_seconds};
+        use ying_report::summary::{check_attempts, check_path, check_seconds};
         let key = |field: &str| format!("{field}` of `{}", self.id);
         check_seconds(&key("duration"), self.duration)?;
         if let Some(timeout) = self.timeout {
             check_seconds(&key("timeout"), timeout)?;
         }
-        let attempts = [("attempt", Some(self.attempt)), ("attempts_allowed", self.attempts_allowed)];
-        for (field, count) in attempts {
-            if let Some(count) = count.filter(|count| !(1..=MAX_ATTEMPTS).contains(count)) {
-                return Err(ying_report::ReadError::OutOfRange {
-                    key: key(field),
-                    found: count.to_string(),
-                    expected: format!("a count from 1 to {MAX_ATTEMPTS}"),
-                });
-            }
+        check_attempts(&key("attempt"), self.attempt)?;
+        if let Some(allowed) = self.attempts_allowed {
+            check_attempts(&key("attempts_allowed"), allowed)?;
         }
         if self.earlier.len() >= self.attempt as usize {
             return Err(ying_report::ReadError::OutOfRange {

@@ -96,12 +96,9 @@ pub(crate) fn end_adopted() -> usize {
                 break;
             }
             for pid in adopted {
-                // `pid (comm) S ppid pgrp ...`: the state and the group follow the last `)`.
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                let fields: Vec<&str> =
-                    stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-                let running = fields.first().is_some_and(|state| !["Z", "X"].contains(state));
-                let group = fields.get(2).and_then(|group| group.parse::<libc::pid_t>().ok());
+                let stat = Stat::of(pid);
+                let running = stat.as_ref().is_some_and(Stat::running);
+                let group = stat.and_then(|stat| libc::pid_t::try_from(stat.group).ok());
                 let Ok(pid) = libc::pid_t::try_from(pid) else { continue };
                 // SAFETY: kill(2) and waitpid(2) take integers (the status pointer may be null). `pid` is a child of
                 // this process that nothing here waits for, not reaped, so it and the group it leads (if it leads
@@ -140,13 +137,34 @@ fn children() -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     entries
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            // `pid (comm) S ppid ...`: the parent follows the state, after the last `)`.
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
-            rest.split_whitespace().nth(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(me)
-        })
+        .filter(|&pid| Stat::of(pid).is_some_and(|stat| stat.parent == me))
         .collect()
+}
+
+/// What `/proc/<pid>/stat` says of a process: its state, parent and process group.
+#[cfg(target_os = "linux")]
+struct Stat {
+    /// `R`, `S`, ..., `Z` for a zombie, `X` for one being reaped.
+    state: char,
+    parent: u32,
+    group: u32,
+}
+
+#[cfg(target_os = "linux")]
+impl Stat {
+    /// The process `pid`'s, if it is there.
+    fn of(pid: u32) -> Option<Self> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) S ppid pgrp ...`: the command may hold anything; the fields follow its last `)`.
+        let mut fields = text.rsplit_once(')')?.1.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        Some(Self { state, parent: fields.next()?.parse().ok()?, group: fields.next()?.parse().ok()? })
+    }
+
+    /// Whether it still runs (a zombie that no one reaped yet does not).
+    fn running(&self) -> bool {
+        !matches!(self.state, 'Z' | 'X')
+    }
 }
 
 /// The watchdog (`cargo-ying __ying-watchdog`): `outlive` the cargo ying that started it, whose input it
@@ -373,9 +391,7 @@ mod tests {
 
     /// Whether `pid` still runs (a zombie that no one reaped yet does not).
     fn alive(pid: i32) -> bool {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-        // `pid (comm) S ...`: the state follows the last `)`.
-        stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+        u32::try_from(pid).ok().and_then(super::Stat::of).is_some_and(|stat| stat.running())
     }
 
     #[test]

@@ -38,10 +38,10 @@ pub(crate) fn run_token(index: usize) -> String {
 
 /// [`ALLOW_ENV`]'s value for the workspace's `allow` patterns: JSON, `None` when there are none.
 pub(crate) fn allow_value(patterns: &[String], dir: &Path) -> Option<Arc<str>> {
-    let json = serde_json::to_string(patterns).unwrap_or_default();
     if patterns.is_empty() {
         return None;
     }
+    let json = serde_json::to_string(patterns).unwrap_or_default();
     // One variable of a process's environment holds at most 128 KiB (Linux's MAX_ARG_STRLEN), and the whole
     // environment shares one limit with the arguments: a long list goes in a file, the variable naming it.
     if json.len() > ALLOW_INLINE_MAX {
