@@ -46,6 +46,11 @@ pub fn main_impl() -> ExitCode {
         run::process::watchdog(std::io::stdin().lock());
         return ExitCode::SUCCESS;
     }
+    // nextest's wrapper runs once per test, ahead of it: a test binary and its arguments need no parser.
+    if args.len() > 3 && args[1] == "ying" && args[2] == "wrap" && !args[3].to_string_lossy().starts_with('-') {
+        let args = cli::WrapArgs { command: args.split_off(3) };
+        return finish(commands::wrap::run(&args));
+    }
     // `cargo ying test` runs `cargo-ying ying test`; `cargo-ying test` (run directly) means the same.
     if args.get(1).is_none_or(|arg| arg != "ying") {
         args.insert(1.min(args.len()), "ying".into());
@@ -72,6 +77,11 @@ pub fn main_impl() -> ExitCode {
         cli::Command::Gate(args) => commands::gate::run(args),
         cli::Command::Wrap(args) => commands::wrap::run(args),
     };
+    finish(result)
+}
+
+/// The exit code of a command's `result`, its error said first.
+fn finish(result: error::Result<u8>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {

@@ -147,8 +147,9 @@ impl Outcome {
                  interrupt, or nextest's --max-fail with terminate), so what it retained is unknown"
             )),
             Self::Stopped(None) => Some(
-                "killed with its wrapper before it ended (nextest's SIGKILL after a timeout's grace period, or the \
-                 run was killed), so how it ended and what it retained are unknown"
+                "killed before it ended, without a word (nextest's SIGKILL after a timeout's grace period, the run \
+                 killed, or a crash the interposer could not see: SIGSEGV, SIGBUS), so how it ended and what it \
+                 retained are unknown"
                     .to_owned(),
             ),
             _ => None,

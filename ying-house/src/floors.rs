@@ -12,9 +12,9 @@ pub const YING_REPORT: Table = Table {
     member: "ying-report",
     floors: &[
         Floor {
-            modules: &["terms", "size", "test_id", "frame", "folded", "keys", "exit_code", "json"],
+            modules: &["terms", "size", "test_id", "frame", "folded", "keys", "exit_code", "json", "end_mark"],
             why: "the contract's words, each standing alone: the terms both formats use, sizes, test ids, frames, \
-                  folded stacks, keys, exit codes, and JSON files read and written whole",
+                  folded stacks, keys, exit codes, JSON files read and written whole, a test process's end mark",
         },
         Floor {
             modules: &["report", "totals"],
@@ -162,6 +162,7 @@ pub const YING_PRELOAD: Table = Table {
             why: "the functions stood in front of other than the allocator's: thread names, stack walks",
         },
         Floor { modules: &["exports"], why: "the C allocation functions, defined in place of the C library's" },
+        Floor { modules: &["ending"], why: "how the process ended, said for nextest's wrapper, which execs the test" },
         Floor { modules: &["lib"], why: "the crate root" },
     ],
     never: &[],

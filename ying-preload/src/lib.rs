@@ -7,6 +7,8 @@
 //!
 //! - [`blocks`]: the blocks the program gets: the C library's, each with a header in front that keeps the size
 //!   the program asked for (`free` is not told it, and ying's figures are of requested bytes);
+//! - [`ending`]: the line that says how the process ended, for nextest's wrapper, which `exec`s the test
+//!   (`ying_report::end_mark`), and the processes the test left running ended as it exits;
 //! - [`exports`]: the C allocation functions this library defines in place of the C library's, each a call of the
 //!   profiler over [`blocks`];
 //! - [`threads`]: `pthread_setname_np`, through which the runtime learns which thread runs the measured test;
@@ -29,6 +31,8 @@
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod blocks;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod ending;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod exports;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

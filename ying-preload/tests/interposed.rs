@@ -400,3 +400,58 @@ fn subject_free_inside_a_block() {
         libc::free(std::hint::black_box(block.add(64)).cast());
     }
 }
+
+/// With `YING_END_MARK` set (nextest's wrapper `exec`s the test), the process says how it ended: its exit code, with
+/// the processes it left running (in a session of their own too), which it ended, or the signal that ended it.
+#[test]
+fn the_end_mark_says_how_the_process_ended_and_what_it_left_running_is_ended() {
+    use ying_report::end_mark::{END_MARK_ENV, EndMark, Ending};
+    for (subject, ending) in [
+        ("subject_exits_3", Ending::Exited { code: 3, ended: 0 }),
+        ("subject_aborts", Ending::Signalled(libc::SIGABRT)),
+        ("subject_leaves_a_child_in_its_own_session", Ending::Exited { code: 0, ended: 1 }),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mark, pid_file) = (dir.path().join("end"), dir.path().join("pid"));
+        let env = [(END_MARK_ENV, mark.to_str().unwrap()), ("SUBJECT_PID_FILE", pid_file.to_str().unwrap())];
+        let output = run_subject(subject, &env, dir.path());
+        let text = std::fs::read_to_string(&mark).unwrap_or_default();
+        let said = EndMark::parse(&text).unwrap_or_else(|| panic!("{subject}: {text:?}, {output:?}"));
+        assert_eq!(said.ending, ending, "{subject}: {output:?}");
+        if let Ok(pid) = std::fs::read_to_string(&pid_file) {
+            // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+            let alive = unsafe { libc::kill(pid.trim().parse().unwrap(), 0) } == 0;
+            assert!(!alive, "{subject}: its child {pid} outlived it");
+        }
+    }
+}
+
+#[test]
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+fn subject_exits_3() {
+    std::process::exit(3);
+}
+
+#[test]
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+fn subject_aborts() {
+    std::process::abort();
+}
+
+#[test]
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+fn subject_leaves_a_child_in_its_own_session() {
+    use std::os::unix::process::CommandExt as _;
+    let mut sleep = Command::new("sleep");
+    sleep.arg("600");
+    // SAFETY: setsid(2) is async-signal-safe, as a child between fork and exec needs.
+    unsafe {
+        sleep.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    #[expect(clippy::zombie_processes, reason = "the child outlives the test: that is what the test is for")]
+    let child = sleep.spawn().unwrap();
+    std::fs::write(std::env::var_os("SUBJECT_PID_FILE").unwrap(), child.id().to_string()).unwrap();
+}

@@ -12,7 +12,8 @@
 //! - [`ByteSize`]: the one grammar of sizes (`"64 KiB"`) that budgets, flags and configuration keys use;
 //! - [`arguments`]: the arguments of `#[ying::leak_test]` in one table ([`ARGUMENTS`]), which the macro checks
 //!   against, the runtime resolves through and the runtime's documentation lists;
-//! - [`exit_code`]: the exit codes `cargo ying` documents.
+//! - [`exit_code`]: the exit codes `cargo ying` documents;
+//! - [`end_mark`]: the line a test process that nextest's wrapper `exec`ed leaves as it ends ([`EndMark`]).
 //!
 //! The rules that name, trim, fold and excuse the frames of a stack are not part of the contract: they live in
 //! `ying-frames`, which the runtime and `cargo ying` use. This crate depends on serde alone: no allocator, no
@@ -20,6 +21,7 @@
 
 pub mod arguments;
 pub mod baseline;
+pub mod end_mark;
 pub mod exit_code;
 mod figures;
 mod folded;
@@ -35,6 +37,7 @@ mod totals;
 
 pub use arguments::{ARGUMENTS, Argument};
 pub use baseline::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, DEFAULT_BASELINE};
+pub use end_mark::{END_MARK_ENV, EndMark, Ending};
 pub use figures::{Figure, Figures};
 pub use folded::{FoldedStack, FoldedStackError};
 pub use frame::Frame;

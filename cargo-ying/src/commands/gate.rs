@@ -65,13 +65,19 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
         Some(id) => record::run_dir(&out_dir, id),
         None => record::last_run(&out_dir).ok_or_else(|| Error::NoNextestRun(out_dir.clone()))?,
     };
-    let records = Record::read_all(&run_dir)?;
+    let mut records = Record::read_all(&run_dir)?;
     if records.is_empty() {
         return Err(Error::NoNextestRun(out_dir));
     }
-    // What wrappers killed before they ended (at a timeout, a stop) left of their tests' reports: the run is over,
-    // and nothing reads it.
-    let _ = std::fs::remove_dir_all(run_dir.join("tmp"));
+    // The tests the wrapper ran in its own place, finished from what their processes left.
+    crate::run::exec::finish::finish_all(&mut records, &run_dir);
+    for record in records.iter().filter(|record| record.exec.is_some()) {
+        // Rewritten finished: a second gate of the run reads them as the first did.
+        record.write(&run_dir)?;
+    }
+    // What the tests' processes left that was not taken (a test killed before it ended), and the end marks: the
+    // run is over, and nothing reads them again.
+    let _ = std::fs::remove_dir_all(run_dir.join(record::TMP));
     let run_id = run_dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
     let run_name = format!("nextest run {run_id}");
     for record in &records {

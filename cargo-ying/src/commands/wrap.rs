@@ -1,13 +1,17 @@
 //! `cargo-ying ying wrap <test binary> <args>...`: the wrapper script of nextest's profile `ying`. nextest runs
-//! each test through it; it runs the test as `cargo ying test --measure all` runs one (the interposer preloaded, a
-//! report directory, the run's token, the binary's known code, the workspace's `allow` patterns), takes its report
-//! (its stacks left as addresses for `cargo ying gate` to name, once per binary; named here from an archive's
-//! binary, which is there now and not after the run), and records
-//! how it ended for `cargo ying gate` (see `nextest::record`). It then ends as the test did: the same exit code, or
-//! killed by the same signal, so nextest sees the test's own outcome.
+//! each test through it. It records the test as it starts for `cargo ying gate` (see `nextest::record`), sets what
+//! `cargo ying test --measure all` sets for one (the interposer preloaded, a report directory, the run's token, the
+//! binary's known code, the workspace's `allow` patterns: a [`Plan`] per binary, worked out by the run's first
+//! wrapper of it and kept for the others) and runs the test in its own place (`exec`): nextest waits for the test
+//! itself, its timeouts and signals reach it, and a test costs one process. The interposer in the test says how
+//! its process ended (`ying_report::end_mark`) and ends what it left running; the gate finishes the record from that,
+//! takes the report, names its stacks once per binary and reads why a failed test failed from nextest's JUnit
+//! (`run::exec::finish`).
 //!
-//! The test's output goes to nextest, which captures it, through the wrapper, which keeps the first panic's message
-//! and the last lines of a test that failed (`run::exec::relay`) for the gate's reasons. nextest tells the wrapper which test it runs
+//! An archive's binary is gone once nextest's run ends: the wrapper runs it as a child instead, as the runner runs
+//! one, its output passed on to nextest through `run::exec::relay` (which keeps the first panic's message and the
+//! last lines of a test that failed), takes its report and names its stacks, records how it ended, and ends as the
+//! test did (the same exit code, or killed by the same signal). nextest tells the wrapper which test it runs
 //! (`NEXTEST_BINARY_ID`, `NEXTEST_TEST_NAME`), which run and attempt it is (`NEXTEST_RUN_ID`, `NEXTEST_ATTEMPT`)
 //! and where the workspace is (`NEXTEST_WORKSPACE_ROOT`, remapped for an archive's run).
 //!
@@ -28,6 +32,8 @@ use crate::workspace::Place;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
 use ying_report::TestOutcome;
 
 /// How many directories above the test binary its target directory may be (`<target>/<triple>/debug/deps/`).
@@ -45,12 +51,25 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let package_dir = std::env::current_dir().map_err(Error::io("read", "the current directory"))?;
     let nextest_root = std::env::var_os("NEXTEST_WORKSPACE_ROOT").map(PathBuf::from);
     let root = nextest_root.clone().unwrap_or_else(|| package_dir.clone());
-    let place = Place::read(&root)?;
     let ancestors: Vec<&Path> = binary.ancestors().skip(1).take(LEVELS).collect();
-    let target_dir = ancestors.iter().find(|dir| dir.join(".rustc_info.json").is_file());
-    let out_dir = target_dir.map_or_else(|| place.out_dir(None), |dir| dir.join("ying"));
+    let target_dir = ancestors.iter().find(|dir| dir.join(".rustc_info.json").is_file()).map(|dir| dir.to_path_buf());
+    let listing = std::env::var("NEXTEST_TEST_PHASE").as_deref() == Ok("list");
+    // A binary the run's wrappers have seen: what it is run with is kept in the run's directory.
+    let kept_plan = match &target_dir {
+        Some(dir) if !listing => Plan::kept(&record::run_dir(&dir.join("ying"), &run_id), &binary, &root),
+        _ => None,
+    };
+    let place = match kept_plan {
+        Some(_) => None,
+        None => Some(Place::read(&root)?),
+    };
+    let out_dir = match (&target_dir, &place) {
+        (Some(dir), _) => dir.join("ying"),
+        (None, Some(place)) => place.out_dir(None),
+        (None, None) => unreachable!("a plan is kept only in a target directory"),
+    };
     let run_dir = record::run_dir(&out_dir, &run_id);
-    if std::env::var("NEXTEST_TEST_PHASE").as_deref() == Ok("list") {
+    if listing {
         return list(&binary, test_args, binary_id, &run_dir);
     }
     let name = nextest("NEXTEST_TEST_NAME")?;
@@ -60,10 +79,17 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let (id, identity) = record::test_of(&binary_id, &binary, &name)?;
     // A binary of an archive names its package's files where it was built, not where it runs.
     let built_in = crate::nextest::archive::built_package_dir(&binary, &id.package).filter(|dir| *dir != package_dir);
-    let interposer = crate::run::exec::interposer::library()?;
-    if crate::run::exec::interposer::preloads(&binary) == Some(false) {
-        return Err(Error::Wrap(WrapError::StaticBinary(binary)));
-    }
+    let plan = match kept_plan {
+        Some(plan) => plan,
+        None => {
+            let place = place.as_ref().expect("read when no plan is kept");
+            let plan = Plan::new(&binary, &root, place, &run_dir)?;
+            if target_dir.is_some() && built_in.is_none() {
+                plan.keep(&run_dir, &binary);
+            }
+            plan
+        }
+    };
     // The attempts before this one, as their records left them: nextest runs a test's attempts one after another.
     let earlier = match Record::read(&run_dir, &id) {
         Some(mut last) if last.attempt < attempt_number => {
@@ -95,24 +121,52 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         panic: None,
         output_tail: None,
         earlier,
+        exec: None,
     };
-    // Before the test runs: a test killed with this process is still known to have run.
-    record.write(&run_dir)?;
 
     // Each test process's directory of its own; `tmp` is shared by the run's wrappers and stays.
-    let report_dir = run_dir.join("tmp").join(std::process::id().to_string());
+    let report_dir = run_dir.join(record::TMP).join(std::process::id().to_string());
     std::fs::create_dir_all(&report_dir).map_err(Error::io("create", &report_dir))?;
     let token = attempt::run_token(0);
-    let allow = attempt::allow_value(place.config.allow.as_deref().unwrap_or_default(), &run_dir);
     let mut command = Command::new(&binary);
     command.args(test_args);
-    // An archive's binary may be gone when the gate runs: its stacks are named here. Another's are left to the
-    // gate, which names every test's once per binary rather than once per test.
-    let symbolizer = built_in.is_some().then(|| {
-        Symbolizer::keeping_frames_in(out_dir.join("symbols"))
-            .excusing(place.config.allow.clone().unwrap_or_default())
-            .alone()
-    });
+    let measuring = Measuring {
+        report_dir: &report_dir,
+        token: &token,
+        known_code: plan.known_code.as_deref().map(Arc::from),
+        allow: plan.allow.as_deref(),
+        interposer: Some((&plan.interposer, identity)),
+    };
+    let timeout = plan.timeout.map(|timeout| Duration::from_secs_f64(timeout.max(0.0)));
+    if built_in.is_none() {
+        // The binary is there when the gate runs, which names its stacks and finishes the record: the test runs in
+        // this process's place, and the interposer in it says how it ended (`run::exec::finish`). A process less
+        // per test, nextest's own timeouts and signals straight to the test.
+        let exec = record::Exec {
+            pid: std::process::id(),
+            token: token.clone(),
+            binary_id: binary_id.clone(),
+            test_name: name.clone(),
+            timeout: plan.timeout,
+            junit: target_dir.zip(plan.junit.clone()).map(|(dir, junit)| {
+                let name = std::env::var("NEXTEST_PROFILE").unwrap_or_default();
+                dir.join("nextest").join(name).join(junit)
+            }),
+        };
+        command.env(ying_report::END_MARK_ENV, exec.end_mark(&run_dir));
+        let stamp = std::fs::metadata(&binary).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata));
+        record.unnamed = Some(Unnamed { binary: binary.clone(), package_dir: package_dir.clone(), stamp });
+        record.exec = Some(exec);
+        record.write(&run_dir)?;
+        measuring.apply(&mut command);
+        let source = std::os::unix::process::CommandExt::exec(&mut command);
+        return Err(Error::Wrap(WrapError::Spawn { path: binary.clone(), source }));
+    }
+    // Before the test runs: a test killed with this process is still known to have run.
+    record.write(&run_dir)?;
+    // An archive's binary may be gone when the gate runs: its stacks are named here.
+    let symbolizer =
+        Symbolizer::keeping_frames_in(out_dir.join("symbols")).excusing(plan.allow_patterns.clone()).alone();
     // nextest's SIGTERM (at the test's timeout, or when the run stops) is passed on to the test, and this process
     // stays to record how it ended.
     crate::signals::catch();
@@ -125,81 +179,114 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
         package_dir: &package_dir,
         built_in: built_in.as_deref(),
         command,
-        measuring: Measuring {
-            report_dir: &report_dir,
-            token: &token,
-            // Read once per binary in the run, kept for its other tests' wrappers.
-            known_code: KnownCodes::kept_in(run_dir.join("known")).env_value(&binary),
-            allow: allow.as_deref(),
-            interposer: Some((&interposer, identity)),
-        },
+        measuring,
         // The test's output goes to nextest, which captures it; the wrapper keeps why it failed. Output nextest
         // does not capture (`--no-capture`, a terminal) goes straight there.
         output: if std::io::stdout().is_terminal() { Output::Inherited } else { Output::Relayed },
         // In this process's group, which nextest ends at the test's timeout or when it is stopped: the test goes
         // with it.
-        watch: Watch::CallersGroup { timeout: timeout_of(&place.root) },
+        watch: Watch::CallersGroup { timeout },
         store: &run_dir,
-        symbolizer: symbolizer.as_ref(),
+        symbolizer: Some(&symbolizer),
     }
     .run()
     .map_err(|source| Error::Wrap(WrapError::Spawn { path: binary.clone(), source }))?;
     let left = crate::run::process::end_adopted();
-    if let Some(symbolizer) = &symbolizer {
-        symbolizer.save();
-    }
+    symbolizer.save();
     // Empty once its report was taken; what a test left beside it goes too.
     let _ = std::fs::remove_dir(&report_dir).or_else(|_| std::fs::remove_dir_all(&report_dir));
+    let (stopped_by, killed_by, exit_code) = (attempt.stopped_by, attempt.killed_by, attempt.exit_code);
     let unreported = matches!(attempt.outcome, Outcome::Unreported { .. });
     let unmeasured = attempt.outcome == Outcome::Unmeasured;
-    record.outcome = attempt.outcome.kind();
-    record.signal = match &attempt.outcome {
-        Outcome::Crashed(signal) => Some(signal.clone()),
-        _ => None,
-    };
-    record.stopped_by = attempt.stopped_by.map(crate::signals::name);
-    record.timeout = match attempt.outcome {
-        Outcome::TimedOut(timeout) => Some(timeout.as_secs_f64()),
-        _ => None,
-    };
-    record.exit_code = attempt.exit_code;
-    record.unreported = unreported;
-    record.unmeasured = unmeasured;
-    record.duration = attempt.duration.as_secs_f64();
-    record.started_at = humantime::format_rfc3339_millis(attempt.started_at).to_string();
-    if symbolizer.is_none() && attempt.leak.is_some() {
-        let stamp = std::fs::metadata(&binary).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata));
-        record.unnamed = Some(Unnamed { binary: binary.clone(), package_dir: package_dir.clone(), stamp });
-    }
-    record.report = attempt.leak.map(|leak| leak.path);
-    record.warnings = attempt.warnings;
-    if left > 0 {
-        let processes = if left == 1 { "process" } else { "processes" };
-        record
-            .warnings
-            .push(format!("it left {left} {processes} running outside its process group, ended when it did"));
-    }
-    if let Some(kept) = attempt.kept.filter(|_| attempt.outcome.is_failure()) {
-        record.panic = kept.panic;
-        record.output_tail = Some(kept.tail).filter(|tail| !tail.is_empty());
-    }
-    record.running = false;
+    let reason = attempt.outcome.reason();
+    crate::run::exec::finish::record_ending(&mut record, attempt, left);
     record.write(&run_dir)?;
 
-    match (attempt.stopped_by.or(attempt.killed_by), attempt.exit_code) {
+    match (stopped_by.or(killed_by), exit_code) {
         (Some(signal), _) => {
             end_like(signal);
             Ok(ying_report::exit_code::TEST_FAILED)
         }
         // The failure the gate will see, nextest sees too.
         (_, Some(0)) if unreported || unmeasured => {
-            eprintln!("ying: the test {}", attempt.outcome.reason().unwrap_or_default());
+            eprintln!("ying: the test {}", reason.unwrap_or_default());
             Ok(1)
         }
         (_, Some(code)) => Ok(u8::try_from(code).unwrap_or(1)),
         (_, None) => Ok(1),
     }
 }
+
+/// What every test of one binary is run with in one run: worked out by the run's first wrapper of the binary
+/// (the workspace's manifest and nextest's configuration read, the interposer found, the binary's known code read)
+/// and kept in the run's directory (`plans/`) for the others, which then read one small file.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Plan {
+    /// The binary it is of, as it was: one built anew gets a new plan.
+    stamp: Option<ying_frames::ExecutableStamp>,
+    /// The workspace it was read from.
+    root: PathBuf,
+    /// The allocation interposer.
+    interposer: PathBuf,
+    /// The workspace's `allow` patterns, and their value for the test process.
+    allow_patterns: Vec<String>,
+    allow: Option<String>,
+    /// The binary's known code for its test processes.
+    known_code: Option<String>,
+    /// The timeout of nextest's profile, in seconds.
+    timeout: Option<f64>,
+    /// The JUnit file of nextest's profile, relative to its directory.
+    junit: Option<PathBuf>,
+}
+
+impl Plan {
+    /// Works the plan of `binary` out, for a run whose directory is `run_dir`.
+    fn new(binary: &Path, root: &Path, place: &Place, run_dir: &Path) -> Result<Self> {
+        let interposer = crate::run::exec::interposer::library()?;
+        if crate::run::exec::interposer::preloads(binary) == Some(false) {
+            return Err(Error::Wrap(WrapError::StaticBinary(binary.to_owned())));
+        }
+        let allow_patterns = place.config.allow.clone().unwrap_or_default();
+        let profile = profile_of(&place.root);
+        Ok(Self {
+            stamp: std::fs::metadata(binary).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata)),
+            root: root.to_owned(),
+            interposer,
+            allow: attempt::allow_value(&allow_patterns, run_dir).map(|allow| allow.to_string()),
+            allow_patterns,
+            known_code: KnownCodes::kept_in(run_dir.join("known")).env_value(binary).map(|known| known.to_string()),
+            timeout: profile.as_ref().and_then(|profile| profile.timeout).map(|timeout| timeout.as_secs_f64()),
+            junit: profile.and_then(|profile| profile.junit),
+        })
+    }
+
+    /// Where the plan of `binary` is kept in `run_dir`.
+    fn path(run_dir: &Path, binary: &Path) -> PathBuf {
+        let name = binary.file_name().unwrap_or_default().to_string_lossy();
+        run_dir.join("plans").join(format!("{}.json", ying_report::file_name_component(&name)))
+    }
+
+    /// The plan of `binary` kept in `run_dir`, when one is, for this binary as it is and the workspace at `root`.
+    fn kept(run_dir: &Path, binary: &Path, root: &Path) -> Option<Self> {
+        let text = ying_report::read_bounded(&Self::path(run_dir, binary), PLAN_MAX).ok()?;
+        let plan: Self = serde_json::from_slice(&text).ok()?;
+        let stamp = std::fs::metadata(binary).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata));
+        (plan.stamp.is_some() && plan.stamp == stamp && plan.root == root).then_some(plan)
+    }
+
+    /// Keeps the plan of `binary` in `run_dir` for the run's other wrappers; one that cannot be kept is worked out
+    /// again by the next.
+    fn keep(&self, run_dir: &Path, binary: &Path) {
+        let path = Self::path(run_dir, binary);
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = ying_report::write_own(&path, self);
+    }
+}
+
+/// The largest plan read back: far more than any binary's (its known code is a few kilobytes).
+const PLAN_MAX: u64 = 4 << 20;
 
 /// nextest's list phase: runs `<binary> --list ...` as nextest asked, its output passed on, and records the tests
 /// it listed in `run_dir` (a listing that cannot be recorded is only a warning: the run goes on).
@@ -230,13 +317,12 @@ fn list(binary: &Path, args: &[std::ffi::OsString], binary_id: String, run_dir: 
     Ok(output.status.code().and_then(|code| u8::try_from(code).ok()).unwrap_or(1))
 }
 
-/// The longest a test may run in the nextest profile this run is of (`NEXTEST_PROFILE`), as `.config/nextest.toml`
-/// under `root` sets it: a test stopped that long after it started timed out. `None` when it sets none or does not
-/// read.
-fn timeout_of(root: &Path) -> Option<std::time::Duration> {
+/// The nextest profile this run is of (`NEXTEST_PROFILE`), as `.config/nextest.toml` under `root` sets it: its
+/// timeout (a test stopped that long after it started timed out) and its JUnit file. `None` when it does not read.
+fn profile_of(root: &Path) -> Option<crate::nextest::config::Profile> {
     let profile = std::env::var("NEXTEST_PROFILE").ok()?;
     let text = ying_report::read_text(&root.join(".config").join("nextest.toml")).ok()?;
-    crate::nextest::config::profile(&text, &profile, crate::config::cores()).ok()?.timeout
+    crate::nextest::config::profile(&text, &profile, crate::config::cores()).ok()
 }
 
 /// Ends this process as the test's ended: killed by `signal`, its default action restored. Returns only if that

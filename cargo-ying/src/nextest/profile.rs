@@ -1,8 +1,9 @@
 //! The nextest profile `ying` that `cargo ying setup nextest` writes into `.config/nextest.toml`: a wrapper script
 //! that is cargo-ying itself (`cargo-ying ying wrap`, see `commands::wrap`), a rule that runs every test through
-//! it, and one that lists every binary through it (so the gate knows what nextest skipped and ignored). The wrapper
+//! it, one that lists every binary through it (so the gate knows what nextest skipped and ignored), and a JUnit file
+//! (nextest's words for why a test failed, which the wrapper that `exec`s the test does not see). The wrapper
 //! carries the allocation interposer: an archive of the profile's tests needs nothing more. A profile that setup
-//! wrote before it listed gets the listing rule.
+//! wrote before it listed gets the listing rule, and one without a JUnit file the file.
 //!
 //! The file is edited, not replaced: what is in it stays as written (comments, order, layout). `wrapper-scripts` is
 //! added to its `experimental` list; the script and the profile are added, or left alone when they are there as
@@ -37,6 +38,10 @@ run-wrapper = "{SCRIPT}"
 [[profile.{PROFILE}.scripts]]
 platform = "cfg(all())"
 list-wrapper = "{SCRIPT}"
+
+# Why a test failed, as nextest captured it, for `cargo ying gate`.
+[profile.{PROFILE}.junit]
+path = "junit.xml"
 "#
     )
 }
@@ -109,6 +114,12 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
                     .and_then(Item::as_array_of_tables_mut)
                     .expect("a profile of ours has its rules");
                 rules.push(list_rule);
+                changed = true;
+            }
+            // A profile of an earlier setup: nextest's JUnit holds why a test failed.
+            let profile = profiles.get_mut(PROFILE).and_then(Item::as_table_like_mut).expect("a profile is a table");
+            if profile.get("junit").is_none() {
+                profile.insert("junit", ours["profile"][PROFILE]["junit"].clone());
                 changed = true;
             }
         }

@@ -85,7 +85,48 @@ pub(crate) struct Record {
     /// The records of the attempts before this one, first first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier: Vec<Record>,
+    /// For a test the wrapper ran in its own place (`exec`), left `running` for the gate to finish: the process,
+    /// which the test kept, and what the gate needs to finish it (see `run::exec::finish`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<Exec>,
 }
+
+/// What the gate needs to finish the record of a test the wrapper ran in its own place: the wrapper is not there
+/// to see it end.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Exec {
+    /// The test's process id: its reports went to `tmp/<pid>/`, its end mark to `tmp/<pid>.end`.
+    pub pid: u32,
+    /// The token its report must carry.
+    pub token: String,
+    /// nextest's id of its binary (`NEXTEST_BINARY_ID`) and its name (`NEXTEST_TEST_NAME`), as nextest's JUnit
+    /// names the test case.
+    pub binary_id: String,
+    /// See `binary_id`.
+    pub test_name: String,
+    /// The timeout of nextest's profile, in seconds, when it has one: a test stopped that long after it started
+    /// timed out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// The JUnit file nextest's profile writes, which holds why a test failed (nextest captured its output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub junit: Option<PathBuf>,
+}
+
+impl Exec {
+    /// The directory the test's process wrote its reports to, under `run_dir`.
+    pub(crate) fn report_dir(&self, run_dir: &Path) -> PathBuf {
+        run_dir.join(TMP).join(self.pid.to_string())
+    }
+
+    /// The file the test's process left its end mark in (`ying_report::end_mark`), under `run_dir`.
+    pub(crate) fn end_mark(&self, run_dir: &Path) -> PathBuf {
+        run_dir.join(TMP).join(format!("{}.end", self.pid))
+    }
+}
+
+/// The directory of a run's scratch files: each test process's report directory, and its end mark.
+pub(crate) const TMP: &str = "tmp";
 
 /// Where the stacks a report left as addresses are named from.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -336,6 +377,7 @@ mod tests {
             panic: None,
             output_tail: None,
             earlier: Vec::new(),
+            exec: None,
         }
     }
 

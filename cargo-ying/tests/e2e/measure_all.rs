@@ -583,7 +583,7 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
 }
 
 /// The gate knows every test nextest started, and what it did not run: a test that ran to its timeout is timed
-/// out, one killed with its wrapper (deaf to SIGTERM) is stopped, never absent, and a run whose only test was killed
+/// out, one killed before it ended (deaf to SIGTERM) is stopped, never absent, and a run whose only test was killed
 /// is that run, not the one before; a flaky test reads as nextest reads it, its failed attempt shown; what nextest's
 /// filter skipped and what it ignored are named; a test of the baseline that the run's binaries (listed, or those of
 /// an archive) do not hold is missing.
@@ -640,7 +640,7 @@ fn the_gate_knows_every_test_nextest_started_skipped_ignored_or_killed() {
     let said = stderr(&output);
     assert_eq!(output.status.code(), TEST_FAILED, "{said}");
     assert!(said.contains("Gating 1 tests nextest ran"), "{said}");
-    assert!(said.contains("STOPPED [") && said.contains("killed with its wrapper before it ended"), "{said}");
+    assert!(said.contains("STOPPED [") && said.contains("killed before it ended, without a word"), "{said}");
     let killed = summary(&fixture.target_dir());
     assert_eq!(entry(&killed, "plain", "clean")["outcome"], "crashed", "{killed}");
     // The killed wrapper's scratch directory went with the gate.
@@ -731,6 +731,52 @@ fn a_test_that_drops_the_interposer_or_execs_fails_as_unmeasured() {
         assert_eq!((test["outcome"].as_str(), test["reason"].as_str()), (Some("failed"), Some(reason)), "{env}");
         assert!(test["retained_bytes"].is_null(), "no figures: {test}");
     }
+}
+
+/// Under nextest's profile the wrapper runs the test in its own place (`exec`), and the interposer in the test says
+/// how it ended: a test that moved a child into a session of its own leaves nothing running once nextest's run is
+/// over (the interposer ended it as the test exited, and the gate says so); a test that dropped the interposer before
+/// `main`, which nextest saw pass, fails the gate as unmeasured; a test killed without a word stays a failure.
+#[test]
+fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_did_not_measure() {
+    let fixture = Fixture::plain();
+    let manifest = fixture.path().join("Cargo.toml");
+    let setup =
+        cargo_ying_in(&fixture, fixture.path(), &["setup", "nextest", "--manifest-path", manifest.to_str().unwrap()]);
+    assert_eq!(setup.status.code(), Some(0), "{}", stderr(&setup));
+    let nextest = |envs: &[(&str, &str)]| {
+        let mut command = super::cleaned("cargo", &fixture.target_dir());
+        command.args(["nextest", "run", "--profile", "ying", "-E", "test(=clean)", "--manifest-path"]).arg(&manifest);
+        command.envs(envs.iter().copied()).output().unwrap()
+    };
+    let gate = || fixture.subcommand("gate", &[], &[]).output().unwrap();
+
+    let pid_file = fixture.scratch("pids");
+    let run = nextest(&[("YING_FIXTURE_SESSION_CHILD", pid_file.to_str().unwrap())]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let text = std::fs::read_to_string(&pid_file).unwrap();
+    let pids: Vec<i32> = text.split_whitespace().map(|pid| pid.parse().unwrap()).collect();
+    // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+    let alive = |pid: i32| unsafe { libc::kill(pid, 0) } == 0;
+    assert!(!alive(pids[0]), "the child in a session of its own outlived nextest's run: {pids:?}");
+    let said = stderr(&gate());
+    assert!(said.contains("it left 1 process running outside its process group, ended when it did"), "{said}");
+    let record = std::fs::read_dir(fixture.target_dir().join("ying/nextest"))
+        .unwrap()
+        .flatten()
+        .map(|run| run.path().join("tests/plain-fixtures/test/plain/clean.json"))
+        .find(|path| path.is_file())
+        .expect("the run's record of the test");
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+    assert_eq!(record["exec"]["pid"].as_i64(), Some(i64::from(pids[1])), "the test ran as the wrapper's process");
+
+    let run = nextest(&[("YING_FIXTURE_DROP_PRELOAD", "1")]);
+    assert_eq!(run.status.code(), Some(0), "nextest saw it pass: {}", stderr(&run));
+    let output = gate();
+    assert_eq!(output.status.code(), TEST_FAILED, "{}", stderr(&output));
+    let summary = summary(&fixture.target_dir());
+    let test = entry(&summary, "plain", "clean");
+    assert!(test["reason"].as_str().is_some_and(|reason| reason.starts_with("nothing measured it")), "{test}");
 }
 
 /// Two workspaces that share a target directory share its `ying/`: there, `gate` and `accept` in one refuse the

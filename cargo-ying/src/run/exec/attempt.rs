@@ -25,7 +25,7 @@ use ying_report::report::{
 
 /// How much sooner than nextest's clock the wrapper's starts a test: a test nextest stops that much short of its
 /// timeout timed out.
-const TIMEOUT_SLACK: Duration = Duration::from_millis(500);
+pub(crate) const TIMEOUT_SLACK: Duration = Duration::from_millis(500);
 
 /// A token no other run, and no other test of this run, has: what a test's report must carry to be taken.
 pub(crate) fn run_token(index: usize) -> String {
@@ -77,7 +77,7 @@ pub(crate) struct Measuring<'a> {
 
 impl Measuring<'_> {
     /// Sets the environment of `command`.
-    fn apply(&self, command: &mut Command) {
+    pub(crate) fn apply(&self, command: &mut Command) {
         command
             .env(REPORT_DIR_ENV, self.report_dir)
             .env(ATTRIBUTION_ENV, "process")

@@ -30,6 +30,16 @@ pub(crate) struct Kept {
     pub tail: String,
 }
 
+impl Kept {
+    /// What is kept of a test's whole output `text` (its standard output and error, one after the other), as the
+    /// relay keeps it of the streams: nextest's JUnit holds that of a test the wrapper did not relay.
+    pub(crate) fn of_output(text: &str) -> Self {
+        let lines = Mutex::new(Lines::default());
+        pass_on(text.as_bytes(), std::io::sink(), &lines);
+        lines.into_inner().unwrap_or_else(PoisonError::into_inner).kept()
+    }
+}
+
 /// The lines seen so far, shared by the two streams' threads.
 #[derive(Default)]
 struct Lines {
@@ -153,9 +163,7 @@ mod tests {
     use super::*;
 
     fn kept(text: &str) -> Kept {
-        let lines = Mutex::new(Lines::default());
-        pass_on(text.as_bytes(), std::io::sink(), &lines);
-        lines.into_inner().unwrap().kept()
+        Kept::of_output(text)
     }
 
     #[test]
