@@ -69,19 +69,23 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     if records.is_empty() {
         return Err(Error::NoNextestRun(out_dir));
     }
-    // The tests the wrapper ran in its own place, finished from what their processes left.
-    crate::run::exec::finish::finish_all(&mut records, &run_dir);
-    for record in records.iter().filter(|record| record.exec.is_some()) {
-        // Rewritten finished: a second gate of the run reads them as the first did.
-        record.write(&run_dir)?;
-    }
-    // What the tests' processes left that was not taken (a test killed before it ended), and the end marks: the
-    // run is over, and nothing reads them again.
-    let _ = std::fs::remove_dir_all(run_dir.join(record::TMP));
     let run_id = run_dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
     let run_name = format!("nextest run {run_id}");
     for record in &records {
         place.check_own(&run_name, record.workspace_root.as_deref())?;
+    }
+    // The tests the wrapper ran in its own place, finished from what their processes left, and rewritten finished:
+    // a second gate of the run reads them as the first did.
+    crate::run::exec::finish::finish_all(&mut records, &run_dir);
+    let rewritten = records
+        .iter()
+        .filter(|record| record.exec.is_some())
+        .map(|record| record.write(&run_dir))
+        .fold(true, |all, written| all & written.is_ok());
+    // What the tests' processes left that was not taken (a test killed before it ended), and the end marks: the
+    // run is over, and nothing reads them again once every record is rewritten.
+    if rewritten {
+        let _ = std::fs::remove_dir_all(run_dir.join(record::TMP));
     }
 
     artifacts::prepare(&out_dir)?;
