@@ -1,13 +1,14 @@
-//! `cargo ying gate`: judges what a `cargo nextest run --profile ying` left (the wrapper's records and reports, see
-//! `nextest::record`) as `cargo ying test --measure all` judges its own run: the reports stored, the flamegraphs
-//! drawn, summary.json and index.html written, the baseline compared and, when asked, saved; the closing words and
+//! `cargo ying gate`: judges what a `cargo nextest run --profile ying` left (the wrapper's records, finished here for
+//! the tests it ran in its own place, and the reports, see `nextest::record` and `run::exec::finish`) as `cargo ying
+//! test --measure all` judges its own run: the reports stored, the flamegraphs drawn, summary.json and index.html
+//! written, the baseline compared and, when asked, saved; the closing words and
 //! the exit code are the same.
 //!
 //! nextest chose and ran the tests; the wrapper saw what it listed of each binary, so the gate tells the tests
 //! nextest's filter skipped (named, not compared, their entries kept) and those it ignored from those that ran. A
 //! test of the baseline in a binary nextest listed (or, with `--archive-file`, in a binary of the archive) that the
 //! run has no record of is missing, as `cargo ying test` says; one in a binary the run never saw is not compared.
-//! A test that started and did not end (killed with its wrapper) is a failure, never a pass. A regression is not run
+//! A test that started and did not end (killed without a word) is a failure, never a pass. A regression is not run
 //! again (nextest's retries are for failures): its first measure is its verdict.
 
 use crate::baseline::BaselineFile;
@@ -243,7 +244,7 @@ fn test_record(record: Record, run_dir: &Path, out_dir: &Path, symbolizer: &Symb
 /// How the attempt `record` is of ended, in the run model's words.
 fn outcome_of(record: &Record) -> Outcome {
     match (record.outcome, record.exit_code) {
-        // Started, and killed with its wrapper before it ended.
+        // Started, and killed before it ended, without a word.
         _ if record.running => Outcome::Stopped(None),
         (_, Some(code)) if record.unreported => Outcome::Unreported { code, from_outside: true },
         _ if record.unmeasured => Outcome::Unmeasured,

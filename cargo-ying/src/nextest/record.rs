@@ -4,8 +4,11 @@
 //! attempt it was, and when it started. A test nextest ran again (`retries`) has the record of its last attempt,
 //! which keeps those of the attempts before it.
 //!
-//! A record is written as the test starts (`running`), and again when it ended: a test nextest killed outright
-//! (SIGKILL after its timeout's grace period) keeps the first, so the gate knows it ran and did not end. Under
+//! A record is written as the test starts (`running`), and again when it ended: by the wrapper of an archive's test,
+//! which waits for it, and by the gate for a test the wrapper ran in its own place ([`Exec`], from what its process
+//! left; `run::exec::finish`). A test killed outright (SIGKILL after its timeout's grace period) keeps the first,
+//! so the gate knows it ran and did not end. The run's scratch files (each process's report directory, its end
+//! mark) are under `tmp/`, and what each binary's tests run with under `plans/`. Under
 //! `listed/`, what nextest listed of each binary through the wrapper (`list-wrapper`): the gate tells from it the
 //! tests nextest skipped (its filter) and ignored from those it ran.
 //!
@@ -57,7 +60,8 @@ pub(crate) struct Record {
     /// archive's run): the gate refuses a run of another workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_root: Option<String>,
-    /// The test was running when this was written: a record that stays so is of a test killed with its wrapper.
+    /// The test was running when this was written: a record that stays so is of a test killed before
+    /// it ended.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub running: bool,
     /// The signal nextest sent the wrapper while the test ran (SIGTERM at its timeout, or when the run stopped),
