@@ -3,9 +3,9 @@
 //! interposer in it left (`ying_report::end_mark`: its exit code, or the signal that ended it, the processes it
 //! ended on its way out, and when); its report is taken from its directory as the wrapper
 //! takes one; why a failed test failed (its panic's message, its output's last lines) is what nextest captured, in
-//! the JUnit file of the run's profile. A test that left no line stays `running`: killed (nextest's `SIGKILL` after
-//! a timeout's grace period), or ended by a signal whose handler was not the interposer's, a failure; unless nextest
-//! saw it pass, when no interposer was there to say so: unmeasured, a failure too.
+//! the JUnit file of the run's profile. A test that left no line crashed if nextest saw a signal end it (`SIGSEGV`,
+//! whose handler is the standard library's), was unmeasured if nextest saw it pass (no interposer was there to say
+//! so), and else stays `running`: killed (nextest's `SIGKILL` after a timeout's grace period). Each a failure.
 
 use crate::model::Outcome;
 use crate::nextest::record::{Exec, Record};
@@ -36,28 +36,36 @@ fn finish(record: &mut Record, run_dir: &Path, junits: &mut Junits) {
     }
     let Some(exec) = record.exec.clone().filter(|_| record.running) else { return };
     let mark_path = exec.end_mark(run_dir);
-    let Some(mark) = ying_report::read_bounded(&mark_path, END_MARK_MAX as u64)
-        .ok()
-        .and_then(|bytes| EndMark::parse(std::str::from_utf8(&bytes).ok()?))
-    else {
-        // No word from the interposer, though nextest saw the test pass: its process never had the interposer, or
-        // ran another program in its place.
-        if junits.passed(&exec, record) {
-            record.running = false;
-            record.unmeasured = true;
-            record.outcome = TestOutcome::Passed;
-        } else if let Some(kept) = junits.output_of(&exec, record) {
-            // What nextest saw of its end (a crash's signal, say), for the reason of a test that stays `running`.
-            record.panic = kept.panic;
-            record.output_tail = Some(kept.tail).filter(|tail| !tail.is_empty());
-        }
-        return;
-    };
     let started_at = humantime::parse_rfc3339(&record.started_at).unwrap_or(SystemTime::UNIX_EPOCH);
-    let ended_at = SystemTime::UNIX_EPOCH + Duration::from_nanos(mark.at_ns);
+    let marked = ying_report::read_bounded(&mark_path, END_MARK_MAX as u64)
+        .ok()
+        .and_then(|bytes| EndMark::parse(std::str::from_utf8(&bytes).ok()?));
+    let (ending, ended_at) = match (marked, junits.failed(&exec, record)) {
+        (Some(mark), _) => (mark.ending, SystemTime::UNIX_EPOCH + Duration::from_nanos(mark.at_ns)),
+        // No word from the interposer, but nextest saw a signal end the process (SIGSEGV, whose handler is the
+        // standard library's; SIGKILL from outside): it crashed.
+        (None, Some(Failed { aborted: Some((signal, seconds)), .. })) => {
+            (Ending::Signalled(signal), started_at + Duration::from_secs_f64(seconds))
+        }
+        (None, failed) => {
+            if junits.passed(&exec, record) {
+                // No word, though nextest saw the test pass: its process never had the interposer, or ran another
+                // program in its place.
+                record.running = false;
+                record.unmeasured = true;
+                record.outcome = TestOutcome::Passed;
+            } else if let Some(failed) = failed {
+                // What nextest saw of its end, for the reason of a test that stays `running`.
+                let kept = Kept::of_output(&failed.output);
+                record.panic = kept.panic;
+                record.output_tail = Some(kept.tail).filter(|tail| !tail.is_empty());
+            }
+            return;
+        }
+    };
     let duration = ended_at.duration_since(started_at).unwrap_or_default();
     let name = crate::signals::name;
-    let (ended, exit_code, killed_by, stopped_by, left) = match mark.ending {
+    let (ended, exit_code, killed_by, stopped_by, left) = match ending {
         Ending::Exited { code, ended } => {
             (if code == 0 { Outcome::Passed } else { Outcome::Failed }, Some(code), None, None, ended)
         }
@@ -73,7 +81,8 @@ fn finish(record: &mut Record, run_dir: &Path, junits: &mut Junits) {
     };
     let collected = take_report(&record.id, &exec.report_dir(run_dir), run_dir, &exec.token, |_| false);
     let outcome = Outcome::of_process(ended, exit_code, collected.started, collected.leak.is_some(), true);
-    let kept = if outcome.is_failure() { junits.output_of(&exec, record) } else { None };
+    let kept =
+        junits.failed(&exec, record).filter(|_| outcome.is_failure()).map(|failed| Kept::of_output(&failed.output));
     let attempt = Attempt {
         outcome,
         exit_code,
@@ -135,8 +144,18 @@ type Cases = HashMap<(String, String), Case>;
 struct Case {
     /// Its last attempt passed.
     passed: bool,
-    /// The outputs of its failed attempts, first first (see [`read_junit`]).
-    outputs: Vec<String>,
+    /// Its failed attempts, first first (see [`read_junit`]).
+    failed: Vec<Failed>,
+}
+
+/// What nextest's JUnit says of one failed attempt.
+#[derive(Clone)]
+struct Failed {
+    /// Its standard output then its standard error, or nextest's words for why it failed.
+    output: String,
+    /// The signal that ended its process (a `test abort`: `process aborted with signal 11 (SIGSEGV)`), and how many
+    /// seconds it ran.
+    aborted: Option<(i32, f64)>,
 }
 
 impl Junits {
@@ -151,18 +170,17 @@ impl Junits {
         let attempts = record.earlier.len() + 1;
         self.cases(exec)
             .and_then(|cases| cases.get(&(exec.binary_id.clone(), exec.test_name.clone())))
-            .is_some_and(|case| case.passed && case.outputs.len() + 1 == attempts)
+            .is_some_and(|case| case.passed && case.failed.len() + 1 == attempts)
     }
 
-    /// What nextest captured of the attempt `record` is of, the test the wrapper ran as `exec` says, when its
+    /// What nextest says of the failed attempt `record` is of, the test the wrapper ran as `exec` says, when its
     /// profile wrote a JUnit file that has it.
-    fn output_of(&mut self, exec: &Exec, record: &Record) -> Option<Kept> {
+    fn failed(&mut self, exec: &Exec, record: &Record) -> Option<Failed> {
         let case = self.cases(exec)?.get(&(exec.binary_id.clone(), exec.test_name.clone()))?;
-        let outputs = &case.outputs;
-        // One output per failed attempt, first first: the attempt's, or the last one's when nextest kept fewer.
-        let last = outputs.len().checked_sub(1)?;
+        // One per failed attempt, first first: the attempt's, or the last one's when nextest kept fewer.
+        let last = case.failed.len().checked_sub(1)?;
         let index = usize::try_from(record.attempt.saturating_sub(1)).unwrap_or(usize::MAX).min(last);
-        Some(Kept::of_output(&outputs[index]))
+        case.failed.get(index).cloned()
     }
 }
 
@@ -175,18 +193,18 @@ fn read_junit(path: &Path) -> Option<Cases> {
     let mut cases = HashMap::new();
     for case in document.descendants().filter(|node| node.has_tag_name("testcase")) {
         let (Some(class), Some(name)) = (case.attribute("classname"), case.attribute("name")) else { continue };
-        let mut outputs: Vec<String> = case
+        let mut failed: Vec<Failed> = case
             .children()
             .filter(|child| child.has_tag_name("rerunFailure") || child.has_tag_name("flakyFailure"))
-            .map(|attempt| output(attempt, attempt))
+            .map(|attempt| Failed { output: output(attempt, attempt), aborted: aborted(attempt, attempt) })
             .collect();
         let failure = case.children().find(|child| child.has_tag_name("failure") || child.has_tag_name("error"));
         if let Some(failure) = failure {
-            // The last attempt's output is the test case's own.
-            outputs.push(output(failure, case));
+            // The last attempt's output and time are the test case's own.
+            failed.push(Failed { output: output(failure, case), aborted: aborted(failure, case) });
         }
         let passed = failure.is_none() && !case.children().any(|child| child.has_tag_name("skipped"));
-        cases.insert((class.to_owned(), name.to_owned()), Case { passed, outputs });
+        cases.insert((class.to_owned(), name.to_owned()), Case { passed, failed });
     }
     Some(cases)
 }
@@ -203,6 +221,16 @@ fn output(failure: roxmltree::Node<'_, '_>, outputs: roxmltree::Node<'_, '_>) ->
     }
     let between = if out.is_empty() || out.ends_with('\n') { "" } else { "\n" };
     format!("{out}{between}{err}")
+}
+
+/// The signal that ended an attempt nextest calls a `test abort` (`failure`, its message `process aborted with
+/// signal 11 (SIGSEGV)`), with the seconds `timed` (the element with its `time`) says it ran.
+fn aborted(failure: roxmltree::Node<'_, '_>, timed: roxmltree::Node<'_, '_>) -> Option<(i32, f64)> {
+    failure.attribute("type").filter(|kind| kind.starts_with("test abort"))?;
+    let (_, after) = failure.attribute("message")?.split_once("with signal ")?;
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    let seconds = timed.attribute("time").and_then(|time| time.parse::<f64>().ok()).filter(|time| time.is_finite());
+    Some((digits.parse().ok().filter(|signal| *signal > 0)?, seconds.unwrap_or(0.0).clamp(0.0, 1e9)))
 }
 
 #[cfg(test)]
@@ -254,6 +282,11 @@ note: run with `RUST_BACKTRACE=1`
 </system-err>
     </testcase>
     <testcase name="unmeasured" classname="p::t" time="0.010"/>
+    <testcase name="segfaults" classname="p::t" time="0.250">
+      <failure message="process aborted with signal 11 (SIGSEGV)" type="test abort">process aborted with signal 11 (SIGSEGV)</failure>
+      <system-out>running 1 test
+</system-out>
+    </testcase>
     <testcase name="killed" classname="p::t" time="0.010">
       <failure type="test abort" message="killed with SIGKILL"/>
     </testcase>
@@ -278,6 +311,7 @@ note: run with `RUST_BACKTRACE=1`
             started("killed", 1, 14, second, &junit),
             started("leaves_children", 1, 15, second, &junit),
             started("unmeasured", 1, 18, second, &junit),
+            started("segfaults", 1, 19, second, &junit),
         ];
         let mut retried = started("fails", 2, 17, second, &junit);
         retried.earlier.push(started("fails", 1, 16, second, &junit));
@@ -290,7 +324,8 @@ note: run with `RUST_BACKTRACE=1`
         mark(run_dir, 16, "exit 101 at <now>\n");
         mark(run_dir, 17, "exit 101 at <now>\n");
         finish_all(&mut records, run_dir);
-        let [passes, times_out, stopped, crashes, killed, leaves_children, unmeasured, fails] = &records[..] else {
+        let [passes, times_out, stopped, crashes, killed, leaves_children, unmeasured, segfaults, fails] = &records[..]
+        else {
             panic!()
         };
 
@@ -307,6 +342,9 @@ note: run with `RUST_BACKTRACE=1`
         assert!(killed.running, "no mark: killed before it ended, left running for the gate: {killed:?}");
         assert_eq!(killed.output_tail.as_deref(), Some("killed with SIGKILL\n"), "nextest's words: {killed:?}");
         assert!(!unmeasured.running && unmeasured.unmeasured, "no mark, and nextest saw it pass: {unmeasured:?}");
+        // No mark, and nextest saw a signal end it: crashed, for as long as nextest says it ran.
+        assert_eq!((segfaults.outcome, segfaults.signal.as_deref()), (TestOutcome::Crashed, Some("SIGSEGV")));
+        assert!(!segfaults.running && (segfaults.duration - 0.25).abs() < 1e-6, "{segfaults:?}");
         assert!(leaves_children.warnings.iter().any(|warning| warning.contains("it left 2 processes running")));
 
         // nextest's words for each attempt of a failed test.
