@@ -177,10 +177,8 @@ impl Junits {
     /// profile wrote a JUnit file that has it.
     fn failed(&mut self, exec: &Exec, record: &Record) -> Option<Failed> {
         let case = self.cases(exec)?.get(&(exec.binary_id.clone(), exec.test_name.clone()))?;
-        // One per failed attempt, first first: the attempt's, or the last one's when nextest kept fewer.
-        let last = case.failed.len().checked_sub(1)?;
-        let index = usize::try_from(record.attempt.saturating_sub(1)).unwrap_or(usize::MAX).min(last);
-        case.failed.get(index).cloned()
+        // One per failed attempt, first first: none for an attempt that passed.
+        case.failed.get(usize::try_from(record.attempt.checked_sub(1)?).ok()?).cloned()
     }
 }
 
@@ -282,6 +280,9 @@ note: run with `RUST_BACKTRACE=1`
 </system-err>
     </testcase>
     <testcase name="unmeasured" classname="p::t" time="0.010"/>
+    <testcase name="flaky" classname="p::t" time="0.010">
+      <flakyFailure type="test abort" message="process aborted with signal 6 (SIGABRT)" time="0.01"/>
+    </testcase>
     <testcase name="segfaults" classname="p::t" time="0.250">
       <failure message="process aborted with signal 11 (SIGSEGV)" type="test abort">process aborted with signal 11 (SIGSEGV)</failure>
       <system-out>running 1 test
@@ -312,6 +313,11 @@ note: run with `RUST_BACKTRACE=1`
             started("leaves_children", 1, 15, second, &junit),
             started("unmeasured", 1, 18, second, &junit),
             started("segfaults", 1, 19, second, &junit),
+            {
+                let mut second_attempt = started("flaky", 2, 21, second, &junit);
+                second_attempt.earlier.push(started("flaky", 1, 22, 2 * second, &junit));
+                second_attempt
+            },
         ];
         let mut retried = started("fails", 2, 17, second, &junit);
         retried.earlier.push(started("fails", 1, 16, second, &junit));
@@ -324,7 +330,8 @@ note: run with `RUST_BACKTRACE=1`
         mark(run_dir, 16, "exit 101 at <now>\n");
         mark(run_dir, 17, "exit 101 at <now>\n");
         finish_all(&mut records, run_dir);
-        let [passes, times_out, stopped, crashes, killed, leaves_children, unmeasured, segfaults, fails] = &records[..]
+        let [passes, times_out, stopped, crashes, killed, leaves_children, unmeasured, segfaults, flaky, fails] =
+            &records[..]
         else {
             panic!()
         };
@@ -345,6 +352,9 @@ note: run with `RUST_BACKTRACE=1`
         // No mark, and nextest saw a signal end it: crashed, for as long as nextest says it ran.
         assert_eq!((segfaults.outcome, segfaults.signal.as_deref()), (TestOutcome::Crashed, Some("SIGSEGV")));
         assert!(!segfaults.running && (segfaults.duration - 0.25).abs() < 1e-6, "{segfaults:?}");
+        // Its first attempt's abort is not its second's: nextest saw the second pass, unmeasured.
+        assert!(flaky.unmeasured && flaky.signal.is_none(), "{flaky:?}");
+        assert_eq!(flaky.earlier[0].signal.as_deref(), Some("SIGABRT"), "the first attempt's: {flaky:?}");
         assert!(leaves_children.warnings.iter().any(|warning| warning.contains("it left 2 processes running")));
 
         // nextest's words for each attempt of a failed test.
