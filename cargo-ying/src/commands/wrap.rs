@@ -77,8 +77,12 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let attempts_allowed = std::env::var("NEXTEST_TOTAL_ATTEMPTS").ok().and_then(|total| total.parse().ok());
 
     let (id, identity) = record::test_of(&binary_id, &binary, &name)?;
-    // A binary of an archive names its package's files where it was built, not where it runs.
-    let built_in = crate::nextest::archive::built_package_dir(&binary, &id.package).filter(|dir| *dir != package_dir);
+    // A binary of an archive names its package's files where it was built, not where it runs. A kept plan is never
+    // an archive's binary's.
+    let built_in = match kept_plan {
+        Some(_) => None,
+        None => crate::nextest::archive::built_package_dir(&binary, &id.package).filter(|dir| *dir != package_dir),
+    };
     let plan = match kept_plan {
         Some(plan) => plan,
         None => {
@@ -154,7 +158,8 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
             }),
         };
         command.env(ying_report::END_MARK_ENV, exec.end_mark(&run_dir));
-        let stamp = std::fs::metadata(&binary).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata));
+        // The binary's stamp as the plan read it in this process (worked out, or checked kept).
+        let stamp = plan.stamp;
         record.unnamed = Some(Unnamed { binary: binary.clone(), package_dir: package_dir.clone(), stamp });
         record.exec = Some(exec);
         record.write(&run_dir)?;
@@ -249,7 +254,7 @@ impl Plan {
         let allow_patterns = place.config.allow.clone().unwrap_or_default();
         let profile = profile_of(&place.root);
         Ok(Self {
-            stamp: std::fs::metadata(binary).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata)),
+            stamp: stamp_of(binary),
             root: root.to_owned(),
             interposer,
             allow: attempt::allow_value(&allow_patterns, run_dir).map(|allow| allow.to_string()),
@@ -270,8 +275,7 @@ impl Plan {
     fn kept(run_dir: &Path, binary: &Path, root: &Path) -> Option<Self> {
         let text = ying_report::read_bounded(&Self::path(run_dir, binary), PLAN_MAX).ok()?;
         let plan: Self = serde_json::from_slice(&text).ok()?;
-        let stamp = std::fs::metadata(binary).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata));
-        (plan.stamp.is_some() && plan.stamp == stamp && plan.root == root).then_some(plan)
+        (plan.stamp.is_some() && plan.stamp == stamp_of(binary) && plan.root == root).then_some(plan)
     }
 
     /// Keeps the plan of `binary` in `run_dir` for the run's other wrappers; one that cannot be kept is worked out
@@ -283,6 +287,11 @@ impl Plan {
         }
         let _ = ying_report::write_own(&path, self);
     }
+}
+
+/// The stamp of the executable at `path`, `None` when it cannot be read.
+fn stamp_of(path: &Path) -> Option<ying_frames::ExecutableStamp> {
+    std::fs::metadata(path).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata))
 }
 
 /// The largest plan read back: far more than any binary's (its known code is a few kilobytes).
