@@ -133,10 +133,11 @@ pub(crate) enum Error {
         #[source]
         source: NextestConfigError,
     },
-    /// `cargo-ying` is not on `PATH`, where nextest looks for the profile's wrapper script.
+    /// `ying-wrap` is not on `PATH`, where nextest looks for the profile's wrapper script.
     #[error(
-        "failed to find `cargo-ying` on PATH: nextest runs every test of the profile `ying` through it, and each would fail \
-         to start; install it (`cargo install cargo-ying`) or put {} on PATH, then run this again",
+        "failed to find `ying-wrap` on PATH: nextest runs every test of the profile `ying` through it, and each would fail \
+         to start; install it with cargo-ying (`cargo install cargo-ying` installs both) or put {} on PATH, then run \
+         this again",
         dir.display()
     )]
     WrapperNotOnPath {
@@ -462,6 +463,9 @@ pub(crate) enum WrapError {
          `cargo nextest run --profile ying` (`cargo ying setup nextest` adds the profile)"
     )]
     NotUnderNextest(&'static str),
+    /// It was given no test binary to run.
+    #[error("nextest gave no test binary to run: the wrapper runs `<test binary> <arguments>...`")]
+    NoBinary,
     /// nextest's binary id is not one.
     #[error("nextest's binary id `{0}` is not of the form `package`, `package::name` or `package::kind/name`")]
     BinaryId(String),
@@ -472,6 +476,19 @@ pub(crate) enum WrapError {
         .0.display()
     )]
     StaticBinary(PathBuf),
+    /// `ying-wrap` could not start cargo-ying, which it hands every test over to but those whose plan is kept.
+    #[error(
+        "could not start {}: `ying-wrap` hands nextest's list phase, a binary's first test and an archive's tests to \
+         `cargo-ying ying wrap`; install both (`cargo install cargo-ying`) or put cargo-ying on PATH",
+        path.display()
+    )]
+    HandOver {
+        /// The cargo-ying it tried.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The test binary could not be started.
     #[error("could not start {}", path.display())]
     Spawn {

@@ -1,7 +1,7 @@
 //! `cargo ying`: runs a test suite with ying's leak tests, each test in a process of its own, and reports their
 //! memory.
 //!
-//! The binary is a thin wrapper around [`main_impl`], the crate's one public item. One job per module, from the
+//! The binary is a thin wrapper around [`main_impl`]; nextest's wrapper script, `ying-wrap`, around [`wrap_impl`]. One job per module, from the
 //! door inwards:
 //! - the command line: `cli` parses it (clap), `settings` resolves what it says with `[workspace.metadata.ying]`
 //!   (`config`) into the values the rest takes; `commands` (`test`, `list`, `accept`, `diff`, `merge`, `setup`,
@@ -78,6 +78,26 @@ pub fn main_impl() -> ExitCode {
         cli::Command::Wrap(args) => commands::wrap::run(args),
     };
     finish(result)
+}
+
+/// Runs `ying-wrap`, the wrapper script of nextest's profile `ying` (`cargo ying setup nextest`), with the
+/// process's arguments (the test binary and its own): nextest runs every test of the profile through it, so it is a
+/// program of its own, small and quick to start. A test of a binary whose plan the run keeps (`commands::wrap`) runs
+/// in this process's place at once; anything else (nextest's list phase, a binary's first test, an archive's binary,
+/// and every error, which it words) is `cargo-ying ying wrap`'s, which this process becomes.
+pub fn wrap_impl() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    commands::wrap::run_kept(&args);
+    // The cargo-ying installed beside this program, else the one on PATH.
+    let cargo_ying = std::env::current_exe()
+        .map(|exe| exe.with_file_name("cargo-ying"))
+        .ok()
+        .filter(|path| path.is_file())
+        .unwrap_or_else(|| "cargo-ying".into());
+    let source = std::os::unix::process::CommandExt::exec(
+        std::process::Command::new(&cargo_ying).args(["ying", "wrap"]).args(&args),
+    );
+    finish(Err(error::Error::Wrap(error::WrapError::HandOver { path: cargo_ying, source })))
 }
 
 /// The exit code of a command's `result`, its error said first.

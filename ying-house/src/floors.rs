@@ -124,7 +124,10 @@ pub const CARGO_YING: Table = Table {
             why: "the command line, resolved into settings, and the end of a run, which two commands share",
         },
         Floor { modules: &["commands/"], why: "one module per command" },
-        Floor { modules: &["lib", "main"], why: "the crate root, which dispatches the commands, and the binary" },
+        Floor {
+            modules: &["lib", "main", "bin/"],
+            why: "the crate root, which dispatches the commands, and the binaries: cargo-ying and nextest's ying-wrap",
+        },
     ],
     never: &[Never {
         from: "outputs/",

@@ -34,139 +34,238 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
-use ying_report::TestOutcome;
+use ying_report::report::TestIdentity;
+use ying_report::{TestId, TestOutcome};
 
 /// How many directories above the test binary its target directory may be (`<target>/<triple>/debug/deps/`).
 const LEVELS: usize = 5;
+
+/// What nextest tells a wrapper of the test it runs, and where the run's files go.
+struct Nextest<'a> {
+    binary: PathBuf,
+    test_args: &'a [std::ffi::OsString],
+    run_id: String,
+    binary_id: String,
+    /// The directory nextest runs the test in: its package's.
+    package_dir: PathBuf,
+    /// `NEXTEST_WORKSPACE_ROOT` (remapped for an archive's run).
+    nextest_root: Option<PathBuf>,
+    /// The workspace's root: `nextest_root`, else the package's directory.
+    root: PathBuf,
+    /// The target directory the binary is in, when it is in one (not an archive's extracted binary).
+    target_dir: Option<PathBuf>,
+    /// nextest's list phase (`NEXTEST_TEST_PHASE=list`).
+    listing: bool,
+}
+
+impl<'a> Nextest<'a> {
+    /// Reads it from the environment, for `command` (the test binary and its arguments).
+    fn read(command: &'a [std::ffi::OsString]) -> Result<Self> {
+        let (binary, test_args) = command.split_first().ok_or(Error::Wrap(WrapError::NoBinary))?;
+        let binary = PathBuf::from(binary);
+        let package_dir = std::env::current_dir().map_err(Error::io("read", "the current directory"))?;
+        let nextest_root = std::env::var_os("NEXTEST_WORKSPACE_ROOT").map(PathBuf::from);
+        let root = nextest_root.clone().unwrap_or_else(|| package_dir.clone());
+        let target_dir = binary
+            .ancestors()
+            .skip(1)
+            .take(LEVELS)
+            .find(|dir| dir.join(".rustc_info.json").is_file())
+            .map(Path::to_path_buf);
+        Ok(Self {
+            run_id: nextest_var("NEXTEST_RUN_ID")?,
+            binary_id: nextest_var("NEXTEST_BINARY_ID")?,
+            binary,
+            test_args,
+            package_dir,
+            nextest_root,
+            root,
+            target_dir,
+            listing: std::env::var("NEXTEST_TEST_PHASE").as_deref() == Ok("list"),
+        })
+    }
+}
+
+/// nextest's variable `name`.
+fn nextest_var(name: &'static str) -> Result<String> {
+    std::env::var(name).map_err(|_| Error::Wrap(WrapError::NotUnderNextest(name)))
+}
+
+/// A test's record as it starts, and its process as it will run.
+struct Starting {
+    id: TestId,
+    /// nextest's name of the test (`NEXTEST_TEST_NAME`), as its JUnit names it.
+    name: String,
+    identity: TestIdentity,
+    record: Record,
+    /// Its process's directory of its own for its reports; `tmp` is shared by the run's wrappers and stays.
+    report_dir: PathBuf,
+    token: String,
+}
+
+impl Starting {
+    /// The test nextest runs, its record as it starts in `run_dir` (with the records of its earlier attempts).
+    fn new(nextest: &Nextest<'_>, run_dir: &Path) -> Result<Self> {
+        let name = nextest_var("NEXTEST_TEST_NAME")?;
+        let attempt = std::env::var("NEXTEST_ATTEMPT").ok().and_then(|attempt| attempt.parse().ok()).unwrap_or(1);
+        let attempts_allowed = std::env::var("NEXTEST_TOTAL_ATTEMPTS").ok().and_then(|total| total.parse().ok());
+        let (id, identity) = record::test_of(&nextest.binary_id, &nextest.binary, &name)?;
+        // The attempts before this one, as their records left them: nextest runs a test's attempts one after
+        // another. A first attempt has none.
+        let earlier = match (attempt > 1).then(|| Record::read(run_dir, &id)).flatten() {
+            Some(mut last) if last.attempt < attempt => {
+                let mut earlier = std::mem::take(&mut last.earlier);
+                earlier.push(last);
+                earlier
+            }
+            _ => Vec::new(),
+        };
+        let record = Record {
+            id: id.clone(),
+            outcome: TestOutcome::NotRun,
+            signal: None,
+            exit_code: None,
+            unreported: false,
+            unmeasured: false,
+            duration: 0.0,
+            started_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            attempt,
+            report: None,
+            warnings: Vec::new(),
+            workspace_root: nextest.nextest_root.as_ref().map(|root| root.display().to_string()),
+            running: true,
+            stopped_by: None,
+            timeout: None,
+            attempts_allowed,
+            unnamed: None,
+            panic: None,
+            output_tail: None,
+            earlier,
+            exec: None,
+        };
+        let report_dir = run_dir.join(record::TMP).join(std::process::id().to_string());
+        Ok(Self { id, name, identity, record, report_dir, token: attempt::run_token(0) })
+    }
+
+    /// The test's command, measured as `plan` says; its report directory is made.
+    fn command(&self, nextest: &Nextest<'_>, plan: &Plan) -> Result<Command> {
+        std::fs::create_dir_all(&self.report_dir).map_err(Error::io("create", &self.report_dir))?;
+        let mut command = Command::new(&nextest.binary);
+        command.args(nextest.test_args);
+        self.measuring(plan).apply(&mut command);
+        Ok(command)
+    }
+
+    fn measuring<'p>(&'p self, plan: &'p Plan) -> Measuring<'p> {
+        Measuring {
+            report_dir: &self.report_dir,
+            token: &self.token,
+            known_code: plan.known_code.as_deref().map(Arc::from),
+            allow: plan.allow.as_deref(),
+            interposer: Some((&plan.interposer, self.identity.clone())),
+        }
+    }
+
+    /// Runs the test in this process's place, its record written as it starts: nextest waits for the test itself,
+    /// its timeouts and signals reach it, and the interposer in it says how it ended (`run::exec::finish`, in the
+    /// gate, which names its stacks: the binary is there when the gate runs). Returns only when it could not.
+    fn exec(mut self, nextest: &Nextest<'_>, plan: &Plan, run_dir: &Path) -> Error {
+        let exec = record::Exec {
+            pid: std::process::id(),
+            token: self.token.clone(),
+            binary_id: nextest.binary_id.clone(),
+            test_name: self.name.clone(),
+            timeout: plan.timeout,
+            junit: nextest.target_dir.as_ref().zip(plan.junit.as_ref()).map(|(target_dir, junit)| {
+                let profile = std::env::var("NEXTEST_PROFILE").unwrap_or_default();
+                target_dir.join("nextest").join(profile).join(junit)
+            }),
+        };
+        let mut command = match self.command(nextest, plan) {
+            Ok(command) => command,
+            Err(error) => return error,
+        };
+        command.env(ying_report::END_MARK_ENV, exec.end_mark(run_dir));
+        // The binary's stamp as the plan read it in this process (worked out, or checked kept).
+        self.record.unnamed = Some(Unnamed {
+            binary: nextest.binary.clone(),
+            package_dir: nextest.package_dir.clone(),
+            stamp: plan.stamp,
+        });
+        self.record.exec = Some(exec);
+        if let Err(error) = self.record.write(run_dir) {
+            return error;
+        }
+        let source = std::os::unix::process::CommandExt::exec(&mut command);
+        Error::Wrap(WrapError::Spawn { path: nextest.binary.clone(), source })
+    }
+}
+
+/// The wrapper at its quickest, for `ying-wrap`: a test of a binary the run's wrappers have seen, whose plan is
+/// kept, runs in this process's place. Returns (having run nothing, or written only its start record, which
+/// `cargo-ying ying wrap` writes again) when the test needs more: nextest's list phase, an archive's binary, a
+/// binary not seen yet or built anew, or anything that went wrong, which `cargo-ying ying wrap` then says.
+pub(crate) fn run_kept(command: &[std::ffi::OsString]) {
+    let Ok(nextest) = Nextest::read(command) else { return };
+    let Some(target_dir) = nextest.target_dir.as_ref().filter(|_| !nextest.listing) else { return };
+    let run_dir = record::run_dir(&target_dir.join("ying"), &nextest.run_id);
+    let Some(plan) = Plan::kept(&run_dir, &nextest.binary, &nextest.root) else { return };
+    let Ok(starting) = Starting::new(&nextest, &run_dir) else { return };
+    let _ = starting.exec(&nextest, &plan, &run_dir);
+}
 
 /// Runs the test nextest gave, measured, and records it; returns the test's exit code (a test killed by a signal
 /// ends this process with the same signal). In nextest's list phase (`NEXTEST_TEST_PHASE=list`), lists the binary's
 /// tests and records the listing instead.
 pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
-    let (binary, test_args) = args.command.split_first().expect("clap requires the test binary");
-    let binary = PathBuf::from(binary);
-    let nextest = |name: &'static str| std::env::var(name).map_err(|_| Error::Wrap(WrapError::NotUnderNextest(name)));
-    let run_id = nextest("NEXTEST_RUN_ID")?;
-    let binary_id = nextest("NEXTEST_BINARY_ID")?;
-    let package_dir = std::env::current_dir().map_err(Error::io("read", "the current directory"))?;
-    let nextest_root = std::env::var_os("NEXTEST_WORKSPACE_ROOT").map(PathBuf::from);
-    let root = nextest_root.clone().unwrap_or_else(|| package_dir.clone());
-    let ancestors: Vec<&Path> = binary.ancestors().skip(1).take(LEVELS).collect();
-    let target_dir = ancestors.iter().find(|dir| dir.join(".rustc_info.json").is_file()).map(|dir| dir.to_path_buf());
-    let listing = std::env::var("NEXTEST_TEST_PHASE").as_deref() == Ok("list");
+    let nextest = Nextest::read(&args.command)?;
     // A binary the run's wrappers have seen: what it is run with is kept in the run's directory.
-    let kept_plan = match &target_dir {
-        Some(dir) if !listing => Plan::kept(&record::run_dir(&dir.join("ying"), &run_id), &binary, &root),
+    let kept_plan = match &nextest.target_dir {
+        Some(dir) if !nextest.listing => {
+            Plan::kept(&record::run_dir(&dir.join("ying"), &nextest.run_id), &nextest.binary, &nextest.root)
+        }
         _ => None,
     };
     let place = match kept_plan {
         Some(_) => None,
-        None => Some(Place::read(&root)?),
+        None => Some(Place::read(&nextest.root)?),
     };
-    let out_dir = match (&target_dir, &place) {
+    let out_dir = match (&nextest.target_dir, &place) {
         (Some(dir), _) => dir.join("ying"),
         (None, Some(place)) => place.out_dir(None),
         (None, None) => unreachable!("a plan is kept only in a target directory"),
     };
-    let run_dir = record::run_dir(&out_dir, &run_id);
-    if listing {
-        return list(&binary, test_args, binary_id, &run_dir);
+    let run_dir = record::run_dir(&out_dir, &nextest.run_id);
+    if nextest.listing {
+        return list(&nextest.binary, nextest.test_args, nextest.binary_id, &run_dir);
     }
-    let name = nextest("NEXTEST_TEST_NAME")?;
-    let attempt_number = nextest("NEXTEST_ATTEMPT").ok().and_then(|attempt| attempt.parse().ok()).unwrap_or(1);
-    let attempts_allowed = std::env::var("NEXTEST_TOTAL_ATTEMPTS").ok().and_then(|total| total.parse().ok());
-
-    let (id, identity) = record::test_of(&binary_id, &binary, &name)?;
+    let starting = Starting::new(&nextest, &run_dir)?;
+    let binary = &nextest.binary;
     // A binary of an archive names its package's files where it was built, not where it runs. A kept plan is never
     // an archive's binary's.
     let built_in = match kept_plan {
         Some(_) => None,
-        None => crate::nextest::archive::built_package_dir(&binary, &id.package).filter(|dir| *dir != package_dir),
+        None => crate::nextest::archive::built_package_dir(binary, &starting.id.package)
+            .filter(|dir| *dir != nextest.package_dir),
     };
     let plan = match kept_plan {
         Some(plan) => plan,
         None => {
             let place = place.as_ref().expect("read when no plan is kept");
-            let plan = Plan::new(&binary, &root, place, &run_dir)?;
-            if target_dir.is_some() && built_in.is_none() {
-                plan.keep(&run_dir, &binary);
+            let plan = Plan::new(binary, &nextest.root, place, &run_dir)?;
+            if nextest.target_dir.is_some() && built_in.is_none() {
+                plan.keep(&run_dir, binary);
             }
             plan
         }
     };
-    // The attempts before this one, as their records left them: nextest runs a test's attempts one after another.
-    let earlier = match Record::read(&run_dir, &id) {
-        Some(mut last) if last.attempt < attempt_number => {
-            let mut earlier = std::mem::take(&mut last.earlier);
-            earlier.push(last);
-            earlier
-        }
-        _ => Vec::new(),
-    };
-    let started_at = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-    let mut record = Record {
-        id: id.clone(),
-        outcome: TestOutcome::NotRun,
-        signal: None,
-        exit_code: None,
-        unreported: false,
-        unmeasured: false,
-        duration: 0.0,
-        started_at,
-        attempt: attempt_number,
-        report: None,
-        warnings: Vec::new(),
-        workspace_root: nextest_root.map(|root| root.display().to_string()),
-        running: true,
-        stopped_by: None,
-        timeout: None,
-        attempts_allowed,
-        unnamed: None,
-        panic: None,
-        output_tail: None,
-        earlier,
-        exec: None,
-    };
-
-    // Each test process's directory of its own; `tmp` is shared by the run's wrappers and stays.
-    let report_dir = run_dir.join(record::TMP).join(std::process::id().to_string());
-    std::fs::create_dir_all(&report_dir).map_err(Error::io("create", &report_dir))?;
-    let token = attempt::run_token(0);
-    let mut command = Command::new(&binary);
-    command.args(test_args);
-    let measuring = Measuring {
-        report_dir: &report_dir,
-        token: &token,
-        known_code: plan.known_code.as_deref().map(Arc::from),
-        allow: plan.allow.as_deref(),
-        interposer: Some((&plan.interposer, identity)),
-    };
-    let timeout = plan.timeout.map(|timeout| Duration::from_secs_f64(timeout.max(0.0)));
     if built_in.is_none() {
-        // The binary is there when the gate runs, which names its stacks and finishes the record: the test runs in
-        // this process's place, and the interposer in it says how it ended (`run::exec::finish`). A process less
-        // per test, nextest's own timeouts and signals straight to the test.
-        let exec = record::Exec {
-            pid: std::process::id(),
-            token: token.clone(),
-            binary_id: binary_id.clone(),
-            test_name: name.clone(),
-            timeout: plan.timeout,
-            junit: target_dir.zip(plan.junit.clone()).map(|(dir, junit)| {
-                let name = std::env::var("NEXTEST_PROFILE").unwrap_or_default();
-                dir.join("nextest").join(name).join(junit)
-            }),
-        };
-        command.env(ying_report::END_MARK_ENV, exec.end_mark(&run_dir));
-        // The binary's stamp as the plan read it in this process (worked out, or checked kept).
-        let stamp = plan.stamp;
-        record.unnamed = Some(Unnamed { binary: binary.clone(), package_dir: package_dir.clone(), stamp });
-        record.exec = Some(exec);
-        record.write(&run_dir)?;
-        measuring.apply(&mut command);
-        let source = std::os::unix::process::CommandExt::exec(&mut command);
-        return Err(Error::Wrap(WrapError::Spawn { path: binary.clone(), source }));
+        return Err(starting.exec(&nextest, &plan, &run_dir));
     }
+    let command = starting.command(&nextest, &plan)?;
+    let (id, report_dir, package_dir) = (&starting.id, &starting.report_dir, &nextest.package_dir);
+    let mut record = starting.record.clone();
+    let timeout = plan.timeout.map(|timeout| Duration::from_secs_f64(timeout.max(0.0)));
     // Before the test runs: a test killed with this process is still known to have run.
     record.write(&run_dir)?;
     // An archive's binary may be gone when the gate runs: its stacks are named here.
@@ -179,12 +278,12 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     // with it.
     crate::run::process::adopt_orphans();
     let attempt = Attempting {
-        id: &id,
-        binary: &binary,
-        package_dir: &package_dir,
+        id,
+        binary,
+        package_dir,
         built_in: built_in.as_deref(),
         command,
-        measuring,
+        measuring: starting.measuring(&plan),
         // The test's output goes to nextest, which captures it; the wrapper keeps why it failed. Output nextest
         // does not capture (`--no-capture`, a terminal) goes straight there.
         output: if std::io::stdout().is_terminal() { Output::Inherited } else { Output::Relayed },
@@ -199,7 +298,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let left = crate::run::process::end_adopted();
     symbolizer.save();
     // Empty once its report was taken; what a test left beside it goes too.
-    let _ = std::fs::remove_dir(&report_dir).or_else(|_| std::fs::remove_dir_all(&report_dir));
+    let _ = std::fs::remove_dir(report_dir).or_else(|_| std::fs::remove_dir_all(report_dir));
     let (stopped_by, killed_by, exit_code) = (attempt.stopped_by, attempt.killed_by, attempt.exit_code);
     let unreported = matches!(attempt.outcome, Outcome::Unreported { .. });
     let unmeasured = attempt.outcome == Outcome::Unmeasured;

@@ -1,9 +1,10 @@
 //! The nextest profile `ying` that `cargo ying setup nextest` writes into `.config/nextest.toml`: a wrapper script
-//! that is cargo-ying itself (`cargo-ying ying wrap`, see `commands::wrap`), a rule that runs every test through
+//! that is `ying-wrap`, cargo-ying's small program for it (see `commands::wrap`), a rule that runs every test through
 //! it, one that lists every binary through it (so the gate knows what nextest skipped and ignored), and a JUnit file
 //! (nextest's words for why a test failed, which the wrapper that `exec`s the test does not see). The wrapper
 //! carries the allocation interposer: an archive of the profile's tests needs nothing more. A profile that setup
-//! wrote before it listed gets the listing rule, and one without a JUnit file the file.
+//! wrote before it listed gets the listing rule, one without a JUnit file the file, and a script that is cargo-ying
+//! itself (`cargo-ying ying wrap`, as setup wrote it before `ying-wrap`) becomes `ying-wrap`.
 //!
 //! The file is edited, not replaced: what is in it stays as written (comments, order, layout). `wrapper-scripts` is
 //! added to its `experimental` list; the script and the profile are added, or left alone when they are there as
@@ -17,8 +18,12 @@ use toml_edit::{DocumentMut, Item, Table};
 pub(crate) const PROFILE: &str = "ying";
 /// The wrapper script's name.
 pub(crate) const SCRIPT: &str = "ying";
-/// The wrapper's command line: cargo-ying, found on the `PATH` as cargo finds it for `cargo ying`.
-pub(crate) const WRAPPER_COMMAND: &str = "cargo-ying ying wrap";
+/// The wrapper's command line: `ying-wrap`, installed beside cargo-ying and found on the `PATH` as cargo finds
+/// `cargo-ying` for `cargo ying`.
+pub(crate) const WRAPPER_COMMAND: &str = "ying-wrap";
+/// The wrapper's command line as earlier setups wrote it: cargo-ying itself, which still wraps a test as `ying-wrap`
+/// does, at the cost of a larger program started for every test.
+const EARLIER_WRAPPER_COMMAND: &str = "cargo-ying ying wrap";
 
 /// What setup adds, as it is written into a file that has none of it.
 fn template() -> String {
@@ -91,6 +96,16 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
             changed = true;
         }
         Some(script) if script.get("command").and_then(Item::as_str) == Some(WRAPPER_COMMAND) => {}
+        Some(script) if script.get("command").and_then(Item::as_str) == Some(EARLIER_WRAPPER_COMMAND) => {
+            let script = wrappers.get_mut(SCRIPT).and_then(Item::as_table_like_mut).expect("a script is a table");
+            if let Some(command) = script.get_mut("command").and_then(Item::as_value_mut) {
+                // The string replaced, its comments and spacing kept.
+                let decor = command.decor().clone();
+                *command = WRAPPER_COMMAND.into();
+                *command.decor_mut() = decor;
+            }
+            changed = true;
+        }
         Some(_) => return Err(NextestConfigError::Conflict(Conflict { what: format!("[scripts.wrapper.{SCRIPT}]") })),
     }
 
@@ -175,7 +190,7 @@ mod tests {
         let written = added("");
         assert_eq!(written, template());
         let parsed: toml::Table = written.parse().unwrap();
-        assert_eq!(parsed["scripts"]["wrapper"]["ying"]["command"].as_str(), Some("cargo-ying ying wrap"));
+        assert_eq!(parsed["scripts"]["wrapper"]["ying"]["command"].as_str(), Some("ying-wrap"));
         assert_eq!(parsed["profile"]["ying"]["scripts"][0]["run-wrapper"].as_str(), Some("ying"));
         assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
     }
@@ -206,6 +221,15 @@ mod tests {
         assert_eq!(rules.len(), 2, "{written}");
         assert_eq!(rules[1]["list-wrapper"].as_str(), Some("ying"));
         assert_eq!(parsed["profile"]["ying"]["retries"].as_integer(), Some(2));
+        assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
+    }
+
+    #[test]
+    fn a_script_that_is_cargo_ying_itself_becomes_ying_wrap_and_keeps_its_comment() {
+        let before = template()
+            .replace("command = \"ying-wrap\"", "command = \"cargo-ying ying wrap\" # every test through cargo-ying");
+        let written = added(&before);
+        assert_eq!(written, before.replace("cargo-ying ying wrap", "ying-wrap"), "{written}");
         assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
     }
 

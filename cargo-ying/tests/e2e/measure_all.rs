@@ -1,7 +1,8 @@
 //! `--measure all`: a suite with no ying dependency, attribute or global allocator (`fixtures/plain-tests`),
 //! measured through the allocation interposer cargo ying builds and preloads.
 
-use super::{Fixture, REGRESSED, TEST_FAILED, entry, stderr, summary};
+use super::{Fixture, REGRESSED, TEST_FAILED, entry, stderr, stdout, summary};
+use std::path::Path;
 use ying_report::report::LeakReport;
 use ying_report::{TargetKind, TestId};
 
@@ -500,7 +501,7 @@ fn nextests_runs_measured_through_the_profile_setup_writes_are_gated_as_measure_
     let setup = cargo_ying_in(&fixture, fixture.path(), &["setup", "nextest", "--manifest-path", manifest]);
     assert_eq!(setup.status.code(), Some(0), "{}", stderr(&setup));
     let config = std::fs::read_to_string(fixture.path().join(".config/nextest.toml")).unwrap();
-    assert!(config.contains("command = \"cargo-ying ying wrap\""), "{config}");
+    assert!(config.contains("command = \"ying-wrap\""), "{config}");
     let again = cargo_ying_in(&fixture, fixture.path(), &["setup", "nextest", "--manifest-path", manifest]);
     assert!(stderr(&again).contains("has the profile `ying` already"), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(fixture.path().join(".config/nextest.toml")).unwrap(), config);
@@ -772,8 +773,49 @@ fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_
         .map(|run| run.path().join("tests/plain-fixtures/test/plain/clean.json"))
         .find(|path| path.is_file())
         .expect("the run's record of the test");
-    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+    let run_dir = record.ancestors().nth(5).unwrap().to_owned();
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
     assert_eq!(record["exec"]["pid"].as_i64(), Some(i64::from(pids[1])), "the test ran as the wrapper's process");
+
+    // `ying-wrap` alone, no cargo-ying beside it or on PATH, as nextest starts it for a test of the same binary:
+    // the binary's plan is kept, so the test runs in its place, measured, and is recorded.
+    let alone = fixture.scratch("alone");
+    std::fs::create_dir_all(&alone).unwrap();
+    let ying_wrap = alone.join("ying-wrap");
+    std::fs::copy(Path::new(env!("CARGO_BIN_EXE_cargo-ying")).with_file_name("ying-wrap"), &ying_wrap).unwrap();
+    let binary = record["unnamed"]["binary"].as_str().unwrap();
+    let wrapped = |phase: &str| {
+        let mut command = super::cleaned(&ying_wrap, &fixture.target_dir());
+        command
+            .args([binary, "--exact", "clean", "--nocapture"])
+            .current_dir(record["unnamed"]["package_dir"].as_str().unwrap())
+            .env("PATH", "/usr/bin:/bin")
+            .env("NEXTEST_RUN_ID", run_dir.file_name().unwrap())
+            .env("NEXTEST_BINARY_ID", "plain-fixtures::plain")
+            .env("NEXTEST_TEST_NAME", "clean")
+            .env("NEXTEST_TEST_PHASE", phase)
+            .env("NEXTEST_WORKSPACE_ROOT", fixture.path())
+            .env("NEXTEST_PROFILE", "ying");
+        let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        (child.id(), child.wait_with_output().unwrap())
+    };
+    let (pid, output) = wrapped("run");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("test clean ... ok"), "{}", stdout(&output));
+    let path = run_dir.join("tests/plain-fixtures/test/plain/clean.json");
+    let again: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(again["exec"]["pid"].as_u64(), Some(u64::from(pid)), "{again}");
+    let reports = run_dir.join(format!("tmp/{pid}"));
+    assert_eq!(std::fs::read_dir(&reports).unwrap().count(), 1, "the test's report in {}", reports.display());
+    assert!(run_dir.join(format!("tmp/{pid}.end")).is_file(), "the interposer's end mark");
+    // nextest's list phase is cargo-ying's: without it, `ying-wrap` says what it could not start.
+    let (_, output) = wrapped("list");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("error: failed to run the test measured: could not start cargo-ying"),
+        "{}",
+        stderr(&output)
+    );
 
     let run = nextest(&[("YING_FIXTURE_DROP_PRELOAD", "1")]);
     assert_eq!(run.status.code(), Some(0), "nextest saw it pass: {}", stderr(&run));

@@ -94,7 +94,7 @@ fn a_pipe_or_a_device_is_refused_at_once_naming_the_file() {
 }
 
 #[test]
-fn no_profile_is_written_when_nextest_could_not_find_cargo_ying() {
+fn no_profile_is_written_when_nextest_could_not_find_ying_wrap() {
     let dir = workspace();
     // cargo's and the system's programs, not the built cargo-ying's directory.
     let cargo = Path::new(&std::env::var_os("CARGO").unwrap()).parent().unwrap().to_owned();
@@ -102,7 +102,7 @@ fn no_profile_is_written_when_nextest_could_not_find_cargo_ying() {
     let output = setup(dir.path(), Some(path.to_str().unwrap()));
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let message = stderr(&output);
-    assert!(message.contains("failed to find `cargo-ying` on PATH"), "{message}");
+    assert!(message.contains("failed to find `ying-wrap` on PATH"), "{message}");
     let built = Path::new(env!("CARGO_BIN_EXE_cargo-ying")).parent().unwrap();
     assert!(message.contains(&built.display().to_string()), "{message}");
     assert!(!dir.path().join(".config/nextest.toml").exists());
