@@ -227,14 +227,17 @@ impl LeakReport {
     /// Writes the report over the file at `path`, in place: for a file no one reads until its writer moves it
     /// where it is read (`cargo ying` completing the report a test wrote). No file is created.
     ///
-    /// The file is written over from its start, then cut to the report's length, rather than emptied first: a file
-    /// emptied and written again is sent to the disk when it is closed on ext4 (`auto_da_alloc`, for programs that
-    /// replace a file's contents that way), a write for every test that no reader needs.
+    /// The file is written over from its start, then cut to the report's length only when it was longer, rather
+    /// than emptied first: a file emptied or cut and written again is sent to the disk when it is closed on ext4
+    /// (`auto_da_alloc`, for programs that replace a file's contents that way), a write for every test that no
+    /// reader needs. A start mark (the run's token) is always shorter than the report written over it.
     pub fn rewrite(&self, path: &Path) -> std::io::Result<()> {
         let json = json::to_bytes(self)?;
         let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+        let was = file.metadata()?.len();
         std::io::Write::write_all(&mut file, &json)?;
-        file.set_len(json.len() as u64)
+        let len = json.len() as u64;
+        if was > len { file.set_len(len) } else { Ok(()) }
     }
 
     /// Writes the report to `path` in the file of its test's start mark `mark` ([`STARTED_EXTENSION`]): the mark is

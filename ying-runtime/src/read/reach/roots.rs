@@ -221,11 +221,16 @@ impl Process {
 /// valgrind's roots are (what the C library keeps for itself, its name-service state after a `getaddrinfo`, is
 /// reached from there, never lost; its allocator's lists point at chunk headers, which are no pointers into a block:
 /// see `graph::block_at`). ying's own statics are left out (its caches' tables hold stale words in their empty
-/// slots).
+/// slots): a library that is ying itself (the interposer of `--measure all`: ying, its standard library and its
+/// symbolisers, none of them the program's) wholly, without reading its symbols.
 fn writable_segments(namer: &mut Namer) -> Vec<(usize, usize)> {
     let mut objects = Vec::new();
+    let this_code = writable_segments as *const () as usize;
     crate::base::loaded::find_map(|object| {
         let name = object.name.to_bytes();
+        if !name.is_empty() && object.holds(this_code) {
+            return ControlFlow::Continue(());
+        }
         let path = if name.is_empty() { EXECUTABLE.to_owned() } else { object.name.to_string_lossy().into_owned() };
         let writable: Vec<(usize, usize)> = object
             .segments(libc::PT_LOAD)
