@@ -191,15 +191,16 @@ impl Selection {
 /// The longest a test binary may take to list its tests.
 pub(crate) const LIST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Runs `command` (a binary's `--list`) to the end, in its own process group, for at most [`LIST_TIMEOUT`].
-fn list_output(mut command: Command) -> std::result::Result<Output, ListError> {
+/// Runs `command` (a binary's `--list`) to the end, in its own process group, for at most `timeout`
+/// ([`LIST_TIMEOUT`]): a binary that blocks is ended with its group.
+fn list_output(mut command: Command, timeout: Duration) -> std::result::Result<Output, ListError> {
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let started = Instant::now();
     let mut child = process::spawn(&mut command).map_err(ListError::Spawn)?;
     let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
-    let status = match process::wait(&mut child, started, LIST_TIMEOUT) {
+    let status = match process::wait(&mut child, started, timeout) {
         Waited::Exited(status) => status,
-        Waited::TimedOut => return Err(ListError::TimedOut(LIST_TIMEOUT)),
+        Waited::TimedOut => return Err(ListError::TimedOut(timeout)),
         Waited::Interrupted(signal) => return Err(ListError::Interrupted(signals::name(signal))),
         Waited::Failed(error) => return Err(ListError::Spawn(error)),
         Waited::Cancelled => unreachable!("`wait` is never cancelled: only a test's run is"),
@@ -226,7 +227,7 @@ fn list(binary: &TestBinary, ignored: bool) -> Result<Vec<String>> {
         command.arg("--ignored");
     }
     let error = |source| Error::List { binary: binary.path.clone(), source };
-    let output = list_output(command).map_err(error)?;
+    let output = list_output(command, LIST_TIMEOUT).map_err(error)?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
         return Err(error(ListError::Failed { status: output.status, stderr }));
@@ -275,7 +276,7 @@ pub(crate) fn discover(binaries: &[Arc<TestBinary>]) -> Result<Vec<TestCase>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Mismatch, Selection};
+    use super::{ListError, Mismatch, Selection, list_output};
     use crate::run::select::filterset::Filterset;
     use ying_report::{TargetKind, TestId};
 
@@ -415,5 +416,32 @@ mod tests {
         let sets = [Filterset::parse("test(=c)").unwrap()];
         let by_set = Selection::new(&[], &sets, &[]).unwrap();
         assert_eq!(by_set.mismatch(&id("a"), false), Some(Mismatch::Expression));
+    }
+
+    /// A binary that never ends its listing (a libtest binary blocked in a constructor, say) is ended at the
+    /// listing's timeout with everything in its group, and the listing fails naming the timeout.
+    #[test]
+    #[cfg(unix)]
+    fn a_listing_that_blocks_is_ended_at_its_timeout_with_its_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let mut command = std::process::Command::new("sh");
+        command.arg("-c").arg(format!("sleep 30 & echo $! > {}; wait", pid_file.display()));
+        let timeout = std::time::Duration::from_millis(500);
+        let started = std::time::Instant::now();
+        let result = list_output(command, timeout);
+        assert!(matches!(result, Err(ListError::TimedOut(after)) if after == timeout), "{result:?}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "it waited for the listing's end");
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        let gone = (0..100).any(|_| {
+            // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+            let alive = unsafe { libc::kill(pid, 0) } == 0
+                && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ");
+            if alive {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            !alive
+        });
+        assert!(gone, "the listing's child {pid} outlived it");
     }
 }
