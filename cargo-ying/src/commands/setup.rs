@@ -27,7 +27,7 @@ pub(crate) fn nextest(args: &SetupNextestArgs) -> Result<u8> {
     let crlf = body.contains("\r\n");
     let change = profile::apply(body).map_err(|source| Error::NextestConfig { path: path.clone(), source })?;
     if args.print {
-        print!("{}", if let Change::Added(text) = &change { text } else { &text });
+        print!("{}", if let Change::Added(text) | Change::Updated(text) = &change { text } else { &text });
         return Ok(exit_code::OK);
     }
     // Ready before the file names it: a profile whose tests would all fail for want of it is never written.
@@ -40,14 +40,16 @@ pub(crate) fn nextest(args: &SetupNextestArgs) -> Result<u8> {
     }
     match change {
         Change::Added(text) => {
-            let dir = path.parent().expect("the file is in .config");
-            std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
-            let text = if crlf { text.replace("\r\n", "\n").replace('\n', "\r\n") } else { text };
-            // Replaced whole (a run of nextest never reads half of it), a link kept with its target written, its
-            // mode kept.
-            ying_report::write_users_file(&path, format!("{bom}{text}").as_bytes())
-                .map_err(Error::io("write", &path))?;
-            eprintln!("{:>12} the profile `{}` to {}", "Added", profile::PROFILE, path.display());
+            write_profile(
+                &path,
+                &format!("{bom}{text}"),
+                crlf,
+                &format!("Added the profile `{}` to", profile::PROFILE),
+            )?;
+        }
+        Change::Updated(text) => {
+            let did = format!("Updated the profile `{}` in", profile::PROFILE);
+            write_profile(&path, &format!("{bom}{text}"), crlf, &did)?;
         }
         Change::AlreadySet => {
             eprintln!("{:>12} {} has the profile `{}` already", "Fresh", path.display(), profile::PROFILE);
@@ -60,6 +62,19 @@ pub(crate) fn nextest(args: &SetupNextestArgs) -> Result<u8> {
         profile::PROFILE
     );
     Ok(exit_code::OK)
+}
+
+/// Writes `text` (the profile setup made, its byte order mark kept) to `path` with CRLF line ends when `crlf`, and
+/// says `did` of it ("Added the profile `ying` to").
+fn write_profile(path: &std::path::Path, text: &str, crlf: bool, did: &str) -> Result<()> {
+    let dir = path.parent().expect("the file is in .config");
+    std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
+    let text = if crlf { text.replace("\r\n", "\n").replace('\n', "\r\n") } else { text.to_owned() };
+    // Replaced whole (a run of nextest never reads half of it), a link kept with its target written, its mode kept.
+    ying_report::write_users_file(path, text.as_bytes()).map_err(Error::io("write", path))?;
+    let (verb, rest) = did.split_once(' ').unwrap_or((did, ""));
+    eprintln!("{verb:>12} {rest} {}", path.display());
+    Ok(())
 }
 
 /// Whether `program` is an executable file in a directory of `PATH`, as nextest (and a shell) would find it.

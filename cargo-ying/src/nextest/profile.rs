@@ -56,6 +56,8 @@ path = "junit.xml"
 pub(crate) enum Change {
     /// The profile was added; the file's new text.
     Added(String),
+    /// The profile was there, written by an earlier setup, and is brought up to date; the file's new text.
+    Updated(String),
     /// It was there already, as setup writes it.
     AlreadySet,
 }
@@ -111,6 +113,7 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
 
     // `[profile.ying]`, with its rule.
     let profiles = implicit_table(document.as_table_mut(), "profile")?;
+    let had_profile = profiles.contains_key(PROFILE);
     match profiles.get(PROFILE) {
         None => {
             profiles.insert(PROFILE, ours["profile"][PROFILE].clone());
@@ -140,7 +143,11 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
         }
         Some(_) => return Err(NextestConfigError::Conflict(Conflict { what: format!("[profile.{PROFILE}]") })),
     }
-    Ok(if changed { Change::Added(document.to_string()) } else { Change::AlreadySet })
+    Ok(match (changed, had_profile) {
+        (false, _) => Change::AlreadySet,
+        (true, false) => Change::Added(document.to_string()),
+        (true, true) => Change::Updated(document.to_string()),
+    })
 }
 
 /// Whether `profile` runs every test through the script.
@@ -180,7 +187,7 @@ mod tests {
 
     fn added(text: &str) -> String {
         match apply(text).unwrap() {
-            Change::Added(text) => text,
+            Change::Added(text) | Change::Updated(text) => text,
             Change::AlreadySet => panic!("nothing added to:\n{text}"),
         }
     }
@@ -230,6 +237,8 @@ mod tests {
             .replace("command = \"ying-wrap\"", "command = \"cargo-ying ying wrap\" # every test through cargo-ying");
         let written = added(&before);
         assert_eq!(written, before.replace("cargo-ying ying wrap", "ying-wrap"), "{written}");
+        assert!(matches!(apply(&before).unwrap(), Change::Updated(_)), "a profile that was there is updated");
+        assert!(matches!(apply("").unwrap(), Change::Added(_)));
         assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
     }
 
