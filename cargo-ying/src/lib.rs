@@ -1,8 +1,8 @@
 //! `cargo ying`: runs a test suite with ying's leak tests, each test in a process of its own, and reports their
 //! memory.
 //!
-//! The binary is a thin wrapper around [`main_impl`]; nextest's wrapper script, `ying-wrap`, around [`wrap_impl`]. One job per module, from the
-//! door inwards:
+//! The binary is a thin wrapper around [`main_impl`]; nextest's wrapper script, `ying-wrap`, around [`wrap_impl`].
+//! One job per module, from the door inwards:
 //! - the command line: `cli` parses it (clap), `settings` resolves what it says with `[workspace.metadata.ying]`
 //!   (`config`) into the values the rest takes; `commands` (`test`, `list`, `accept`, `diff`, `merge`, `setup`,
 //!   `gate`, `wrap`) each tie the modules below together for one job; `ending` is the end of a run that `test` and
