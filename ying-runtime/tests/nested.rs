@@ -9,6 +9,15 @@ use ying::ScopeStats;
 #[global_allocator]
 static ALLOC: ying::YingProfiler = ying::YingProfiler::new();
 
+/// Held by the tests whose closed scope's handle must still find the enclosing scope, and by the one that opens a
+/// thousand scopes: scopes take the runtime's 256 slots in turn, and a closed scope's slot remembers where its
+/// blocks went only until it is taken again, so the loop, running beside them, could take it in between.
+static SLOTS_IN_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn slots_in_turn() -> std::sync::MutexGuard<'static, ()> {
+    SLOTS_IN_TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn leak(bytes: usize) {
     std::mem::forget(black_box(Vec::<u8>::with_capacity(bytes)));
 }
@@ -130,6 +139,7 @@ fn a_thread_that_entered_the_inner_scope_counts_in_the_outer() {
 
 #[test]
 fn a_closed_inner_scopes_handle_counts_in_the_enclosing_scopes() {
+    let _slots = slots_in_turn();
     let (inner, outer) = ying::measure(|| {
         let (handle, inner) = ying::measure(ying::Scope::current);
         std::thread::spawn(move || {
@@ -170,6 +180,7 @@ fn guard_outlives_inner_scope(bytes: usize) -> ScopeStats {
 
 #[test]
 fn a_guard_that_outlived_its_scope_counts_in_the_enclosing_scopes() {
+    let _slots = slots_in_turn();
     guard_outlives_inner_scope(0); // one-time initialisation first
     let (without, with) = (guard_outlives_inner_scope(0), guard_outlives_inner_scope(4096));
     assert_eq!(with.retained_bytes - without.retained_bytes, 4096);
@@ -199,6 +210,7 @@ fn an_inert_handle_entered_in_a_scope_keeps_the_thread_in_it() {
 
 #[test]
 fn a_measure_in_a_loop_hands_every_block_to_the_outer() {
+    let _slots = slots_in_turn();
     let ((), outer) = ying::measure(|| {
         for _ in 0..1000 {
             let ((), inner) = ying::measure(|| {
