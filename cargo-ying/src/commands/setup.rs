@@ -39,18 +39,8 @@ pub(crate) fn nextest(args: &SetupNextestArgs) -> Result<u8> {
         return Err(Error::WrapperNotOnPath { dir: dir.to_owned() });
     }
     match change {
-        Change::Added(text) => {
-            write_profile(
-                &path,
-                &format!("{bom}{text}"),
-                crlf,
-                &format!("Added the profile `{}` to", profile::PROFILE),
-            )?;
-        }
-        Change::Updated(text) => {
-            let did = format!("Updated the profile `{}` in", profile::PROFILE);
-            write_profile(&path, &format!("{bom}{text}"), crlf, &did)?;
-        }
+        Change::Added(text) => write_profile(&path, &format!("{bom}{text}"), crlf, ("Added", "to"))?,
+        Change::Updated(text) => write_profile(&path, &format!("{bom}{text}"), crlf, ("Updated", "in"))?,
         Change::AlreadySet => {
             eprintln!("{:>12} {} has the profile `{}` already", "Fresh", path.display(), profile::PROFILE);
         }
@@ -65,15 +55,14 @@ pub(crate) fn nextest(args: &SetupNextestArgs) -> Result<u8> {
 }
 
 /// Writes `text` (the profile setup made, its byte order mark kept) to `path` with CRLF line ends when `crlf`, and
-/// says `did` of it ("Added the profile `ying` to").
-fn write_profile(path: &std::path::Path, text: &str, crlf: bool, did: &str) -> Result<()> {
+/// says what it did: `(verb, preposition)`, `("Added", "to")` reads "Added the profile `ying` to <path>".
+fn write_profile(path: &std::path::Path, text: &str, crlf: bool, (verb, to): (&str, &str)) -> Result<()> {
     let dir = path.parent().expect("the file is in .config");
     std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
     let text = if crlf { text.replace("\r\n", "\n").replace('\n', "\r\n") } else { text.to_owned() };
     // Replaced whole (a run of nextest never reads half of it), a link kept with its target written, its mode kept.
     ying_report::write_users_file(path, text.as_bytes()).map_err(Error::io("write", path))?;
-    let (verb, rest) = did.split_once(' ').unwrap_or((did, ""));
-    eprintln!("{verb:>12} {rest} {}", path.display());
+    eprintln!("{verb:>12} the profile `{}` {to} {}", profile::PROFILE, path.display());
     Ok(())
 }
 
