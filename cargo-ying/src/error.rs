@@ -478,8 +478,8 @@ pub(crate) enum WrapError {
     StaticBinary(PathBuf),
     /// `ying-wrap` could not start cargo-ying, which it hands every test over to but those whose plan is kept.
     #[error(
-        "could not start {}: `ying-wrap` hands nextest's list phase, a binary's first test and an archive's tests to \
-         `cargo-ying ying wrap`; install both (`cargo install cargo-ying`) or put cargo-ying on PATH",
+        "could not start {}: `ying-wrap` hands a binary's first test of a run and an archive's binaries to `cargo-ying \
+         ying wrap`; install both (`cargo install cargo-ying`) or put cargo-ying on PATH",
         path.display()
     )]
     HandOver {

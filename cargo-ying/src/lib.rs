@@ -82,12 +82,15 @@ pub fn main_impl() -> ExitCode {
 
 /// Runs `ying-wrap`, the wrapper script of nextest's profile `ying` (`cargo ying setup nextest`), with the
 /// process's arguments (the test binary and its own): nextest runs every test of the profile through it, so it is a
-/// program of its own, small and quick to start. A test of a binary whose plan the run keeps (`commands::wrap`) runs
-/// in this process's place at once; anything else (nextest's list phase, a binary's first test, an archive's binary,
-/// and every error, which it words) is `cargo-ying ying wrap`'s, which this process becomes.
+/// program of its own, small and quick to start. nextest's list phase of a binary of a target directory is run and
+/// recorded here, and a test of a binary whose plan the run keeps (`commands::wrap`) runs in this process's place at
+/// once; anything else (a binary's first test, an archive's binary, and every error, which it words) is `cargo-ying
+/// ying wrap`'s, which this process becomes.
 pub fn wrap_impl() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    commands::wrap::run_kept(&args);
+    if let Some(code) = commands::wrap::run_kept(&args) {
+        return ExitCode::from(code);
+    }
     // The cargo-ying installed beside this program, else the one on PATH.
     let cargo_ying = std::env::current_exe()
         .map(|exe| exe.with_file_name("cargo-ying"))

@@ -201,17 +201,22 @@ impl Starting {
     }
 }
 
-/// The wrapper at its quickest, for `ying-wrap`: a test of a binary the run's wrappers have seen, whose plan is
-/// kept, runs in this process's place. Returns (having run nothing, or written only its start record, which
-/// `cargo-ying ying wrap` writes again) when the test needs more: nextest's list phase, an archive's binary, a
-/// binary not seen yet or built anew, or anything that went wrong, which `cargo-ying ying wrap` then says.
-pub(crate) fn run_kept(command: &[std::ffi::OsString]) {
-    let Ok(nextest) = Nextest::read(command) else { return };
-    let Some(target_dir) = nextest.target_dir.as_ref().filter(|_| !nextest.listing) else { return };
+/// The wrapper at its quickest, for `ying-wrap`: nextest's list phase of a binary of a target directory is run
+/// and recorded here, and a test of a binary the run's wrappers have seen, whose plan is kept, runs in this
+/// process's place. Returns the listing's exit code, or `None` (having run nothing, or written only a test's start
+/// record, which `cargo-ying ying wrap` writes again) when the test needs more: an archive's binary, a binary not
+/// seen yet or built anew, or anything that went wrong, which `cargo-ying ying wrap` then says.
+pub(crate) fn run_kept(command: &[std::ffi::OsString]) -> Option<u8> {
+    let nextest = Nextest::read(command).ok()?;
+    let target_dir = nextest.target_dir.as_ref()?;
     let run_dir = record::run_dir(&target_dir.join("ying"), &nextest.run_id);
-    let Some(plan) = Plan::kept(&run_dir, &nextest.binary, &nextest.root) else { return };
-    let Ok(starting) = Starting::new(&nextest, &run_dir) else { return };
+    if nextest.listing {
+        return list(&nextest.binary, nextest.test_args, nextest.binary_id.clone(), &run_dir).ok();
+    }
+    let plan = Plan::kept(&run_dir, &nextest.binary, &nextest.root)?;
+    let starting = Starting::new(&nextest, &run_dir).ok()?;
     let _ = starting.exec(&nextest, &plan, &run_dir);
+    None
 }
 
 /// Runs the test nextest gave, measured, and records it; returns the test's exit code (a test killed by a signal

@@ -784,22 +784,28 @@ fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_
     let ying_wrap = alone.join("ying-wrap");
     std::fs::copy(Path::new(env!("CARGO_BIN_EXE_cargo-ying")).with_file_name("ying-wrap"), &ying_wrap).unwrap();
     let binary = record["unnamed"]["binary"].as_str().unwrap();
-    let wrapped = |phase: &str| {
+    // The command nextest gives `ying-wrap` in `phase` of the run `run_id`: the binary and, for a test, its name.
+    let wrapped = |phase: &str, run_id: &std::ffi::OsStr| {
         let mut command = super::cleaned(&ying_wrap, &fixture.target_dir());
         command
-            .args([binary, "--exact", "clean", "--nocapture"])
+            .arg(binary)
             .current_dir(record["unnamed"]["package_dir"].as_str().unwrap())
             .env("PATH", "/usr/bin:/bin")
-            .env("NEXTEST_RUN_ID", run_dir.file_name().unwrap())
+            .env("NEXTEST_RUN_ID", run_id)
             .env("NEXTEST_BINARY_ID", "plain-fixtures::plain")
-            .env("NEXTEST_TEST_NAME", "clean")
             .env("NEXTEST_TEST_PHASE", phase)
             .env("NEXTEST_WORKSPACE_ROOT", fixture.path())
             .env("NEXTEST_PROFILE", "ying");
+        if phase == "run" {
+            command.args(["--exact", "clean", "--nocapture"]).env("NEXTEST_TEST_NAME", "clean");
+        }
+        command
+    };
+    let run = |mut command: std::process::Command| {
         let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
         (child.id(), child.wait_with_output().unwrap())
     };
-    let (pid, output) = wrapped("run");
+    let (pid, output) = run(wrapped("run", run_dir.file_name().unwrap()));
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains("test clean ... ok"), "{}", stdout(&output));
     let path = run_dir.join("tests/plain-fixtures/test/plain/clean.json");
@@ -808,8 +814,17 @@ fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_
     let reports = run_dir.join(format!("tmp/{pid}"));
     assert_eq!(std::fs::read_dir(&reports).unwrap().count(), 1, "the test's report in {}", reports.display());
     assert!(run_dir.join(format!("tmp/{pid}.end")).is_file(), "the interposer's end mark");
-    // nextest's list phase is cargo-ying's: without it, `ying-wrap` says what it could not start.
-    let (_, output) = wrapped("list");
+    // nextest's list phase of the binary is `ying-wrap`'s too: the listing passed on, and recorded.
+    let listed = run_dir.join("listed");
+    std::fs::remove_dir_all(&listed).unwrap();
+    let output = wrapped("list", run_dir.file_name().unwrap()).args(["--list", "--format", "terse"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("clean: test"), "{}", stdout(&output));
+    let listings: Vec<_> = std::fs::read_dir(&listed).unwrap().flatten().map(|entry| entry.path()).collect();
+    assert_eq!(listings.len(), 1, "{listings:?}");
+    assert!(std::fs::read_to_string(&listings[0]).unwrap().contains("\"clean\""), "the listing recorded");
+    // A binary no wrapper of the run has seen is cargo-ying's: without it, `ying-wrap` says what it could not start.
+    let (_, output) = run(wrapped("run", "another-run".as_ref()));
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("error: failed to run the test measured: could not start cargo-ying"),
