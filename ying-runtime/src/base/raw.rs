@@ -6,10 +6,20 @@
 //! recurse into profiling nor appear in any figure, and (mapped apart from the heap) the profiler's long-lived
 //! tables never sit between the program's blocks, where they would keep the program's allocator from growing a
 //! block in place.
+//!
+//! On Unix a block of at most [`SMALL_MAX`] bytes comes from a pool of blocks of its power-of-two size, carved from
+//! mappings of [`POOL_CHUNK`] bytes and kept for reuse once freed: the live table's 64 shards each start a map of a
+//! few entries and grow it by doubling, as the scan's vectors do, and a mapping of its own for each of those (a
+//! system call, a page touched, another to unmap it) was most of what a short test's process paid for its tables.
+//! A pool's lock is the last lock of the allocation path: taken inside the others, it holds none
+//! ([`lock_for_fork`]).
 
 use allocator_api2::alloc::{AllocError, Allocator};
 use core::alloc::Layout;
 use core::ptr::NonNull;
+
+#[cfg(unix)]
+use crate::base::sync::SpinLock;
 
 /// The operating system's memory, called directly, as an [`Allocator`] for hashbrown and allocator-api2
 /// collections.
@@ -53,6 +63,104 @@ fn unmap(ptr: *mut u8, layout: Layout) {
     unsafe { libc::munmap(ptr.cast(), layout.size()) };
 }
 
+/// The largest block a pool serves; a larger one is a mapping of its own.
+#[cfg(unix)]
+const SMALL_MAX: usize = 2048;
+/// The smallest pool's block size; each pool's blocks are twice the size of the one before.
+#[cfg(unix)]
+const SMALL_MIN: usize = 32;
+/// How many pools there are: blocks of 32, 64, ..., [`SMALL_MAX`] bytes.
+#[cfg(unix)]
+const POOL_COUNT: usize = (SMALL_MAX / SMALL_MIN).trailing_zeros() as usize + 1;
+/// How much a pool maps at a time: a multiple of every block size, whose pages are touched only as blocks are used.
+#[cfg(unix)]
+const POOL_CHUNK: usize = 64 * 1024;
+
+/// One block size's free blocks, and what is left of the last chunk mapped for it.
+#[cfg(unix)]
+struct Pool {
+    /// The address of the first free block (0: none); a free block's first word holds the next one's.
+    free: usize,
+    /// The rest of the last chunk, never handed out and as the system zeroed it: from `next` to `end`.
+    next: usize,
+    end: usize,
+}
+
+#[cfg(unix)]
+static POOLS: [SpinLock<Pool>; POOL_COUNT] = [const { SpinLock::new(Pool { free: 0, next: 0, end: 0 }) }; POOL_COUNT];
+
+/// The pool of a block of `layout` and its block size, when a pool serves it. A block is aligned to its size: a
+/// chunk is page-aligned and cut into blocks of one size, which divides the page.
+#[cfg(unix)]
+fn pool_of(layout: Layout) -> Option<(usize, usize)> {
+    let size = layout.size().max(layout.align()).max(SMALL_MIN).next_power_of_two();
+    (size <= SMALL_MAX).then(|| ((size / SMALL_MIN).trailing_zeros() as usize, size))
+}
+
+/// A block of `size` bytes from pool `index` (zeroed when `zeroed`), or null when no chunk could be mapped.
+#[cfg(unix)]
+fn take(index: usize, size: usize, zeroed: bool) -> *mut u8 {
+    let mut pool = POOLS[index].lock();
+    if pool.free != 0 {
+        let block = pool.free as *mut u8;
+        // SAFETY: a free block of this pool, `size` bytes of a chunk that is never unmapped; its first word is the
+        // next free block's address, written by `give`.
+        pool.free = unsafe { block.cast::<usize>().read() };
+        drop(pool);
+        if zeroed {
+            // SAFETY: the block is this caller's now, `size` bytes.
+            unsafe { block.write_bytes(0, size) };
+        }
+        return block;
+    }
+    if pool.next == pool.end {
+        // Every block size divides the chunk: a used-up chunk ends exactly at `end`.
+        let chunk = map(Layout::from_size_align(POOL_CHUNK, PAGE).expect("a page-aligned chunk"));
+        if chunk.is_null() {
+            return chunk;
+        }
+        pool.next = chunk as usize;
+        pool.end = chunk as usize + POOL_CHUNK;
+    }
+    let block = pool.next;
+    pool.next += size;
+    block as *mut u8
+}
+
+/// Gives `block`, taken from pool `index`, back to it.
+///
+/// # Safety
+///
+/// `block` came from [`take`] with this `index` and nothing uses it any more.
+#[cfg(unix)]
+unsafe fn give(index: usize, block: *mut u8) {
+    let mut pool = POOLS[index].lock();
+    // SAFETY: the block is at least `SMALL_MIN` bytes, aligned to its size, and no longer used: its first word
+    // keeps the list of free blocks.
+    unsafe { block.cast::<usize>().write(pool.free) };
+    pool.free = block as usize;
+}
+
+/// Takes every pool's lock before the process forks (see `hot::fork`): last, since a pool's lock is taken inside
+/// the others.
+#[cfg(unix)]
+pub(crate) fn lock_for_fork() {
+    POOLS.iter().for_each(SpinLock::lock_for_fork);
+}
+
+/// Releases the locks [`lock_for_fork`] took, in the parent and in the child.
+///
+/// # Safety
+///
+/// The calling thread took the locks with [`lock_for_fork`] (in a child: the thread that forked it did).
+#[cfg(unix)]
+pub(crate) unsafe fn unlock_after_fork() {
+    for pool in &POOLS {
+        // SAFETY: the caller took this lock with `lock_for_fork`, as this function's contract says.
+        unsafe { pool.unlock_after_fork() };
+    }
+}
+
 #[cfg(not(unix))]
 fn map(layout: Layout) -> *mut u8 {
     // SAFETY: `layout` has a non-zero size (checked by the caller).
@@ -71,16 +179,24 @@ fn unmap(ptr: *mut u8, layout: Layout) {
     unsafe { core::alloc::GlobalAlloc::dealloc(&std::alloc::System, ptr, layout) }
 }
 
-// SAFETY: every block is a fresh mapping (or a `System` block) of at least the requested size and alignment, zeroed
-// when asked for (a fresh anonymous mapping is), returned to the system with the same layout by `deallocate`; the
-// default `grow` and `shrink` copy through `allocate` and `deallocate`. That is what `Allocator` requires of each
-// method here.
+// SAFETY: every block is a pool's block of its layout's size class (a power of two at least the size and the
+// alignment, given back to that pool by `deallocate`, which finds the pool from the same layout), or a fresh mapping
+// (or a `System` block) of at least the requested size and alignment, returned to the system with the same layout by
+// `deallocate`; each is zeroed when asked for (a fresh anonymous mapping and a pool's uncut chunk are; a reused block
+// is zeroed by `take`). The default `grow` and `shrink` copy through `allocate` and `deallocate`. That is what
+// `Allocator` requires of each method here.
 unsafe impl Allocator for RawSystem {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         if layout.size() == 0 {
             // A dangling, well-aligned pointer is a valid zero-sized allocation.
             let dangling = NonNull::new(layout.align() as *mut u8).ok_or(AllocError)?;
             return Ok(NonNull::slice_from_raw_parts(dangling, 0));
+        }
+        #[cfg(unix)]
+        if let Some((index, size)) = pool_of(layout) {
+            return NonNull::new(take(index, size, false))
+                .map(|ptr| NonNull::slice_from_raw_parts(ptr, size))
+                .ok_or(AllocError);
         }
         NonNull::new(map(layout)).map(|ptr| NonNull::slice_from_raw_parts(ptr, layout.size())).ok_or(AllocError)
     }
@@ -89,13 +205,26 @@ unsafe impl Allocator for RawSystem {
         if layout.size() == 0 {
             return self.allocate(layout);
         }
+        #[cfg(unix)]
+        if let Some((index, size)) = pool_of(layout) {
+            return NonNull::new(take(index, size, true))
+                .map(|ptr| NonNull::slice_from_raw_parts(ptr, size))
+                .ok_or(AllocError);
+        }
         NonNull::new(map_zeroed(layout)).map(|ptr| NonNull::slice_from_raw_parts(ptr, layout.size())).ok_or(AllocError)
     }
 
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            unmap(ptr.as_ptr(), layout);
+        if layout.size() == 0 {
+            return;
         }
+        #[cfg(unix)]
+        if let Some((index, _)) = pool_of(layout) {
+            // SAFETY: `ptr` was allocated with `layout` (this method's contract), so by `take` from the same pool.
+            unsafe { give(index, ptr.as_ptr()) };
+            return;
+        }
+        unmap(ptr.as_ptr(), layout);
     }
 }
 
@@ -107,6 +236,39 @@ mod tests {
     use super::RawSystem;
     use allocator_api2::alloc::Allocator;
     use core::alloc::Layout;
+
+    /// A live table's shard starts its map at 148 bytes: such blocks are cut from one pool's chunk, side by side
+    /// (not a mapping each), aligned to their size, and a freed one is handed out again, zeroed when asked.
+    #[test]
+    fn small_blocks_come_side_by_side_from_a_pool_and_are_reused_once_freed() {
+        let layout = Layout::from_size_align(148, 16).unwrap();
+        let blocks: Vec<_> = (0..64).map(|_| RawSystem.allocate(layout).unwrap().cast::<u8>()).collect();
+        let addresses: Vec<usize> = blocks.iter().map(|block| block.as_ptr() as usize).collect();
+        assert!(addresses.iter().all(|address| address % 256 == 0), "aligned to the block size: {addresses:x?}");
+        // Other tests take blocks of this size too, and a chunk may run out: most neighbours, not all, are adjacent.
+        let adjacent = addresses.windows(2).filter(|pair| pair[1].wrapping_sub(pair[0]) == 256).count();
+        assert!(adjacent >= 32, "{adjacent} of 63 blocks next to the one before: {addresses:x?}");
+        for block in blocks {
+            // SAFETY: each block allocated with `layout` above, freed once.
+            unsafe { RawSystem.deallocate(block, layout) };
+        }
+        // Blocks of 2 KiB aligned to theirs, which little else asks for: the one freed last is the next handed out.
+        let layout = Layout::from_size_align(100, 2048).unwrap();
+        let block = RawSystem.allocate(layout).unwrap();
+        assert_eq!(block.len(), 2048, "the block's whole size is the caller's");
+        let block = block.cast::<u8>();
+        // SAFETY: the block's 2048 bytes, this test's.
+        unsafe { block.as_ptr().write_bytes(0xa5, 2048) };
+        // SAFETY: the block just allocated with `layout`, freed once.
+        unsafe { RawSystem.deallocate(block, layout) };
+        let again = RawSystem.allocate_zeroed(layout).unwrap().cast::<u8>();
+        assert_eq!(again, block, "the freed block is reused");
+        // SAFETY: the block's bytes, all readable.
+        let bytes = unsafe { core::slice::from_raw_parts(again.as_ptr(), 2048) };
+        assert!(bytes.iter().all(|&byte| byte == 0), "a reused block asked zeroed is zero");
+        // SAFETY: the block allocated again with `layout`, freed once.
+        unsafe { RawSystem.deallocate(again, layout) };
+    }
 
     #[test]
     fn zeroed_memory_is_zero_and_no_page_of_it_is_touched_before_it_is_used() {

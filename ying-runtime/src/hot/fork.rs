@@ -7,8 +7,9 @@
 //!
 //! - before the fork, the forking thread takes every lock the allocation path can hold: the call-frame rules'
 //!   writer lock (`unwind`), the stack table's (`stacks`), the live table's shards (`live`) and the scopes' peak
-//!   locks (`scope`), in that order. No path holds two of them at once, so no order can deadlock with a thread that
-//!   holds one;
+//!   locks (`scope`), in that order, and last the pools the tables' small blocks come from (`base::raw`). No path
+//!   holds two of the first at once, and a pool's lock, taken inside any of them, holds none, so no order can
+//!   deadlock with a thread that holds one;
 //! - after it, the parent and the child release them: the tables are as the last holder left them;
 //! - the child forgets the scope updates that other threads had in flight (`scope`): those threads are not in the
 //!   child, and a scope's close waits for a part being written. Their scopes stay open, with no home thread, and
@@ -56,6 +57,7 @@ extern "C" fn prepare() {
     stacks::lock_for_fork();
     live::lock_for_fork();
     scope::lock_for_fork();
+    crate::base::raw::lock_for_fork();
 }
 
 /// After the fork, in the parent: releases the locks.
@@ -76,6 +78,7 @@ fn release() {
     // SAFETY: `prepare` took these locks on the forking thread, which runs `parent` or `child` (in the child, the
     // only thread), and nothing released them since.
     unsafe {
+        crate::base::raw::unlock_after_fork();
         scope::unlock_after_fork();
         live::unlock_after_fork();
         stacks::unlock_after_fork();
