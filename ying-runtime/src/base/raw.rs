@@ -86,8 +86,13 @@ struct Pool {
     end: usize,
 }
 
+/// A pool of each block size.
 #[cfg(unix)]
-static POOLS: [SpinLock<Pool>; POOL_COUNT] = [const { SpinLock::new(Pool { free: 0, next: 0, end: 0 }) }; POOL_COUNT];
+struct Pools([SpinLock<Pool>; POOL_COUNT]);
+
+/// The pools [`RawSystem`] takes its small blocks from.
+#[cfg(unix)]
+static POOLS: Pools = Pools::new();
 
 /// The pool of a block of `layout` and its block size, when a pool serves it. A block is aligned to its size: a
 /// chunk is page-aligned and cut into blocks of one size, which divides the page.
@@ -97,55 +102,60 @@ fn pool_of(layout: Layout) -> Option<(usize, usize)> {
     (size <= SMALL_MAX).then(|| ((size / SMALL_MIN).trailing_zeros() as usize, size))
 }
 
-/// A block of `size` bytes from pool `index` (zeroed when `zeroed`), or null when no chunk could be mapped.
 #[cfg(unix)]
-fn take(index: usize, size: usize, zeroed: bool) -> *mut u8 {
-    let mut pool = POOLS[index].lock();
-    if pool.free != 0 {
-        let block = pool.free as *mut u8;
-        // SAFETY: a free block of this pool, `size` bytes of a chunk that is never unmapped; its first word is the
-        // next free block's address, written by `give`.
-        pool.free = unsafe { block.cast::<usize>().read() };
-        drop(pool);
-        if zeroed {
-            // SAFETY: the block is this caller's now, `size` bytes.
-            unsafe { block.write_bytes(0, size) };
-        }
-        return block;
+impl Pools {
+    const fn new() -> Self {
+        Self([const { SpinLock::new(Pool { free: 0, next: 0, end: 0 }) }; POOL_COUNT])
     }
-    if pool.next == pool.end {
-        // Every block size divides the chunk: a used-up chunk ends exactly at `end`.
-        let chunk = map(Layout::from_size_align(POOL_CHUNK, PAGE).expect("a page-aligned chunk"));
-        if chunk.is_null() {
-            return chunk;
-        }
-        pool.next = chunk as usize;
-        pool.end = chunk as usize + POOL_CHUNK;
-    }
-    let block = pool.next;
-    pool.next += size;
-    block as *mut u8
-}
 
-/// Gives `block`, taken from pool `index`, back to it.
-///
-/// # Safety
-///
-/// `block` came from [`take`] with this `index` and nothing uses it any more.
-#[cfg(unix)]
-unsafe fn give(index: usize, block: *mut u8) {
-    let mut pool = POOLS[index].lock();
-    // SAFETY: the block is at least `SMALL_MIN` bytes, aligned to its size, and no longer used: its first word
-    // keeps the list of free blocks.
-    unsafe { block.cast::<usize>().write(pool.free) };
-    pool.free = block as usize;
+    /// A block of `size` bytes from pool `index` (zeroed when `zeroed`), or null when no chunk could be mapped.
+    fn take(&self, index: usize, size: usize, zeroed: bool) -> *mut u8 {
+        let mut pool = self.0[index].lock();
+        if pool.free != 0 {
+            let block = pool.free as *mut u8;
+            // SAFETY: a free block of this pool, `size` bytes of a chunk that is never unmapped; its first word is
+            // the next free block's address, written by `give`.
+            pool.free = unsafe { block.cast::<usize>().read() };
+            drop(pool);
+            if zeroed {
+                // SAFETY: the block is this caller's now, `size` bytes.
+                unsafe { block.write_bytes(0, size) };
+            }
+            return block;
+        }
+        if pool.next == pool.end {
+            // Every block size divides the chunk: a used-up chunk ends exactly at `end`.
+            let chunk = map(Layout::from_size_align(POOL_CHUNK, PAGE).expect("a page-aligned chunk"));
+            if chunk.is_null() {
+                return chunk;
+            }
+            pool.next = chunk as usize;
+            pool.end = chunk as usize + POOL_CHUNK;
+        }
+        let block = pool.next;
+        pool.next += size;
+        block as *mut u8
+    }
+
+    /// Gives `block`, taken from pool `index`, back to it.
+    ///
+    /// # Safety
+    ///
+    /// `block` came from [`take`](Self::take) of these pools with this `index`, and nothing uses it any more.
+    unsafe fn give(&self, index: usize, block: *mut u8) {
+        let mut pool = self.0[index].lock();
+        // SAFETY: the block is at least `SMALL_MIN` bytes, aligned to its size, and no longer used: its first word
+        // keeps the list of free blocks.
+        unsafe { block.cast::<usize>().write(pool.free) };
+        pool.free = block as usize;
+    }
 }
 
 /// Takes every pool's lock before the process forks (see `hot::fork`): last, since a pool's lock is taken inside
 /// the others.
 #[cfg(unix)]
 pub(crate) fn lock_for_fork() {
-    POOLS.iter().for_each(SpinLock::lock_for_fork);
+    POOLS.0.iter().for_each(SpinLock::lock_for_fork);
 }
 
 /// Releases the locks [`lock_for_fork`] took, in the parent and in the child.
@@ -155,7 +165,7 @@ pub(crate) fn lock_for_fork() {
 /// The calling thread took the locks with [`lock_for_fork`] (in a child: the thread that forked it did).
 #[cfg(unix)]
 pub(crate) unsafe fn unlock_after_fork() {
-    for pool in &POOLS {
+    for pool in &POOLS.0 {
         // SAFETY: the caller took this lock with `lock_for_fork`, as this function's contract says.
         unsafe { pool.unlock_after_fork() };
     }
@@ -194,7 +204,7 @@ unsafe impl Allocator for RawSystem {
         }
         #[cfg(unix)]
         if let Some((index, size)) = pool_of(layout) {
-            return NonNull::new(take(index, size, false))
+            return NonNull::new(POOLS.take(index, size, false))
                 .map(|ptr| NonNull::slice_from_raw_parts(ptr, size))
                 .ok_or(AllocError);
         }
@@ -207,7 +217,7 @@ unsafe impl Allocator for RawSystem {
         }
         #[cfg(unix)]
         if let Some((index, size)) = pool_of(layout) {
-            return NonNull::new(take(index, size, true))
+            return NonNull::new(POOLS.take(index, size, true))
                 .map(|ptr| NonNull::slice_from_raw_parts(ptr, size))
                 .ok_or(AllocError);
         }
@@ -221,7 +231,7 @@ unsafe impl Allocator for RawSystem {
         #[cfg(unix)]
         if let Some((index, _)) = pool_of(layout) {
             // SAFETY: `ptr` was allocated with `layout` (this method's contract), so by `take` from the same pool.
-            unsafe { give(index, ptr.as_ptr()) };
+            unsafe { POOLS.give(index, ptr.as_ptr()) };
             return;
         }
         unmap(ptr.as_ptr(), layout);
@@ -237,37 +247,35 @@ mod tests {
     use allocator_api2::alloc::Allocator;
     use core::alloc::Layout;
 
-    /// A live table's shard starts its map at 148 bytes: such blocks are cut from one pool's chunk, side by side
-    /// (not a mapping each), aligned to their size, and a freed one is handed out again, zeroed when asked.
+    /// A live table's shard starts its map at 148 bytes: such a block comes from the pool of 256-byte blocks, which
+    /// cuts them from one chunk side by side (not a mapping each), aligned to their size, and hands a freed one out
+    /// again, zeroed when asked.
     #[test]
     fn small_blocks_come_side_by_side_from_a_pool_and_are_reused_once_freed() {
         let layout = Layout::from_size_align(148, 16).unwrap();
-        let blocks: Vec<_> = (0..64).map(|_| RawSystem.allocate(layout).unwrap().cast::<u8>()).collect();
-        let addresses: Vec<usize> = blocks.iter().map(|block| block.as_ptr() as usize).collect();
-        assert!(addresses.iter().all(|address| address % 256 == 0), "aligned to the block size: {addresses:x?}");
-        // Other tests take blocks of this size too, and a chunk may run out: most neighbours, not all, are adjacent.
-        let adjacent = addresses.windows(2).filter(|pair| pair[1].wrapping_sub(pair[0]) == 256).count();
-        assert!(adjacent >= 32, "{adjacent} of 63 blocks next to the one before: {addresses:x?}");
-        for block in blocks {
-            // SAFETY: each block allocated with `layout` above, freed once.
-            unsafe { RawSystem.deallocate(block, layout) };
-        }
-        // Blocks of 2 KiB aligned to theirs, which little else asks for: the one freed last is the next handed out.
-        let layout = Layout::from_size_align(100, 2048).unwrap();
+        let (index, size) = super::pool_of(layout).unwrap();
+        assert_eq!(size, 256);
         let block = RawSystem.allocate(layout).unwrap();
-        assert_eq!(block.len(), 2048, "the block's whole size is the caller's");
-        let block = block.cast::<u8>();
-        // SAFETY: the block's 2048 bytes, this test's.
-        unsafe { block.as_ptr().write_bytes(0xa5, 2048) };
+        assert_eq!(block.len(), 256, "the block's whole size is the caller's");
         // SAFETY: the block just allocated with `layout`, freed once.
-        unsafe { RawSystem.deallocate(block, layout) };
-        let again = RawSystem.allocate_zeroed(layout).unwrap().cast::<u8>();
-        assert_eq!(again, block, "the freed block is reused");
+        unsafe { RawSystem.deallocate(block.cast(), layout) };
+
+        // Pools of this test's own, which no other test takes from.
+        let pools = super::Pools::new();
+        let blocks: Vec<*mut u8> = (0..64).map(|_| pools.take(index, size, false)).collect();
+        let addresses: Vec<usize> = blocks.iter().map(|&block| block as usize).collect();
+        assert!(addresses.iter().all(|address| address % 256 == 0), "aligned to the block size: {addresses:x?}");
+        assert!(addresses.windows(2).all(|pair| pair[1] == pair[0] + 256), "side by side: {addresses:x?}");
+        let last = blocks[63];
+        // SAFETY: the block's 256 bytes, this test's.
+        unsafe { last.write_bytes(0xa5, 256) };
+        // SAFETY: the block taken from `pools` with `index`, given back once.
+        unsafe { pools.give(index, last) };
+        let again = pools.take(index, size, true);
+        assert_eq!(again, last, "the freed block is reused");
         // SAFETY: the block's bytes, all readable.
-        let bytes = unsafe { core::slice::from_raw_parts(again.as_ptr(), 2048) };
+        let bytes = unsafe { core::slice::from_raw_parts(again, 256) };
         assert!(bytes.iter().all(|&byte| byte == 0), "a reused block asked zeroed is zero");
-        // SAFETY: the block allocated again with `layout`, freed once.
-        unsafe { RawSystem.deallocate(again, layout) };
     }
 
     #[test]
