@@ -9,8 +9,8 @@
 //!
 //! On Unix a block of at most [`SMALL_MAX`] bytes comes from a pool of blocks of its power-of-two size, carved from
 //! mappings of [`POOL_CHUNK`] bytes and kept for reuse once freed: the live table's 64 shards each start a map of a
-//! few entries and grow it by doubling, as the scan's vectors do, and a mapping of its own for each of those (a
-//! system call, a page touched, another to unmap it) was most of what a short test's process paid for its tables.
+//! few entries and grow it by doubling, as the scan's vectors do, where a mapping of its own for each of those cost a
+//! short test's process a system call, a page touched and another call to unmap it, a hundred times over.
 //! A pool's lock is the last lock of the allocation path: taken inside the others, it holds none
 //! ([`lock_for_fork`]).
 
