@@ -258,7 +258,8 @@ pub(crate) fn on_alloc(thread: &ThreadState, id: ScopeId, size: usize) -> Option
 }
 
 /// [`on_alloc`] for a thread whose scope `id` has closed: counted in the scopes the thread is still in (see
-/// [`Scope::enter`]). Returns the innermost of them, which owns the block, and whether it records every stack.
+/// [`Scope::enter`](super::Scope::enter)). Returns the innermost of them, which owns the block, and whether it
+/// records every stack.
 #[cold]
 pub(crate) fn on_alloc_closed(thread: &ThreadState, id: ScopeId, size: usize) -> Option<(ScopeId, bool)> {
     let owner = update_closed(thread, id, Op::Alloc(size))?;
