@@ -801,11 +801,11 @@ fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_
         }
         command
     };
-    let run = |mut command: std::process::Command| {
+    let spawned = |mut command: std::process::Command| {
         let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
         (child.id(), child.wait_with_output().unwrap())
     };
-    let (pid, output) = run(wrapped("run", run_dir.file_name().unwrap()));
+    let (pid, output) = spawned(wrapped("run", run_dir.file_name().unwrap()));
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains("test clean ... ok"), "{}", stdout(&output));
     let path = run_dir.join("tests/plain-fixtures/test/plain/clean.json");
@@ -824,7 +824,7 @@ fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_
     assert_eq!(listings.len(), 1, "{listings:?}");
     assert!(std::fs::read_to_string(&listings[0]).unwrap().contains("\"clean\""), "the listing recorded");
     // A binary no wrapper of the run has seen is cargo-ying's: without it, `ying-wrap` says what it could not start.
-    let (_, output) = run(wrapped("run", "another-run".as_ref()));
+    let (_, output) = spawned(wrapped("run", "another-run".as_ref()));
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("error: failed to run the test measured: could not start cargo-ying"),
