@@ -134,11 +134,14 @@ pub(crate) struct GateArgs {
     pub verbose: bool,
 }
 
-/// The arguments nextest gives its wrapper script.
+/// The arguments nextest gives its wrapper script, or `--setup` for its setup script.
 #[derive(Debug, Args)]
 pub(crate) struct WrapArgs {
+    /// Run as the profile's setup script: give every test of the run what it needs to measure itself
+    #[arg(long, exclusive = true)]
+    pub setup: bool,
     /// The test binary and its arguments
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "TEST")]
+    #[arg(required_unless_present = "setup", trailing_var_arg = true, allow_hyphen_values = true, value_name = "TEST")]
     pub command: Vec<std::ffi::OsString>,
 }
 

@@ -466,6 +466,14 @@ pub(crate) enum WrapError {
     /// It was given no test binary to run.
     #[error("nextest gave no test binary to run: the wrapper runs `<test binary> <arguments>...`")]
     NoBinary,
+    /// A value the setup script gives the tests holds a line break, which nextest's `NEXTEST_ENV` file cannot.
+    #[error(
+        "failed to give the tests {name}: its value holds a line break, which nextest's `NEXTEST_ENV` file cannot hold"
+    )]
+    SetupValue {
+        /// The variable.
+        name: String,
+    },
     /// nextest's binary id is not one.
     #[error("nextest's binary id `{0}` is not of the form `package`, `package::name` or `package::kind/name`")]
     BinaryId(String),

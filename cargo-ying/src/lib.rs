@@ -48,7 +48,7 @@ pub fn main_impl() -> ExitCode {
     }
     // nextest's wrapper runs once per test, ahead of it: a test binary and its arguments need no parser.
     if args.len() > 3 && args[1] == "ying" && args[2] == "wrap" && !args[3].to_string_lossy().starts_with('-') {
-        let args = cli::WrapArgs { command: args.split_off(3) };
+        let args = cli::WrapArgs { setup: false, command: args.split_off(3) };
         return finish(commands::wrap::run(&args));
     }
     // `cargo ying test` runs `cargo-ying ying test`; `cargo-ying test` (run directly) means the same.
@@ -75,17 +75,19 @@ pub fn main_impl() -> ExitCode {
         cli::Command::Merge(args) => commands::merge::run(args),
         cli::Command::Setup(cli::SetupCommand::Nextest(args)) => commands::setup::nextest(args),
         cli::Command::Gate(args) => commands::gate::run(args),
+        cli::Command::Wrap(args) if args.setup => commands::setup_script::run(),
         cli::Command::Wrap(args) => commands::wrap::run(args),
     };
     finish(result)
 }
 
-/// Runs `ying-wrap`, the wrapper script of nextest's profile `ying` (`cargo ying setup nextest`), with the
-/// process's arguments (the test binary and its own): nextest runs every test of the profile through it, so it is a
-/// program of its own, small and quick to start. nextest's list phase of a binary of a target directory is run and
-/// recorded here, and a test of a binary whose plan the run keeps (`commands::wrap`) runs in this process's place at
-/// once; anything else (a binary's first test, an archive's binary, and every error, which it words) is `cargo-ying
-/// ying wrap`'s, which this process becomes.
+/// Runs `ying-wrap`, the wrapper and setup script of nextest's profile `ying` (`cargo ying setup nextest`), with the
+/// process's arguments: nextest lists every binary through it and runs it once per run as the setup script
+/// (`--setup`), and the interposer hands it an archive's tests, so it is a program of its own, small and quick to
+/// start. nextest's list phase of a binary of a target directory is run and recorded here, and a test of a binary
+/// whose plan the run keeps (`commands::wrap`) runs in this process's place at once; anything else (the setup
+/// script, a binary's first test, an archive's binary, and every error, which it words) is `cargo-ying ying
+/// wrap`'s, which this process becomes.
 pub fn wrap_impl() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if let Some(code) = commands::wrap::run_kept(&args) {

@@ -9,36 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Which file an executable is: its device, inode, length and modification time (nanoseconds since the Unix epoch).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExecutableStamp {
-    device: u64,
-    inode: u64,
-    len: u64,
-    modified_ns: u128,
-}
-
-impl ExecutableStamp {
-    /// The stamp of the file `metadata` describes; `None` where the platform does not tell a file apart this way.
-    pub fn of(metadata: &std::fs::Metadata) -> Option<Self> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let modified = metadata.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
-            Some(Self {
-                device: metadata.dev(),
-                inode: metadata.ino(),
-                len: metadata.len(),
-                modified_ns: modified.as_nanos(),
-            })
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = metadata;
-            None
-        }
-    }
-}
+pub use ying_report::ExecutableStamp;
 
 /// What an executable's symbol table says of the code the runtime must know by address. Each range is a function's
 /// (start, end) as the executable file places it (its symbol's value and size): a process adds its load bias.
@@ -251,7 +222,7 @@ mod tests {
     use super::{ExecutableStamp, KnownCode};
 
     fn stamp(len: u64) -> ExecutableStamp {
-        ExecutableStamp { device: 1, inode: 2, len, modified_ns: 3 }
+        serde_json::from_value(serde_json::json!({"device": 1, "inode": 2, "len": len, "modified_ns": 3})).unwrap()
     }
 
     #[test]

@@ -475,7 +475,7 @@ struct SummaryTest {
             )]
         );
         assert!(found[0].message.contains(
-            "ying-report/src/totals.rs:3 `crate::summary::{GateVerdict, TestOutcome}` -> summary (runs up, floor 1 to 4)"
+            "ying-report/src/totals.rs:3 `crate::summary::{GateVerdict, TestOutcome}` -> summary (runs up, floor 1 to 5)"
         ));
         // With the words both formats use in `terms`, and the conversion in `summary`, no rule is broken.
         let fixed = [

@@ -12,13 +12,18 @@ pub const YING_REPORT: Table = Table {
     member: "ying-report",
     floors: &[
         Floor {
-            modules: &["terms", "size", "test_id", "frame", "folded", "keys", "exit_code", "json", "end_mark"],
+            modules: &["terms", "size", "test_id", "frame", "folded", "keys", "exit_code", "json", "end_mark", "stamp"],
             why: "the contract's words, each standing alone: the terms both formats use, sizes, test ids, frames, \
-                  folded stacks, keys, exit codes, JSON files read and written whole, a test process's end mark",
+                  folded stacks, keys, exit codes, JSON files read and written whole, a test process's end mark, an \
+                  executable's stamp",
         },
         Floor {
             modules: &["report", "totals"],
             why: "the report a leak test writes, and a run's totals by outcome and verdict",
+        },
+        Floor {
+            modules: &["nextest"],
+            why: "what each test of a nextest run of the profile leaves for the gate, and the setup it starts from",
         },
         Floor {
             modules: &["arguments", "figures"],
@@ -165,7 +170,11 @@ pub const YING_PRELOAD: Table = Table {
             why: "the functions stood in front of other than the allocator's: thread names, stack walks",
         },
         Floor { modules: &["exports"], why: "the C allocation functions, defined in place of the C library's" },
-        Floor { modules: &["ending"], why: "how the process ended, said for nextest's wrapper, which execs the test" },
+        Floor {
+            modules: &["nextest"],
+            why: "a test of nextest's profile: its record started and its measurement asked for, in its own process",
+        },
+        Floor { modules: &["ending"], why: "how the process ended, said for a test of nextest's profile" },
         Floor { modules: &["lib"], why: "the crate root" },
     ],
     never: &[],

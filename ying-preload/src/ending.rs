@@ -1,5 +1,6 @@
-//! How the test process ends, said for nextest's wrapper, which runs the test in its own place (`exec`) and is not
-//! there to wait for it: when [`END_MARK_ENV`] names a file, this library, as it is loaded (before `main`),
+//! How the test process ends, said for a test of nextest's profile `ying`, whose process no wrapper waits for (the
+//! interposer started its record, see [`nextest`](crate::nextest), or a wrapper `exec`ed it): when [`END_MARK_ENV`]
+//! names a file, this library, as it is loaded (before `main`),
 //!
 //! - takes the variable out of the environment (the test's own children, which inherit the preload, say nothing);
 //! - makes the process the subreaper of what its children leave running (`PR_SET_CHILD_SUBREAPER`);
@@ -42,6 +43,8 @@ static LOADED: extern "C" fn() = loaded;
 
 extern "C" fn loaded() {
     use std::os::unix::ffi::OsStringExt as _;
+    // A test of nextest's profile `ying` sets its end mark's variable here, first.
+    crate::nextest::start();
     let Some(path) = std::env::var_os(END_MARK_ENV) else { return };
     // SAFETY: before `main`, in the loader's constructors: no other thread of the program reads the environment yet.
     unsafe { std::env::remove_var(END_MARK_ENV) };

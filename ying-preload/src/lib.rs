@@ -7,14 +7,16 @@
 //!
 //! - [`blocks`]: the blocks the program gets: the C library's, each with a header in front that keeps the size
 //!   the program asked for (`free` is not told it, and ying's figures are of requested bytes);
-//! - [`ending`]: the line that says how the process ended, for nextest's wrapper, which `exec`s the test
-//!   (`ying_report::end_mark`), and the processes the test left running ended as it exits;
+//! - [`ending`]: the line that says how the process ended, for a test of nextest's profile, whose process no
+//!   wrapper waits for (`ying_report::end_mark`), and the processes the test left running ended as it exits;
 //! - [`exports`]: the C allocation functions this library defines in place of the C library's, each a call of the
 //!   profiler over [`blocks`];
 //! - [`threads`]: `pthread_setname_np`, through which the runtime learns which thread runs the measured test;
 //! - [`unwind`]: `_Unwind_Backtrace`, whose walks (a panic's printed backtrace among them) allocate outside every
 //!   figure;
 //! - [`next`]: the definitions these stand in front of, looked up once;
+//! - [`nextest`]: a test of nextest's profile `ying`, whose record this library starts as it is loaded (the
+//!   profile's setup script preloads it; no wrapper runs the test);
 //! - [`own`]: the global allocator of this library's own Rust code (the runtime's reports, symbols), which takes
 //!   memory from the C library directly: it is never measured and never re-enters the interposer.
 //!
@@ -39,6 +41,8 @@ mod exports;
 mod libc_malloc;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod next;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod nextest;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod own;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

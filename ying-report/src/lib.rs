@@ -13,7 +13,10 @@
 //! - [`arguments`]: the arguments of `#[ying::leak_test]` in one table ([`ARGUMENTS`]), which the macro checks
 //!   against, the runtime resolves through and the runtime's documentation lists;
 //! - [`exit_code`]: the exit codes `cargo ying` documents;
-//! - [`end_mark`]: the line a test process that nextest's wrapper `exec`ed leaves as it ends ([`EndMark`]).
+//! - [`end_mark`]: the line a test process of nextest's profile `ying` leaves as it ends ([`EndMark`]);
+//! - [`nextest`]: what each test of such a run leaves for `cargo ying gate` (its [`Record`](nextest::Record)), and
+//!   what the profile's setup script hands the interposer that writes it;
+//! - [`ExecutableStamp`]: which file an executable is, told without reading it.
 //!
 //! The rules that name, trim, fold and excuse the frames of a stack are not part of the contract: they live in
 //! `ying-frames`, which the runtime and `cargo ying` use. This crate depends on serde alone: no allocator, no
@@ -28,8 +31,10 @@ mod folded;
 mod frame;
 mod json;
 mod keys;
+pub mod nextest;
 pub mod report;
 pub mod size;
+mod stamp;
 pub mod summary;
 mod terms;
 mod test_id;
@@ -48,6 +53,7 @@ pub use json::{
 pub use keys::closest_key;
 pub use report::{ALLOW_ENV, KNOWN_CODE_ENV, LeakReport, allow_patterns, excuses_every_test};
 pub use size::{ByteSize, SignedByteSize, SizeError};
+pub use stamp::ExecutableStamp;
 pub use summary::{GateTolerance, NotRunTarget, Reruns, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, UnmeasuredRerun};
 pub use terms::{GateVerdict, Measured, TestOutcome};
 pub use test_id::{TargetKind, TestId, TestIdError, as_display, file_name_component, stable_hash};

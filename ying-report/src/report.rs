@@ -38,6 +38,16 @@ pub const INTERPOSER_LEAK_TEST_STARTED: &core::ffi::CStr = c"ying_interposer_lea
 /// starts ([`STARTED_EXTENSION`]), and `cargo ying` takes only what carries it.
 pub const RUN_TOKEN_ENV: &str = "YING_RUN_TOKEN";
 
+/// A token for [`RUN_TOKEN_ENV`] that no other run, and no other test of this run (`index`, in the process that
+/// starts them), has: what a test's report must carry to be taken.
+pub fn run_token(index: usize) -> String {
+    use std::hash::BuildHasher as _;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let [a, b] = [0u8, 1]
+        .map(|half| std::collections::hash_map::RandomState::new().hash_one((half, index, std::process::id(), now)));
+    format!("{a:016x}{b:016x}")
+}
+
 /// The extension of the mark a leak test leaves in [`REPORT_DIR_ENV`] when it starts under [`RUN_TOKEN_ENV`]: a
 /// file holding the token, beside where its report will be. A mark without a report says that the test's process
 /// ended before the test reported (`std::process::exit` in its body, for instance). The report is written in the

@@ -66,7 +66,7 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
         Some(id) => record::run_dir(&out_dir, id),
         None => record::last_run(&out_dir).ok_or_else(|| Error::NoNextestRun(out_dir.clone()))?,
     };
-    let mut records = Record::read_all(&run_dir)?;
+    let mut records = record::read_all(&run_dir)?;
     if records.is_empty() {
         return Err(Error::NoNextestRun(out_dir));
     }
@@ -81,7 +81,7 @@ pub(crate) fn run(args: &GateArgs) -> Result<u8> {
     let rewritten = records
         .iter()
         .filter(|record| record.exec.is_some())
-        .map(|record| record.write(&run_dir))
+        .map(|record| record::write(record, &run_dir))
         .fold(true, |all, written| all & written.is_ok());
     // What the tests' processes left that was not taken (a test killed before it ended), and the end marks: the
     // run is over, and nothing reads them again once every record is rewritten.

@@ -7,5 +7,6 @@ pub(crate) mod gate;
 pub(crate) mod list;
 pub(crate) mod merge;
 pub(crate) mod setup;
+pub(crate) mod setup_script;
 pub(crate) mod test;
 pub(crate) mod wrap;

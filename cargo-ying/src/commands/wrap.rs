@@ -1,11 +1,15 @@
-//! `cargo-ying ying wrap <test binary> <args>...`: the wrapper script of nextest's profile `ying`. nextest runs
-//! each test through it. It records the test as it starts for `cargo ying gate` (see `nextest::record`), sets what
-//! `cargo ying test --measure all` sets for one (the interposer preloaded, a report directory, the run's token, the
-//! binary's known code, the workspace's `allow` patterns: a [`Plan`] per binary, worked out by the run's first
-//! wrapper of it and kept for the others) and runs the test in its own place (`exec`): nextest waits for the test
-//! itself, its timeouts and signals reach it, and a test costs one process. The interposer in the test says how
-//! its process ended (`ying_report::end_mark`) and ends what it left running; the gate finishes the record from that,
-//! takes the report, names its stacks once per binary and reads why a failed test failed from nextest's JUnit
+//! `cargo-ying ying wrap <test binary> <args>...`: the wrapper script of nextest's profile `ying`. nextest lists
+//! every binary through it (the listing recorded for `cargo ying gate`, the binary's known code kept for its tests).
+//! A test reaches it when the interposer in the test hands it over (a binary outside a target directory: an
+//! archive's), or when the profile is one an earlier setup wrote, which ran every test through it; the profile's
+//! setup script (`commands::setup_script`) otherwise has the interposer record each test itself. The wrapper records
+//! the test as it starts for `cargo ying gate` (`ying_report::nextest`), sets what `cargo ying test --measure all`
+//! sets for one (the interposer preloaded, a report directory, the run's token, the binary's known code, the
+//! workspace's `allow` patterns: a [`Plan`] per binary, worked out by the run's first wrapper of it and kept for the
+//! others) and runs the test in its own place (`exec`): nextest waits for the test itself, its timeouts and signals
+//! reach it, and a test costs one process. The interposer in the test says how its process ended
+//! (`ying_report::end_mark`) and ends what it left running; the gate finishes the record from that, takes the
+//! report, names its stacks once per binary and reads why a failed test failed from nextest's JUnit
 //! (`run::exec::finish`).
 //!
 //! An archive's binary is gone once nextest's run ends: the wrapper runs it as a child instead, as the runner runs
@@ -34,11 +38,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
+use ying_report::TestId;
+use ying_report::nextest::Test;
 use ying_report::report::TestIdentity;
-use ying_report::{TestId, TestOutcome};
-
-/// How many directories above the test binary its target directory may be (`<target>/<triple>/debug/deps/`).
-const LEVELS: usize = 5;
 
 /// What nextest tells a wrapper of the test it runs, and where the run's files go.
 struct Nextest<'a> {
@@ -48,9 +50,8 @@ struct Nextest<'a> {
     binary_id: String,
     /// The directory nextest runs the test in: its package's.
     package_dir: PathBuf,
-    /// `NEXTEST_WORKSPACE_ROOT` (remapped for an archive's run).
-    nextest_root: Option<PathBuf>,
-    /// The workspace's root: `nextest_root`, else the package's directory.
+    /// The workspace's root: `NEXTEST_WORKSPACE_ROOT` (remapped for an archive's run), else the package's
+    /// directory.
     root: PathBuf,
     /// The target directory the binary is in, when it is in one (not an archive's extracted binary).
     target_dir: Option<PathBuf>,
@@ -64,21 +65,14 @@ impl<'a> Nextest<'a> {
         let (binary, test_args) = command.split_first().ok_or(Error::Wrap(WrapError::NoBinary))?;
         let binary = PathBuf::from(binary);
         let package_dir = std::env::current_dir().map_err(Error::io("read", "the current directory"))?;
-        let nextest_root = std::env::var_os("NEXTEST_WORKSPACE_ROOT").map(PathBuf::from);
-        let root = nextest_root.clone().unwrap_or_else(|| package_dir.clone());
-        let target_dir = binary
-            .ancestors()
-            .skip(1)
-            .take(LEVELS)
-            .find(|dir| dir.join(".rustc_info.json").is_file())
-            .map(Path::to_path_buf);
+        let root = std::env::var_os("NEXTEST_WORKSPACE_ROOT").map_or_else(|| package_dir.clone(), PathBuf::from);
+        let target_dir = ying_report::nextest::target_dir_of(&binary);
         Ok(Self {
             run_id: nextest_var("NEXTEST_RUN_ID")?,
             binary_id: nextest_var("NEXTEST_BINARY_ID")?,
             binary,
             test_args,
             package_dir,
-            nextest_root,
             root,
             target_dir,
             listing: std::env::var("NEXTEST_TEST_PHASE").as_deref() == Ok("list"),
@@ -106,45 +100,12 @@ struct Starting {
 impl Starting {
     /// The test nextest runs, its record as it starts in `run_dir` (with the records of its earlier attempts).
     fn new(nextest: &Nextest<'_>, run_dir: &Path) -> Result<Self> {
-        let name = nextest_var("NEXTEST_TEST_NAME")?;
-        let attempt = std::env::var("NEXTEST_ATTEMPT").ok().and_then(|attempt| attempt.parse().ok()).unwrap_or(1);
-        let attempts_allowed = std::env::var("NEXTEST_TOTAL_ATTEMPTS").ok().and_then(|total| total.parse().ok());
-        let (id, identity) = record::test_of(&nextest.binary_id, &nextest.binary, &name)?;
-        // The attempts before this one, as their records left them: nextest runs a test's attempts one after
-        // another. A first attempt has none.
-        let earlier = match (attempt > 1).then(|| Record::read(run_dir, &id)).flatten() {
-            Some(mut last) if last.attempt < attempt => {
-                let mut earlier = std::mem::take(&mut last.earlier);
-                earlier.push(last);
-                earlier
-            }
-            _ => Vec::new(),
-        };
-        let record = Record {
-            id: id.clone(),
-            outcome: TestOutcome::NotRun,
-            signal: None,
-            exit_code: None,
-            unreported: false,
-            unmeasured: false,
-            duration: 0.0,
-            started_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
-            attempt,
-            report: None,
-            warnings: Vec::new(),
-            workspace_root: nextest.nextest_root.as_ref().map(|root| root.display().to_string()),
-            running: true,
-            stopped_by: None,
-            timeout: None,
-            attempts_allowed,
-            unnamed: None,
-            panic: None,
-            output_tail: None,
-            earlier,
-            exec: None,
-        };
+        let test = Test::from_env(nextest.binary.clone(), nextest.package_dir.clone())
+            .map_err(|name| Error::Wrap(WrapError::NotUnderNextest(name)))?;
+        let (id, identity) = record::test_of(&test.binary_id, &test.binary, &test.name)?;
+        let record = Record::starting(&test, id.clone(), run_dir);
         let report_dir = run_dir.join(record::TMP).join(std::process::id().to_string());
-        Ok(Self { id, name, identity, record, report_dir, token: attempt::run_token(0) })
+        Ok(Self { id, name: test.name, identity, record, report_dir, token: attempt::run_token(0) })
     }
 
     /// The test's command, measured as `plan` says; its report directory is made.
@@ -193,7 +154,7 @@ impl Starting {
             stamp: plan.stamp,
         });
         self.record.exec = Some(exec);
-        if let Err(error) = self.record.write(run_dir) {
+        if let Err(error) = record::write(&self.record, run_dir) {
             return error;
         }
         let source = std::os::unix::process::CommandExt::exec(&mut command);
@@ -272,7 +233,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let mut record = starting.record.clone();
     let timeout = plan.timeout.map(|timeout| Duration::from_secs_f64(timeout.max(0.0)));
     // Before the test runs: a test killed with this process is still known to have run.
-    record.write(&run_dir)?;
+    record::write(&record, &run_dir)?;
     // An archive's binary may be gone when the gate runs: its stacks are named here.
     let symbolizer =
         Symbolizer::keeping_frames_in(out_dir.join("symbols")).excusing(plan.allow_patterns.clone()).alone();
@@ -309,7 +270,7 @@ pub(crate) fn run(args: &WrapArgs) -> Result<u8> {
     let unmeasured = attempt.outcome == Outcome::Unmeasured;
     let reason = attempt.outcome.reason();
     crate::run::exec::finish::record_ending(&mut record, attempt, left);
-    record.write(&run_dir)?;
+    record::write(&record, &run_dir)?;
 
     match (stopped_by.or(killed_by), exit_code) {
         (Some(signal), _) => {
@@ -356,14 +317,14 @@ impl Plan {
             return Err(Error::Wrap(WrapError::StaticBinary(binary.to_owned())));
         }
         let allow_patterns = place.config.allow.clone().unwrap_or_default();
-        let profile = profile_of(&place.root);
+        let profile = crate::nextest::config::profile_of_run(&place.root);
         Ok(Self {
             stamp: stamp_of(binary),
             root: root.to_owned(),
             interposer,
             allow: attempt::allow_value(&allow_patterns, run_dir).map(|allow| allow.to_string()),
             allow_patterns,
-            known_code: KnownCodes::kept_in(run_dir.join("known")).env_value(binary).map(|known| known.to_string()),
+            known_code: KnownCodes::kept_in(run_dir.to_owned()).env_value(binary).map(|known| known.to_string()),
             timeout: profile.as_ref().and_then(|profile| profile.timeout).map(|timeout| timeout.as_secs_f64()),
             junit: profile.and_then(|profile| profile.junit),
         })
@@ -401,10 +362,16 @@ fn stamp_of(path: &Path) -> Option<ying_frames::ExecutableStamp> {
 /// The largest plan read back: far more than any binary's (its known code is a few kilobytes).
 const PLAN_MAX: u64 = 4 << 20;
 
-/// nextest's list phase: runs `<binary> --list ...` as nextest asked, its output passed on, and records the tests
-/// it listed in `run_dir` (a listing that cannot be recorded is only a warning: the run goes on).
+/// nextest's list phase: runs `<binary> --list ...` as nextest asked, its output passed on, records the tests it
+/// listed in `run_dir` (a listing that cannot be recorded is only a warning: the run goes on) and keeps the binary's
+/// known code there for its tests. A statically linked binary, which the interposer cannot measure, is an error.
 fn list(binary: &Path, args: &[std::ffi::OsString], binary_id: String, run_dir: &Path) -> Result<u8> {
     use std::io::Write as _;
+    // The interposer the profile's setup script preloads is never read by a statically linked binary: its tests
+    // would run unmeasured.
+    if crate::run::exec::interposer::preloads(binary) == Some(false) {
+        return Err(Error::Wrap(WrapError::StaticBinary(binary.to_owned())));
+    }
     let output = Command::new(binary)
         .args(args)
         .stderr(std::process::Stdio::inherit())
@@ -422,20 +389,16 @@ fn list(binary: &Path, args: &[std::ffi::OsString], binary_id: String, run_dir: 
         if let Err(error) = listing.write(run_dir) {
             eprintln!("ying: warning: failed to record the tests of {}: {error}", binary.display());
         }
+        // Read from the binary's symbol table once, for each of its tests (the interposer in each reads what is kept).
+        if !listing.tests.is_empty() {
+            let _ = KnownCodes::kept_in(run_dir.to_owned()).env_value(binary);
+        }
     }
     #[cfg(unix)]
     if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&output.status) {
         end_like(signal);
     }
     Ok(output.status.code().and_then(|code| u8::try_from(code).ok()).unwrap_or(1))
-}
-
-/// The nextest profile this run is of (`NEXTEST_PROFILE`), as `.config/nextest.toml` under `root` sets it: its
-/// timeout (a test stopped that long after it started timed out) and its JUnit file. `None` when it does not read.
-fn profile_of(root: &Path) -> Option<crate::nextest::config::Profile> {
-    let profile = std::env::var("NEXTEST_PROFILE").ok()?;
-    let text = ying_report::read_text(&root.join(".config").join("nextest.toml")).ok()?;
-    crate::nextest::config::profile(&text, &profile, crate::config::cores()).ok()
 }
 
 /// Ends this process as the test's ended: killed by `signal`, its default action restored. Returns only if that

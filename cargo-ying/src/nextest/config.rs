@@ -156,6 +156,15 @@ fn fail_fast(value: &toml::Value) -> Result<MaxFail, String> {
     }
 }
 
+/// The nextest profile the current run is of (`NEXTEST_PROFILE`), as `.config/nextest.toml` under `root` sets it
+/// (a wrapper's or a setup script's view): its timeout (a test stopped that long after it started timed out) and
+/// its JUnit file. `None` when it does not read.
+pub(crate) fn profile_of_run(root: &std::path::Path) -> Option<Profile> {
+    let name = std::env::var("NEXTEST_PROFILE").ok()?;
+    let text = ying_report::read_text(&root.join(".config").join("nextest.toml")).ok()?;
+    profile(&text, &name, crate::config::cores()).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Profile, profile};

@@ -1,6 +1,6 @@
-//! Riding cargo-nextest: the profile `cargo ying setup nextest` writes (`profile`), what the wrapper leaves of
-//! each test for `cargo ying gate` (`record`), what `cargo ying test -P NAME` takes of a nextest profile
-//! (`config`), and the test binaries a nextest archive holds (`archive`).
+//! Riding cargo-nextest: the profile `cargo ying setup nextest` writes (`profile`), the gate's reading of what each
+//! test leaves (`record`), what `cargo ying test -P NAME` takes of a nextest profile (`config`), and the test binaries
+//! a nextest archive holds (`archive`). The profile's setup script is a command (`commands::setup_script`).
 
 pub(crate) mod archive;
 pub(crate) mod config;

@@ -1,15 +1,18 @@
-//! The nextest profile `ying` that `cargo ying setup nextest` writes into `.config/nextest.toml`: a wrapper script
-//! that is `ying-wrap`, cargo-ying's small program for it (see `commands::wrap`), a rule that runs every test through
-//! it, one that lists every binary through it (so the gate knows what nextest skipped and ignored), and a JUnit file
-//! (nextest's words for why a test failed, which the wrapper that `exec`s the test does not see). The wrapper
-//! carries the allocation interposer: an archive of the profile's tests needs nothing more. A profile that setup
-//! wrote before it listed gets the listing rule, one without a JUnit file the file, and a script that is cargo-ying
+//! The nextest profile `ying` that `cargo ying setup nextest` writes into `.config/nextest.toml`: a setup script,
+//! `ying-wrap --setup` (see `commands::setup_script`), which preloads the allocation interposer into every test of
+//! the run (the interposer then starts each test's record itself: no process runs between nextest and the test), a
+//! wrapper script that is `ying-wrap`, cargo-ying's small program (see `commands::wrap`), through which every binary
+//! is listed (so the gate knows what nextest skipped and ignored, and each binary's known code is read once) and to
+//! which the interposer hands an archive's tests, and a JUnit file (nextest's words for why a test failed). The
+//! wrapper carries the interposer: an archive of the profile's tests needs nothing more. A profile that setup wrote
+//! before the setup script (every test run through the wrapper) gets the setup script in the wrapper's place, one
+//! written before it listed the listing rule, one without a JUnit file the file, and a script that is cargo-ying
 //! itself (`cargo-ying ying wrap`, as setup wrote it before `ying-wrap`) becomes `ying-wrap`.
 //!
-//! The file is edited, not replaced: what is in it stays as written (comments, order, layout). `wrapper-scripts` is
-//! added to its `experimental` list; the script and the profile are added, or left alone when they are there as
-//! setup writes them. A script or profile named `ying` that is something else is a conflict: the file is left as
-//! it was, and the error names the table.
+//! The file is edited, not replaced: what is in it stays as written (comments, order, layout). `setup-scripts` and
+//! `wrapper-scripts` are added to its `experimental` list; the scripts and the profile are added, or left alone when
+//! they are there as setup writes them. A script or profile of those names that is something else is a conflict:
+//! the file is left as it was, and the error names the table.
 
 use crate::error::{Conflict, NextestConfigError};
 use toml_edit::{DocumentMut, Item, Table};
@@ -18,6 +21,12 @@ use toml_edit::{DocumentMut, Item, Table};
 pub(crate) const PROFILE: &str = "ying";
 /// The wrapper script's name.
 pub(crate) const SCRIPT: &str = "ying";
+/// The setup script's name (nextest's script names are one namespace).
+pub(crate) const SETUP_SCRIPT: &str = "ying-measure";
+/// The setup script's command line.
+const SETUP_COMMAND: &str = "ying-wrap --setup";
+/// The features of nextest's the profile needs.
+const FEATURES: [&str; 2] = ["setup-scripts", "wrapper-scripts"];
 /// The wrapper's command line: `ying-wrap`, installed beside cargo-ying and found on the `PATH` as cargo finds
 /// `cargo-ying` for `cargo ying`.
 pub(crate) const WRAPPER_COMMAND: &str = "ying-wrap";
@@ -28,17 +37,20 @@ const EARLIER_WRAPPER_COMMAND: &str = "cargo-ying ying wrap";
 /// What setup adds, as it is written into a file that has none of it.
 fn template() -> String {
     format!(
-        r#"# Measure every test nextest runs with `--profile {PROFILE}`: each runs under cargo-ying, which records what it
-# retained; `cargo ying gate` then reads the run, compares it with the baseline and gives the verdict. Written by
-# `cargo ying setup nextest`.
-experimental = ["wrapper-scripts"]
+        r#"# Measure every test nextest runs with `--profile {PROFILE}`: the setup script preloads cargo-ying's allocation
+# interposer into each test, which records what it retained; `cargo ying gate` then reads the run, compares it with
+# the baseline and gives the verdict. Written by `cargo ying setup nextest`.
+experimental = ["setup-scripts", "wrapper-scripts"]
+
+[scripts.setup.{SETUP_SCRIPT}]
+command = "{SETUP_COMMAND}"
 
 [scripts.wrapper.{SCRIPT}]
 command = "{WRAPPER_COMMAND}"
 
 [[profile.{PROFILE}.scripts]]
 filter = "all()"
-run-wrapper = "{SCRIPT}"
+setup = "{SETUP_SCRIPT}"
 
 [[profile.{PROFILE}.scripts]]
 platform = "cfg(all())"
@@ -71,7 +83,7 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
     let ours: DocumentMut = template().parse().expect("the template is TOML");
     let mut changed = false;
 
-    // `experimental = [..., "wrapper-scripts"]`.
+    // `experimental = [..., "setup-scripts", "wrapper-scripts"]`.
     match document.get_mut("experimental") {
         None => {
             document.insert("experimental", ours["experimental"].clone());
@@ -83,10 +95,25 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
                     what: "an `experimental` that is not a list".to_owned(),
                 }));
             };
-            if !list.iter().any(|feature| feature.as_str() == Some("wrapper-scripts")) {
-                list.push("wrapper-scripts");
-                changed = true;
+            for feature in FEATURES {
+                if !list.iter().any(|listed| listed.as_str() == Some(feature)) {
+                    list.push(feature);
+                    changed = true;
+                }
             }
+        }
+    }
+
+    // `[scripts.setup.ying-measure]`.
+    let setups = implicit_table(implicit_table(document.as_table_mut(), "scripts")?, "setup")?;
+    match setups.get(SETUP_SCRIPT) {
+        None => {
+            setups.insert(SETUP_SCRIPT, ours["scripts"]["setup"][SETUP_SCRIPT].clone());
+            changed = true;
+        }
+        Some(script) if script.get("command").and_then(Item::as_str) == Some(SETUP_COMMAND) => {}
+        Some(_) => {
+            return Err(NextestConfigError::Conflict(Conflict { what: format!("[scripts.setup.{SETUP_SCRIPT}]") }));
         }
     }
 
@@ -120,6 +147,19 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
             changed = true;
         }
         Some(profile) if is_ours(profile) => {
+            // A profile of a setup before the setup script: its rule that ran every test through the wrapper sets
+            // the setup script up instead, its comments kept.
+            let rules = profiles
+                .get_mut(PROFILE)
+                .and_then(|profile| profile.get_mut("scripts"))
+                .and_then(Item::as_array_of_tables_mut)
+                .expect("a profile of ours has its rules");
+            for rule in rules.iter_mut().filter(|rule| is_wrapper_rule(rule)) {
+                rule.remove("run-wrapper");
+                rule.insert("setup", toml_edit::value(SETUP_SCRIPT));
+                changed = true;
+            }
+            let profile = profiles.get(PROFILE).expect("there");
             if !lists(profile) {
                 let list_rule = ours["profile"][PROFILE]["scripts"]
                     .as_array_of_tables()
@@ -150,14 +190,22 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
     })
 }
 
-/// Whether `profile` runs every test through the script.
+/// Whether `profile` sets the setup script up for every test, or (as setup wrote it before the setup script) runs
+/// every test through the wrapper.
 fn is_ours(profile: &Item) -> bool {
     profile.get("scripts").and_then(Item::as_array_of_tables).is_some_and(|rules| {
         rules.iter().any(|rule| {
-            rule.get("run-wrapper").and_then(Item::as_str) == Some(SCRIPT)
-                && rule.get("filter").and_then(Item::as_str) == Some("all()")
+            is_wrapper_rule(rule)
+                || (rule.get("setup").and_then(Item::as_str) == Some(SETUP_SCRIPT)
+                    && rule.get("filter").and_then(Item::as_str) == Some("all()"))
         })
     })
+}
+
+/// Whether `rule` runs every test through the wrapper (a profile of a setup before the setup script).
+fn is_wrapper_rule(rule: &Table) -> bool {
+    rule.get("run-wrapper").and_then(Item::as_str) == Some(SCRIPT)
+        && rule.get("filter").and_then(Item::as_str) == Some("all()")
 }
 
 /// Whether `profile` lists every binary through the script.
@@ -198,7 +246,10 @@ mod tests {
         assert_eq!(written, template());
         let parsed: toml::Table = written.parse().unwrap();
         assert_eq!(parsed["scripts"]["wrapper"]["ying"]["command"].as_str(), Some("ying-wrap"));
-        assert_eq!(parsed["profile"]["ying"]["scripts"][0]["run-wrapper"].as_str(), Some("ying"));
+        assert_eq!(parsed["scripts"]["setup"]["ying-measure"]["command"].as_str(), Some("ying-wrap --setup"));
+        assert_eq!(parsed["profile"]["ying"]["scripts"][0]["setup"].as_str(), Some("ying-measure"));
+        assert_eq!(parsed["profile"]["ying"]["scripts"][0].get("run-wrapper"), None, "no test runs through a wrapper");
+        assert_eq!(parsed["profile"]["ying"]["scripts"][1]["list-wrapper"].as_str(), Some("ying"));
         assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
     }
 
@@ -219,13 +270,20 @@ mod tests {
     }
 
     #[test]
-    fn a_profile_written_before_the_listing_rule_gains_it_and_keeps_the_rest() {
+    fn a_profile_written_before_the_listing_rule_and_the_setup_script_gains_them_and_keeps_the_rest() {
         let before = "experimental = [\"wrapper-scripts\"]\n\n[scripts.wrapper.ying]\ncommand = \"cargo-ying ying wrap\"\n\n\
-                      [[profile.ying.scripts]]\nfilter = \"all()\"\nrun-wrapper = \"ying\"\n\n[profile.ying]\nretries = 2\n";
+                      [[profile.ying.scripts]]\nfilter = \"all()\"\nrun-wrapper = \"ying\" # each test\n\n\
+                      [profile.ying]\nretries = 2\n";
         let written = added(before);
         let parsed: toml::Table = written.parse().unwrap();
+        let experimental: Vec<&str> =
+            parsed["experimental"].as_array().unwrap().iter().map(|item| item.as_str().unwrap()).collect();
+        assert_eq!(experimental, ["wrapper-scripts", "setup-scripts"]);
+        assert_eq!(parsed["scripts"]["setup"]["ying-measure"]["command"].as_str(), Some("ying-wrap --setup"));
         let rules = parsed["profile"]["ying"]["scripts"].as_array().unwrap();
         assert_eq!(rules.len(), 2, "{written}");
+        assert_eq!(rules[0].get("run-wrapper"), None, "{written}");
+        assert_eq!(rules[0]["setup"].as_str(), Some("ying-measure"), "{written}");
         assert_eq!(rules[1]["list-wrapper"].as_str(), Some("ying"));
         assert_eq!(parsed["profile"]["ying"]["retries"].as_integer(), Some(2));
         assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
@@ -247,6 +305,7 @@ mod tests {
         for (text, what) in [
             ("[profile.ying]\nretries = 1\n", "[profile.ying]"),
             ("[scripts.wrapper.ying]\ncommand = \"valgrind\"\n", "[scripts.wrapper.ying]"),
+            ("[scripts.setup.ying-measure]\ncommand = \"db-up\"\n", "[scripts.setup.ying-measure]"),
             ("experimental = \"wrapper-scripts\"\n", "an `experimental` that is not a list"),
         ] {
             match apply(text) {

@@ -1,155 +1,14 @@
-//! What the wrapper leaves of each test a nextest run ran, for `cargo ying gate`: under
-//! `<target-dir>/ying/nextest/<run-id>/` (the run's id is nextest's `NEXTEST_RUN_ID`), the test's report under
-//! `reports/` as `cargo ying test` stores it, and its record under `tests/`: how it ended, how long it took, which
-//! attempt it was, and when it started. A test nextest ran again (`retries`) has the record of its last attempt,
-//! which keeps those of the attempts before it.
-//!
-//! A record is written as the test starts (`running`), and again when it ended: by the wrapper of an archive's test,
-//! which waits for it, and by the gate for a test the wrapper ran in its own place ([`Exec`], from what its process
-//! left; `run::exec::finish`). A test killed outright (SIGKILL after its timeout's grace period) keeps the first,
-//! so the gate knows it ran and did not end. The run's scratch files (each process's report directory, its end
-//! mark) are under `tmp/`, and what each binary's tests run with under `plans/`. Under
-//! `listed/`, what nextest listed of each binary through the wrapper (`list-wrapper`): the gate tells from it the
-//! tests nextest skipped (its filter) and ignored from those it ran.
-//!
-//! Each record is written whole (a temporary file renamed), after the report it names; a run read while tests still
-//! run has the records of those that ended, and of those running as running.
+//! The gate's side of what each test of a nextest run of the profile `ying` leaves (see `ying_report::nextest`,
+//! where the record is defined, for the run's directory): every record of a run read and checked, what nextest
+//! listed of each binary through the wrapper (`listed/`: the gate tells from it the tests nextest skipped, its
+//! filter, and ignored from those it ran), the last run found, and old runs pruned.
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
+use ying_report::TestId;
 use ying_report::report::TestIdentity;
-use ying_report::{TargetKind, TestId, TestOutcome};
 
-/// The directory of nextest's runs under `<target-dir>/ying`.
-const RUNS: &str = "nextest";
-
-/// How one attempt of a test ended, as the wrapper saw it.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Record {
-    /// Which test.
-    #[serde(flatten)]
-    pub id: TestId,
-    /// How it ended (`passed`, `failed`, `crashed`).
-    pub outcome: TestOutcome,
-    /// The signal that killed it (`SIGABRT`), for a test that crashed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<String>,
-    /// The code its process exited with, when it exited.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    /// A leak test started in the process and its process exited before it reported: a failure, what it retained
-    /// unknown.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub unreported: bool,
-    /// It passed in a process that showed no sign of the allocation interposer: nothing measured it, a failure.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub unmeasured: bool,
-    /// How long its process ran, in seconds.
-    pub duration: f64,
-    /// When it started, RFC 3339 in UTC.
-    pub started_at: String,
-    /// Which attempt, from 1 (nextest's `NEXTEST_ATTEMPT`).
-    pub attempt: u32,
-    /// Its report, relative to the run's directory, for a test that reported.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub report: Option<String>,
-    /// What went wrong around the test without failing it (a report refused, say).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// The root of the workspace whose test it is, as nextest names it (`NEXTEST_WORKSPACE_ROOT`, remapped for an
-    /// archive's run): the gate refuses a run of another workspace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace_root: Option<String>,
-    /// The test was running when this was written: a record that stays so is of a test killed before
-    /// it ended.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub running: bool,
-    /// The signal nextest sent the wrapper while the test ran (SIGTERM at its timeout, or when the run stopped),
-    /// passed on to the test.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped_by: Option<String>,
-    /// The timeout of nextest's profile, in seconds, for a test that ran to it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<f64>,
-    /// How many attempts nextest gives the test (`NEXTEST_TOTAL_ATTEMPTS`: its retries and the first).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts_allowed: Option<u32>,
-    /// The test binary whose debug information names the stacks its report left as addresses, and the directory
-    /// of its package, for `cargo ying gate` to name them (once per binary, for every test of the run); absent when
-    /// the wrapper named them itself (an archive's binary, gone once nextest's run ends).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unnamed: Option<Unnamed>,
-    /// The first panic's message in the test's output (`panicked at tests/a.rs:9:5: assertion failed`), which
-    /// nextest captured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub panic: Option<String>,
-    /// The last lines of the test's output, for a test that failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_tail: Option<String>,
-    /// The records of the attempts before this one, first first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub earlier: Vec<Record>,
-    /// For a test the wrapper ran in its own place (`exec`), left `running` for the gate to finish: the process,
-    /// which the test kept, and what the gate needs to finish it (see `run::exec::finish`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exec: Option<Exec>,
-}
-
-/// What the gate needs to finish the record of a test the wrapper ran in its own place: the wrapper is not there
-/// to see it end.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Exec {
-    /// The test's process id: its reports went to `tmp/<pid>/`, its end mark to `tmp/<pid>.end`.
-    pub pid: u32,
-    /// The token its report must carry.
-    pub token: String,
-    /// nextest's id of its binary (`NEXTEST_BINARY_ID`) and its name (`NEXTEST_TEST_NAME`), as nextest's JUnit
-    /// names the test case.
-    pub binary_id: String,
-    /// See `binary_id`.
-    pub test_name: String,
-    /// The timeout of nextest's profile, in seconds, when it has one: a test stopped that long after it started
-    /// timed out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<f64>,
-    /// The JUnit file nextest's profile writes, which holds why a test failed (nextest captured its output).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub junit: Option<PathBuf>,
-}
-
-impl Exec {
-    /// The directory the test's process wrote its reports to, under `run_dir`.
-    pub(crate) fn report_dir(&self, run_dir: &Path) -> PathBuf {
-        run_dir.join(TMP).join(self.pid.to_string())
-    }
-
-    /// The file the test's process left its end mark in (`ying_report::end_mark`), under `run_dir`.
-    pub(crate) fn end_mark(&self, run_dir: &Path) -> PathBuf {
-        run_dir.join(TMP).join(format!("{}.end", self.pid))
-    }
-}
-
-/// The directory of a run's scratch files: each test process's report directory, and its end mark.
-pub(crate) const TMP: &str = "tmp";
-
-/// Where the stacks a report left as addresses are named from.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Unnamed {
-    /// The test binary.
-    pub binary: std::path::PathBuf,
-    /// The directory of its package, which the report's source paths are made relative to.
-    pub package_dir: std::path::PathBuf,
-    /// The binary's identity when the test ran: one built anew since names other code at the same addresses.
-    pub stamp: Option<ying_frames::ExecutableStamp>,
-}
-
-impl Unnamed {
-    /// Whether the binary is still the one the test ran.
-    pub(crate) fn is_there(&self) -> bool {
-        let now = std::fs::metadata(&self.binary).ok().and_then(|metadata| ying_frames::ExecutableStamp::of(&metadata));
-        now.is_some() && now == self.stamp
-    }
-}
+pub(crate) use ying_report::nextest::{Exec, RUNS, Record, TMP, Unnamed, run_dir};
 
 /// What nextest listed of one test binary, as its list phase ran it through the wrapper: the tests of one
 /// `--list` (or `--list --ignored`) of it.
@@ -209,11 +68,6 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     })
 }
 
-/// The directory of the nextest run `run_id` under `out_dir` (`<target-dir>/ying`).
-pub(crate) fn run_dir(out_dir: &Path, run_id: &str) -> PathBuf {
-    out_dir.join(RUNS).join(ying_report::file_name_component(run_id))
-}
-
 /// The directory of the last nextest run under `out_dir`: the one whose records changed last.
 pub(crate) fn last_run(out_dir: &Path) -> Option<PathBuf> {
     let runs = std::fs::read_dir(out_dir.join(RUNS)).ok()?;
@@ -255,102 +109,70 @@ pub(crate) fn prune(out_dir: &Path, judged: &Path) {
     }
 }
 
-impl Record {
-    /// Where the record of `id` is in `run_dir`.
-    fn path(run_dir: &Path, id: &TestId) -> PathBuf {
-        run_dir.join("tests").join(format!("{}.json", id.file_stem()))
-    }
-
-    /// The record `run_dir` holds of test `id`, if one is there and reads.
-    pub(crate) fn read(run_dir: &Path, id: &TestId) -> Option<Self> {
-        read_json(&Self::path(run_dir, id)).ok()
-    }
-
-    /// Writes the record into `run_dir`, replacing an earlier attempt's.
-    pub(crate) fn write(&self, run_dir: &Path) -> Result<()> {
-        let path = Self::path(run_dir, &self.id);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
-        }
-        ying_report::write_own(&path, self).map_err(Error::io("write", &path))
-    }
-
-    /// Every record in `run_dir`, in the order of the tests' ids (none when it has no `tests/`). A record whose
-    /// numbers are out of range, or that names a report elsewhere than its test's, is an error naming it and the
-    /// field. The walk never follows a link: the wrapper writes none.
-    pub(crate) fn read_all(run_dir: &Path) -> Result<Vec<Self>> {
-        let mut records: Vec<Self> = Vec::new();
-        let tests = run_dir.join("tests");
-        if !std::fs::symlink_metadata(&tests).is_ok_and(|metadata| metadata.is_dir()) {
-            return Ok(records);
-        }
-        let mut dirs = vec![tests];
-        while let Some(dir) = dirs.pop() {
-            let entries = std::fs::read_dir(&dir).map_err(Error::io("read", &dir))?;
-            for entry in entries {
-                let entry = entry.map_err(Error::io("read", &dir))?;
-                let (path, kind) = (entry.path(), entry.file_type().map_err(Error::io("read", &dir))?);
-                if kind.is_dir() {
-                    dirs.push(path);
-                } else if kind.is_file() && path.extension().is_some_and(|extension| extension == "json") {
-                    let record: Self = read_json(&path)?;
-                    record.check().map_err(|source| Error::io("read", &path)(source.into()))?;
-                    records.push(record);
-                }
-            }
-        }
-        records.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(records)
-    }
-
-    /// The record's numbers in range, and its report where the wrapper stores its test's; so are its earlier
-    /// attempts', which may not be more than it says came before.
-    fn check(&self) -> std::result::Result<(), ying_report::ReadError> {
-        use ying_report::summary::{check_attempts, check_path, check_seconds};
-        let key = |field: &str| format!("{field}` of `{}", self.id);
-        check_seconds(&key("duration"), self.duration)?;
-        if let Some(timeout) = self.timeout {
-            check_seconds(&key("timeout"), timeout)?;
-        }
-        check_attempts(&key("attempt"), self.attempt)?;
-        if let Some(allowed) = self.attempts_allowed {
-            check_attempts(&key("attempts_allowed"), allowed)?;
-        }
-        if self.earlier.len() >= self.attempt as usize {
-            return Err(ying_report::ReadError::OutOfRange {
-                key: key("earlier"),
-                found: format!("{} attempts", self.earlier.len()),
-                expected: format!("fewer than attempt {}", self.attempt),
-            });
-        }
-        if let Some(report) = &self.report {
-            check_path(&key("report"), report, &self.id.report_path())?;
-        }
-        self.earlier.iter().try_for_each(Self::check)
-    }
+/// Writes `record` into `run_dir`, replacing an earlier attempt's.
+pub(crate) fn write(record: &Record, run_dir: &Path) -> Result<()> {
+    record.write(run_dir).map_err(|(path, source)| Error::io("write", &path)(source))
 }
 
-/// The test's id and its identity as the interposer reports it, from nextest's binary id (`pkg`, `pkg::name`,
-/// `pkg::kind/name`), the binary (whose file name, less cargo's hash, is a library's crate) and the test's name.
-pub(crate) fn test_of(binary_id: &str, binary: &Path, name: &str) -> Result<(TestId, TestIdentity)> {
-    let invalid = || Error::Wrap(crate::error::WrapError::BinaryId(binary_id.to_owned()));
-    let (package, kind, target) = match binary_id.split_once("::") {
-        None => {
-            let stem = binary.file_name().and_then(|name| name.to_str()).unwrap_or(binary_id);
-            let krate = stem.rsplit_once('-').map_or(stem, |(krate, _)| krate);
-            (binary_id, TargetKind::Lib, krate.to_owned())
-        }
-        Some((package, rest)) => match rest.split_once('/') {
-            None => (package, TargetKind::Test, rest.to_owned()),
-            Some((kind, target)) => (package, TargetKind::from_cargo(&[kind]).ok_or_else(invalid)?, target.to_owned()),
-        },
-    };
-    if package.is_empty() || target.is_empty() {
-        return Err(invalid());
+/// Every record in `run_dir`, in the order of the tests' ids (none when it has no `tests/`). A record whose
+/// numbers are out of range, or that names a report elsewhere than its test's, is an error naming it and the
+/// field. The walk never follows a link: none is written.
+pub(crate) fn read_all(run_dir: &Path) -> Result<Vec<Record>> {
+    let mut records: Vec<Record> = Vec::new();
+    let tests = run_dir.join("tests");
+    if !std::fs::symlink_metadata(&tests).is_ok_and(|metadata| metadata.is_dir()) {
+        return Ok(records);
     }
-    let id = TestId::new(package, kind, &target, name);
-    let identity = TestIdentity::listed(package, kind, &target, name);
-    Ok((id, identity))
+    let mut dirs = vec![tests];
+    while let Some(dir) = dirs.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(Error::io("read", &dir))?;
+        for entry in entries {
+            let entry = entry.map_err(Error::io("read", &dir))?;
+            let (path, kind) = (entry.path(), entry.file_type().map_err(Error::io("read", &dir))?);
+            if kind.is_dir() {
+                dirs.push(path);
+            } else if kind.is_file() && path.extension().is_some_and(|extension| extension == "json") {
+                let record: Record = read_json(&path)?;
+                check(&record).map_err(|source| Error::io("read", &path)(source.into()))?;
+                records.push(record);
+            }
+        }
+    }
+    records.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(records)
+}
+
+/// The record's numbers in range, and its report where its test's is stored; so are its earlier attempts', which
+/// may not be more than it says came before.
+fn check(record: &Record) -> std::result::Result<(), ying_report::ReadError> {
+    use ying_report::summary::{check_attempts, check_path, check_seconds};
+    let key = |field: &str| format!("{field}` of `{}", record.id);
+    check_seconds(&key("duration"), record.duration)?;
+    if let Some(timeout) = record.timeout {
+        check_seconds(&key("timeout"), timeout)?;
+    }
+    check_attempts(&key("attempt"), record.attempt)?;
+    if let Some(allowed) = record.attempts_allowed {
+        check_attempts(&key("attempts_allowed"), allowed)?;
+    }
+    if record.earlier.len() >= record.attempt as usize {
+        return Err(ying_report::ReadError::OutOfRange {
+            key: key("earlier"),
+            found: format!("{} attempts", record.earlier.len()),
+            expected: format!("fewer than attempt {}", record.attempt),
+        });
+    }
+    if let Some(report) = &record.report {
+        check_path(&key("report"), report, &record.id.report_path())?;
+    }
+    record.earlier.iter().try_for_each(check)
+}
+
+/// The test's id and its identity as the interposer reports it (`ying_report::nextest::test_of`); an error for a
+/// binary id of no form nextest gives.
+pub(crate) fn test_of(binary_id: &str, binary: &Path, name: &str) -> Result<(TestId, TestIdentity)> {
+    ying_report::nextest::test_of(binary_id, binary, name)
+        .ok_or_else(|| Error::Wrap(crate::error::WrapError::BinaryId(binary_id.to_owned())))
 }
 
 #[cfg(test)]
@@ -421,7 +243,7 @@ mod tests {
         record("a", 1).write(&run).unwrap();
         let tests = run.join("tests");
         std::os::unix::fs::symlink(&tests, tests.join("loop")).unwrap();
-        assert_eq!(Record::read_all(&run).unwrap().len(), 1, "the loop is not followed");
+        assert_eq!(super::read_all(&run).unwrap().len(), 1, "the loop is not followed");
         let path = Record::path(&run, &record("a", 1).id);
         type Change = fn(&mut Record);
         let cases: [(&str, Change); 5] = [
@@ -449,7 +271,7 @@ mod tests {
             let mut bad = record("a", 1);
             change(&mut bad);
             bad.write(&run).unwrap();
-            let error = Record::read_all(&run).unwrap_err();
+            let error = super::read_all(&run).unwrap_err();
             assert_eq!(error.to_string(), format!("failed to read {}", path.display()), "{message}");
             assert_eq!(std::error::Error::source(&error).unwrap().to_string(), message);
         }
@@ -462,7 +284,7 @@ mod tests {
         record("b::second", 1).write(&run).unwrap();
         record("a_first", 1).write(&run).unwrap();
         record("a_first", 2).write(&run).unwrap();
-        let records = Record::read_all(&run).unwrap();
+        let records = super::read_all(&run).unwrap();
         assert_eq!(records, [record("a_first", 2), record("b::second", 1)]);
         assert_eq!(last_run(out.path()), Some(run));
     }

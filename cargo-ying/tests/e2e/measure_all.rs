@@ -734,17 +734,24 @@ fn a_test_that_drops_the_interposer_or_execs_fails_as_unmeasured() {
     }
 }
 
-/// Under nextest's profile the wrapper runs the test in its own place (`exec`), and the interposer in the test says
-/// how it ended: a test that moved a child into a session of its own leaves nothing running once nextest's run is
-/// over (the interposer ended it as the test exited, and the gate says so); a test that dropped the interposer before
-/// `main`, which nextest saw pass, fails the gate as unmeasured; a test killed without a word stays a failure.
+/// Under nextest's profile no wrapper runs between nextest and the test: the profile's setup script preloads the
+/// interposer, which records the test in the test's own process as it starts (and fails a test it cannot record,
+/// saying why), and says how it ended: a test that moved a child into a session of its own leaves nothing running
+/// once nextest's run is over (the interposer ended it as the test exited, and the gate says so); a test that
+/// dropped the interposer before `main`, which nextest saw pass, fails the gate as unmeasured. `ying-wrap` lists the
+/// binaries (keeping each one's known code), and says what it could not start when a test handed to it needs
+/// cargo-ying.
 #[test]
-fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_did_not_measure() {
+fn under_nextest_the_test_runs_in_the_process_nextest_started_and_the_gate_fails_what_it_did_not_measure() {
     let fixture = Fixture::plain();
     let manifest = fixture.path().join("Cargo.toml");
     let setup =
         cargo_ying_in(&fixture, fixture.path(), &["setup", "nextest", "--manifest-path", manifest.to_str().unwrap()]);
     assert_eq!(setup.status.code(), Some(0), "{}", stderr(&setup));
+    let interposer = stderr(&setup)
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Interposer ").map(str::to_owned))
+        .expect("setup names the interposer");
     let nextest = |envs: &[(&str, &str)]| {
         let mut command = super::cleaned("cargo", &fixture.target_dir());
         command.args(["nextest", "run", "--profile", "ying", "-E", "test(=clean)", "--manifest-path"]).arg(&manifest);
@@ -755,6 +762,7 @@ fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_
     let pid_file = fixture.scratch("pids");
     let run = nextest(&[("YING_FIXTURE_SESSION_CHILD", pid_file.to_str().unwrap())]);
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert!(stderr(&run).contains("SETUP PASS") && stderr(&run).contains("ying-measure"), "{}", stderr(&run));
     let text = std::fs::read_to_string(&pid_file).unwrap();
     let pids: Vec<i32> = text.split_whitespace().map(|pid| pid.parse().unwrap()).collect();
     // SAFETY: kill(2) with signal 0 only asks whether the process exists.
@@ -775,16 +783,57 @@ fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_
         .expect("the run's record of the test");
     let run_dir = record.ancestors().nth(5).unwrap().to_owned();
     let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
-    assert_eq!(record["exec"]["pid"].as_i64(), Some(i64::from(pids[1])), "the test ran as the wrapper's process");
+    assert_eq!(record["exec"]["pid"].as_i64(), Some(i64::from(pids[1])), "the test's own process recorded it");
+    assert!(!run_dir.join("plans").exists(), "no wrapper worked out a plan: none ran the test");
+    let binary = record["unnamed"]["binary"].as_str().unwrap();
+    let binary_name = Path::new(binary).file_name().unwrap().to_str().unwrap();
+    let known: Vec<_> =
+        std::fs::read_dir(run_dir.join("known")).unwrap().flatten().map(|entry| entry.file_name()).collect();
+    assert!(
+        known.iter().any(|name| name.to_string_lossy().starts_with(binary_name)),
+        "the list phase kept the known code of each binary: {known:?}"
+    );
 
-    // `ying-wrap` alone, no cargo-ying beside it or on PATH, as nextest starts it for a test of the same binary:
-    // the binary's plan is kept, so the test runs in its place, measured, and is recorded.
+    // The test binary as nextest starts it with the profile's setup: the interposer in it records it as it starts
+    // and measures it, with no wrapper and no cargo-ying.
+    let setup_value = serde_json::json!({"wrapper": "ying-wrap", "interposer": interposer}).to_string();
+    let started = |run_id: &std::ffi::OsStr, setup_value: &str| {
+        let mut command = super::cleaned(binary, &fixture.target_dir());
+        command
+            .args(["--exact", "clean", "--nocapture"])
+            .current_dir(record["unnamed"]["package_dir"].as_str().unwrap())
+            .env("PATH", "/usr/bin:/bin")
+            .env("LD_PRELOAD", &interposer)
+            .env("YING_NEXTEST", setup_value)
+            .env("NEXTEST_RUN_ID", run_id)
+            .env("NEXTEST_BINARY_ID", "plain-fixtures::plain")
+            .env("NEXTEST_TEST_NAME", "clean")
+            .env("NEXTEST_WORKSPACE_ROOT", fixture.path())
+            .env("NEXTEST_PROFILE", "ying");
+        let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        (child.id(), child.wait_with_output().unwrap())
+    };
+    let (pid, output) = started(run_dir.file_name().unwrap(), &setup_value);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("test clean ... ok"), "{}", stdout(&output));
+    let path = run_dir.join("tests/plain-fixtures/test/plain/clean.json");
+    let again: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(again["exec"]["pid"].as_u64(), Some(u64::from(pid)), "{again}");
+    assert_eq!(again["running"].as_bool(), Some(true), "left for the gate to finish: {again}");
+    let reports = run_dir.join(format!("tmp/{pid}"));
+    assert_eq!(std::fs::read_dir(&reports).unwrap().count(), 1, "the test's report in {}", reports.display());
+    assert!(run_dir.join(format!("tmp/{pid}.end")).is_file(), "the interposer's end mark");
+    // What the interposer cannot read fails the test, saying why.
+    let (_, output) = started(run_dir.file_name().unwrap(), "{not json");
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).starts_with("ying: failed to read YING_NEXTEST"), "{}", stderr(&output));
+    assert!(!stdout(&output).contains("test clean"), "the test did not run: {}", stdout(&output));
+
+    // `ying-wrap` alone, no cargo-ying beside it or on PATH, as nextest starts it.
     let alone = fixture.scratch("alone");
     std::fs::create_dir_all(&alone).unwrap();
     let ying_wrap = alone.join("ying-wrap");
     std::fs::copy(Path::new(env!("CARGO_BIN_EXE_cargo-ying")).with_file_name("ying-wrap"), &ying_wrap).unwrap();
-    let binary = record["unnamed"]["binary"].as_str().unwrap();
-    // The command nextest gives `ying-wrap` in `phase` of the run `run_id`: the binary and, for a test, its name.
     let wrapped = |phase: &str, run_id: &std::ffi::OsStr| {
         let mut command = super::cleaned(&ying_wrap, &fixture.target_dir());
         command
@@ -801,20 +850,7 @@ fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_
         }
         command
     };
-    let spawned = |mut command: std::process::Command| {
-        let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-        (child.id(), child.wait_with_output().unwrap())
-    };
-    let (pid, output) = spawned(wrapped("run", run_dir.file_name().unwrap()));
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(stdout(&output).contains("test clean ... ok"), "{}", stdout(&output));
-    let path = run_dir.join("tests/plain-fixtures/test/plain/clean.json");
-    let again: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    assert_eq!(again["exec"]["pid"].as_u64(), Some(u64::from(pid)), "{again}");
-    let reports = run_dir.join(format!("tmp/{pid}"));
-    assert_eq!(std::fs::read_dir(&reports).unwrap().count(), 1, "the test's report in {}", reports.display());
-    assert!(run_dir.join(format!("tmp/{pid}.end")).is_file(), "the interposer's end mark");
-    // nextest's list phase of the binary is `ying-wrap`'s too: the listing passed on, and recorded.
+    // nextest's list phase of the binary is `ying-wrap`'s: the listing passed on, and recorded.
     let listed = run_dir.join("listed");
     std::fs::remove_dir_all(&listed).unwrap();
     let output = wrapped("list", run_dir.file_name().unwrap()).args(["--list", "--format", "terse"]).output().unwrap();
@@ -823,8 +859,9 @@ fn under_nextest_the_test_runs_in_the_wrappers_place_and_the_gate_fails_what_it_
     let listings: Vec<_> = std::fs::read_dir(&listed).unwrap().flatten().map(|entry| entry.path()).collect();
     assert_eq!(listings.len(), 1, "{listings:?}");
     assert!(std::fs::read_to_string(&listings[0]).unwrap().contains("\"clean\""), "the listing recorded");
-    // A binary no wrapper of the run has seen is cargo-ying's: without it, `ying-wrap` says what it could not start.
-    let (_, output) = spawned(wrapped("run", "another-run".as_ref()));
+    // A test handed to the wrapper (an archive's, or a profile's of an earlier setup) whose binary no wrapper of
+    // the run has seen is cargo-ying's: without it, `ying-wrap` says what it could not start.
+    let output = wrapped("run", "another-run".as_ref()).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("error: failed to run the test measured: could not start cargo-ying"),

@@ -27,14 +27,7 @@ use ying_report::report::{
 /// timeout timed out.
 pub(crate) const TIMEOUT_SLACK: Duration = Duration::from_millis(500);
 
-/// A token no other run, and no other test of this run, has: what a test's report must carry to be taken.
-pub(crate) fn run_token(index: usize) -> String {
-    use std::hash::BuildHasher;
-    let now = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let [a, b] = [0u8, 1]
-        .map(|half| std::collections::hash_map::RandomState::new().hash_one((half, index, std::process::id(), now)));
-    format!("{a:016x}{b:016x}")
-}
+pub(crate) use ying_report::report::run_token;
 
 /// [`ALLOW_ENV`]'s value for the workspace's `allow` patterns: JSON, `None` when there are none.
 pub(crate) fn allow_value(patterns: &[String], dir: &Path) -> Option<Arc<str>> {

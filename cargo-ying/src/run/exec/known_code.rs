@@ -18,15 +18,17 @@ const KEPT_MAX: u64 = 1 << 20;
 #[derive(Debug, Default)]
 pub(crate) struct KnownCodes {
     by_executable: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
-    /// Where values are kept for other processes of the run (nextest's wrapper, a process per test).
+    /// The directory of the nextest run whose other processes (the interposer in each test, a wrapper) find the
+    /// values kept there.
     kept: Option<PathBuf>,
 }
 
 impl KnownCodes {
-    /// Known codes kept in the directory `dir` as well, by binary and stamp: the first process of a run to need a
-    /// binary's reads its symbol table, the others read the value it wrote.
-    pub(crate) fn kept_in(dir: PathBuf) -> Self {
-        Self { kept: Some(dir), ..Self::default() }
+    /// Known codes kept in the directory `run_dir` of a nextest run as well, by binary and stamp
+    /// (`ying_report::nextest::known_code_path`): the first process of a run to need a binary's reads its symbol
+    /// table, the others read the value it wrote.
+    pub(crate) fn kept_in(run_dir: PathBuf) -> Self {
+        Self { kept: Some(run_dir), ..Self::default() }
     }
 
     /// The value of [`KNOWN_CODE_ENV`] for the test processes of `executable`; `None` when it cannot be read (each
@@ -47,15 +49,14 @@ impl KnownCodes {
     }
 }
 
-/// The value of `executable` kept in `dir` (its file named by the binary's name and stamp), read and kept there
-/// when it is not. The value carries the stamp, which the test's runtime checks against its own executable.
-fn kept(dir: &Path, executable: &Path) -> Option<String> {
+/// The value of `executable` kept in the run's directory `run_dir` (its file named by the binary's name and stamp),
+/// read and kept there when it is not. The value carries the stamp, which the test's runtime checks against its own
+/// executable.
+fn kept(run_dir: &Path, executable: &Path) -> Option<String> {
     use std::io::Read as _;
     let stamp = ExecutableStamp::of(&std::fs::metadata(executable).ok()?)?;
-    let name = executable.file_name()?.to_string_lossy();
-    let stamp_text = serde_json::to_string(&stamp).ok()?;
-    let key = format!("{name}.{:016x}", twox_hash::XxHash64::oneshot(0, stamp_text.as_bytes()));
-    let path = dir.join(ying_report::file_name_component(&key));
+    let path = ying_report::nextest::known_code_path(run_dir, executable, &stamp);
+    let dir = path.parent()?;
     let mut text = String::new();
     // A regular file only, never through a link.
     let regular = std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_file());
@@ -98,16 +99,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let binary = dir.path().join("bin");
         std::fs::copy(std::env::current_exe().unwrap(), &binary).unwrap();
-        let kept = dir.path().join("known");
-        let first = KnownCodes::kept_in(kept.clone()).env_value(&binary).unwrap();
+        let run = dir.path().join("run");
+        let kept = run.join("known");
+        let first = KnownCodes::kept_in(run.clone()).env_value(&binary).unwrap();
         let files: Vec<_> = std::fs::read_dir(&kept).unwrap().flatten().map(|entry| entry.path()).collect();
         assert_eq!(files.len(), 1, "{files:?}");
         // The next process reads what the first kept: a value written there is what it gets.
         std::fs::write(&files[0], "kept").unwrap();
-        assert_eq!(&*KnownCodes::kept_in(kept.clone()).env_value(&binary).unwrap(), "kept");
+        assert_eq!(&*KnownCodes::kept_in(run.clone()).env_value(&binary).unwrap(), "kept");
         // Built anew: another stamp, another file, read from the binary.
         std::fs::write(&binary, b"not an executable").unwrap();
-        let rebuilt = KnownCodes::kept_in(kept.clone()).env_value(&binary).unwrap();
+        let rebuilt = KnownCodes::kept_in(run).env_value(&binary).unwrap();
         assert!(rebuilt.contains("\"len\":17") && rebuilt.contains("\"thread_entries\":[]"), "{rebuilt}");
         assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 2);
         assert!(first.contains("thread_entries") && !first.contains("\"thread_entries\":[]"), "{first}");
