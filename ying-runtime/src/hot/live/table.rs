@@ -8,7 +8,8 @@
 //! allocator directly ([`RawSystem`]).
 //!
 //! A filter slot belongs to one shard (its high bits are the shard's number), so the slot's count of entries, and
-//! its bit, which is set while the count is not zero, only change under that shard's lock.
+//! its bit, which is set while the count is not zero, only change under that shard's lock. A count is a byte (a
+//! test's process touches all of them, 8 pages); one that reaches its limit stops, and its bit stays set.
 //!
 //! The entries a thread keeps in its nursery while it has a scope open move here when the scope closes
 //! ([`insert_moved`]); `entries` looks in the nurseries before it looks here.
@@ -24,7 +25,7 @@ use crate::base::ids::{ScopeId, StackId};
 use crate::base::raw::RawSystem;
 use crate::base::sync::SpinLock;
 use core::hash::{BuildHasherDefault, Hasher};
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 const SHARD_BITS: u32 = 6;
 const SHARDS: usize = 1 << SHARD_BITS;
@@ -159,8 +160,15 @@ impl Shard {
 static SHARD_MAPS: [SpinLock<Option<Shard>>; SHARDS] = [const { SpinLock::new(None) }; SHARDS];
 /// The filter's bits: set while some entry's pointer falls in the slot. Read without locking on every free.
 static FILTER: [AtomicU64; SLOTS / 64] = [const { AtomicU64::new(0) }; SLOTS / 64];
-/// How many entries fall in each slot; changed only under the lock of the slot's shard.
-static COUNTS: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];
+/// How many entries fall in each slot; changed only under the lock of the slot's shard. A byte each: a short-lived
+/// process touches every page of them (the slots are spread over all of them), 8 pages rather than 32 of 4-byte
+/// counts. A count that reaches [`STUCK`] stays there.
+static COUNTS: [AtomicU8; SLOTS] = [const { AtomicU8::new(0) }; SLOTS];
+
+/// The count of a slot that had that many entries at once: it is no longer counted, and the slot's filter bit stays
+/// set for the process's life (a free of a block in the slot probes its shard, as one of a possible member does).
+/// Uniformly spread, that takes some 8 million entries at once.
+const STUCK: u8 = u8::MAX;
 
 /// One bit per low byte of a scope's id (a scope's slot, see `hot::scope`): set when an entry the scope owns may be
 /// in the table. A closing nested scope that never put one here hands its blocks over without reading the table.
@@ -288,11 +296,13 @@ fn remove_locked(ptr: usize, shard: usize, slot: usize) -> Option<Entry> {
     Some(entry)
 }
 
-/// Adds `by` to the count of `slot`; returns the count before. Only under the lock of the slot's shard, the
-/// count's only writer then: a plain read and write, no locked instruction.
-fn bump(slot: usize, by: i32) -> u32 {
+/// Adds `by` to the count of `slot`, unless it is [`STUCK`]; returns the count before. Only under the lock of the
+/// slot's shard, the count's only writer then: a plain read and write, no locked instruction.
+fn bump(slot: usize, by: i8) -> u8 {
     let count = COUNTS[slot].load(Ordering::Relaxed);
-    COUNTS[slot].store(count.wrapping_add_signed(by), Ordering::Relaxed);
+    if count != STUCK {
+        COUNTS[slot].store(count.wrapping_add_signed(by), Ordering::Relaxed);
+    }
     count
 }
 
@@ -363,6 +373,34 @@ mod tests {
         let weight = Weight::Sampled(NonZeroUsize::new(4096).unwrap());
         let sample = Sample { stack: StackId::new(7), weight, born: Some(Instant::now()) };
         Entry { sample: Some(sample), ..Entry::untracked(size) }
+    }
+
+    /// A slot's count is a byte: one that reached its limit stops counting, and its filter bit stays set, so no
+    /// entry of the slot is ever missed; below it, the bit goes when the slot's last entry does.
+    #[test]
+    fn a_slot_that_held_as_many_entries_as_its_count_can_say_keeps_its_bit() {
+        let slot_of = |ptr: usize| super::spread(ptr).1;
+        // Addresses of one slot that no other test's address falls in (the other tests see their bits go).
+        let others = [0, 0x40, 0x80, 0xc0, 0x400, 0x1000, 0x1040].map(|offset| slot_of(BASE + offset));
+        let base = BASE + 0x10_0000_0000;
+        let target = (0..).map(|n: usize| slot_of(base + n * 16)).find(|slot| !others.contains(slot)).unwrap();
+        let ptrs: Vec<usize> =
+            (0..).map(|n: usize| base + n * 16).filter(|&ptr| slot_of(ptr) == target).take(300).collect();
+        let entry = Entry::owned_block(16, Some(scope(0x1_0005)), None);
+        insert(ptrs[0], entry);
+        insert(ptrs[1], entry);
+        assert!(remove(ptrs[0]).is_some() && may_hold(ptrs[1]));
+        assert!(remove(ptrs[1]).is_some() && !may_hold(ptrs[1]), "the bit goes with the slot's last entry");
+        for &ptr in &ptrs {
+            insert(ptr, entry);
+        }
+        assert_eq!(super::COUNTS[target].load(core::sync::atomic::Ordering::Relaxed), super::STUCK);
+        for &ptr in &ptrs[1..] {
+            assert!(remove(ptr).is_some());
+        }
+        assert!(may_hold(ptrs[0]), "a stuck slot keeps its bit while its entries come and go");
+        assert_eq!(remove(ptrs[0]).map(|entry| entry.size), Some(16), "and its last entry is found");
+        assert!(may_hold(ptrs[0]), "for the process's life");
     }
 
     #[test]
