@@ -878,6 +878,38 @@ fn under_nextest_the_test_runs_in_the_process_nextest_started_and_the_gate_fails
     assert!(test["reason"].as_str().is_some_and(|reason| reason.starts_with("nothing measured it")), "{test}");
 }
 
+/// Under nextest's profile a statically linked test binary, which no preload reaches, is refused as nextest lists it:
+/// its tests would otherwise run unmeasured, and no record of theirs would tell the gate. The profile is passed with
+/// `--config-file` (`setup --print`), so nothing is written into the shared fixture.
+#[test]
+fn a_statically_linked_suite_under_nextests_profile_is_refused_as_it_is_listed() {
+    let fixture = Fixture::plain_shared();
+    let manifest = fixture.path().join("Cargo.toml");
+    let printed = cargo_ying_in(
+        &fixture,
+        fixture.path(),
+        &["setup", "nextest", "--print", "--manifest-path", manifest.to_str().unwrap()],
+    );
+    assert_eq!(printed.status.code(), Some(0), "{}", stderr(&printed));
+    let config = fixture.scratch("nextest.toml");
+    std::fs::write(&config, &printed.stdout).unwrap();
+    let rustc = std::process::Command::new("rustc").arg("-vV").output().unwrap();
+    let rustc = String::from_utf8_lossy(&rustc.stdout).into_owned();
+    let host = rustc.lines().find_map(|line| line.strip_prefix("host: ")).expect("rustc names its host");
+    let mut command = super::cleaned("cargo", &fixture.target_dir());
+    command
+        .args(["nextest", "run", "--profile", "ying", "--target", host, "--test", "plain", "--config-file"])
+        .arg(&config)
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .env("RUSTFLAGS", "-C target-feature=+crt-static");
+    let output = command.output().unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(nextest_metadata::NextestExitCode::TEST_LIST_CREATION_FAILED), "{said}");
+    assert!(said.contains("is statically linked: no dynamic loader reads LD_PRELOAD in it"), "{said}");
+    assert!(!said.contains("PASS"), "no test ran: {said}");
+}
+
 /// Two workspaces that share a target directory share its `ying/`: there, `gate` and `accept` in one refuse the
 /// other's run, naming both workspaces, and write no baseline.
 #[test]
