@@ -67,14 +67,13 @@ fn begin(setup: &std::ffi::OsStr, command: &[OsString]) -> Result<(), String> {
         )
     })?;
     let run_dir = nextest::run_dir(&target_dir.join("ying"), &test.run_id);
-    let profile = std::env::var("NEXTEST_PROFILE").unwrap_or_default();
     let exec = Exec {
         pid: std::process::id(),
         token: ying_report::report::run_token(0),
         binary_id: test.binary_id.clone(),
         test_name: test.name.clone(),
         timeout: setup.timeout,
-        junit: setup.junit.map(|junit| target_dir.join("nextest").join(profile).join(junit)),
+        junit: setup.junit.map(|junit| nextest::junit_path(&target_dir, &junit)),
     };
     let report_dir = exec.report_dir(&run_dir);
     std::fs::create_dir_all(&report_dir).map_err(|error| format!("create {}: {error}", report_dir.display()))?;

@@ -193,6 +193,13 @@ pub fn target_dir_of(binary: &Path) -> Option<PathBuf> {
     binary.ancestors().skip(1).take(LEVELS).find(|dir| dir.join(".rustc_info.json").is_file()).map(Path::to_path_buf)
 }
 
+/// The JUnit file `junit` (relative, as a profile names it) that nextest writes for the profile of this process's run
+/// (`NEXTEST_PROFILE`) under the target directory `target_dir`: `<target-dir>/nextest/<profile>/<junit>`.
+pub fn junit_path(target_dir: &Path, junit: &Path) -> PathBuf {
+    let profile = std::env::var_os("NEXTEST_PROFILE").unwrap_or_default();
+    target_dir.join("nextest").join(profile).join(junit)
+}
+
 /// Where the run whose directory is `run_dir` keeps the known code ([`KNOWN_CODE_ENV`](crate::KNOWN_CODE_ENV)'s
 /// value) of the executable `executable` whose stamp is `stamp`.
 pub fn known_code_path(run_dir: &Path, executable: &Path, stamp: &ExecutableStamp) -> PathBuf {

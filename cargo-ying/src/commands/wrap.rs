@@ -137,10 +137,11 @@ impl Starting {
             binary_id: nextest.binary_id.clone(),
             test_name: self.name.clone(),
             timeout: plan.timeout,
-            junit: nextest.target_dir.as_ref().zip(plan.junit.as_ref()).map(|(target_dir, junit)| {
-                let profile = std::env::var("NEXTEST_PROFILE").unwrap_or_default();
-                target_dir.join("nextest").join(profile).join(junit)
-            }),
+            junit: nextest
+                .target_dir
+                .as_ref()
+                .zip(plan.junit.as_ref())
+                .map(|(target_dir, junit)| ying_report::nextest::junit_path(target_dir, junit)),
         };
         let mut command = match self.command(nextest, plan) {
             Ok(command) => command,
