@@ -14,11 +14,34 @@
 /// checked to be this process's after the read: a thread's id is not given to another while the thread runs.
 pub(crate) fn thread_file(id: u64, name: &str) -> Option<String> {
     let thread = libc::pid_t::try_from(id).ok()?;
-    let text = std::fs::read_to_string(format!("/proc/{id}/{name}")).ok()?;
+    let text = proc_file(&format!("/proc/{id}/{name}"), 256)?;
     // SAFETY: getpid has no preconditions; tgkill with signal 0 sends nothing, it only checks that `thread` is a
     // thread of the process.
     let ours = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), thread, 0) } == 0;
     ours.then_some(text)
+}
+
+/// The text of a file of `/proc`, read in a buffer of `expected` bytes (larger if need be). `/proc` gives its files
+/// no size, so `std::fs::read_to_string` asks for it (a `statx` and an `lseek`) and then reads 32 bytes, 32, 64, ...:
+/// ten system calls for a test process's `maps`, where two do.
+pub(crate) fn proc_file(path: &str, expected: usize) -> Option<String> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut bytes = vec![0; expected.max(1)];
+    let mut len = 0;
+    loop {
+        if len == bytes.len() {
+            bytes.resize(len * 2, 0);
+        }
+        match file.read(&mut bytes[len..]) {
+            Ok(0) => break,
+            Ok(read) => len += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    bytes.truncate(len);
+    String::from_utf8(bytes).ok()
 }
 
 /// A system call a thread is blocked in.
@@ -87,7 +110,17 @@ impl SystemCall {
 
 #[cfg(test)]
 mod tests {
-    use super::{SystemCall, thread_file};
+    use super::{SystemCall, proc_file, thread_file};
+
+    #[test]
+    fn a_proc_file_is_read_whole_past_the_size_expected() {
+        let status = std::fs::read_to_string("/proc/self/cmdline").unwrap();
+        assert_eq!(proc_file("/proc/self/cmdline", 1).as_deref(), Some(status.as_str()));
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+        assert!(limits.len() > 1000);
+        assert_eq!(proc_file("/proc/self/limits", 7).as_deref(), Some(limits.as_str()));
+        assert_eq!(proc_file("/proc/self/no such file", 64), None);
+    }
 
     fn line(number: i64, args: [u64; 6]) -> String {
         let args: Vec<String> = args.iter().map(|arg| format!("0x{arg:x}")).collect();

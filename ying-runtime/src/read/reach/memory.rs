@@ -5,7 +5,7 @@
 //! chunks the scan then reads one by one) is kept: the reads of its words that follow are served from the copy. A
 //! larger heap is read a buffer at a time, so that the scan never holds a second copy of a large heap.
 
-use crate::base::raw::{RawSystem, RawVec};
+use crate::base::raw::{RawSystem, RawVec, zeroed_words};
 use std::os::unix::fs::FileExt;
 
 const WORD: usize = size_of::<usize>();
@@ -39,7 +39,7 @@ impl Mapping {
 
 /// The process's mappings, in address order.
 pub(super) fn mappings() -> Vec<Mapping> {
-    let Ok(text) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
+    let Some(text) = crate::read::tasks::proc_file("/proc/self/maps", 16 * 1024) else { return Vec::new() };
     text.lines().filter_map(parse_mapping).collect()
 }
 
@@ -84,6 +84,8 @@ pub(super) struct Reader {
     /// `/proc/self/mem`, once `process_vm_readv` has been refused (a sandbox may forbid it).
     mem: Option<std::fs::File>,
     vm_refused: bool,
+    /// This process, which a scan reads (it does not fork while it does).
+    pid: libc::pid_t,
     /// The ranges copied whole ([`snapshot`](Self::snapshot)), whose words are read from the copy.
     snapshots: RawVec<Snapshot>,
     /// The range whose words the buffer holds, `(start, bytes)`, for [`word_near`](Self::word_near).
@@ -91,20 +93,25 @@ pub(super) struct Reader {
     /// Bytes read a buffer at a time.
     #[cfg(test)]
     buffered_bytes: usize,
+    /// Reads of the process's memory made.
+    #[cfg(test)]
+    reads: usize,
 }
 
 impl Reader {
     pub(super) fn new() -> Self {
-        let mut buffer = RawVec::with_capacity_in(CHUNK, RawSystem);
-        buffer.resize(CHUNK, 0);
         Self {
-            buffer,
+            buffer: zeroed_words(CHUNK),
             mem: None,
             vm_refused: false,
+            // SAFETY: `getpid` has no preconditions.
+            pid: unsafe { libc::getpid() },
             snapshots: RawVec::new_in(RawSystem),
             held: (0, 0),
             #[cfg(test)]
             buffered_bytes: 0,
+            #[cfg(test)]
+            reads: 0,
         }
     }
 
@@ -112,8 +119,7 @@ impl Reader {
     /// from the copy from now on.
     pub(super) fn snapshot(&mut self, start: usize, end: usize) -> &Snapshot {
         let count = end.saturating_sub(start) / WORD;
-        let mut words = RawVec::with_capacity_in(count, RawSystem);
-        words.resize(count, 0);
+        let mut words = zeroed_words(count);
         let mut at = 0;
         while at < count {
             let wanted = (count - at) * WORD;
@@ -153,7 +159,7 @@ impl Reader {
         if let Some(&[word]) = self.copied(address, address + WORD) {
             return Some(word);
         }
-        (self.read(address, WORD) == WORD).then(|| self.buffer[0])
+        self.paged(address, address + WORD).and_then(|words| words.first().copied())
     }
 
     /// The word at `address` (aligned), read with the words that follow it: a walk that moves forward through a
@@ -174,7 +180,8 @@ impl Reader {
     /// skipped.
     pub(super) fn words(&mut self, start: usize, end: usize, mut f: impl FnMut(usize, usize)) {
         let mut at = start.next_multiple_of(WORD);
-        if let Some(words) = self.copied(at, end) {
+        let words = if self.copied(at, end).is_some() { self.copied(at, end) } else { self.paged(at, end) };
+        if let Some(words) = words {
             for (index, &word) in words.iter().enumerate() {
                 f(at + index * WORD, word);
             }
@@ -194,6 +201,29 @@ impl Reader {
         }
     }
 
+    /// The words of `[start, end)` (`start` aligned) from the whole pages that hold them, read into the buffer and
+    /// kept there for the reads that follow ([`held`](Self::held)): a test's blocks lie side by side, a dozen to a
+    /// page, and each read is a system call. `None` when the pages are more than the buffer holds or cannot all be
+    /// read.
+    fn paged(&mut self, start: usize, end: usize) -> Option<&[usize]> {
+        let held =
+            |(held_start, held_len): (usize, usize)| start >= held_start && end <= held_start.saturating_add(held_len);
+        if !held(self.held) {
+            let first = start & !(PAGE - 1);
+            let len = end.checked_next_multiple_of(PAGE)?.checked_sub(first)?;
+            if len > CHUNK * WORD {
+                return None;
+            }
+            let read = self.read(first, len);
+            self.held = (first, read / WORD * WORD);
+            if !held(self.held) {
+                return None;
+            }
+        }
+        let first = (start - self.held.0) / WORD;
+        self.buffer.get(first..first + end.saturating_sub(start) / WORD)
+    }
+
     /// Reads up to `len` bytes (at most the buffer) at `address` into the buffer; returns how many were read.
     fn read(&mut self, address: usize, len: usize) -> usize {
         self.held = (0, 0);
@@ -211,12 +241,16 @@ impl Reader {
     /// Reads the words at `address` into `into`, as far as they can be read; returns how many bytes were.
     fn read_into(&mut self, address: usize, into: &mut [usize]) -> usize {
         let len = size_of_val(into);
+        #[cfg(test)]
+        {
+            self.reads += 1;
+        }
         if !self.vm_refused {
             let local = libc::iovec { iov_base: into.as_mut_ptr().cast(), iov_len: len };
             let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: len };
             // SAFETY: `local` is the `len` bytes of `into`, borrowed mutably; the kernel reads `remote` for us
             // and answers an error (rather than a fault) for memory that is not mapped.
-            let read = unsafe { libc::process_vm_readv(libc::getpid(), &raw const local, 1, &raw const remote, 1, 0) };
+            let read = unsafe { libc::process_vm_readv(self.pid, &raw const local, 1, &raw const remote, 1, 0) };
             if let Ok(read) = usize::try_from(read) {
                 return read;
             }
@@ -263,6 +297,40 @@ mod tests {
         reader.words(0, 3 * 4096, |_, _| count += 1);
         assert_eq!(count, 0);
         assert!(mappings().iter().any(|mapping| mapping.holds(start)));
+    }
+
+    #[test]
+    fn the_read_buffer_is_not_touched_before_it_is_read_into() {
+        let reader = Reader::new();
+        let pages = reader.buffer.len() * 8 / 4096;
+        let mut resident = vec![0u8; pages];
+        // SAFETY: the buffer's pages (a mapping of its own, page-aligned), one byte of `resident` for each.
+        let answer =
+            unsafe { libc::mincore(reader.buffer.as_ptr().cast_mut().cast(), pages * 4096, resident.as_mut_ptr()) };
+        assert_eq!(answer, 0);
+        assert_eq!(resident.iter().filter(|&&page| page & 1 == 1).count(), 0, "of {pages} pages");
+    }
+
+    #[test]
+    fn blocks_side_by_side_are_read_a_page_at_a_time() {
+        // Two pages of words, as twelve blocks of 336 bytes side by side in each, read in turn as the scan reads a
+        // test's blocks: one read of the process's memory for each page, not one for each block.
+        let values: Vec<usize> = (0..3000).collect();
+        let start = (values.as_ptr() as usize).next_multiple_of(4096);
+        let mut reader = Reader::new();
+        let mut seen = Vec::new();
+        for block in 0..24 {
+            let from = start + block * 336;
+            reader.words(from, from + 336, |address, word| seen.push((address, word)));
+        }
+        let expected: Vec<(usize, usize)> = (start..start + 24 * 336)
+            .step_by(8)
+            .map(|address| (address, (address - values.as_ptr() as usize) / 8))
+            .collect();
+        assert_eq!(seen, expected);
+        // The second page's first block straddles the two.
+        assert!(reader.reads <= 3, "{} reads", reader.reads);
+        assert_eq!(reader.word(start + 8), Some((start + 8 - values.as_ptr() as usize) / 8));
     }
 
     #[test]

@@ -129,6 +129,9 @@ impl Namer {
     /// The executable's are known without reading its symbols when the known code has them (`cargo ying` read them
     /// once for the binary); otherwise only the names that mention those crates are demangled.
     pub(super) fn own_statics(&mut self, path: &str, bias: usize) -> Vec<(usize, usize)> {
+        if is_c_runtime(path) {
+            return Vec::new();
+        }
         known_own_statics(path, bias).unwrap_or_else(|| own_statics_by_name(path, bias))
     }
 
@@ -155,6 +158,25 @@ impl Namer {
         let symbols = Symbols::of(EXECUTABLE)?;
         symbols.covering(&symbols.thread_locals, offset as u64).map(|name| user_path(&name))
     }
+}
+
+/// Whether the object at `path` is the C library, its loader, the kernel's vDSO or one of the toolchain's runtime
+/// libraries: no Rust code is linked into those, so none holds a static of ying's or of a symboliser's, and
+/// [`Namer::own_statics`] does not read their symbols (four files opened, mapped and parsed in every test process).
+fn is_c_runtime(path: &str) -> bool {
+    const PREFIXES: [&str; 9] = [
+        "libc.so.",
+        "libm.so.",
+        "libgcc_s.so.",
+        "libpthread.so.",
+        "libdl.so.",
+        "librt.so.",
+        "libstdc++.so.",
+        "ld-linux",
+        "linux-vdso.so.",
+    ];
+    let file = path.rsplit('/').next().unwrap_or(path);
+    PREFIXES.iter().any(|prefix| file.starts_with(prefix))
 }
 
 /// [`Namer::own_statics`] of the executable from its known code, when that has them.
@@ -237,6 +259,20 @@ mod tests {
             .collect();
         assert!(names.iter().any(|name| name == "ying::hot::unwind::remembered::TRACES"), "{names:?}");
         assert!(names.iter().all(|name| !name.contains("::tests::")), "{names:?}");
+    }
+
+    #[test]
+    fn the_c_runtimes_libraries_hold_no_own_statics_and_are_not_read_for_them() {
+        for path in ["/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib64/libm.so.6", "/lib/x86_64-linux-gnu/libgcc_s.so.1"]
+            .into_iter()
+            .chain(["/lib64/ld-linux-x86-64.so.2", "linux-vdso.so.1", "libstdc++.so.6"])
+        {
+            assert!(super::is_c_runtime(path), "{path}");
+            assert_eq!(Namer::default().own_statics(path, 0x1000), []);
+        }
+        for path in [EXECUTABLE, "/usr/lib/libcrypto.so.3", "/opt/app/libcore_ffi.so", "/usr/lib/libc_rust.so"] {
+            assert!(!super::is_c_runtime(path), "{path}");
+        }
     }
 
     #[test]
