@@ -23,7 +23,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use ying_report::nextest::{self, Exec, Record, SETUP_ENV, Setup, Test, Unnamed};
 use ying_report::report::{MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV};
-use ying_report::{END_MARK_ENV, ExecutableStamp, KNOWN_CODE_ENV};
+use ying_report::{END_MARK_ENV, ExecutableStamp, KNOWN_CODE_ENV, RULES_DIR_ENV};
 
 /// The largest known code read back: far more than any binary's.
 const KNOWN_CODE_MAX: u64 = 1 << 20;
@@ -88,6 +88,7 @@ fn begin(setup: &std::ffi::OsStr, command: &[OsString]) -> Result<(), String> {
         std::env::set_var(RUN_TOKEN_ENV, &exec.token);
         std::env::set_var(MEASURE_TEST_ENV, identity);
         std::env::set_var(END_MARK_ENV, exec.end_mark(&run_dir));
+        std::env::set_var(RULES_DIR_ENV, nextest::rules_dir(&run_dir));
         if let Some(known_code) = known_code.and_then(|bytes| String::from_utf8(bytes).ok()) {
             std::env::set_var(KNOWN_CODE_ENV, known_code);
         }

@@ -51,7 +51,7 @@ pub use json::{
     write_users_file, write_whole,
 };
 pub use keys::closest_key;
-pub use report::{ALLOW_ENV, KNOWN_CODE_ENV, LeakReport, allow_patterns, excuses_every_test};
+pub use report::{ALLOW_ENV, KNOWN_CODE_ENV, LeakReport, RULES_DIR_ENV, allow_patterns, excuses_every_test};
 pub use size::{ByteSize, SignedByteSize, SizeError};
 pub use stamp::ExecutableStamp;
 pub use summary::{GateTolerance, NotRunTarget, Reruns, SUMMARY_SCHEMA_VERSION, Summary, SummaryTest, UnmeasuredRerun};

@@ -31,6 +31,8 @@ pub const TMP: &str = "tmp";
 
 /// The directory of a run's known code, one file per test binary (see [`known_code_path`]).
 const KNOWN: &str = "known";
+/// The run directory's directory of call-frame rules ([`rules_dir`]).
+const RULES: &str = "rules";
 
 /// How many directories above a test binary its target directory may be (`<target>/<triple>/debug/deps/`).
 const LEVELS: usize = 5;
@@ -198,6 +200,12 @@ pub fn target_dir_of(binary: &Path) -> Option<PathBuf> {
 pub fn junit_path(target_dir: &Path, junit: &Path) -> PathBuf {
     let profile = std::env::var_os("NEXTEST_PROFILE").unwrap_or_default();
     target_dir.join("nextest").join(profile).join(junit)
+}
+
+/// Where the test processes of the run whose directory is `run_dir` keep the stack walker's call-frame rules
+/// ([`RULES_DIR_ENV`](crate::RULES_DIR_ENV)).
+pub fn rules_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join(RULES)
 }
 
 /// Where the run whose directory is `run_dir` keeps the known code ([`KNOWN_CODE_ENV`](crate::KNOWN_CODE_ENV)'s

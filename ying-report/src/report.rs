@@ -116,6 +116,11 @@ pub fn excuses_every_test(pattern: &str) -> Option<String> {
 /// executable, the process reads its own.
 pub const KNOWN_CODE_ENV: &str = "YING_KNOWN_CODE";
 
+/// The environment variable in which `cargo ying` names a directory of the run where its test processes keep the
+/// stack walker's call-frame rules for the processes after them (by build id). Optional: without it each process
+/// computes its own.
+pub const RULES_DIR_ENV: &str = "YING_RULES_DIR";
+
 const KIND: Kind = Kind {
     name: "report",
     version: REPORT_SCHEMA_VERSION,

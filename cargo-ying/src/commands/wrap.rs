@@ -94,6 +94,8 @@ struct Starting {
     record: Record,
     /// Its process's directory of its own for its reports; `tmp` is shared by the run's wrappers and stays.
     report_dir: PathBuf,
+    /// Where the run's test processes keep the stack walker's rules for each other.
+    rules_dir: PathBuf,
     token: String,
 }
 
@@ -105,7 +107,8 @@ impl Starting {
         let (id, identity) = record::test_of(&test.binary_id, &test.binary, &test.name)?;
         let record = Record::starting(&test, id.clone(), run_dir);
         let report_dir = run_dir.join(record::TMP).join(std::process::id().to_string());
-        Ok(Self { id, name: test.name, identity, record, report_dir, token: attempt::run_token(0) })
+        let rules_dir = ying_report::nextest::rules_dir(run_dir);
+        Ok(Self { id, name: test.name, identity, record, report_dir, rules_dir, token: attempt::run_token(0) })
     }
 
     /// The test's command, measured as `plan` says; its report directory is made.
@@ -123,6 +126,7 @@ impl Starting {
             token: &self.token,
             known_code: plan.known_code.as_deref().map(Arc::from),
             allow: plan.allow.as_deref(),
+            rules_dir: Some(&self.rules_dir),
             interposer: Some((&plan.interposer, self.identity.clone())),
         }
     }

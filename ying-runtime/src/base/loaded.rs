@@ -50,6 +50,34 @@ impl LoadedObject<'_> {
     pub(crate) fn holds(&self, address: usize) -> bool {
         self.segments(libc::PT_LOAD).any(|(start, end, _)| (start..end).contains(&address))
     }
+
+    /// The object's GNU build id (the linker's hash of its contents, in its `NT_GNU_BUILD_ID` note), if it has one.
+    pub(crate) fn build_id(&self) -> Option<&[u8]> {
+        self.segments(libc::PT_NOTE).find_map(|(start, end, _)| {
+            // SAFETY: a `PT_NOTE` segment of a loaded object lies in one of its loaded segments, mapped readable
+            // while the object is loaded (it is: the loader is walking it).
+            let notes = unsafe { core::slice::from_raw_parts(start as *const u8, end.saturating_sub(start)) };
+            gnu_build_id(notes)
+        })
+    }
+}
+
+/// The description of the `NT_GNU_BUILD_ID` note among `notes` (a `PT_NOTE` segment: each note a name size, a
+/// description size and a type, 4 bytes each, then the name and the description, each padded to 4 bytes).
+fn gnu_build_id(mut notes: &[u8]) -> Option<&[u8]> {
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let word = |bytes: &[u8], at: usize| Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize);
+    while notes.len() >= 12 {
+        let (name_size, description_size, kind) = (word(notes, 0)?, word(notes, 4)?, word(notes, 8)?);
+        let name_end = 12usize.checked_add(name_size.checked_next_multiple_of(4)?)?;
+        let end = name_end.checked_add(description_size.checked_next_multiple_of(4)?)?;
+        let name = notes.get(12..12 + name_size)?;
+        if kind == NT_GNU_BUILD_ID as usize && name == b"GNU\0" {
+            return notes.get(name_end..name_end + description_size).filter(|id| !id.is_empty());
+        }
+        notes = notes.get(end..)?;
+    }
+    None
 }
 
 /// Calls `visit` with each loaded object, the executable first, until it breaks; returns the break value.
@@ -120,5 +148,34 @@ mod tests {
             }
         });
         assert!(libc_loaded.is_some_and(|loads| loads > 0), "{libc_loaded:?}");
+    }
+
+    #[test]
+    fn an_objects_build_id_is_the_one_its_file_notes() {
+        // The executable's, as `readelf -n` would print it, read from its file's section.
+        let file = std::fs::read("/proc/self/exe").unwrap();
+        let section = object::File::parse(&*file).ok().and_then(|file| {
+            use object::{Object as _, ObjectSection as _};
+            file.section_by_name(".note.gnu.build-id").and_then(|section| section.data().ok().map(<[u8]>::to_vec))
+        });
+        let in_memory = super::find_map(|object| ControlFlow::Break(object.build_id().map(<[u8]>::to_vec))).flatten();
+        match section {
+            Some(section) => {
+                let id = in_memory.expect("the loaded executable's notes hold its build id");
+                assert!(id.len() >= 8 && section.ends_with(&id), "{id:x?} in {section:x?}");
+            }
+            None => assert_eq!(in_memory, None),
+        }
+        // Two notes, the build id second, and one cut short.
+        let mut notes = Vec::new();
+        for (name, kind, description) in [(&b"GNU\0"[..], 1u32, &[0u8; 16][..]), (b"GNU\0", 3, &[7; 20])] {
+            notes.extend((name.len() as u32).to_ne_bytes());
+            notes.extend((description.len() as u32).to_ne_bytes());
+            notes.extend(kind.to_ne_bytes());
+            notes.extend(name);
+            notes.extend(description);
+        }
+        assert_eq!(super::gnu_build_id(&notes), Some(&[7u8; 20][..]));
+        assert_eq!(super::gnu_build_id(&notes[..notes.len() - 1]), None);
     }
 }

@@ -71,7 +71,11 @@ pub(crate) fn executable_bytes() -> Option<&'static [u8]> {
 pub(crate) fn end_stacks_at_thread_entries() {
     static DONE: std::sync::Once = std::sync::Once::new();
     DONE.call_once(|| {
-        crate::base::thread::as_profiler(|| crate::hot::unwind::end_stacks_at(in_process(&known_code().thread_entries)))
+        crate::base::thread::as_profiler(|| {
+            crate::hot::unwind::end_stacks_at(in_process(&known_code().thread_entries));
+            // The table was just emptied: the rules earlier processes of the run kept fill it again.
+            crate::hot::unwind::load_kept_rules();
+        });
     });
 }
 

@@ -18,10 +18,10 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
-use ying_report::TestId;
 use ying_report::report::{
     ALLOW_ENV, ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
 };
+use ying_report::{RULES_DIR_ENV, TestId};
 
 /// How much sooner than nextest's clock the wrapper's starts a test: a test nextest stops that much short of its
 /// timeout timed out.
@@ -64,6 +64,8 @@ pub(crate) struct Measuring<'a> {
     pub known_code: Option<Arc<str>>,
     /// [`ALLOW_ENV`]'s value, JSON.
     pub allow: Option<&'a str>,
+    /// Where the run's test processes keep the stack walker's rules for each other ([`RULES_DIR_ENV`]).
+    pub rules_dir: Option<&'a Path>,
     /// The interposer to preload, and the identity of the test it measures.
     pub interposer: Option<(&'a Path, TestIdentity)>,
 }
@@ -81,6 +83,9 @@ impl Measuring<'_> {
         }
         if let Some(known_code) = &self.known_code {
             command.env(KNOWN_CODE_ENV, &**known_code);
+        }
+        if let Some(rules_dir) = self.rules_dir {
+            command.env(RULES_DIR_ENV, rules_dir);
         }
         if let Some((library, identity)) = &self.interposer {
             let identity = serde_json::to_string(identity).expect("an identity is JSON");

@@ -72,6 +72,10 @@ impl RunOptions {
 /// The most of a test's output kept in memory: its end. The whole of it stays in a file for a failed test.
 const OUTPUT_TAIL: u64 = 1 << 20;
 
+/// The run's scratch directory under `<target-dir>/ying`: the workers' directories and the stack walker's rules the
+/// test processes keep for each other (`RULES_DIR_ENV`), removed after the run.
+const SCRATCH: &str = "tmp";
+
 /// The end of the output in `path` (at most [`OUTPUT_TAIL`] bytes, from a line's start), and whether some was
 /// cut.
 fn output_tail(path: &Path) -> std::io::Result<(String, bool)> {
@@ -123,6 +127,8 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path, 
     }
     let output_path = scratch.join("output");
     let report_dir = scratch.join("report");
+    // Beside the workers' directories, removed with them after the run.
+    let rules_dir = options.out_dir.join(SCRATCH).join("rules");
     let token = attempt::run_token(index);
     let binary = &test.binary;
     let attempt = Attempting {
@@ -136,6 +142,7 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path, 
             token: &token,
             known_code: options.known_code.env_value(&binary.path),
             allow: options.allow.as_deref(),
+            rules_dir: Some(&rules_dir),
             interposer: options
                 .interposer
                 .as_deref()
@@ -265,7 +272,7 @@ pub(crate) fn run(
         for worker in 0..workers {
             let sender = sender.clone();
             let (queue, stop, cancel, failures) = (&queue, &stop, &cancel, &failures);
-            let scratch = options.out_dir.join("tmp").join(worker.to_string());
+            let scratch = options.out_dir.join(SCRATCH).join(worker.to_string());
             scope.spawn(move || {
                 loop {
                     if stop.load(Ordering::Relaxed) || signals::interrupted().is_some() {
@@ -330,6 +337,6 @@ pub(crate) fn run(
     for (index, test) in queue.into_inner().unwrap() {
         results[index] = Some(skipped(test, not_run.clone()));
     }
-    let _ = std::fs::remove_dir_all(options.out_dir.join("tmp"));
+    let _ = std::fs::remove_dir_all(options.out_dir.join(SCRATCH));
     results.into_iter().map(|result| result.expect("every test has a result")).collect()
 }

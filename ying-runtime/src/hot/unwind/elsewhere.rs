@@ -25,3 +25,9 @@ pub(crate) fn remember(_ticket: Ticket, _tag: u32) {}
 
 /// Nothing is walked here: the system unwinder's stacks end where it ends them.
 pub(crate) fn end_stacks_at(_ranges: impl IntoIterator<Item = (usize, usize)>) {}
+
+/// No rules are computed here: none are kept.
+pub(crate) fn keep_rules() {}
+
+/// No rules are computed here: none are read.
+pub(crate) fn load_kept_rules() {}

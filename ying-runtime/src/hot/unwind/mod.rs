@@ -30,11 +30,16 @@
 //! the same addresses could leave stale rules: the table is cleared whenever the loader reports that an object was
 //! unloaded, which the walker checks on every table miss.
 //!
+//! The test processes of a run compute the rules of the same return addresses: each keeps what it computed in the
+//! run's directory, by build id, for the processes after it (`kept`).
+//!
 //! Elsewhere (`elsewhere`) every capture goes to the system unwinder.
 
 mod cached;
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 mod elsewhere;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod kept;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod remembered;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -46,7 +51,9 @@ mod walk;
 
 pub(crate) use cached::Cached;
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-pub(crate) use elsewhere::{WalkTree, capture, capture_cached, end_stacks_at, remember};
+pub(crate) use elsewhere::{WalkTree, capture, capture_cached, end_stacks_at, keep_rules, load_kept_rules, remember};
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub(crate) use kept::{keep as keep_rules, load as load_kept_rules};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(crate) use remembered::{capture_cached, remember};
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -4,7 +4,7 @@
 
 use crate::base::sync::SpinLock;
 use core::ops::ControlFlow;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+use core::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 use gimli::{
     BaseAddresses, CfaRule, EhFrame, EhFrameHdr, NativeEndian, Register, RegisterRule, UnwindContext,
     UnwindContextStorage, UnwindSection, UnwindTableRow, X86_64,
@@ -68,6 +68,11 @@ pub(super) enum Miss {
 /// tree), so the rules are looked up for new walks only, and a rule a slot lost is computed again from the
 /// call-frame information: the real programs' workloads W6 and W7 take the same time with 4 Ki slots.
 const CACHE_SLOTS: usize = 1024;
+/// Slots an address may take, side by side in one cache line: with one, a tokio-util test's process computed 39 of
+/// its 266 rules twice, two addresses taking turns at a slot, and lost them for the processes after it (`kept`).
+const WAYS: usize = 4;
+/// Sets of [`WAYS`] slots.
+const SETS: usize = CACHE_SLOTS / WAYS;
 
 /// One cached rule: the address it is for, and the packed rule.
 struct Slot {
@@ -75,15 +80,22 @@ struct Slot {
     rule: AtomicU64,
 }
 
-/// Rules by address. Readers take no lock: a slot is read address, rule, address, and used only when both
-/// reads of the address agree (writers, one at a time under [`WRITER`], clear the address first).
+/// Rules by address, in sets of [`WAYS`] slots. Readers take no lock: a slot is read address, rule, address, and
+/// used only when both reads of the address agree (writers, one at a time under [`WRITER`], clear the address
+/// first).
 static CACHE: [Slot; CACHE_SLOTS] =
     [const { Slot { address: AtomicUsize::new(0), rule: AtomicU64::new(0) } }; CACHE_SLOTS];
+/// The way of each set a writer replaces next when the set is full.
+static NEXT_WAY: [AtomicU8; SETS] = [const { AtomicU8::new(0) }; SETS];
 /// Serialises writers of [`CACHE`], and holds the loader's unload count the cache was filled under.
 static WRITER: SpinLock<u64> = SpinLock::new(0);
 
 /// How many times [`CACHE`] was cleared: remembered walks are valid only under the count they were made at.
 pub(super) static FLUSHES: AtomicU64 = AtomicU64::new(0);
+
+/// Rules computed and kept in [`CACHE`] in this process (for the tests of `kept`).
+#[cfg(test)]
+static COMPUTED: AtomicUsize = AtomicUsize::new(0);
 
 /// Most functions [`end_stacks_at`] keeps; any past them are walked through as before.
 const STACK_ENDS: usize = 64;
@@ -132,18 +144,46 @@ fn clear(filled_under: &mut u64, unloads: Option<u64>) {
     FLUSHES.fetch_add(1, Ordering::Release);
 }
 
-fn slot_of(address: usize) -> &'static Slot {
+/// The set of slots `address` may take, and its index.
+fn set_of(address: usize) -> (usize, &'static [Slot]) {
     let hash = (address as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    &CACHE[(hash >> (64 - CACHE_SLOTS.trailing_zeros())) as usize]
+    let set = (hash >> (64 - SETS.trailing_zeros())) as usize;
+    (set, &CACHE[set * WAYS..(set + 1) * WAYS])
+}
+
+/// The word a slot of `set` holds for `address`, if one does (see [`CACHE`]).
+#[inline]
+fn cached(set: &[Slot], address: usize) -> Option<u64> {
+    set.iter().find_map(|slot| {
+        let seen = slot.address.load(Ordering::Acquire);
+        let word = slot.rule.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        (seen == address && slot.address.load(Ordering::Relaxed) == address).then_some(word)
+    })
+}
+
+/// Keeps `word` for `address` in its set: in the slot that has it already, else an empty one, else the set's next
+/// way. The caller holds [`WRITER`].
+fn insert(address: usize, word: u64) {
+    let (set, slots) = set_of(address);
+    let held = slots.iter().position(|slot| slot.address.load(Ordering::Relaxed) == address);
+    let way =
+        held.or_else(|| slots.iter().position(|slot| slot.address.load(Ordering::Relaxed) == 0)).unwrap_or_else(|| {
+            let next = &NEXT_WAY[set];
+            let way = usize::from(next.load(Ordering::Relaxed)) % WAYS;
+            next.store(((way + 1) % WAYS) as u8, Ordering::Relaxed);
+            way
+        });
+    let slot = &slots[way];
+    slot.address.store(0, Ordering::Relaxed);
+    fence(Ordering::Release);
+    slot.rule.store(word, Ordering::Relaxed);
+    slot.address.store(address, Ordering::Release);
 }
 
 /// The rule at `address`: from the table, else computed and kept there.
 pub(super) fn rule_for(address: usize) -> Result<Rule, Miss> {
-    let slot = slot_of(address);
-    let seen = slot.address.load(Ordering::Acquire);
-    let word = slot.rule.load(Ordering::Relaxed);
-    fence(Ordering::Acquire);
-    if seen == address && slot.address.load(Ordering::Relaxed) == address {
+    if let Some(word) = cached(set_of(address).1, address) {
         if let Some(rule) = Rule::unpack(word) {
             return Ok(rule);
         }
@@ -169,11 +209,50 @@ pub(super) fn rule_for(address: usize) -> Result<Rule, Miss> {
         // An object was unloaded since the cached rules were computed: they may describe code that is gone.
         clear(&mut filled_under, Some(unloads));
     }
-    slot.address.store(0, Ordering::Relaxed);
-    fence(Ordering::Release);
-    slot.rule.store(word, Ordering::Relaxed);
-    slot.address.store(address, Ordering::Release);
+    insert(address, word);
+    #[cfg(test)]
+    COMPUTED.fetch_add(1, Ordering::Relaxed);
     found
+}
+
+/// Whether `word` is what [`CACHE`] keeps for an address: a rule, or "no call-frame information".
+fn is_kept_word(word: u64) -> bool {
+    Rule::unpack(word).is_some() || word == Rule::NO_INFO
+}
+
+/// Calls `f(address, word)` with each rule in [`CACHE`] but those of frames where stacks end (which depend on what
+/// this process was told, see [`end_stacks_at`]).
+pub(super) fn each(mut f: impl FnMut(usize, u64)) {
+    for slot in &CACHE {
+        let address = slot.address.load(Ordering::Acquire);
+        let word = slot.rule.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        if address != 0 && slot.address.load(Ordering::Relaxed) == address && is_kept_word(word) && !ends_stack(address)
+        {
+            f(address, word);
+        }
+    }
+}
+
+/// Puts `rules` (address, word), which [`each`] gave in another process for the same code at the same offsets,
+/// into [`CACHE`]; `unloads` is the loader's unload count they were placed under. Words that are no rule and
+/// frames where stacks end are left out.
+pub(super) fn put(rules: impl IntoIterator<Item = (usize, u64)>, unloads: u64) {
+    let mut filled_under = WRITER.lock();
+    if *filled_under != unloads {
+        clear(&mut filled_under, Some(unloads));
+    }
+    for (address, word) in rules {
+        if address != 0 && is_kept_word(word) && !ends_stack(address) {
+            insert(address, word);
+        }
+    }
+}
+
+/// Rules computed and kept in this process so far.
+#[cfg(test)]
+pub(super) fn computed() -> usize {
+    COMPUTED.load(Ordering::Relaxed)
 }
 
 /// Takes the writers' lock before the process forks (see `hot::fork`).
@@ -302,7 +381,36 @@ fn rule_of(row: &UnwindTableRow<usize, OnStack>) -> Result<Rule, Miss> {
 
 #[cfg(test)]
 mod tests {
-    use super::Rule;
+    use super::{Rule, WRITER, cached, insert, set_of};
+    use core::sync::atomic::Ordering;
+
+    #[test]
+    fn four_addresses_that_fall_in_one_set_are_all_kept() {
+        // Addresses of the first page, which no code lies at, that fall in one set: five.
+        let set = set_of(8).0;
+        let addresses: Vec<usize> = (1..).map(|n| n * 8).filter(|&address| set_of(address).0 == set).take(5).collect();
+        let rule =
+            |n: usize| Rule { cfa_from_bp: false, cfa_offset: 8 * n as i32, ra_offset: Some(-8), bp_offset: None };
+        // Held throughout: no other thread writes the table meanwhile.
+        let _writer = WRITER.lock();
+        for (n, &address) in addresses[..4].iter().enumerate() {
+            insert(address, rule(n).pack());
+        }
+        let slots = set_of(8).1;
+        let found: Vec<Option<Rule>> =
+            addresses.iter().map(|&address| cached(slots, address).and_then(Rule::unpack)).collect();
+        let expected: Vec<Option<Rule>> = (0..4).map(|n| Some(rule(n))).chain([None]).collect();
+        assert_eq!(found, expected);
+        // A fifth takes one of their slots, and the other three stay.
+        insert(addresses[4], rule(4).pack());
+        let kept = addresses.iter().filter(|&&address| cached(slots, address).is_some()).count();
+        assert_eq!(kept, 4);
+        for slot in slots {
+            if addresses.contains(&slot.address.load(Ordering::Relaxed)) {
+                slot.address.store(0, Ordering::Relaxed);
+            }
+        }
+    }
 
     #[test]
     fn rules_survive_packing() {

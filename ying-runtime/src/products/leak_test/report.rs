@@ -51,6 +51,8 @@ pub(super) fn write(
         if let Err(error) = written {
             eprintln!("ying: failed to write the report of `{}` to {}: {error}", report.test.name, path.display());
         }
+        // The walker's rules, for the run's processes after this one.
+        crate::hot::unwind::keep_rules();
     });
 }
 
