@@ -137,7 +137,7 @@ impl Reachability {
 
 #[cfg(test)]
 mod tests {
-    use super::roots::HEAP_WALKS;
+    use super::roots::{HEAP_WALKS, TestThread};
     use super::{Caller, Reachability};
     use core::hint::black_box;
     use std::cell::Cell;
@@ -146,6 +146,40 @@ mod tests {
     /// Hides an address from the scan: a word holding `address ^ HIDE` points nowhere.
     const HIDE: usize = 0x5a5a_5a5a_5a5a_5a5a;
 
+    /// A block of `N` bytes at an address nothing ever held before: in a page of its own, mapped where the system
+    /// maps nothing by itself (far from the heap and from the mappings it places) and never unmapped, past the
+    /// page's start (which a reader of the process's mappings holds), its bytes `fill`; returns its address, hidden.
+    /// The tests run side by side with the others of this binary, whose threads' stacks the scan reads whole: a heap
+    /// block's address may have been another test's block before, and a page the system maps may lie where a
+    /// thread's stack was, both left in words the scan rightly takes for references (a stack reused by the
+    /// harness's next thread, the loader's list of cached stacks).
+    #[inline(never)]
+    fn fresh_block<const N: usize>(fill: u8) -> usize {
+        use core::sync::atomic::{AtomicUsize, Ordering};
+        /// Where the block starts in its page.
+        const OFFSET: usize = 512;
+        const { assert!(OFFSET + N <= 4096) };
+        /// The next page to map: 48 TiB up, between the heap and the mappings the system places below the stack.
+        static NEXT: AtomicUsize = AtomicUsize::new(0x3000_0000_0000);
+        let at = NEXT.fetch_add(2 * 4096, Ordering::Relaxed);
+        // SAFETY: an anonymous private mapping of one page at `at`, which `MAP_FIXED_NOREPLACE` maps only where
+        // nothing is mapped: no existing memory is touched; its bytes are written only once it is mapped.
+        let page = unsafe {
+            let page = libc::mmap(
+                core::ptr::without_provenance_mut(at),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            );
+            assert_eq!(page.addr(), at, "a page at {at:#x}");
+            page.cast::<u8>().add(OFFSET).write_bytes(fill, N);
+            page
+        };
+        black_box(page.addr() + OFFSET) ^ HIDE
+    }
+
     /// Scans for the block of `size` bytes at `hidden ^ HIDE` as the runner scans at the end of a leak test's body,
     /// the calling thread's stack no root.
     #[inline(never)]
@@ -153,47 +187,48 @@ mod tests {
         Reachability::scan([(black_box(hidden) ^ HIDE, size)], [], Caller::RanTheBody, |_| 0)
     }
 
-    /// The address of `boxed`'s contents, hidden.
-    #[inline(never)]
-    fn hidden<T>(boxed: &T) -> usize {
-        core::ptr::from_ref(boxed).addr() ^ HIDE
+    /// How the block at `hidden ^ HIDE` is reached, and by what, as `reach` names it.
+    fn found(reach: &mut Reachability, hidden: usize) -> (Reach, Option<String>) {
+        let reached = reach.of(hidden ^ HIDE);
+        (reached.kind, reach.name(reached))
     }
 
     #[test]
     fn blocks_their_roots_reach_directly_are_found_without_walking_the_heap() {
-        // A size of its own: the tests run side by side, and a block of another's size could take the address a
-        // stale word of theirs holds.
+        let _test = TestThread::enter();
         let held = held_only_by::<610>(&OTHER_WORD);
         let walks = HEAP_WALKS.with(Cell::get);
-        let reach = scan(held, 610);
-        assert_eq!(reach.of(held ^ HIDE).kind, Reach::ThreadLocal);
+        let mut reach = scan(held, 610);
+        let (kind, by) = found(&mut reach, held);
+        assert_eq!(kind, Reach::ThreadLocal, "{by:?}");
         assert_eq!(HEAP_WALKS.with(Cell::get), walks, "the heap was walked");
-        free_held::<610>(held, &OTHER_WORD);
+        free_held(&OTHER_WORD);
     }
 
     #[test]
     fn a_word_on_the_calling_threads_own_stack_holds_nothing() {
         // The body has returned when the runner scans: a live frame of the caller's holding the address is no
         // root, as the dead frames of the body are not.
-        let held = black_box(Box::new([7u8; 600]));
-        let hidden = hidden(&*held);
-        let reach = scan(hidden, 600);
-        assert_eq!(reach.of(hidden ^ HIDE).kind, Reach::Lost);
+        let _test = TestThread::enter();
+        let held = black_box(fresh_block::<600>(7) ^ HIDE);
+        let mut reach = scan(held ^ HIDE, 600);
+        let (kind, by) = found(&mut reach, held ^ HIDE);
+        assert_eq!(kind, Reach::Lost, "{by:?}");
         black_box(&held);
     }
 
     std::thread_local! {
-        /// A vector of buffers: the thread-local holds the vector's buffer, which holds the buffer.
-        static HOLDER: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+        /// A vector of addresses: the thread-local holds the vector's buffer (a block of the heap from before the
+        /// test), which holds the address.
+        static HOLDER: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
     }
 
-    /// Keeps a buffer of 700 bytes in [`HOLDER`]'s vector, made in a frame of its own; returns the buffer's
+    /// Keeps the address of a fresh block of 700 bytes in [`HOLDER`]'s vector, in a frame of its own; returns the
     /// address, hidden: no frame of the caller's holds it.
     #[inline(never)]
     fn hold_in_a_vector() -> usize {
-        let buffer = black_box(vec![9u8; 700]);
-        let hidden = hidden(&buffer[0]);
-        HOLDER.with(|holder| holder.borrow_mut().push(buffer));
+        let hidden = fresh_block::<700>(9);
+        HOLDER.with(|holder| holder.borrow_mut().push(black_box(hidden ^ HIDE)));
         hidden
     }
 
@@ -204,12 +239,11 @@ mod tests {
         static OTHER_WORD: Cell<usize> = const { Cell::new(0) };
     }
 
-    /// Makes a block of `N` bytes whose address only `word` holds, in a frame of its own; returns it hidden.
+    /// Makes a fresh block of `N` bytes whose address only `word` holds, in a frame of its own; returns it hidden.
     #[inline(never)]
     fn held_only_by<const N: usize>(word: &'static std::thread::LocalKey<Cell<usize>>) -> usize {
-        let block = Box::leak(black_box(Box::new([5u8; N])));
-        let hidden = hidden(&*block);
-        word.with(|word| word.set(core::ptr::from_mut(block).expose_provenance()));
+        let hidden = fresh_block::<N>(5);
+        word.with(|word| word.set(black_box(hidden) ^ HIDE));
         hidden
     }
 
@@ -217,9 +251,11 @@ mod tests {
     fn a_word_in_yings_own_thread_locals_is_no_root_and_one_in_a_programs_is() {
         // A remembered stack walk keeps words it read from the stack: the address of a block the program lost
         // among them does not hold the block.
+        let _test = TestThread::enter();
         let hidden = held_only_by::<650>(&super::roots::OWN_WORD);
-        let reach = scan(hidden, 650);
-        assert_eq!(reach.of(hidden ^ HIDE).kind, Reach::Lost);
+        let mut reach = scan(hidden, 650);
+        let (kind, by) = found(&mut reach, hidden);
+        assert_eq!(kind, Reach::Lost, "{by:?}");
 
         let held = held_only_by::<650>(&PROGRAM_WORD);
         let mut reach = scan(held, 650);
@@ -228,25 +264,26 @@ mod tests {
         let name = reach.name(reached).unwrap_or_default();
         // With the thread whose it is, the test's, as the system keeps its name (15 bytes).
         assert_eq!(name, "ying::read::reach::tests::PROGRAM_WORD of thread `read::reach::te`");
-        free_held::<650>(held, &PROGRAM_WORD);
-        free_held::<650>(hidden, &super::roots::OWN_WORD);
+        free_held(&PROGRAM_WORD);
+        free_held(&super::roots::OWN_WORD);
     }
 
-    /// Frees the block of `N` bytes [`held_only_by`] made, whose address it returned `hidden`, and clears `word`.
-    fn free_held<const N: usize>(hidden: usize, word: &'static std::thread::LocalKey<Cell<usize>>) {
+    /// Lets go of the block [`held_only_by`] made: `word` holds it no more (its page stays mapped, so that no
+    /// other block ever takes its address).
+    fn free_held(word: &'static std::thread::LocalKey<Cell<usize>>) {
         word.with(|word| word.set(0));
-        // SAFETY: the address, hidden, of a block of `N` bytes `held_only_by` leaked, freed once here.
-        drop(unsafe { Box::from_raw(core::ptr::with_exposed_provenance_mut::<[u8; N]>(hidden ^ HIDE)) });
     }
 
     #[test]
     fn a_block_held_through_a_block_from_before_is_found_by_walking_the_heap() {
         // The vector's buffer is no block of the scan's: only the heap's chunks lead from the thread-local to the
         // buffer it holds.
+        let _test = TestThread::enter();
         let hidden = hold_in_a_vector();
         let walks = HEAP_WALKS.with(Cell::get);
-        let reach = scan(hidden, 700);
-        assert_eq!(reach.of(hidden ^ HIDE).kind, Reach::Heap);
+        let mut reach = scan(hidden, 700);
+        let (kind, by) = found(&mut reach, hidden);
+        assert_eq!(kind, Reach::Heap, "{by:?}");
         assert_eq!(HEAP_WALKS.with(Cell::get), walks + 1);
         HOLDER.with(|holder| holder.borrow_mut().clear());
     }
