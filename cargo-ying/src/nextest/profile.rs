@@ -34,13 +34,32 @@ pub(crate) const WRAPPER_COMMAND: &str = "ying-wrap";
 /// does, at the cost of a larger program started for every test.
 const EARLIER_WRAPPER_COMMAND: &str = "cargo-ying ying wrap";
 
-/// What setup adds, as it is written into a file that has none of it.
-fn template() -> String {
+/// The comment the template starts with.
+fn header() -> String {
     format!(
         r#"# Measure every test nextest runs with `--profile {PROFILE}`: the setup script preloads cargo-ying's allocation
 # interposer into each test, which records what it retained; `cargo ying gate` then reads the run, compares it with
 # the baseline and gives the verdict. Written by `cargo ying setup nextest`.
-experimental = ["setup-scripts", "wrapper-scripts"]
+"#
+    )
+}
+
+/// The comment an earlier setup started its profile with, when each test ran under the wrapper: replaced by
+/// [`header`] where it is found as written.
+fn earlier_header() -> String {
+    format!(
+        r#"# Measure every test nextest runs with `--profile {PROFILE}`: each runs under cargo-ying, which records what it
+# retained; `cargo ying gate` then reads the run, compares it with the baseline and gives the verdict. Written by
+# `cargo ying setup nextest`.
+"#
+    )
+}
+
+/// What setup adds, as it is written into a file that has none of it.
+fn template() -> String {
+    let header = header();
+    format!(
+        r#"{header}experimental = ["setup-scripts", "wrapper-scripts"]
 
 [scripts.setup.{SETUP_SCRIPT}]
 command = "{SETUP_COMMAND}"
@@ -82,6 +101,16 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
     let mut document: DocumentMut = text.parse().map_err(NextestConfigError::Parse)?;
     let ours: DocumentMut = template().parse().expect("the template is TOML");
     let mut changed = false;
+
+    // The comment an earlier setup wrote before the file's first key says how that setup measured: it says how
+    // this one does.
+    if let Some((mut key, _)) = document.iter_mut().next() {
+        let leading = key.leaf_decor().prefix().and_then(|prefix| prefix.as_str()).unwrap_or_default().to_owned();
+        if leading.contains(&earlier_header()) {
+            key.leaf_decor_mut().set_prefix(leading.replacen(&earlier_header(), &header(), 1));
+            changed = true;
+        }
+    }
 
     // `experimental = [..., "setup-scripts", "wrapper-scripts"]`.
     match document.get_mut("experimental") {
@@ -231,7 +260,7 @@ fn implicit_table<'a>(table: &'a mut Table, key: &str) -> Result<&'a mut Table, 
 
 #[cfg(test)]
 mod tests {
-    use super::{Change, NextestConfigError, apply, template};
+    use super::{Change, NextestConfigError, apply, earlier_header, header, template};
 
     fn added(text: &str) -> String {
         match apply(text).unwrap() {
@@ -287,6 +316,22 @@ mod tests {
         assert_eq!(rules[1]["list-wrapper"].as_str(), Some("ying"));
         assert_eq!(parsed["profile"]["ying"]["retries"].as_integer(), Some(2));
         assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
+    }
+
+    #[test]
+    fn the_comment_of_a_setup_that_ran_each_test_under_the_wrapper_says_how_tests_are_measured_now() {
+        let earlier = format!(
+            "{}experimental = [\"wrapper-scripts\"]\n\n[scripts.wrapper.ying]\ncommand = \"cargo-ying ying wrap\"\n\n\
+             [[profile.ying.scripts]]\nfilter = \"all()\"\nrun-wrapper = \"ying\"\n",
+            earlier_header()
+        );
+        let written = added(&earlier);
+        assert!(written.starts_with(&header()), "{written}");
+        assert!(!written.contains("each runs under cargo-ying"), "{written}");
+        assert_eq!(apply(&written).unwrap(), Change::AlreadySet);
+        // A comment the user wrote stays as it is.
+        let own = format!("# our profiles\n{}", template());
+        assert_eq!(apply(&own).unwrap(), Change::AlreadySet);
     }
 
     #[test]
