@@ -41,19 +41,25 @@ impl Object {
     }
 }
 
-/// The loaded objects that have a build id, the executable first when it has one; and the loader's unload count.
-fn objects() -> (Vec<Object>, u64) {
+/// The loaded objects that have a build id, the executable first, and the loader's unload count; `None` when the
+/// executable (the loader's first object) has none: nothing is kept for it.
+fn objects() -> Option<(Vec<Object>, u64)> {
     let mut objects = Vec::new();
     let mut unloads = 0;
-    crate::base::loaded::find_map(|object| {
+    let mut first = true;
+    let executable_unknown = crate::base::loaded::find_map(|object| {
         unloads = object.unloads;
-        if let Some(id) = object.build_id() {
+        let id = object.build_id();
+        if core::mem::take(&mut first) && id.is_none() {
+            return ControlFlow::Break(());
+        }
+        if let Some(id) = id {
             let loads = object.segments(libc::PT_LOAD).map(|(start, end, _)| (start, end)).collect();
             objects.push(Object { id: id.to_vec(), bias: object.bias, loads });
         }
-        ControlFlow::<()>::Continue(())
+        ControlFlow::Continue(())
     });
-    (objects, unloads)
+    executable_unknown.is_none().then_some((objects, unloads))
 }
 
 /// The file of the executable `executable` (its build id) in `dir`.
@@ -62,13 +68,11 @@ fn file_in(dir: &Path, executable: &[u8]) -> PathBuf {
     dir.join(format!("{hex}.rules"))
 }
 
-/// The directory [`RULES_DIR_ENV`] names, and the loaded objects with the executable's build id first.
+/// The directory [`RULES_DIR_ENV`] names, and [`objects`].
 fn place() -> Option<(PathBuf, Vec<Object>, u64)> {
     let dir = PathBuf::from(std::env::var_os(RULES_DIR_ENV)?);
-    let (objects, unloads) = objects();
-    // The executable is the loader's first object: without a build id of its own, nothing is kept for it.
-    let executable = crate::base::loaded::find_map(|object| ControlFlow::Break(object.build_id().is_some()))?;
-    executable.then_some((dir, objects, unloads))
+    let (objects, unloads) = objects()?;
+    Some((dir, objects, unloads))
 }
 
 /// Puts the rules kept for this executable into the table, where [`RULES_DIR_ENV`] names a directory that holds

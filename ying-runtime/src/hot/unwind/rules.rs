@@ -151,15 +151,20 @@ fn set_of(address: usize) -> (usize, &'static [Slot]) {
     (set, &CACHE[set * WAYS..(set + 1) * WAYS])
 }
 
-/// The word a slot of `set` holds for `address`, if one does (see [`CACHE`]).
+/// The address a slot holds a word for and the word, read without a lock (see [`CACHE`]): `None` for an empty
+/// slot, or one a writer changed meanwhile.
+#[inline]
+fn read(slot: &Slot) -> Option<(usize, u64)> {
+    let address = slot.address.load(Ordering::Acquire);
+    let word = slot.rule.load(Ordering::Relaxed);
+    fence(Ordering::Acquire);
+    (address != 0 && slot.address.load(Ordering::Relaxed) == address).then_some((address, word))
+}
+
+/// The word a slot of `set` holds for `address`, if one does.
 #[inline]
 fn cached(set: &[Slot], address: usize) -> Option<u64> {
-    set.iter().find_map(|slot| {
-        let seen = slot.address.load(Ordering::Acquire);
-        let word = slot.rule.load(Ordering::Relaxed);
-        fence(Ordering::Acquire);
-        (seen == address && slot.address.load(Ordering::Relaxed) == address).then_some(word)
-    })
+    set.iter().find_map(|slot| read(slot).filter(|&(seen, _)| seen == address).map(|(_, word)| word))
 }
 
 /// Keeps `word` for `address` in its set: in the slot that has it already, else an empty one, else the set's next
@@ -223,12 +228,8 @@ fn is_kept_word(word: u64) -> bool {
 /// Calls `f(address, word)` with each rule in [`CACHE`] but those of frames where stacks end (which depend on what
 /// this process was told, see [`end_stacks_at`]).
 pub(super) fn each(mut f: impl FnMut(usize, u64)) {
-    for slot in &CACHE {
-        let address = slot.address.load(Ordering::Acquire);
-        let word = slot.rule.load(Ordering::Relaxed);
-        fence(Ordering::Acquire);
-        if address != 0 && slot.address.load(Ordering::Relaxed) == address && is_kept_word(word) && !ends_stack(address)
-        {
+    for (address, word) in CACHE.iter().filter_map(read) {
+        if is_kept_word(word) && !ends_stack(address) {
             f(address, word);
         }
     }
