@@ -188,18 +188,13 @@ pub(crate) fn apply(text: &str) -> Result<Change, NextestConfigError> {
                 rule.insert("setup", toml_edit::value(SETUP_SCRIPT));
                 changed = true;
             }
-            let profile = profiles.get(PROFILE).expect("there");
-            if !lists(profile) {
+            // A profile of a setup before the listing rule gains it.
+            if !rules.iter().any(is_list_rule) {
                 let list_rule = ours["profile"][PROFILE]["scripts"]
                     .as_array_of_tables()
                     .and_then(|rules| rules.get(1))
                     .cloned()
                     .expect("the template's second rule lists");
-                let rules = profiles
-                    .get_mut(PROFILE)
-                    .and_then(|profile| profile.get_mut("scripts"))
-                    .and_then(Item::as_array_of_tables_mut)
-                    .expect("a profile of ours has its rules");
                 rules.push(list_rule);
                 changed = true;
             }
@@ -237,14 +232,10 @@ fn is_wrapper_rule(rule: &Table) -> bool {
         && rule.get("filter").and_then(Item::as_str) == Some("all()")
 }
 
-/// Whether `profile` lists every binary through the script.
-fn lists(profile: &Item) -> bool {
-    profile.get("scripts").and_then(Item::as_array_of_tables).is_some_and(|rules| {
-        rules.iter().any(|rule| {
-            rule.get("list-wrapper").and_then(Item::as_str) == Some(SCRIPT)
-                && rule.get("platform").and_then(Item::as_str) == Some("cfg(all())")
-        })
-    })
+/// Whether `rule` lists every binary through the wrapper script.
+fn is_list_rule(rule: &Table) -> bool {
+    rule.get("list-wrapper").and_then(Item::as_str) == Some(SCRIPT)
+        && rule.get("platform").and_then(Item::as_str) == Some("cfg(all())")
 }
 
 /// The table `key` of `table`, created implicit (no header of its own) when absent.
