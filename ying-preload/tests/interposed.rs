@@ -242,6 +242,20 @@ fn what_a_stack_walk_allocates_is_in_no_figure_and_is_freed_and_resized_as_any_b
 }
 
 #[test]
+fn a_panics_full_backtrace_begins_at_the_callers_frame_not_the_interposers() {
+    // The walk reports each frame to the standard library, which names it: the interposer's own `_Unwind_Backtrace`
+    // would be named from the interposer's debug information, megabytes read for a frame nobody asked for.
+    let reports = tempfile::tempdir().unwrap();
+    let output = run_subject("subject_panics", &[("RUST_BACKTRACE", "full")], reports.path());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let first_frame = stderr.lines().skip_while(|line| !line.starts_with("stack backtrace:")).nth(1);
+    let first_frame = first_frame.unwrap_or_else(|| panic!("no backtrace printed:\n{stderr}"));
+    assert!(first_frame.contains("backtrace_rs::backtrace::libunwind::trace"), "{stderr}");
+    assert!(!stderr.contains("_Unwind_Backtrace") && !stderr.contains("ying-preload/src"), "{stderr}");
+}
+
+#[test]
 fn under_a_run_token_the_report_takes_the_start_marks_file() {
     let reports = tempfile::tempdir().unwrap();
     let report = measure_into("subject_box_leak_1000", &[(RUN_TOKEN_ENV, "a-run")], reports.path());
@@ -298,6 +312,13 @@ fn subject_walks() {
     let kept = Box::leak(Box::new(std::backtrace::Backtrace::force_capture()));
     assert_eq!(size_of_val(kept), SUBJECT_WALKS_KEPT);
     assert!(matches!(kept.status(), std::backtrace::BacktraceStatus::Captured));
+}
+
+#[ignore = "run by the interposer's tests, under LD_PRELOAD"]
+#[test]
+fn subject_panics() {
+    let caught = std::panic::catch_unwind(|| panic!("a panic whose backtrace is printed"));
+    assert!(caught.is_err());
 }
 
 #[ignore = "run by the interposer's tests, under LD_PRELOAD"]
