@@ -43,6 +43,28 @@ pub struct KnownCode {
     /// whoever read the symbol table did not look for them: the process then looks itself.
     #[serde(default)]
     pub own_thread_locals: Option<Vec<(u64, u64)>>,
+    /// The constructors of tokio's task cells (`tokio::runtime::task::core::Cell<T, S>::new`, one for each future
+    /// spawned): a block allocated under one of them is a task's cell, which begins with the task's state word.
+    /// Where the optimiser inlined the constructor there is none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_cells: Vec<(u64, u64)>,
+    /// tokio's vtable of its tasks' wakers (`tokio::runtime::task::waker::WAKER_VTABLE`, a data symbol): a waker of a
+    /// task is the address of the task's cell beside the address of this vtable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_wakers: Vec<(u64, u64)>,
+}
+
+/// The path of tokio's task cell's constructors, as [`KnownCode::task_cells`] lists them.
+const TASK_CELL: &str = "tokio::runtime::task::core::Cell<";
+/// The path of tokio's task wakers' vtable, as [`KnownCode::task_wakers`] lists it.
+const TASK_WAKER: &str = "tokio::runtime::task::waker::WAKER_VTABLE";
+
+/// Whether the function demangled (without its hash) as `name` constructs a tokio task's cell (see
+/// [`KnownCode::task_cells`]): `tokio::runtime::task::core::Cell<T,S>::new` as the legacy mangling names it,
+/// `<tokio::runtime::task::core::Cell<F, S>>::new` as v0 does.
+pub fn is_task_cell_constructor(name: &str) -> bool {
+    let name = name.strip_prefix('<').unwrap_or(name);
+    name.starts_with(TASK_CELL) && (name.ends_with(">::new") || name.ends_with(">>::new"))
 }
 
 /// The paths of the statics that are not the program's roots: ying's own (its tables, whose empty slots hold stale
@@ -115,6 +137,8 @@ impl KnownCode {
             ("backtrace_rs", &[Kind::StdBacktrace]),
             (OWN_CRATES[0], &[Kind::OwnStatic, Kind::OwnThreadLocal]),
             (OWN_CRATES[1], &[Kind::OwnStatic, Kind::OwnThreadLocal]),
+            ("4task4core", &[Kind::TaskCell]),
+            ("12WAKER_VTABLE", &[Kind::TaskWaker]),
         ] {
             for at in memchr::memmem::find_iter(names, fragment.as_bytes()) {
                 let start = names[..at].iter().rposition(|&byte| byte == 0).map_or(0, |nul| nul + 1);
@@ -146,8 +170,12 @@ impl KnownCode {
         }
         for symbol in symbols.symbols().iter() {
             let kinds: &[Kind] = match symbol.st_type() {
-                object::elf::STT_FUNC => &[Kind::ThreadEntry, Kind::RunTest, Kind::TestEntry, Kind::StdBacktrace],
-                object::elf::STT_OBJECT | object::elf::STT_COMMON if !symbol.is_undefined(endian) => &[Kind::OwnStatic],
+                object::elf::STT_FUNC => {
+                    &[Kind::ThreadEntry, Kind::RunTest, Kind::TestEntry, Kind::StdBacktrace, Kind::TaskCell]
+                }
+                object::elf::STT_OBJECT | object::elf::STT_COMMON if !symbol.is_undefined(endian) => {
+                    &[Kind::OwnStatic, Kind::TaskWaker]
+                }
                 object::elf::STT_TLS if !symbol.is_undefined(endian) => &[Kind::OwnThreadLocal],
                 _ => continue,
             };
@@ -174,6 +202,8 @@ impl KnownCode {
             Kind::StdBacktrace => &mut self.std_backtrace,
             Kind::OwnStatic => self.own_statics.get_or_insert_with(Vec::new),
             Kind::OwnThreadLocal => self.own_thread_locals.get_or_insert_with(Vec::new),
+            Kind::TaskCell => &mut self.task_cells,
+            Kind::TaskWaker => &mut self.task_wakers,
         }
     }
 }
@@ -192,11 +222,13 @@ enum Kind {
     StdBacktrace = 3,
     OwnStatic = 4,
     OwnThreadLocal = 5,
+    TaskCell = 6,
+    TaskWaker = 7,
 }
 
 /// How many kinds there are.
 #[cfg(feature = "elf")]
-const KINDS: usize = 6;
+const KINDS: usize = 8;
 
 #[cfg(feature = "elf")]
 impl Kind {
@@ -213,6 +245,8 @@ impl Kind {
             Self::StdBacktrace => crate::excuses::is_std_backtrace(name),
             Self::OwnStatic => is_own_static(name),
             Self::OwnThreadLocal => is_own_thread_local(name),
+            Self::TaskCell => is_task_cell_constructor(name),
+            Self::TaskWaker => name == TASK_WAKER,
         }
     }
 }
@@ -235,6 +269,8 @@ mod tests {
             std_backtrace: vec![(500, 600)],
             own_statics: Some(vec![(700, 720)]),
             own_thread_locals: Some(vec![(8, 24)]),
+            task_cells: vec![(800, 900)],
+            task_wakers: vec![(1000, 1032)],
         };
         let value = code.to_env(stamp(1000));
         assert_eq!(KnownCode::from_env(&value, stamp(1000)), Some(code));
@@ -270,6 +306,62 @@ mod tests {
         assert!(!code.std_backtrace.is_empty(), "{code:?}");
         assert!(code.std_backtrace.iter().all(|range| !code.thread_entries.contains(range)), "{code:?}");
         assert_eq!(KnownCode::read(b"not an executable"), KnownCode::default());
+    }
+
+    #[test]
+    fn a_task_cells_constructor_is_named_as_either_mangling_demangles_it() {
+        use super::is_task_cell_constructor;
+        assert!(is_task_cell_constructor("tokio::runtime::task::core::Cell<T,S>::new"));
+        assert!(is_task_cell_constructor(
+            "<tokio::runtime::task::core::Cell<my_crate::work::{closure#0}, alloc::sync::Arc<tokio::runtime::\
+             scheduler::current_thread::Handle>>>::new"
+        ));
+        assert!(!is_task_cell_constructor("tokio::runtime::task::core::Cell<T,S>::new::new_header"));
+        assert!(!is_task_cell_constructor("tokio::runtime::task::core::Core<T,S>::poll"));
+        assert!(!is_task_cell_constructor("my_crate::Cell<T>::new"));
+    }
+
+    /// What a task of this executable's sees of its own waker: the address of its vtable.
+    #[cfg(all(feature = "elf", target_os = "linux"))]
+    fn a_task_wakers_vtable() -> usize {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let task = std::future::poll_fn(|cx| std::task::Poll::Ready(core::ptr::from_ref(cx.waker().vtable()).addr()));
+        runtime.block_on(async { tokio::spawn(task).await.unwrap() })
+    }
+
+    #[cfg(all(feature = "elf", target_os = "linux"))]
+    #[test]
+    fn this_test_executables_task_cells_and_task_wakers_vtable_are_found() {
+        use object::read::{Object, ObjectSymbol};
+        // A task spawned, so that this executable has a cell of its own future's, and its waker's vtable read.
+        let vtable = a_task_wakers_vtable();
+        let bytes = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let code = KnownCode::read(&bytes);
+        let file = object::File::parse(&*bytes).unwrap();
+        let named = |range: (u64, u64)| {
+            let symbol = file.symbols().find(|symbol| (symbol.address(), symbol.address() + symbol.size()) == range);
+            symbol.map(|symbol| format!("{:#}", rustc_demangle::demangle(symbol.name().unwrap_or_default())))
+        };
+        assert!(!code.task_cells.is_empty(), "{code:?}");
+        for &range in &code.task_cells {
+            let name = named(range).unwrap_or_default();
+            assert!(name.starts_with("tokio::runtime::task::core::Cell<") && name.ends_with(">::new"), "{name}");
+        }
+        // The vtable the waker named, where this executable was loaded (its address less the load's bias, which
+        // this very function's address gives).
+        let this = file
+            .symbols()
+            .find(|symbol| {
+                named((symbol.address(), symbol.address() + symbol.size()))
+                    .is_some_and(|name| name == "ying_frames::known_code::tests::a_task_wakers_vtable")
+            })
+            .expect("this function has a symbol");
+        let bias = (a_task_wakers_vtable as fn() -> usize as usize).wrapping_sub(this.address() as usize);
+        let vtable = vtable.wrapping_sub(bias) as u64;
+        assert_eq!(code.task_wakers.len(), 1, "{code:?}");
+        let (start, end) = code.task_wakers[0];
+        assert!((start..end).contains(&vtable), "{vtable:#x} is not in {start:#x}..{end:#x}");
+        assert_eq!(named((start, end)).as_deref(), Some("tokio::runtime::task::waker::WAKER_VTABLE"));
     }
 
     #[cfg(all(feature = "elf", target_os = "linux"))]
