@@ -10,6 +10,8 @@ use syn::{AttrStyle, ItemFn, ReturnType, Type, parse_quote};
 /// Re-emits an `async fn` test below its async test attribute: `#[tokio::test]` (or the like) expands first into
 /// the synchronous test that builds the runtime, and the leak test then wraps all of it, whichever order the two
 /// attributes were written in. The attribute is named through `runtime`, the path the arguments give the runtime.
+/// The body itself runs through the runtime's `body_end`, which looks at the tasks it left as it ends, inside the
+/// runtime (an attribute written before this one has expanded already, and its body is out of reach).
 pub(crate) fn defer_to_async_attribute(
     raw_args: TokenStream,
     runtime: &syn::Path,
@@ -17,6 +19,13 @@ pub(crate) fn defer_to_async_attribute(
 ) -> TokenStream {
     // After the other outer attributes; inner ones (`#![allow(..)]`) stay at the start of the body.
     function.attrs.push(parse_quote!(#[#runtime::leak_test(#raw_args)]));
+    let output = match &function.sig.output {
+        ReturnType::Default => quote!(()),
+        ReturnType::Type(_, ty) if matches!(**ty, Type::ImplTrait(_)) => quote!(_),
+        ReturnType::Type(_, ty) => quote!(#ty),
+    };
+    let block = &function.block;
+    function.block = parse_quote!({ #runtime::__private::body_end::<#output>(async move #block).await });
     function.into_token_stream()
 }
 

@@ -173,6 +173,47 @@ pub struct LeakReport {
     /// counted. Empty for a leak test.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The async tasks the test's body left behind, found as the body ended while its runtime still ran (an
+    /// `async fn` leak test's); in the order they were spawned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskEntry>,
+}
+
+/// An async task a test's body left behind (see [`LeakReport::tasks`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct TaskEntry {
+    /// What became of it.
+    pub kind: TaskKind,
+    /// The future's Rust type: the async fn or closure it runs (`my_crate::fetch`, `my_crate::run::{closure}`);
+    /// `None` where the debug information does not tell.
+    pub future: Option<String>,
+    /// `file:line` of the user's call that spawned it, as a site's frames name files; `None` where no frame is the
+    /// user's.
+    pub spawned_at: Option<String>,
+    /// The bytes of the task's cell (its future or output, and tokio's header).
+    pub bytes: u64,
+}
+
+impl TaskEntry {
+    /// A task of `kind`, running `future`, spawned at `spawned_at`, of `bytes`.
+    pub fn new(kind: TaskKind, future: Option<String>, spawned_at: Option<String>, bytes: u64) -> Self {
+        Self { kind, future, spawned_at, bytes }
+    }
+}
+
+/// What became of a task a test's body left behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TaskKind {
+    /// Pending, and nothing outside itself and the runtime's own lists of tasks can wake it.
+    Leaked,
+    /// Pending, and reachable from something that can still wake it (a timer, a channel whose sender is held
+    /// elsewhere).
+    Lingering,
+    /// Complete, its output kept because its `JoinHandle` was neither awaited nor dropped.
+    Unclaimed,
 }
 
 impl LeakReport {
@@ -195,6 +236,7 @@ impl LeakReport {
             deferred: None,
             run_token: None,
             notes: Vec::new(),
+            tasks: Vec::new(),
         }
     }
 

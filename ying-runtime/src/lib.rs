@@ -176,6 +176,11 @@ pub use read::stack_stats::StackStats;
 /// or not at all: the test is registered once. Inner attributes (`#![allow(..)]`) apply to the body. A leak test
 /// returns what a test may: `()`, a `Result`, an `ExitCode` or `impl Termination`.
 ///
+/// An `async fn` leak test written above its async test attribute runs its body to its end inside the runtime and
+/// then, before the runtime shuts down, looks for the tokio tasks the body left: the report `cargo ying` reads
+/// lists each task that completed with its `JoinHandle` neither awaited nor dropped (`unclaimed`), with the future
+/// it ran and the line that spawned it.
+///
 /// A crate that depends on `ying-runtime` under another name gives that name to `crate`, so that the generated code
 /// finds the runtime: with `yr = { package = "ying-runtime", version = "0.1" }` in `[dev-dependencies]`, write
 /// `#[yr::leak_test(crate = "yr", max_retained = "1 KiB")]`.
@@ -223,7 +228,7 @@ pub use ying_report::report::ATTRIBUTION_ENV;
 /// Internals for ying's own macros and tests; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::products::leak_test::{LeakTest, TestResult, run};
+    pub use crate::products::leak_test::{LeakTest, TestResult, body_end, run};
     pub use ying_report::arguments::Value;
 
     /// What the allocation interposer (`ying-preload`) tells the runtime.

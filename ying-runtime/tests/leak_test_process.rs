@@ -102,6 +102,32 @@ fn a_guard_that_outlived_its_scope_hides_nothing_from_process_attribution() {
 }
 
 /// Runs the ignored test `name` alone in a child process, as `cargo ying` does.
+/// A task's output: 500 bytes.
+async fn produce() -> Vec<u8> {
+    black_box(vec![9u8; 500])
+}
+
+/// The line of `unclaimed_task`'s spawn.
+const UNCLAIMED_SPAWN_LINE: u32 = line!() + 7;
+
+/// A task that completed, its `JoinHandle` forgotten: its output is kept, unclaimed.
+#[ying::leak_test]
+#[tokio::test]
+#[ignore = "run in a child process"]
+async fn unclaimed_task() {
+    let handle = tokio::spawn(produce());
+    tokio::task::yield_now().await;
+    std::mem::forget(handle);
+}
+
+/// A task joined: nothing is left of it.
+#[ying::leak_test]
+#[tokio::test]
+#[ignore = "run in a child process"]
+async fn joined_task() {
+    assert_eq!(tokio::spawn(produce()).await.unwrap().len(), 500);
+}
+
 fn run_alone(name: &str, envs: &[(&str, &std::ffi::OsStr)]) -> Output {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command.args(["--exact", name, "--ignored", "--nocapture", "--test-threads=1"]);
@@ -159,6 +185,29 @@ fn read_reports(dir: &std::path::Path) -> Vec<ying::report::LeakReport> {
         .collect();
     reports.sort_by(|a: &ying::report::LeakReport, b| a.test.name.cmp(&b.test.name));
     reports
+}
+
+#[test]
+fn an_async_bodys_unclaimed_task_is_reported_with_its_future_and_spawn_line_and_a_joined_one_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = [(ying::report::REPORT_DIR_ENV, dir.path().as_os_str())];
+    let unclaimed = run_alone("unclaimed_task", &envs);
+    assert!(!unclaimed.status.success(), "the task's cell and output are retained: {}", stderr(&unclaimed));
+    let joined = run_alone("joined_task", &envs);
+    assert!(joined.status.success(), "{}", stderr(&joined));
+    let reports = read_reports(dir.path());
+    assert_eq!(reports.len(), 2);
+    assert_eq!(reports[0].test.name, "joined_task");
+    assert_eq!(reports[0].tasks, []);
+    assert_eq!(reports[1].test.name, "unclaimed_task");
+    let tasks = &reports[1].tasks;
+    assert_eq!(tasks.len(), 1, "{tasks:#?}");
+    let task = &tasks[0];
+    assert_eq!(task.kind, ying::report::TaskKind::Unclaimed, "{task:#?}");
+    assert_eq!(task.future.as_deref(), Some("leak_test_process::produce"), "{task:#?}");
+    let spawned_at = format!("tests/leak_test_process.rs:{UNCLAIMED_SPAWN_LINE}");
+    assert_eq!(task.spawned_at.as_deref(), Some(spawned_at.as_str()), "{task:#?}");
+    assert!(task.bytes > 0, "{task:#?}");
 }
 
 #[test]

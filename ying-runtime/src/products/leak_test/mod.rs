@@ -6,7 +6,8 @@
 //! keeps without leaking it; [`hook`] keeps the panic hook's work out of the figures; [`exit`] fails a process that
 //! exits inside a body; [`why`] says why each retained block is still there (the reachability scan of
 //! `read::reach`, summed per site); [`verdict`] judges budgets against figures and writes the failure message, as
-//! a pure function; [`report`] writes the JSON report; [`unannotated`] measures a test without the attribute from
+//! a pure function; [`report`] writes the JSON report; [`tasks`] finds the async tasks an `async fn` body left as it
+//! ends; [`unannotated`] measures a test without the attribute from
 //! outside, for the allocation interposer, waiting at its end for the threads the test left running ([`settle`]);
 //! [`interposer`] tells that interposer when a leak test starts, so that it stops measuring.
 //!
@@ -26,10 +27,12 @@ mod plan;
 mod report;
 mod runner;
 mod settle;
+mod tasks;
 mod unannotated;
 mod verdict;
 mod why;
 
 pub use plan::LeakTest;
 pub use runner::{TestResult, run};
+pub use tasks::body_end;
 pub use unannotated::{leak_test_started, thread_named};

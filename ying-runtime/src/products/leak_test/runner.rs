@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use ying_report::Frame;
-use ying_report::report::{IterationFigures, Outcome, Owned, RetainedSite};
+use ying_report::report::{IterationFigures, Outcome, Owned, RetainedSite, TaskEntry};
 
 /// What a test function returns: `()` or a `Result`.
 #[doc(hidden)]
@@ -138,6 +138,8 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
     let marker = 0u8;
     let _limit = CaptureLimit::set(core::hint::black_box(&marker));
     let mut session = Session::open(&plan);
+    // What the measured runs' async bodies leave, looked at as each ends inside its runtime (`tasks`).
+    let measuring = super::tasks::Measuring::enter(session.scope().id());
     let mut last = None;
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         for _ in 0..plan.iterations {
@@ -152,19 +154,20 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
         }
     }));
     let measured = session.close();
+    let tasks = measuring.tasks(plan.test.manifest_dir);
     let result = match outcome {
         Ok(()) => last.expect("at least one measured run"),
         Err(panic) => {
             let failure = body_failure(&plan, "panicked", panic_message(&*panic));
-            report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), Vec::new());
+            report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), Vec::new(), tasks);
             resume_unwind(panic);
         }
     };
     if result.is_success() {
-        measured.judge(&plan);
+        measured.judge(&plan, tasks);
     } else {
         let failure = body_failure(&plan, "returned a failure", result.failure().as_deref());
-        report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), Vec::new());
+        report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), Vec::new(), tasks);
     }
     result
 }
@@ -349,18 +352,18 @@ impl Measured {
         }
     }
 
-    /// Judges the budgets, reports, and fails the test with the message when a budget was exceeded (for a
+    /// Judges the budgets, reports (with the `tasks` the bodies left), and fails the test with the message when a budget was exceeded (for a
     /// `should_panic` test whose body did not panic, the message is printed and the harness fails the test for
     /// not panicking). The panic is located at the test function.
     #[track_caller]
-    pub(super) fn judge(mut self, plan: &Plan) {
+    pub(super) fn judge(mut self, plan: &Plan, tasks: Vec<TaskEntry>) {
         let function = plan.function_path();
         let sites = self.sites(plan.test.manifest_dir, &function);
         let names = Names { harness: plan.harness_name(), function: &function, runtime: plan.test.runtime };
         match verdict::judge(names, &plan.budgets, plan.lost_alone, &self.findings(), &sites) {
-            Verdict::Passed => report::write(plan, &self.findings(), Outcome::Passed, None, sites),
+            Verdict::Passed => report::write(plan, &self.findings(), Outcome::Passed, None, sites, tasks),
             Verdict::Failed(message) => {
-                report::write(plan, &self.findings(), Outcome::Failed, Some(message.clone()), sites);
+                report::write(plan, &self.findings(), Outcome::Failed, Some(message.clone()), sites, tasks);
                 if plan.test.should_panic {
                     eprintln!("{message}");
                 } else {

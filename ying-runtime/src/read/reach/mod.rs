@@ -36,6 +36,13 @@ pub(crate) fn leave_unread_where(unread: fn(usize) -> bool) {
     let _ = UNREAD_WHERE.set(unread);
 }
 
+/// The word at each of `addresses` (aligned), read through the kernel: `None` where nothing is mapped there (a block
+/// another thread freed and the C library unmapped since is no fault).
+pub(crate) fn words_at(addresses: impl IntoIterator<Item = usize>) -> Vec<Option<usize>> {
+    let mut reader = Reader::new();
+    addresses.into_iter().map(|address| reader.word(address)).collect()
+}
+
 /// What reaches each retained block, and names for the roots.
 pub(crate) struct Reachability {
     graph: Graph,

@@ -1,0 +1,202 @@
+//! The async tasks a leak test's body left behind, found as the body ends while its runtime still runs.
+//!
+//! `#[ying::leak_test]` on an `async fn` runs the body through [`body_end`] inside the runtime its async test
+//! attribute (`#[tokio::test]`) builds: once the body's future is done, it yields to the runtime a few times (so that
+//! the tasks the body finished with or aborted are settled) and then looks at the measured scope's live blocks for
+//! tokio's task cells: the blocks allocated under a cell's constructor (`KnownCode::task_cells`, from the
+//! executable's symbol table). A cell begins with the task's state word (tokio's `Header`, first in the `#[repr(C)]`
+//! cell, has the state first). A task complete with its `JoinHandle`'s interest still set is `unclaimed`: its output
+//! is kept for a handle that was neither awaited nor dropped. The runtime's shutdown, after the body, would free the
+//! pending tasks that nothing else holds: only here are they still to be seen. Pending tasks are not reported yet.
+
+use crate::base::ids::{ScopeId, StackId};
+use crate::base::thread::as_profiler;
+use crate::hot::{live, stacks};
+use crate::read::symbol_table;
+use crate::read::symbolize::{allocated_type, symbolize};
+use core::cell::{Cell, RefCell};
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use ying_report::report::{TaskEntry, TaskKind};
+
+/// tokio's task state: the task has completed (`tokio::runtime::task::state::COMPLETE`).
+const COMPLETE: usize = 0b10;
+/// tokio's task state: a `JoinHandle` still holds an interest in the output (`JOIN_INTEREST`).
+const JOIN_INTEREST: usize = 0b1000;
+
+/// How many times the body's end yields to the runtime before its tasks are looked at.
+const YIELDS: usize = 3;
+
+/// How many of a stack's innermost frames are looked at for a cell's constructor (the allocator's frames, `Box::new`,
+/// the constructor).
+const CONSTRUCTOR_DEPTH: usize = 16;
+
+std::thread_local! {
+    /// The scope of the measured runs of the leak test this thread runs, while they run.
+    static MEASURED: Cell<Option<ScopeId>> = const { Cell::new(None) };
+    /// The tasks the last measured run's body left, found as it ended.
+    static FOUND: RefCell<Vec<Found>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A task found as a body ended, not named yet.
+pub(super) struct Found {
+    kind: TaskKind,
+    stack: StackId,
+    bytes: u64,
+}
+
+/// The measured runs of a leak test on this thread, until dropped: the bodies' ends look at scope `id`.
+pub(super) struct Measuring(Option<ScopeId>);
+
+impl Measuring {
+    pub(super) fn enter(id: ScopeId) -> Self {
+        let _ = FOUND.try_with(|found| found.borrow_mut().clear());
+        Self(MEASURED.try_with(|measured| measured.replace(Some(id))).ok().flatten())
+    }
+
+    /// What the last measured run's body left, named: the future each task runs and where the body spawned it,
+    /// with `manifest_dir`'s files relative to it.
+    pub(super) fn tasks(self, manifest_dir: &str) -> Vec<TaskEntry> {
+        let found = FOUND.try_with(|found| core::mem::take(&mut *found.borrow_mut())).unwrap_or_default();
+        as_profiler(|| {
+            let mut tasks: Vec<TaskEntry> = found.iter().map(|task| named(task, manifest_dir)).collect();
+            tasks.sort_by(|a, b| (&a.spawned_at, &a.future, a.bytes).cmp(&(&b.spawned_at, &b.future, b.bytes)));
+            tasks
+        })
+    }
+}
+
+impl Drop for Measuring {
+    fn drop(&mut self) {
+        let _ = MEASURED.try_with(|measured| measured.set(self.0));
+    }
+}
+
+/// Runs an async leak test's `body`, and as it ends, inside its runtime, looks for the tasks it left (see the
+/// module's documentation). Called by the code `#[ying::leak_test]` generates for an `async fn`.
+#[doc(hidden)]
+pub async fn body_end<T>(body: impl Future<Output = T>) -> T {
+    let output = body.await;
+    for _ in 0..YIELDS {
+        YieldOnce(false).await;
+    }
+    at_body_end();
+    output
+}
+
+/// Pending once, its waker woken: the runtime runs what is ready before it polls the body again.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+/// Looks at the live blocks of the measured scope for tokio's task cells, and keeps the tasks left behind.
+fn at_body_end() {
+    let Some(scope) = MEASURED.try_with(Cell::get).ok().flatten() else { return };
+    let found = as_profiler(|| {
+        let constructors = symbol_table::in_process(&symbol_table::known_code().task_cells);
+        if constructors.is_empty() {
+            return Vec::new();
+        }
+        let constructed =
+            |ip: usize| constructors.iter().any(|&(start, end)| (start..end).contains(&ip.wrapping_sub(1)));
+        // Many blocks share a stack: each stack is looked at once.
+        let mut of_stack: std::collections::HashMap<StackId, bool> = std::collections::HashMap::new();
+        let cells: Vec<(usize, u64, StackId)> = live::owned_by(scope)
+            .iter()
+            .filter_map(|block| {
+                let stack = block.stack?;
+                let is_cell = *of_stack.entry(stack).or_insert_with(|| {
+                    stacks::ips(stack)
+                        .is_some_and(|ips| ips.as_slice().iter().take(CONSTRUCTOR_DEPTH).any(|&ip| constructed(ip)))
+                });
+                is_cell.then_some((block.address, block.size as u64, stack))
+            })
+            .collect();
+        let states = states(cells.iter().map(|&(address, ..)| address));
+        cells
+            .into_iter()
+            .zip(states)
+            .filter_map(|((_, bytes, stack), state)| {
+                let state = state?;
+                let unclaimed = state & COMPLETE != 0 && state & JOIN_INTEREST != 0;
+                unclaimed.then_some(Found { kind: TaskKind::Unclaimed, stack, bytes })
+            })
+            .collect()
+    });
+    let _ = FOUND.try_with(|kept| *kept.borrow_mut() = found);
+}
+
+/// The state word of each task cell at `addresses` (the first word of the cell), read through the kernel.
+#[cfg(target_os = "linux")]
+fn states(addresses: impl IntoIterator<Item = usize>) -> Vec<Option<usize>> {
+    crate::read::reach::words_at(addresses)
+}
+
+/// No task is looked at where memory cannot be read through the kernel.
+#[cfg(not(target_os = "linux"))]
+fn states(addresses: impl IntoIterator<Item = usize>) -> Vec<Option<usize>> {
+    addresses.into_iter().map(|_| None).collect()
+}
+
+/// `task` with the future it runs and where it was spawned, from its cell's stack.
+fn named(task: &Found, manifest_dir: &str) -> TaskEntry {
+    let Some(ips) = stacks::ips(task.stack) else { return TaskEntry::new(task.kind, None, None, task.bytes) };
+    let frames = super::report::relative_frames(symbolize(&ips), manifest_dir);
+    let spawned_at = ying_frames::user_frame(&frames).and_then(|index| {
+        let frame = &frames[index];
+        Some(format!("{}:{}", frame.file.as_deref()?, frame.line?))
+    });
+    let future = allocated_type(&ips).and_then(|cell| future_of(&cell));
+    TaskEntry::new(task.kind, future, spawned_at, task.bytes)
+}
+
+/// The future a task cell's type runs, as a user names it: the first generic argument of
+/// `tokio::runtime::task::core::Cell<F, S>`, an async fn's state machine named by its function
+/// (`my_crate::fetch::{async_fn_env#0}` is `my_crate::fetch`).
+fn future_of(cell: &str) -> Option<String> {
+    let arguments = &cell[cell.find("Cell<")? + "Cell<".len()..];
+    let mut depth = 0usize;
+    let end = arguments.char_indices().find_map(|(at, char)| {
+        match char {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' if depth > 0 => depth -= 1,
+            ',' | '>' if depth == 0 => return Some(at),
+            _ => {}
+        }
+        None
+    })?;
+    let future = arguments[..end].trim();
+    let future = match future.rfind("::{async_fn_env#") {
+        Some(at) if future.ends_with('}') => &future[..at],
+        _ => future,
+    };
+    Some(future.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::future_of;
+
+    #[test]
+    fn a_cells_future_is_its_first_generic_argument_an_async_fn_by_its_name() {
+        let cell = "tokio::runtime::task::core::Cell<my_crate::fetch::{async_fn_env#0}, \
+                    alloc::sync::Arc<tokio::runtime::scheduler::current_thread::Handle>>";
+        assert_eq!(future_of(cell).as_deref(), Some("my_crate::fetch"));
+        let block = "tokio::runtime::task::core::Cell<core::future::poll_fn::PollFn<my_crate::run::{closure_env#0}>, \
+                     alloc::sync::Arc<tokio::runtime::scheduler::multi_thread::handle::Handle>>";
+        assert_eq!(future_of(block).as_deref(), Some("core::future::poll_fn::PollFn<my_crate::run::{closure_env#0}>"));
+        assert_eq!(future_of("alloc::vec::Vec<u8>"), None);
+    }
+}
