@@ -14,10 +14,11 @@ use crate::base::thread::as_profiler;
 use crate::hot::{live, stacks};
 use crate::read::symbol_table;
 use crate::read::symbolize::{allocated_type, symbolize};
-use core::cell::{Cell, RefCell};
+use core::cell::Cell;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
+use std::sync::Mutex;
 use ying_report::report::{TaskEntry, TaskKind};
 
 /// tokio's task state: the task has completed (`tokio::runtime::task::state::COMPLETE`).
@@ -35,8 +36,16 @@ const CONSTRUCTOR_DEPTH: usize = 16;
 std::thread_local! {
     /// The scope of the measured runs of the leak test this thread runs, while they run.
     static MEASURED: Cell<Option<ScopeId>> = const { Cell::new(None) };
-    /// The tasks the last measured run's body left, found as it ended.
-    static FOUND: RefCell<Vec<Found>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The tasks the last measured run's body of each leak test running left, found as it ended, by the test's scope. A
+/// static rather than a thread-local: a thread-local with a destructor would register it (an allocation) inside the
+/// measured scope.
+static FOUND: Mutex<Vec<(ScopeId, Vec<Found>)>> = Mutex::new(Vec::new());
+
+/// [`FOUND`], whatever a panic left it as.
+fn found() -> std::sync::MutexGuard<'static, Vec<(ScopeId, Vec<Found>)>> {
+    FOUND.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A task found as a body ended, not named yet.
@@ -47,19 +56,26 @@ pub(super) struct Found {
 }
 
 /// The measured runs of a leak test on this thread, until dropped: the bodies' ends look at scope `id`.
-pub(super) struct Measuring(Option<ScopeId>);
+pub(super) struct Measuring {
+    id: ScopeId,
+    /// What this thread measured before (nothing: leak tests do not nest).
+    before: Option<ScopeId>,
+}
 
 impl Measuring {
     pub(super) fn enter(id: ScopeId) -> Self {
-        let _ = FOUND.try_with(|found| found.borrow_mut().clear());
-        Self(MEASURED.try_with(|measured| measured.replace(Some(id))).ok().flatten())
+        Self { id, before: MEASURED.try_with(|measured| measured.replace(Some(id))).ok().flatten() }
     }
 
     /// What the last measured run's body left, named: the future each task runs and where the body spawned it,
     /// with `manifest_dir`'s files relative to it.
     pub(super) fn tasks(self, manifest_dir: &str) -> Vec<TaskEntry> {
-        let found = FOUND.try_with(|found| core::mem::take(&mut *found.borrow_mut())).unwrap_or_default();
         as_profiler(|| {
+            let found = {
+                let mut found = found();
+                let at = found.iter().position(|(scope, _)| *scope == self.id);
+                at.map(|at| found.swap_remove(at).1).unwrap_or_default()
+            };
             let mut tasks: Vec<TaskEntry> = found.iter().map(|task| named(task, manifest_dir)).collect();
             tasks.sort_by(|a, b| (&a.spawned_at, &a.future, a.bytes).cmp(&(&b.spawned_at, &b.future, b.bytes)));
             tasks
@@ -69,7 +85,7 @@ impl Measuring {
 
 impl Drop for Measuring {
     fn drop(&mut self) {
-        let _ = MEASURED.try_with(|measured| measured.set(self.0));
+        let _ = MEASURED.try_with(|measured| measured.set(self.before));
     }
 }
 
@@ -135,7 +151,13 @@ fn at_body_end() {
             })
             .collect()
     });
-    let _ = FOUND.try_with(|kept| *kept.borrow_mut() = found);
+    as_profiler(|| {
+        let mut kept = self::found();
+        match kept.iter_mut().find(|(id, _)| *id == scope) {
+            Some((_, tasks)) => *tasks = found,
+            None => kept.push((scope, found)),
+        }
+    });
 }
 
 /// The state word of each task cell at `addresses` (the first word of the cell), read through the kernel.
