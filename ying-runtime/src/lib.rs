@@ -178,8 +178,9 @@ pub use read::stack_stats::StackStats;
 ///
 /// An `async fn` leak test written above its async test attribute runs its body to its end inside the runtime and
 /// then, before the runtime shuts down, looks for the tokio tasks the body left: the report `cargo ying` reads
-/// lists each task that completed with its `JoinHandle` neither awaited nor dropped (`unclaimed`), with the future
-/// it ran and the line that spawned it.
+/// lists each, with the future it runs and the line that spawned it: `leaked` (pending, and nothing that could wake
+/// it is reachable), `lingering` (pending, but something can still wake it) or `unclaimed` (complete, its
+/// `JoinHandle` neither awaited nor dropped).
 ///
 /// A crate that depends on `ying-runtime` under another name gives that name to `crate`, so that the generated code
 /// finds the runtime: with `yr = { package = "ying-runtime", version = "0.1" }` in `[dev-dependencies]`, write

@@ -120,6 +120,37 @@ async fn unclaimed_task() {
     std::mem::forget(handle);
 }
 
+/// Keeps its own waker where only it can reach it (as a task awaiting a channel whose only sender it holds):
+/// nothing can ever wake it.
+async fn await_own_waker() {
+    let slot: std::sync::Arc<std::sync::Mutex<Option<std::task::Waker>>> = std::sync::Arc::default();
+    std::future::poll_fn(|cx| {
+        *slot.lock().unwrap() = Some(cx.waker().clone());
+        std::task::Poll::<()>::Pending
+    })
+    .await;
+}
+
+/// Sleeps for an hour at a time, for ever: its timer can wake it.
+async fn sleep_for_ever() {
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+    }
+}
+
+/// The line of `waiting_tasks`' first spawn (the one that leaks).
+const LEAKED_SPAWN_LINE: u32 = line!() + 7;
+
+/// One task that keeps its own waker (leaked), one that sleeps (lingering); their handles dropped.
+#[ying::leak_test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run in a child process"]
+async fn waiting_tasks() {
+    drop(tokio::spawn(await_own_waker()));
+    drop(tokio::spawn(sleep_for_ever()));
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+}
+
 /// A task joined: nothing is left of it.
 #[ying::leak_test]
 #[tokio::test]
@@ -208,6 +239,29 @@ fn an_async_bodys_unclaimed_task_is_reported_with_its_future_and_spawn_line_and_
     let spawned_at = format!("tests/leak_test_process.rs:{UNCLAIMED_SPAWN_LINE}");
     assert_eq!(task.spawned_at.as_deref(), Some(spawned_at.as_str()), "{task:#?}");
     assert!(task.bytes > 0, "{task:#?}");
+}
+
+#[test]
+fn a_task_nothing_can_wake_is_leaked_and_one_a_timer_can_is_lingering_and_the_runtimes_workers_are_not_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = [(ying::report::REPORT_DIR_ENV, dir.path().as_os_str())];
+    run_alone("waiting_tasks", &envs);
+    let reports = read_reports(dir.path());
+    assert_eq!(reports.len(), 1);
+    let tasks: Vec<_> =
+        reports[0].tasks.iter().map(|task| (task.kind, task.future.as_deref(), task.spawned_at.as_deref())).collect();
+    let leaked_at = format!("tests/leak_test_process.rs:{LEAKED_SPAWN_LINE}");
+    let lingering_at = format!("tests/leak_test_process.rs:{}", LEAKED_SPAWN_LINE + 1);
+    use ying::report::TaskKind::{Leaked, Lingering};
+    assert_eq!(
+        tasks,
+        [
+            (Leaked, Some("leak_test_process::await_own_waker"), Some(leaked_at.as_str())),
+            (Lingering, Some("leak_test_process::sleep_for_ever"), Some(lingering_at.as_str())),
+        ],
+        "{:#?}",
+        reports[0].tasks
+    );
 }
 
 #[test]

@@ -6,8 +6,14 @@
 //! tokio's task cells: the blocks allocated under a cell's constructor (`KnownCode::task_cells`, from the
 //! executable's symbol table). A cell begins with the task's state word (tokio's `Header`, first in the `#[repr(C)]`
 //! cell, has the state first). A task complete with its `JoinHandle`'s interest still set is `unclaimed`: its output
-//! is kept for a handle that was neither awaited nor dropped. The runtime's shutdown, after the body, would free the
-//! pending tasks that nothing else holds: only here are they still to be seen. Pending tasks are not reported yet.
+//! is kept for a handle that was neither awaited nor dropped. A task not complete, neither running nor scheduled, is
+//! `leaked` when nothing that could still wake it reaches it and `lingering` otherwise: the reachability scan marks
+//! from the roots with the cells gated (`read::reach::wakeable`: a waker of the task, its cell's start beside tokio's
+//! `WAKER_VTABLE`, or a pointer into its cell reaches it; tokio's lists of its tasks and `JoinHandle`s do not), as
+//! Go's collector tells a goroutine blocked for good. This thread's stack is read from the body's end outwards,
+//! where the runtime's state lies. The runtime's shutdown, after the body, would free the pending tasks that nothing
+//! else holds: only here are they still to be seen. The runtime's own tasks (a multi-thread runtime's workers) are
+//! left out.
 
 use crate::base::ids::{ScopeId, StackId};
 use crate::base::thread::as_profiler;
@@ -21,8 +27,12 @@ use core::task::{Context, Poll};
 use std::sync::Mutex;
 use ying_report::report::{TaskEntry, TaskKind};
 
-/// tokio's task state: the task has completed (`tokio::runtime::task::state::COMPLETE`).
+/// tokio's task state: the task is being polled (`tokio::runtime::task::state::RUNNING`).
+const RUNNING: usize = 0b1;
+/// tokio's task state: the task has completed (`COMPLETE`).
 const COMPLETE: usize = 0b10;
+/// tokio's task state: the task is scheduled to be polled (`NOTIFIED`).
+const NOTIFIED: usize = 0b100;
 /// tokio's task state: a `JoinHandle` still holds an interest in the output (`JOIN_INTEREST`).
 const JOIN_INTEREST: usize = 0b1000;
 
@@ -76,7 +86,11 @@ impl Measuring {
                 let at = found.iter().position(|(scope, _)| *scope == self.id);
                 at.map(|at| found.swap_remove(at).1).unwrap_or_default()
             };
-            let mut tasks: Vec<TaskEntry> = found.iter().map(|task| named(task, manifest_dir)).collect();
+            let mut tasks: Vec<TaskEntry> = found
+                .iter()
+                .map(|task| named(task, manifest_dir))
+                .filter(|task| !task.future.as_deref().is_some_and(is_the_runtimes_own))
+                .collect();
             tasks.sort_by(|a, b| (&a.spawned_at, &a.future, a.bytes).cmp(&(&b.spawned_at, &b.future, b.bytes)));
             tasks
         })
@@ -97,7 +111,9 @@ pub async fn body_end<T>(body: impl Future<Output = T>) -> T {
     for _ in 0..YIELDS {
         YieldOnce(false).await;
     }
-    at_body_end();
+    // The frame the scan reads this thread's stack from: the runtime's state lies in the frames outside it.
+    let here = 0u8;
+    at_body_end(core::ptr::from_ref(core::hint::black_box(&here)).addr());
     output
 }
 
@@ -117,19 +133,23 @@ impl Future for YieldOnce {
     }
 }
 
-/// Looks at the live blocks of the measured scope for tokio's task cells, and keeps the tasks left behind.
-fn at_body_end() {
+/// Looks at the live blocks of the measured scope for tokio's task cells, and keeps the tasks left behind. `from`:
+/// an address of this thread's stack in the frame of the body's end.
+#[inline(never)]
+fn at_body_end(from: usize) {
     let Some(scope) = MEASURED.try_with(Cell::get).ok().flatten() else { return };
     let found = as_profiler(|| {
-        let constructors = symbol_table::in_process(&symbol_table::known_code().task_cells);
+        let known = symbol_table::known_code();
+        let constructors = symbol_table::in_process(&known.task_cells);
         if constructors.is_empty() {
             return Vec::new();
         }
         let constructed =
             |ip: usize| constructors.iter().any(|&(start, end)| (start..end).contains(&ip.wrapping_sub(1)));
+        let blocks = live::owned_by(scope);
         // Many blocks share a stack: each stack is looked at once.
         let mut of_stack: std::collections::HashMap<StackId, bool> = std::collections::HashMap::new();
-        let cells: Vec<(usize, u64, StackId)> = live::owned_by(scope)
+        let cells: Vec<(usize, u64, StackId)> = blocks
             .iter()
             .filter_map(|block| {
                 let stack = block.stack?;
@@ -141,13 +161,33 @@ fn at_body_end() {
             })
             .collect();
         let states = states(cells.iter().map(|&(address, ..)| address));
+        let cells: Vec<((usize, u64, StackId), usize)> =
+            cells.into_iter().zip(states).filter_map(|(cell, state)| Some((cell, state?))).collect();
+        // The pending tasks nothing is running or about to run: whether anything could still wake them.
+        let waiting: Vec<usize> = cells
+            .iter()
+            .filter(|&&(_, state)| state & (COMPLETE | RUNNING | NOTIFIED) == 0)
+            .map(|&((address, ..), _)| address)
+            .collect();
+        let wakers = symbol_table::in_process(&known.task_wakers);
+        let wakeable = match waiting.is_empty() || wakers.is_empty() {
+            true => Vec::new(),
+            false => wakeable(blocks.iter().map(|block| (block.address, block.size)), &waiting, &wakers, from),
+        };
         cells
             .into_iter()
-            .zip(states)
-            .filter_map(|((_, bytes, stack), state)| {
-                let state = state?;
-                let unclaimed = state & COMPLETE != 0 && state & JOIN_INTEREST != 0;
-                unclaimed.then_some(Found { kind: TaskKind::Unclaimed, stack, bytes })
+            .filter_map(|((address, bytes, stack), state)| {
+                let kind = if state & COMPLETE != 0 {
+                    (state & JOIN_INTEREST != 0).then_some(TaskKind::Unclaimed)?
+                } else {
+                    match waiting.iter().position(|&cell| cell == address) {
+                        // Without the wakers' vtable nothing tells a waiting task's wakers from its handles.
+                        Some(_) if wakeable.is_empty() => return None,
+                        Some(at) if !wakeable[at] => TaskKind::Leaked,
+                        _ => TaskKind::Lingering,
+                    }
+                };
+                Some(Found { kind, stack, bytes })
             })
             .collect()
     });
@@ -158,6 +198,24 @@ fn at_body_end() {
             None => kept.push((scope, found)),
         }
     });
+}
+
+/// Of the `waiting` task cells among the `blocks`, which something that could still wake them reaches (see
+/// `read::reach::wakeable`), this thread's stack read from `from`.
+#[cfg(target_os = "linux")]
+fn wakeable(
+    blocks: impl IntoIterator<Item = (usize, usize)>,
+    waiting: &[usize],
+    wakers: &[(usize, usize)],
+    from: usize,
+) -> Vec<bool> {
+    crate::read::reach::wakeable(blocks, waiting, wakers, crate::read::reach::Caller::InTheBody { from })
+}
+
+/// Where memory cannot be read through the kernel no waiting task is classified.
+#[cfg(not(target_os = "linux"))]
+fn wakeable(_: impl IntoIterator<Item = (usize, usize)>, _: &[usize], _: &[(usize, usize)], _: usize) -> Vec<bool> {
+    Vec::new()
 }
 
 /// The state word of each task cell at `addresses` (the first word of the cell), read through the kernel.
@@ -207,9 +265,27 @@ fn future_of(cell: &str) -> Option<String> {
     Some(future.to_owned())
 }
 
+/// The prefix of the future of a task `spawn_blocking` spawned: the closure it runs follows, then `>`.
+const BLOCKING_TASK: &str = "tokio::runtime::blocking::task::BlockingTask<";
+
+/// Whether a task running `future` is the runtime's own: tokio's code, or tokio's code on its blocking pool (a
+/// multi-thread runtime's workers).
+fn is_the_runtimes_own(future: &str) -> bool {
+    future.strip_prefix(BLOCKING_TASK).unwrap_or(future).starts_with("tokio::")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::future_of;
+    use super::{future_of, is_the_runtimes_own};
+
+    #[test]
+    fn the_runtimes_workers_are_its_own_and_a_users_blocking_closure_is_not() {
+        let worker = "tokio::runtime::blocking::task::BlockingTask<tokio::runtime::scheduler::multi_thread::worker::\
+                      {impl#0}::launch::{closure_env#0}>";
+        assert!(is_the_runtimes_own(worker));
+        assert!(!is_the_runtimes_own("tokio::runtime::blocking::task::BlockingTask<my_crate::load::{closure_env#0}>"));
+        assert!(!is_the_runtimes_own("my_crate::fetch"));
+    }
 
     #[test]
     fn a_cells_future_is_its_first_generic_argument_an_async_fn_by_its_name() {

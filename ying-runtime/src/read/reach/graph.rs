@@ -7,6 +7,9 @@ use super::memory::Reader;
 use crate::base::raw::{RawSystem, RawVec};
 use ying_report::report::Reach;
 
+/// The size of a word the scan reads.
+const WORD: usize = size_of::<usize>();
+
 /// Where a block is reached from, named once the scan is over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Root {
@@ -42,6 +45,10 @@ pub(super) struct Graph {
     through: RawVec<(usize, Reached)>,
     /// The words of one read that point somewhere the scan follows, kept from read to read (a mapping each).
     hits: RawVec<(usize, usize)>,
+    /// The gated blocks (see [`gate`](Self::gate)), by index, when any is.
+    gated: RawVec<bool>,
+    /// The vtables whose address beside a gated block's start makes the pair a waker of it.
+    wakers: RawVec<(usize, usize)>,
     /// The addresses of every block and chunk lie in `[low, high)`: a word outside is no pointer the scan follows,
     /// told without a search (most words of a program's memory are not).
     low: usize,
@@ -65,6 +72,8 @@ impl Graph {
             owner: RawVec::new_in(RawSystem),
             through: RawVec::new_in(RawSystem),
             hits: RawVec::new_in(RawSystem),
+            gated: RawVec::new_in(RawSystem),
+            wakers: RawVec::new_in(RawSystem),
             low: 0,
             high: 0,
         }
@@ -124,6 +133,33 @@ impl Graph {
         }
     }
 
+    /// Gates the blocks starting at `starts` (the cells of pending async tasks): a word reaches one only when it
+    /// could wake the task: a waker (the block's start beside the address of one of the `wakers` vtables, `(start,
+    /// end)`) or a pointer into the block past its start (a timer's entry, a waiter's node in the task's future). A
+    /// pointer to the start alone (the runtime's lists of its tasks, a `JoinHandle`) does not. A gated block reached
+    /// is followed as any block: what it holds may wake others.
+    pub(super) fn gate(&mut self, starts: impl IntoIterator<Item = usize>, wakers: &[(usize, usize)]) {
+        self.gated.resize(self.blocks.len(), false);
+        for start in starts {
+            if let Ok(index) = self.blocks.binary_search_by_key(&start, |&(start, _)| start) {
+                self.gated[index] = true;
+            }
+        }
+        self.wakers.extend(wakers.iter().copied());
+    }
+
+    /// Whether the word `word` at `address`, pointing into block `index`, reaches it (see [`gate`](Self::gate)).
+    fn admits(&self, index: usize, address: usize, word: usize, reader: &mut Reader) -> bool {
+        if !self.gated.get(index).copied().unwrap_or(false) || word != self.blocks[index].0 {
+            return true;
+        }
+        let is_waker = |word: Option<usize>| {
+            word.is_some_and(|word| self.wakers.iter().any(|&(start, end)| (start..end).contains(&word)))
+        };
+        is_waker(address.checked_add(WORD).and_then(|next| reader.word(next)))
+            || is_waker(address.checked_sub(WORD).and_then(|before| reader.word(before)))
+    }
+
     /// The chunk of the heap (not a block of the test's) that `word` points into, when not reached yet.
     fn unvisited_chunk(&self, word: usize) -> Option<usize> {
         let chunk = self.chunks.as_ref()?.find(word)?;
@@ -144,9 +180,9 @@ impl Graph {
         while let Some((chunk, reached)) = self.through.pop() {
             let Some((start, end)) = self.chunks.as_ref().map(|chunks| chunks.range(chunk)) else { return };
             let hits = self.hits_in(start, end, reader);
-            for &(_, word) in &hits {
+            for &(address, word) in &hits {
                 if self.find(word).is_some() {
-                    self.root(word, reached, reader);
+                    self.root(address, word, reached, reader);
                 } else if let Some(next) = self.unvisited_chunk(word) {
                     self.visit(next, reached);
                 }
@@ -171,10 +207,12 @@ impl Graph {
         self.reached.iter().all(Option::is_some)
     }
 
-    /// A root word: when it points into a block not reached yet, that block and all it reaches are `reached`.
-    pub(super) fn root(&mut self, word: usize, reached: Reached, reader: &mut Reader) {
+    /// A root word, `word` at `address`: when it points into a block not reached yet (and reaches it, see
+    /// [`gate`](Self::gate)), that block and all it reaches are `reached`.
+    pub(super) fn root(&mut self, address: usize, word: usize, reached: Reached, reader: &mut Reader) {
         if let Some(index) = self.find(word)
             && self.reached[index].is_none()
+            && self.admits(index, address, word, reader)
         {
             self.reached[index] = Some(reached);
             self.pending.push(index);
@@ -203,7 +241,7 @@ impl Graph {
                 let hits = self.hits_in(at, piece_end, reader);
                 for &(address, word) in &hits {
                     match self.find(word) {
-                        Some(_) => self.root(word, reached(address), reader),
+                        Some(_) => self.root(address, word, reached(address), reader),
                         None => {
                             let reached = reached(address);
                             if let Some(chunk) = self.unvisited_chunk(word).filter(|_| leads_through_heap(reached)) {
@@ -225,9 +263,9 @@ impl Graph {
         while let Some(index) = self.pending.pop() {
             let (start, end) = self.blocks[index];
             let hits = self.hits_in(start, end, reader);
-            for &(_, word) in &hits {
+            for &(address, word) in &hits {
                 match self.find(word) {
-                    Some(found) if self.reached[found].is_none() => {
+                    Some(found) if self.reached[found].is_none() && self.admits(found, address, word, reader) => {
                         self.reached[found] = Some(reached);
                         self.pending.push(found);
                     }
@@ -374,6 +412,36 @@ mod tests {
     }
 
     #[test]
+    fn a_gated_block_is_reached_by_a_waker_or_a_pointer_into_it_and_then_wakes_what_it_holds() {
+        // A waker's vtable: the word beside a gated block's start that makes the pair a waker.
+        static VTABLE: [usize; 4] = [1, 2, 3, 4];
+        let vtable = (VTABLE.as_ptr() as usize, VTABLE.as_ptr() as usize + size_of_val(&VTABLE));
+        let mut heap = Box::new(Heap([0; 64]));
+        let start = |heap: &Heap, index: usize| heap.block(index).0;
+        // 0, a root's: a waker of 1 (start, vtable) and the bare start of 2 (a handle, a runtime's list).
+        heap.0[0] = start(&heap, 1);
+        heap.0[1] = vtable.0;
+        heap.0[3] = start(&heap, 2);
+        // 1: a waker of 3, vtable first.
+        heap.0[8 + 2] = vtable.0 + 8;
+        heap.0[8 + 3] = start(&heap, 3);
+        // 2 (never woken): points to 4, an ordinary block, and holds a waker of 7.
+        heap.0[16] = start(&heap, 4);
+        heap.0[16 + 4] = start(&heap, 7);
+        heap.0[16 + 5] = vtable.0;
+        // 5, a root's: a pointer into 6 past its start (a timer's entry in the task's future).
+        heap.0[40] = start(&heap, 6) + 16;
+        let mut graph = Graph::new((0..8).map(|index| heap.block(index)));
+        graph.gate([1, 2, 3, 6, 7].map(|index| start(&heap, index)), &[vtable]);
+        let mut reader = Reader::new();
+        let root = Reached { kind: Reach::Static, root: Root::Word(0x1000) };
+        graph.root(0, start(&heap, 0), root, &mut reader);
+        graph.root(0, start(&heap, 5), root, &mut reader);
+        let reached: Vec<bool> = (0..8).map(|index| graph.reached(start(&heap, index)).is_some()).collect();
+        assert_eq!(reached, [true, true, false, true, false, true, true, false]);
+    }
+
+    #[test]
     fn blocks_take_the_first_root_that_reaches_them_and_the_rest_are_lost_or_in_a_cycle() {
         let mut heap = Box::new(Heap([0; 64]));
         // 0 -> 1 (reached from a root); 2 -> 3 (2 lost, 3 reached only through it); 4 <-> 5, 5 -> 6 (a cycle and
@@ -387,8 +455,8 @@ mod tests {
         let mut graph = Graph::new((0..8).map(|index| heap.block(index)));
         let mut reader = Reader::new();
         let root = Reached { kind: Reach::Static, root: Root::Word(0x1000) };
-        graph.root(heap.block(0).0, root, &mut reader);
-        graph.root(heap.block(1).0, Reached { kind: Reach::Heap, root: Root::None }, &mut reader);
+        graph.root(0, heap.block(0).0, root, &mut reader);
+        graph.root(0, heap.block(1).0, Reached { kind: Reach::Heap, root: Root::None }, &mut reader);
         assert!(!graph.all_reached());
         graph.settle_unreached(&mut reader, |_| 0);
         let kinds: Vec<Reach> = (0..8).map(|index| graph.reached(heap.block(index).0).unwrap().kind).collect();

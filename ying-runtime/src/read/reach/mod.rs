@@ -43,6 +43,38 @@ pub(crate) fn words_at(addresses: impl IntoIterator<Item = usize>) -> Vec<Option
     addresses.into_iter().map(|address| reader.word(address)).collect()
 }
 
+/// Of the `cells` (the starts of pending async tasks' cells, among the `blocks`, `(address, size)`: a test's live
+/// blocks as its body ends), which something that could still wake them reaches, as Go's collector tells a
+/// goroutine blocked for good: the scan marks from the roots with the cells gated ([`Graph::gate`]: a waker of a
+/// task, its cell's start beside one of the `wakers` vtables, or a pointer into its cell reaches it; the runtime's
+/// lists and `JoinHandle`s do not), and a cell reached is followed, for the tasks it can wake in turn. `caller`:
+/// what the calling thread is to the test.
+pub(crate) fn wakeable(
+    blocks: impl IntoIterator<Item = (usize, usize)>,
+    cells: &[usize],
+    wakers: &[(usize, usize)],
+    caller: Caller,
+) -> Vec<bool> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let ranges: RawVec<(usize, usize)> = {
+        let mut ranges = RawVec::new_in(RawSystem);
+        ranges.extend(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
+        ranges
+    };
+    let process = Process::now(caller);
+    let mut reader = Reader::new();
+    let mut namer = Namer::default();
+    let mut graph = Graph::new(ranges.iter().copied()).with_heap(process.heap(&mut reader));
+    graph.gate(cells.iter().copied(), wakers);
+    if let Some(&unread) = UNREAD_WHERE.get() {
+        graph.leave_unread_chunks(unread);
+    }
+    process.mark_direct_roots(&mut graph, &mut reader, &mut namer);
+    graph.through_heap(&mut reader);
+    cells.iter().map(|&cell| graph.reached(cell).is_some()).collect()
+}
+
 /// What reaches each retained block, and names for the roots.
 pub(crate) struct Reachability {
     graph: Graph,

@@ -55,6 +55,13 @@ pub(crate) enum Caller {
     RanTheBody,
     /// It ends with the test (a test measured from outside, scanned at the process's end): neither is a root.
     Ending,
+    /// It runs the test's body, which is ending: its thread-locals are roots, and so is its stack from `from` (the
+    /// frame of the body's end) outwards, where the body's runtime keeps its state; the frames below it are the
+    /// scan's own.
+    InTheBody {
+        /// A stack address in the frame of the body's end.
+        from: usize,
+    },
 }
 
 /// A live thread of the process, as the scan reads it.
@@ -137,7 +144,10 @@ impl Process {
         // SAFETY: `gettid` has no preconditions.
         let own_thread = u64::try_from(unsafe { libc::gettid() }).unwrap_or_default();
         let here = 0u8;
-        let own_stack_pointer = core::ptr::from_ref(core::hint::black_box(&here)).addr();
+        let own_stack_pointer = match caller {
+            Caller::InTheBody { from } => from,
+            Caller::RanTheBody | Caller::Ending => core::ptr::from_ref(core::hint::black_box(&here)).addr(),
+        };
         let mut threads = Vec::new();
         let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten();
         for id in tasks.filter_map(|task| task.file_name().to_str()?.parse::<u64>().ok()) {
@@ -158,7 +168,10 @@ impl Process {
                 if own && matches!(caller, Caller::Ending) { (None, None) } else { (locals, executable_locals) };
             // A thread waiting in a system call holds nothing below its stack pointer: what lies there is stale.
             let stack_end = locals.map_or(end, |(start, _)| start);
-            let stack_unread = own || i32::try_from(id).is_ok_and(runs_a_test);
+            let stack_unread = match caller {
+                Caller::InTheBody { .. } if own => false,
+                _ => own || i32::try_from(id).is_ok_and(runs_a_test),
+            };
             threads.push(Thread { name, stack: Some((pointer, stack_end)), stack_unread, locals, executable_locals });
         }
         Self { mappings, threads }
