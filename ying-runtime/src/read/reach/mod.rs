@@ -43,6 +43,30 @@ pub(crate) fn words_at(addresses: impl IntoIterator<Item = usize>) -> Vec<Option
     addresses.into_iter().map(|address| reader.word(address)).collect()
 }
 
+/// What every scan starts from, alone in the process.
+struct Start {
+    /// One scan at a time in a process: a scan spills the words it reads onto its thread's stack, where another
+    /// thread's scan would find them; a thread waiting here has no such frame live.
+    _alone: std::sync::MutexGuard<'static, ()>,
+    /// The blocks scanned for, `(start, end)`.
+    blocks: RawVec<(usize, usize)>,
+    process: Process,
+    reader: Reader,
+    namer: Namer,
+}
+
+impl Start {
+    /// The scan for the `blocks` (`(address, size)`), the calling thread being `caller` to the test, once no other
+    /// scan runs.
+    fn now(blocks: impl IntoIterator<Item = (usize, usize)>, caller: Caller) -> Self {
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut ranges = RawVec::new_in(RawSystem);
+        ranges.extend(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
+        Self { _alone, blocks: ranges, process: Process::now(caller), reader: Reader::new(), namer: Namer::default() }
+    }
+}
+
 /// Of the `cells` (the starts of pending async tasks' cells, among the `blocks`, `(address, size)`: a test's live
 /// blocks as its body ends), which something that could still wake them reaches, as Go's collector tells a
 /// goroutine blocked for good: the scan marks from the roots with the cells gated ([`Graph::gate`]: a waker of a
@@ -55,17 +79,8 @@ pub(crate) fn wakeable(
     wakers: &[(usize, usize)],
     caller: Caller,
 ) -> Vec<bool> {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let ranges: RawVec<(usize, usize)> = {
-        let mut ranges = RawVec::new_in(RawSystem);
-        ranges.extend(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
-        ranges
-    };
-    let process = Process::now(caller);
-    let mut reader = Reader::new();
-    let mut namer = Namer::default();
-    let mut graph = Graph::new(ranges.iter().copied()).with_heap(process.heap(&mut reader));
+    let Start { _alone, blocks, process, mut reader, mut namer } = Start::now(blocks, caller);
+    let mut graph = Graph::new(blocks.iter().copied()).with_heap(process.heap(&mut reader));
     graph.gate(cells.iter().copied(), wakers);
     if let Some(&unread) = UNREAD_WHERE.get() {
         graph.leave_unread_chunks(unread);
@@ -95,18 +110,7 @@ impl Reachability {
         caller: Caller,
         first: impl Fn(usize) -> u64,
     ) -> Self {
-        // One scan at a time in a process: a scan spills the words it reads onto its thread's stack, where another
-        // thread's scan would find them; a thread waiting here has no such frame live.
-        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let blocks: RawVec<(usize, usize)> = {
-            let mut ranges = RawVec::new_in(RawSystem);
-            ranges.extend(blocks.into_iter().map(|(start, size)| (start, start.saturating_add(size))));
-            ranges
-        };
-        let process = Process::now(caller);
-        let mut reader = Reader::new();
-        let mut namer = Namer::default();
+        let Start { _alone, blocks, process, mut reader, mut namer } = Start::now(blocks, caller);
         // The roots that point at the blocks themselves first, without the heap: what they reach takes the same kind
         // and root as when the heap is walked too (a block reached through the heap is one no root reached
         // directly), so a test whose blocks they all reach never walks the heap (tens of MiB in a test that printed
