@@ -170,22 +170,23 @@ fn at_body_end(from: usize) {
             .map(|&((address, ..), _)| address)
             .collect();
         let wakers = symbol_table::in_process(&known.task_wakers);
-        let wakeable = match waiting.is_empty() || wakers.is_empty() {
-            true => Vec::new(),
-            false => wakeable(blocks.iter().map(|block| (block.address, block.size)), &waiting, &wakers, from),
+        let wakeable = if waiting.is_empty() || wakers.is_empty() {
+            Vec::new()
+        } else {
+            wakeable(blocks.iter().map(|block| (block.address, block.size)), &waiting, &wakers, from)
         };
+        // The waiting cells' answers, in the cells' order.
+        let mut wakeable = wakeable.into_iter();
         cells
             .into_iter()
-            .filter_map(|((address, bytes, stack), state)| {
+            .filter_map(|((_, bytes, stack), state)| {
                 let kind = if state & COMPLETE != 0 {
                     (state & JOIN_INTEREST != 0).then_some(TaskKind::Unclaimed)?
+                } else if state & (RUNNING | NOTIFIED) != 0 {
+                    TaskKind::Lingering
                 } else {
-                    match waiting.iter().position(|&cell| cell == address) {
-                        // Without the wakers' vtable nothing tells a waiting task's wakers from its handles.
-                        Some(_) if wakeable.is_empty() => return None,
-                        Some(at) if !wakeable[at] => TaskKind::Leaked,
-                        _ => TaskKind::Lingering,
-                    }
+                    // Without the wakers' vtable nothing tells a waiting task's wakers from its handles: no answer.
+                    if wakeable.next()? { TaskKind::Lingering } else { TaskKind::Leaked }
                 };
                 Some(Found { kind, stack, bytes })
             })
