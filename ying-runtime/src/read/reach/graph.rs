@@ -137,7 +137,7 @@ impl Graph {
     /// could wake the task: a waker (the block's start beside the address of one of the `wakers` vtables, `(start,
     /// end)`) or a pointer into the block past its start (a timer's entry, a waiter's node in the task's future). A
     /// pointer to the start alone (the runtime's lists of its tasks, a `JoinHandle`) does not. A gated block reached
-    /// is followed as any block: what it holds may wake others.
+    /// is followed as any block: what it holds may wake others. On a thread's stack only a waker reaches one.
     pub(super) fn gate(&mut self, starts: impl IntoIterator<Item = usize>, wakers: &[(usize, usize)]) {
         self.gated.resize(self.blocks.len(), false);
         for start in starts {
@@ -149,9 +149,14 @@ impl Graph {
     }
 
     /// Whether the word `word` at `address`, pointing into block `index`, reaches it (see [`gate`](Self::gate)).
-    fn admits(&self, index: usize, address: usize, word: usize, reader: &mut Reader) -> bool {
-        if !self.gated.get(index).copied().unwrap_or(false) || word != self.blocks[index].0 {
+    /// `on_stack`: the word lies on a thread's stack, where a pointer into a task's cell is a dead frame's (a live
+    /// one is the task's own poll, which runs it) and only a waker counts.
+    fn admits(&self, index: usize, address: usize, word: usize, on_stack: bool, reader: &mut Reader) -> bool {
+        if !self.gated.get(index).copied().unwrap_or(false) {
             return true;
+        }
+        if word != self.blocks[index].0 {
+            return !on_stack;
         }
         let is_waker = |word: Option<usize>| {
             word.is_some_and(|word| self.wakers.iter().any(|&(start, end)| (start..end).contains(&word)))
@@ -212,7 +217,7 @@ impl Graph {
     pub(super) fn root(&mut self, address: usize, word: usize, reached: Reached, reader: &mut Reader) {
         if let Some(index) = self.find(word)
             && self.reached[index].is_none()
-            && self.admits(index, address, word, reader)
+            && self.admits(index, address, word, reached.kind == Reach::ThreadStack, reader)
         {
             self.reached[index] = Some(reached);
             self.pending.push(index);
@@ -265,7 +270,9 @@ impl Graph {
             let hits = self.hits_in(start, end, reader);
             for &(address, word) in &hits {
                 match self.find(word) {
-                    Some(found) if self.reached[found].is_none() && self.admits(found, address, word, reader) => {
+                    Some(found)
+                        if self.reached[found].is_none() && self.admits(found, address, word, false, reader) =>
+                    {
                         self.reached[found] = Some(reached);
                         self.pending.push(found);
                     }
@@ -439,6 +446,17 @@ mod tests {
         graph.root(0, start(&heap, 5), root, &mut reader);
         let reached: Vec<bool> = (0..8).map(|index| graph.reached(start(&heap, index)).is_some()).collect();
         assert_eq!(reached, [true, true, false, true, false, true, true, false]);
+
+        // On a thread's stack a pointer into a gated block is a dead frame's: only a waker reaches it.
+        let on_stack = Reached { kind: Reach::ThreadStack, root: Root::Thread(0) };
+        let words = [start(&heap, 2) + 16, start(&heap, 2), vtable.0];
+        let at = |index: usize| core::ptr::from_ref(&words[index]).addr();
+        graph.root(at(0), words[0], on_stack, &mut reader);
+        assert!(graph.reached(start(&heap, 2)).is_none());
+        graph.root(at(1), words[1], on_stack, &mut reader);
+        assert!(graph.reached(start(&heap, 2)).is_some());
+        // Now woken, 2 reaches what it holds: 4, and 7 through its waker.
+        assert!(graph.reached(start(&heap, 4)).is_some() && graph.reached(start(&heap, 7)).is_some());
     }
 
     #[test]
