@@ -174,7 +174,7 @@ pub struct LeakReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// The async tasks the test's body left behind, found as the body ended while its runtime still ran (an
-    /// `async fn` leak test's); in the order they were spawned.
+    /// `async fn` leak test's); by where they were spawned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<TaskEntry>,
 }

@@ -86,9 +86,15 @@ impl Measuring {
                 let at = found.iter().position(|(scope, _)| *scope == self.id);
                 at.map(|at| found.swap_remove(at).1).unwrap_or_default()
             };
+            // Tasks spawned at one place share a stack: each stack is named once.
+            let mut names: std::collections::HashMap<StackId, Names> = std::collections::HashMap::new();
             let mut tasks: Vec<TaskEntry> = found
                 .iter()
-                .map(|task| named(task, manifest_dir))
+                .map(|task| {
+                    let Names { future, spawned_at } =
+                        names.entry(task.stack).or_insert_with(|| Names::of(task.stack, manifest_dir)).clone();
+                    TaskEntry::new(task.kind, future, spawned_at, task.bytes)
+                })
                 .filter(|task| !task.future.as_deref().is_some_and(is_the_runtimes_own))
                 .collect();
             tasks.sort_by(|a, b| (&a.spawned_at, &a.future, a.bytes).cmp(&(&b.spawned_at, &b.future, b.bytes)));
@@ -231,16 +237,24 @@ fn states(addresses: impl IntoIterator<Item = usize>) -> Vec<Option<usize>> {
     addresses.into_iter().map(|_| None).collect()
 }
 
-/// `task` with the future it runs and where it was spawned, from its cell's stack.
-fn named(task: &Found, manifest_dir: &str) -> TaskEntry {
-    let Some(ips) = stacks::ips(task.stack) else { return TaskEntry::new(task.kind, None, None, task.bytes) };
-    let frames = super::report::relative_frames(symbolize(&ips), manifest_dir);
-    let spawned_at = ying_frames::user_frame(&frames).and_then(|index| {
-        let frame = &frames[index];
-        Some(format!("{}:{}", frame.file.as_deref()?, frame.line?))
-    });
-    let future = allocated_type(&ips).and_then(|cell| future_of(&cell));
-    TaskEntry::new(task.kind, future, spawned_at, task.bytes)
+/// What a task cell's stack tells of its task: the future it runs and where it was spawned.
+#[derive(Clone, Default)]
+struct Names {
+    future: Option<String>,
+    spawned_at: Option<String>,
+}
+
+impl Names {
+    /// The names from the cell's `stack`, with `manifest_dir`'s files relative to it.
+    fn of(stack: StackId, manifest_dir: &str) -> Self {
+        let Some(ips) = stacks::ips(stack) else { return Self::default() };
+        let frames = super::report::relative_frames(symbolize(&ips), manifest_dir);
+        let spawned_at = ying_frames::user_frame(&frames).and_then(|index| {
+            let frame = &frames[index];
+            Some(format!("{}:{}", frame.file.as_deref()?, frame.line?))
+        });
+        Self { future: allocated_type(&ips).and_then(|cell| future_of(&cell)), spawned_at }
+    }
 }
 
 /// The future a task cell's type runs, as a user names it: the first generic argument of
