@@ -38,6 +38,12 @@ pub(crate) struct Config {
     /// Patterns of the function names whose retained memory is excused in every measured test, as the attribute's
     /// `allow` (`allow = ["tokio::signal::"]`).
     pub allow: Option<Vec<String>>,
+    /// Async tasks a leak test may leave leaked, where its attribute writes no `max_leaked_tasks`
+    /// (`max-leaked-tasks = 1`).
+    pub max_leaked_tasks: Option<u64>,
+    /// Async tasks a leak test may leave lingering, where its attribute writes no `max_lingering_tasks`
+    /// (`max-lingering-tasks = 0`).
+    pub max_lingering_tasks: Option<u64>,
 }
 
 /// `measure`, and `--measure`: which tests a run measures.
@@ -176,6 +182,8 @@ const KEYS: &[&str] = &[
     "gate",
     "reruns",
     "allow",
+    "max-leaked-tasks",
+    "max-lingering-tasks",
 ];
 
 impl Config {
@@ -221,12 +229,24 @@ impl Config {
                 }
                 "measure" => config.measure = Some(choice(value, "\"all\" or \"leak-tests\"").map_err(error)?),
                 "allow" => config.allow = Some(allow(value).map_err(error)?),
+                "max-leaked-tasks" => config.max_leaked_tasks = Some(tasks(value).map_err(error)?),
+                "max-lingering-tasks" => config.max_lingering_tasks = Some(tasks(value).map_err(error)?),
                 unknown => {
                     return Err(ConfigError { key: None, message: unknown_key(unknown) });
                 }
             }
         }
         Ok(config)
+    }
+
+    /// The workspace's budgets of async tasks as every test process is passed them
+    /// ([`TASK_BUDGETS_ENV`](ying_report::report::TASK_BUDGETS_ENV)): `None` when neither is written.
+    pub(crate) fn task_budgets_value(&self) -> Option<String> {
+        let budgets: Vec<String> = [("leaked", self.max_leaked_tasks), ("lingering", self.max_lingering_tasks)]
+            .into_iter()
+            .filter_map(|(kind, count)| Some(format!("{kind}={}", count?)))
+            .collect();
+        (!budgets.is_empty()).then(|| budgets.join(","))
     }
 }
 
@@ -273,6 +293,11 @@ fn jobs(value: &serde_json::Value) -> Result<NonZeroUsize, String> {
         .and_then(|jobs| usize::try_from(jobs).ok())
         .and_then(NonZeroUsize::new)
         .ok_or_else(|| expected("a whole number of tests to run at once, 1 or more", value))
+}
+
+/// `max-leaked-tasks`, `max-lingering-tasks`: a whole number of tasks, 0 or more.
+fn tasks(value: &serde_json::Value) -> Result<u64, String> {
+    value.as_u64().ok_or_else(|| expected("a whole number of tasks, 0 or more", value))
 }
 
 /// A whole number of `what` (reruns, retries), 0 or more.
@@ -391,6 +416,22 @@ mod tests {
         assert_eq!(read.gate, Some(vec![Figure::Peak, Figure::Allocations]));
         assert_eq!(Config::from_metadata(&json!(null)).unwrap(), Config::default());
         assert_eq!(config(json!({"timeout": 30})).unwrap().timeout, Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn task_budgets_are_counts_passed_on_as_one_value() {
+        let both = config(json!({"max-leaked-tasks": 1, "max-lingering-tasks": 0})).unwrap();
+        assert_eq!((both.max_leaked_tasks, both.max_lingering_tasks), (Some(1), Some(0)));
+        assert_eq!(both.task_budgets_value().as_deref(), Some("leaked=1,lingering=0"));
+        let parsed = ying_report::report::parse_task_budgets(&both.task_budgets_value().unwrap());
+        assert_eq!(parsed, Ok((Some(1), Some(0))));
+        let lingering = config(json!({"max-lingering-tasks": 3})).unwrap();
+        assert_eq!(lingering.task_budgets_value().as_deref(), Some("lingering=3"));
+        assert_eq!(config(json!({})).unwrap().task_budgets_value(), None);
+        assert_eq!(
+            config(json!({"max-leaked-tasks": "1"})).unwrap_err(),
+            "`max-leaked-tasks`: expected a whole number of tasks, 0 or more, found the string \"1\""
+        );
     }
 
     #[test]

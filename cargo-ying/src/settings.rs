@@ -38,6 +38,9 @@ pub(crate) struct Settings {
     pub measure: Measure,
     /// Patterns of the function names whose retained memory is excused in every measured test (`allow`).
     pub allow: Vec<String>,
+    /// The workspace's budgets of async tasks, as every test process is passed them (`max-leaked-tasks`,
+    /// `max-lingering-tasks`).
+    pub task_budgets: Option<String>,
     /// What a run with no test to run does.
     pub no_tests: NoTests,
     /// Tests run at once (1 when they print straight to the terminal).
@@ -98,6 +101,7 @@ impl Settings {
             check: args.gating.check,
             measure: args.measure.or(config.measure).unwrap_or_default(),
             allow: config.allow.clone().unwrap_or_default(),
+            task_budgets: config.task_budgets_value(),
             no_tests: args.no_tests.or(config.no_tests).unwrap_or_default(),
             jobs,
             timeout: args.timeout.or(profile.timeout).or(config.timeout).unwrap_or(DEFAULT_TIMEOUT),

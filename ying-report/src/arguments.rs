@@ -176,6 +176,30 @@ arguments! {
         needs: None,
     },
     Argument {
+        name: "max_leaked_tasks",
+        doc: "async tasks the body may leave pending with nothing left to wake them (leaked); default 0, or the \
+              workspace's `max-leaked-tasks`",
+        kind: Kind::Count {
+            min: 0,
+            max: u64::MAX,
+            fill: |written, tasks| written.budgets.max_leaked_tasks = Some(tasks),
+        },
+        example: "1",
+        needs: None,
+    },
+    Argument {
+        name: "max_lingering_tasks",
+        doc: "async tasks the body may leave pending that something else can still wake (a timer, a channel \
+              another holds); unchecked unless written, or the workspace's `max-lingering-tasks`",
+        kind: Kind::Count {
+            min: 0,
+            max: u64::MAX,
+            fill: |written, tasks| written.budgets.max_lingering_tasks = Some(tasks),
+        },
+        example: "0",
+        needs: None,
+    },
+    Argument {
         name: "warmup",
         doc: "unmeasured runs of the body first (one-time initialisation)",
         kind: Kind::Count { min: 0, max: u32::MAX as u64, fill: |written, count| written.warmup = runs(count) },
@@ -313,6 +337,8 @@ mod tests {
             ("max_growth_per_iteration", Value::Number(5)),
             ("max_lost", Value::Number(8)),
             ("max_held", Value::Number(9)),
+            ("max_leaked_tasks", Value::Number(10)),
+            ("max_lingering_tasks", Value::Number(11)),
             ("warmup", Value::Number(6)),
             ("iterations", Value::Number(7)),
             ("attribution", Value::Text("process")),
@@ -327,6 +353,8 @@ mod tests {
             max_growth_per_iteration: Some(5),
             max_lost: Some(8),
             max_held: Some(9),
+            max_leaked_tasks: Some(10),
+            max_lingering_tasks: Some(11),
         };
         assert_eq!(
             written,

@@ -61,6 +61,45 @@ pub const STARTED_EXTENSION: &str = "started";
 /// variable holding `@` and the file's path. Read with [`allow_patterns`].
 pub const ALLOW_ENV: &str = "YING_ALLOW";
 
+/// The environment variable in which `cargo ying` passes every test process the workspace's budgets of async
+/// tasks (`max-leaked-tasks` and `max-lingering-tasks` in `[workspace.metadata.ying]`), for the leak tests whose
+/// attribute does not write its own: `leaked=N`, `lingering=N` or both, joined by a comma. Read with
+/// [`task_budgets`].
+pub const TASK_BUDGETS_ENV: &str = "YING_TASK_BUDGETS";
+
+/// The budgets of tasks [`TASK_BUDGETS_ENV`] holds, as (leaked, lingering): none when it is unset; an error that
+/// says why when it is not of its form.
+///
+/// ```
+/// # use ying_report::report::parse_task_budgets;
+/// assert_eq!(parse_task_budgets("leaked=1,lingering=0"), Ok((Some(1), Some(0))));
+/// assert_eq!(parse_task_budgets("lingering=3"), Ok((None, Some(3))));
+/// assert!(parse_task_budgets("leaked=one").is_err());
+/// ```
+pub fn task_budgets() -> Result<(Option<u64>, Option<u64>), String> {
+    match std::env::var(TASK_BUDGETS_ENV) {
+        Ok(value) => parse_task_budgets(&value),
+        Err(std::env::VarError::NotPresent) => Ok((None, None)),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{TASK_BUDGETS_ENV} is not UTF-8")),
+    }
+}
+
+/// The budgets of tasks a [`TASK_BUDGETS_ENV`] of `value` holds (see [`task_budgets`]).
+pub fn parse_task_budgets(value: &str) -> Result<(Option<u64>, Option<u64>), String> {
+    let mut budgets = (None, None);
+    for item in value.split(',').filter(|item| !item.trim().is_empty()) {
+        let wrong = || format!("{TASK_BUDGETS_ENV} is not `leaked=N,lingering=N`: `{item}`");
+        let (kind, count) = item.split_once('=').ok_or_else(wrong)?;
+        let count: u64 = count.trim().parse().map_err(|_| wrong())?;
+        match kind.trim() {
+            "leaked" => budgets.0 = Some(count),
+            "lingering" => budgets.1 = Some(count),
+            _ => return Err(wrong()),
+        }
+    }
+    Ok(budgets)
+}
+
 /// The patterns [`ALLOW_ENV`] holds: none when it is unset; an error that says why when it is not a JSON list of
 /// strings none of which is empty (an empty pattern would excuse everything).
 pub fn allow_patterns() -> Result<Vec<String>, String> {
@@ -509,6 +548,12 @@ pub struct Budgets {
     /// Retained bytes a static or a thread-local holds ([`Reach::is_held`]) the measured runs may leave.
     #[serde(default)]
     pub max_held: Option<u64>,
+    /// Async tasks the body may leave [`TaskKind::Leaked`]: pending with nothing left to wake them.
+    #[serde(default)]
+    pub max_leaked_tasks: Option<u64>,
+    /// Async tasks the body may leave [`TaskKind::Lingering`]: pending, something else still able to wake them.
+    #[serde(default)]
+    pub max_lingering_tasks: Option<u64>,
 }
 
 /// How a leak test ended.

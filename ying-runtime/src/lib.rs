@@ -180,7 +180,8 @@ pub use read::stack_stats::StackStats;
 /// then, before the runtime shuts down, looks for the tokio tasks the body left: the report `cargo ying` reads
 /// lists each, with the future it runs and the line that spawned it: `leaked` (pending, and nothing that could wake
 /// it is reachable), `lingering` (pending, but something can still wake it) or `unclaimed` (complete, its
-/// `JoinHandle` neither awaited nor dropped).
+/// `JoinHandle` neither awaited nor dropped). A leaked task fails the test unless `max_leaked_tasks` allows it;
+/// `max_lingering_tasks` budgets the lingering ones.
 ///
 /// A crate that depends on `ying-runtime` under another name gives that name to `crate`, so that the generated code
 /// finds the runtime: with `yr = { package = "ying-runtime", version = "0.1" }` in `[dev-dependencies]`, write

@@ -138,17 +138,30 @@ async fn sleep_for_ever() {
     }
 }
 
-/// The line of `waiting_tasks`' first spawn (the one that leaks).
-const LEAKED_SPAWN_LINE: u32 = line!() + 7;
+/// The line of `leave_waiting_tasks`' first spawn (the one that leaks).
+const LEAKED_SPAWN_LINE: u32 = line!() + 4;
 
-/// One task that keeps its own waker (leaked), one that sleeps (lingering); their handles dropped.
+/// Spawns one task that keeps its own waker (leaked) and one that sleeps (lingering), and drops their handles.
+async fn leave_waiting_tasks() {
+    drop(tokio::spawn(await_own_waker()));
+    drop(tokio::spawn(sleep_for_ever()));
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+}
+
+/// Leaves a leaked task and a lingering one.
 #[ying::leak_test]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "run in a child process"]
 async fn waiting_tasks() {
-    drop(tokio::spawn(await_own_waker()));
-    drop(tokio::spawn(sleep_for_ever()));
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    leave_waiting_tasks().await;
+}
+
+/// Leaves the same, the leaked one allowed.
+#[ying::leak_test(max_leaked_tasks = 1)]
+#[tokio::test]
+#[ignore = "run in a child process"]
+async fn waiting_tasks_allowed() {
+    leave_waiting_tasks().await;
 }
 
 /// A task joined: nothing is left of it.
@@ -245,7 +258,7 @@ fn an_async_bodys_unclaimed_task_is_reported_with_its_future_and_spawn_line_and_
 fn a_task_nothing_can_wake_is_leaked_and_one_a_timer_can_is_lingering_and_the_runtimes_workers_are_not_listed() {
     let dir = tempfile::tempdir().unwrap();
     let envs = [(ying::report::REPORT_DIR_ENV, dir.path().as_os_str())];
-    run_alone("waiting_tasks", &envs);
+    let output = run_alone("waiting_tasks", &envs);
     let reports = read_reports(dir.path());
     assert_eq!(reports.len(), 1);
     let tasks: Vec<_> =
@@ -262,6 +275,34 @@ fn a_task_nothing_can_wake_is_leaked_and_one_a_timer_can_is_lingering_and_the_ru
         "{:#?}",
         reports[0].tasks
     );
+    // A leaked task fails the test by default, the message naming it.
+    assert!(!output.status.success(), "{}", stderr(&output));
+    assert_eq!(reports[0].outcome, ying::report::Outcome::Failed);
+    let message = reports[0].message.as_deref().unwrap();
+    assert!(message.contains("\n  max_leaked_tasks = 0: 1 task leaked"), "{message}");
+    let named = format!("leaked task `leak_test_process::await_own_waker`, spawned at {leaked_at}, ");
+    assert!(message.contains(&named), "{message}");
+    assert!(stderr(&output).contains(&named), "{}", stderr(&output));
+}
+
+#[test]
+fn a_leaked_task_is_allowed_by_the_attributes_budget_or_the_workspaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = [(ying::report::REPORT_DIR_ENV, dir.path().as_os_str())];
+    let allowed = run_alone("waiting_tasks_allowed", &envs);
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+    let reports = read_reports(dir.path());
+    assert_eq!(reports[0].budgets.max_leaked_tasks, Some(1));
+    assert_eq!(reports[0].tasks.len(), 2, "{:#?}", reports[0].tasks);
+    // The workspace's budget, where the attribute writes none; the attribute's wins over it.
+    let workspace = [envs[0], (ying::report::TASK_BUDGETS_ENV, "leaked=1,lingering=0".as_ref())];
+    let strict = run_alone("waiting_tasks", &workspace);
+    assert!(!strict.status.success());
+    let message = stderr(&strict);
+    assert!(message.contains("max_lingering_tasks = 0: 1 task lingering"), "{message}");
+    assert!(!message.contains("max_leaked_tasks"), "{message}");
+    let loose = [envs[0], (ying::report::TASK_BUDGETS_ENV, "leaked=0,lingering=1".as_ref())];
+    assert!(run_alone("waiting_tasks_allowed", &loose).status.success());
 }
 
 #[test]

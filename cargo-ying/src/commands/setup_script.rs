@@ -13,7 +13,7 @@ use crate::workspace::Place;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use ying_report::nextest::{SETUP_ENV, Setup};
-use ying_report::report::{ALLOW_ENV, ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV};
+use ying_report::report::{ALLOW_ENV, ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, TASK_BUDGETS_ENV};
 
 /// Writes the run's variables to nextest's `NEXTEST_ENV` file; returns the exit code, 0.
 pub(crate) fn run() -> Result<u8> {
@@ -43,6 +43,9 @@ pub(crate) fn run() -> Result<u8> {
     ];
     if let Some(allow) = attempt::allow_value(&patterns, &run_dir) {
         lines.push((ALLOW_ENV, allow.to_string()));
+    }
+    if let Some(task_budgets) = place.config.task_budgets_value() {
+        lines.push((TASK_BUDGETS_ENV, task_budgets));
     }
     lines.push((SETUP_ENV, serde_json::to_string(&setup).expect("a setup is JSON")));
     write(&env_file, &lines)?;

@@ -148,6 +148,7 @@ fn prepare(settings: &Settings, workspace: &Workspace) -> Result<Prepared> {
         symbolizer,
         known_code: Arc::default(),
         allow: attempt::allow_value(&settings.allow, &settings.out_dir),
+        task_budgets: settings.task_budgets.as_deref().map(Arc::from),
     };
     let start = last_run.start_order(&plan.tests);
     Ok(Prepared::Run(Box::new((plan, options, start))))

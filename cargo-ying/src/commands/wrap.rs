@@ -126,6 +126,7 @@ impl Starting {
             token: &self.token,
             known_code: plan.known_code.as_deref().map(Arc::from),
             allow: plan.allow.as_deref(),
+            task_budgets: plan.task_budgets.as_deref(),
             rules_dir: Some(&self.rules_dir),
             interposer: Some((&plan.interposer, self.identity.clone())),
         }
@@ -306,6 +307,9 @@ struct Plan {
     /// The workspace's `allow` patterns, and their value for the test process.
     allow_patterns: Vec<String>,
     allow: Option<String>,
+    /// The workspace's budgets of async tasks, for the test process.
+    #[serde(default)]
+    task_budgets: Option<String>,
     /// The binary's known code for its test processes.
     known_code: Option<String>,
     /// The timeout of nextest's profile, in seconds.
@@ -329,6 +333,7 @@ impl Plan {
             interposer,
             allow: attempt::allow_value(&allow_patterns, run_dir).map(|allow| allow.to_string()),
             allow_patterns,
+            task_budgets: place.config.task_budgets_value(),
             known_code: KnownCodes::kept_in(run_dir.to_owned()).env_value(binary).map(|known| known.to_string()),
             timeout: profile.as_ref().and_then(|profile| profile.timeout).map(|timeout| timeout.as_secs_f64()),
             junit: profile.and_then(|profile| profile.junit),

@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 use ying_report::report::{
-    ALLOW_ENV, ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TestIdentity,
+    ALLOW_ENV, ATTRIBUTION_ENV, DEFER_SYMBOLS_ENV, MEASURE_TEST_ENV, REPORT_DIR_ENV, RUN_TOKEN_ENV, TASK_BUDGETS_ENV,
+    TestIdentity,
 };
 use ying_report::{RULES_DIR_ENV, TestId};
 
@@ -64,6 +65,8 @@ pub(crate) struct Measuring<'a> {
     pub known_code: Option<Arc<str>>,
     /// [`ALLOW_ENV`]'s value, JSON.
     pub allow: Option<&'a str>,
+    /// [`TASK_BUDGETS_ENV`]'s value: the workspace's budgets of async tasks.
+    pub task_budgets: Option<&'a str>,
     /// Where the run's test processes keep the stack walker's rules for each other ([`RULES_DIR_ENV`]).
     pub rules_dir: Option<&'a Path>,
     /// The interposer to preload, and the identity of the test it measures.
@@ -80,6 +83,9 @@ impl Measuring<'_> {
             .env(RUN_TOKEN_ENV, self.token);
         if let Some(allow) = self.allow {
             command.env(ALLOW_ENV, allow);
+        }
+        if let Some(task_budgets) = self.task_budgets {
+            command.env(TASK_BUDGETS_ENV, task_budgets);
         }
         if let Some(known_code) = &self.known_code {
             command.env(KNOWN_CODE_ENV, &**known_code);

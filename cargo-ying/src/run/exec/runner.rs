@@ -46,6 +46,8 @@ pub(crate) struct RunOptions {
     pub known_code: Arc<KnownCodes>,
     /// The workspace's `allow` patterns, passed to every test process as JSON ([`attempt::allow_value`]).
     pub allow: Option<Arc<str>>,
+    /// The workspace's budgets of async tasks, passed to every test process (`TASK_BUDGETS_ENV`).
+    pub task_budgets: Option<Arc<str>>,
 }
 
 impl RunOptions {
@@ -65,6 +67,7 @@ impl RunOptions {
             symbolizer: Arc::clone(&self.symbolizer),
             known_code: Arc::clone(&self.known_code),
             allow: self.allow.clone(),
+            task_budgets: self.task_budgets.clone(),
         }
     }
 }
@@ -142,6 +145,7 @@ fn run_one(test: &TestCase, index: usize, options: &RunOptions, scratch: &Path, 
             token: &token,
             known_code: options.known_code.env_value(&binary.path),
             allow: options.allow.as_deref(),
+            task_budgets: options.task_budgets.as_deref(),
             rules_dir: Some(&rules_dir),
             interposer: options
                 .interposer

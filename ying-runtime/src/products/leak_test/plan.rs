@@ -5,7 +5,9 @@ use crate::hot::allocator::is_installed;
 use crate::products::measure::install_hint;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use ying_report::arguments::{self, Value, Written};
-use ying_report::report::{ATTRIBUTION_ENV, Attribution, Budgets, DEFER_SYMBOLS_ENV, TestIdentity, allow_patterns};
+use ying_report::report::{
+    ATTRIBUTION_ENV, Attribution, Budgets, DEFER_SYMBOLS_ENV, TestIdentity, allow_patterns, task_budgets,
+};
 
 /// Process-attributed tests count every allocation in the process: two at once would count each other's.
 static PROCESS_TESTS: Mutex<()> = Mutex::new(());
@@ -79,6 +81,16 @@ fn workspace_allow() -> &'static [&'static str] {
     })
 }
 
+/// The workspace's budgets of async tasks, (leaked, lingering), which `cargo ying` passes every test process
+/// ([`TASK_BUDGETS_ENV`](ying_report::report::TASK_BUDGETS_ENV)).
+///
+/// # Panics
+///
+/// When the variable is set but not of its form, as [`workspace_allow`].
+fn workspace_task_budgets() -> (Option<u64>, Option<u64>) {
+    task_budgets().unwrap_or_else(|why| panic!("ying: {why}"))
+}
+
 /// A test's `allow` patterns (`written`, the attribute's) with the workspace's after them.
 fn with_workspace_allow(written: &'static [&'static str]) -> &'static [&'static str] {
     let workspace = workspace_allow();
@@ -123,7 +135,10 @@ impl Plan {
             test,
             identity: TestIdentity::new(test.package, test.bin_name, test.module_path, test.name, test.file, test.line),
             lost_alone,
-            budgets: budgets_with_defaults(written.budgets, written.iterations.is_some()),
+            budgets: budgets_with_defaults(
+                with_task_defaults(written.budgets, workspace_task_budgets()),
+                written.iterations.is_some(),
+            ),
             attribution: written.attribution.unwrap_or(default_attribution),
             warmup: written.warmup,
             iterations: written.iterations.unwrap_or(1).max(1),
@@ -195,6 +210,14 @@ pub(super) fn budgets_with_defaults(mut budgets: Budgets, iterated: bool) -> Bud
     budgets
 }
 
+/// The budgets of async tasks: those written, else the `workspace`'s (leaked, lingering), else none leaked and the
+/// lingering ones unchecked.
+fn with_task_defaults(mut budgets: Budgets, workspace: (Option<u64>, Option<u64>)) -> Budgets {
+    budgets.max_leaked_tasks = budgets.max_leaked_tasks.or(workspace.0).or(Some(0));
+    budgets.max_lingering_tasks = budgets.max_lingering_tasks.or(workspace.1);
+    budgets
+}
+
 /// `process` or `thread` from [`ATTRIBUTION_ENV`]; thread attribution when unset.
 pub(super) fn default_attribution() -> Attribution {
     match std::env::var(ATTRIBUTION_ENV).as_deref() {
@@ -206,7 +229,7 @@ pub(super) fn default_attribution() -> Attribution {
 
 #[cfg(test)]
 mod tests {
-    use super::{LeakTest, Plan, budgets_with_defaults};
+    use super::{LeakTest, Plan, budgets_with_defaults, with_task_defaults};
     use ying_report::arguments::Value;
     use ying_report::report::{Attribution, Budgets};
 
@@ -219,6 +242,17 @@ mod tests {
         let written = Budgets { max_retained: Some(64), max_growth_per_iteration: Some(8), ..Budgets::default() };
         assert_eq!(budgets_with_defaults(written, true), written);
         assert_eq!(budgets_with_defaults(written, false), written);
+    }
+
+    #[test]
+    fn no_task_may_leak_by_default_and_the_attribute_wins_over_the_workspace() {
+        let none = with_task_defaults(Budgets::default(), (None, None));
+        assert_eq!((none.max_leaked_tasks, none.max_lingering_tasks), (Some(0), None));
+        let workspace = with_task_defaults(Budgets::default(), (Some(2), Some(5)));
+        assert_eq!((workspace.max_leaked_tasks, workspace.max_lingering_tasks), (Some(2), Some(5)));
+        let written = Budgets { max_leaked_tasks: Some(1), max_lingering_tasks: Some(0), ..Budgets::default() };
+        let written = with_task_defaults(written, (Some(2), Some(5)));
+        assert_eq!((written.max_leaked_tasks, written.max_lingering_tasks), (Some(1), Some(0)));
     }
 
     #[test]
@@ -236,7 +270,12 @@ mod tests {
         let plan = Plan::new(&TEST, Attribution::Thread);
         assert_eq!((plan.warmup, plan.iterations, plan.attribution), (2, 3, Attribution::Process));
         assert_eq!(plan.allow, ["regex::"]);
-        let budgets = Budgets { max_peak: Some(4096), max_growth_per_iteration: Some(0), ..Budgets::default() };
+        let budgets = Budgets {
+            max_peak: Some(4096),
+            max_growth_per_iteration: Some(0),
+            max_leaked_tasks: Some(0),
+            ..Budgets::default()
+        };
         assert_eq!(plan.budgets, budgets);
     }
 

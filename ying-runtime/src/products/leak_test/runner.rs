@@ -360,7 +360,7 @@ impl Measured {
         let function = plan.function_path();
         let sites = self.sites(plan.test.manifest_dir, &function);
         let names = Names { harness: plan.harness_name(), function: &function, runtime: plan.test.runtime };
-        match verdict::judge(names, &plan.budgets, plan.lost_alone, &self.findings(), &sites) {
+        match verdict::judge(names, &plan.budgets, plan.lost_alone, &self.findings(), &sites, &tasks) {
             Verdict::Passed => report::write(plan, &self.findings(), Outcome::Passed, None, sites, tasks),
             Verdict::Failed(message) => {
                 report::write(plan, &self.findings(), Outcome::Failed, Some(message.clone()), sites, tasks);

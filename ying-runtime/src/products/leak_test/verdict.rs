@@ -3,11 +3,12 @@
 
 use crate::read::symbolize::{is_own_frame, name_test_body};
 use ying_frames::is_package_code;
-use ying_report::report::{Budgets, IterationFigures, Reach, RetainedSite, ScopeStats};
+use ying_report::report::{Budgets, IterationFigures, Reach, RetainedSite, ScopeStats, TaskEntry, TaskKind};
 use ying_report::{ByteSize, Frame, SignedByteSize};
 
-/// Stacks shown per failure message, and frames per stack.
+/// Stacks shown per failure message, and frames per stack; tasks shown.
 const SITES_SHOWN: usize = 5;
+const TASKS_SHOWN: usize = 5;
 const FRAMES_SHOWN: usize = 8;
 
 /// What the measured runs of a test found.
@@ -51,8 +52,8 @@ pub(super) enum Verdict {
     Failed(String),
 }
 
-/// Judges `budgets` against `findings`; a failure's message lists the exceeded budgets and the largest retained
-/// `sites` that are not excused. `lost_alone`: the budget of a kind the attribute wrote (`max_lost`, `max_held`) while
+/// Judges `budgets` against `findings` and the async `tasks` the body left; a failure's message lists the exceeded
+/// budgets, the tasks and the largest retained `sites` that are not excused. `lost_alone`: the budget of a kind the attribute wrote (`max_lost`, `max_held`) while
 /// it left `max_retained` to its default (0 B for one run), which a breach of that then says, with the fix.
 pub(super) fn judge(
     names: Names<'_>,
@@ -60,11 +61,13 @@ pub(super) fn judge(
     lost_alone: Option<&str>,
     findings: &Findings<'_>,
     sites: &[RetainedSite],
+    tasks: &[TaskEntry],
 ) -> Verdict {
     let judged = || sites.iter().filter(|site| !site.excused);
     let lost = judged().map(RetainedSite::lost_bytes).sum();
     let held = judged().map(RetainedSite::held_bytes).sum();
     let mut breaches = breaches(budgets, findings, lost, held);
+    breaches.extend(task_breaches(budgets, tasks));
     if let Some(written) = lost_alone
         && let Some(breach) = breaches.iter_mut().find(|breach| breach.budget == "max_retained")
     {
@@ -74,7 +77,90 @@ pub(super) fn judge(
             ByteSize::new(findings.retained().next_power_of_two()).rounded()
         ));
     }
-    if breaches.is_empty() { Verdict::Passed } else { Verdict::Failed(message(names, &breaches, findings, sites)) }
+    if breaches.is_empty() {
+        Verdict::Passed
+    } else {
+        Verdict::Failed(message(names, &breaches, findings, sites, tasks))
+    }
+}
+
+/// The exceeded budgets of tasks: more leaked or lingering than allowed.
+fn task_breaches(budgets: &Budgets, tasks: &[TaskEntry]) -> Vec<Breach> {
+    let budgeted = [
+        ("max_leaked_tasks", budgets.max_leaked_tasks, TaskKind::Leaked, "pending, and nothing but itself can wake it"),
+        (
+            "max_lingering_tasks",
+            budgets.max_lingering_tasks,
+            TaskKind::Lingering,
+            "pending, and something else can still wake it",
+        ),
+    ];
+    let mut breaches = Vec::new();
+    for (budget, limit, kind, meaning) in budgeted {
+        let count = tasks.iter().filter(|task| task.kind == kind).count() as u64;
+        if let Some(limit) = limit
+            && count > limit
+        {
+            let word = kind_word(kind);
+            breaches.push(Breach {
+                budget,
+                limit: limit.to_string(),
+                finding: format!("{count} task{} {word} ({meaning}), {} over", plural(count), count - limit),
+            });
+        }
+    }
+    breaches
+}
+
+/// A task's kind as messages write it.
+fn kind_word(kind: TaskKind) -> &'static str {
+    match kind {
+        TaskKind::Leaked => "leaked",
+        TaskKind::Lingering => "lingering",
+        TaskKind::Unclaimed => "unclaimed",
+        _ => "left",
+    }
+}
+
+/// The tasks the body left, leaked first, each with its future, spawn line and bytes; and what to do of a leaked one.
+fn tasks_section(names: Names<'_>, tasks: &[TaskEntry], breaches: &[Breach]) -> String {
+    let rank = |task: &&TaskEntry| match task.kind {
+        TaskKind::Leaked => 0,
+        TaskKind::Lingering => 1,
+        _ => 2,
+    };
+    let mut shown: Vec<&TaskEntry> = tasks.iter().collect();
+    shown.sort_by_key(rank);
+    let mut section = String::from("\n\nasync tasks the body left:");
+    for task in shown.iter().take(TASKS_SHOWN) {
+        let future = task.future.as_deref().unwrap_or("a future of unknown type");
+        section.push_str(&format!("\n  {} task `{future}`", kind_word(task.kind)));
+        if let Some(spawned_at) = &task.spawned_at {
+            section.push_str(&format!(", spawned at {spawned_at}"));
+        }
+        section.push_str(&format!(", {}", ByteSize::new(task.bytes)));
+    }
+    if shown.len() > TASKS_SHOWN {
+        section.push_str(&format!("\n  ... and {} more tasks", shown.len() - TASKS_SHOWN));
+    }
+    let breached = |budget: &str| breaches.iter().any(|breach| breach.budget == budget);
+    if breached("max_leaked_tasks") {
+        section.push_str(&format!(
+            "\n\na leaked task waits for what only it, or another leaked task, holds (its own channel's sender, the \
+             handle of a task that awaits it): it will never end, and in a runtime that outlives the test it is never \
+             freed. Drop what it waits for, or keep its `JoinHandle` and `abort()` it; a leak intended is allowed with \
+             `#[{}::leak_test(max_leaked_tasks = N)]`",
+            names.runtime
+        ));
+    }
+    if breached("max_lingering_tasks") {
+        section.push_str(&format!(
+            "\n\na lingering task outlives the test's body, which does not wait for it: await or `abort()` its \
+             `JoinHandle` before the body ends, or allow it with `#[{}::leak_test(max_lingering_tasks = N)]`",
+            names.runtime
+        ));
+    }
+    section
 }
 
 /// One exceeded budget.
@@ -189,7 +275,13 @@ fn plural(count: u64) -> &'static str {
     if count == 1 { "" } else { "s" }
 }
 
-fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites: &[RetainedSite]) -> String {
+fn message(
+    names: Names<'_>,
+    breaches: &[Breach],
+    findings: &Findings<'_>,
+    sites: &[RetainedSite],
+    tasks: &[TaskEntry],
+) -> String {
     let mut message = format!("ying: leak test `{}` exceeded its budget", names.harness);
     if breaches.len() > 1 {
         message.push('s');
@@ -202,6 +294,9 @@ fn message(names: Names<'_>, breaches: &[Breach], findings: &Findings<'_>, sites
             "\n  (not counted: {} excused as captured test output, thread-local values or by `allow`)",
             ByteSize::new(findings.excused_bytes)
         ));
+    }
+    if !tasks.is_empty() {
+        message.push_str(&tasks_section(names, tasks, breaches));
     }
     // Lost memory as valgrind groups it: a site whose lost blocks another's own is listed under that one.
     let listed = ying_frames::why::grouped(sites, (0..sites.len()).filter(|&index| !sites[index].excused));
@@ -304,10 +399,52 @@ fn user_frames(frames: &[Frame], test_function: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Findings, Names, Verdict, judge};
+    use super::{Findings, Names, Verdict};
     use ying_frames::LEAK_TEST_RUNNER;
     use ying_report::Frame;
-    use ying_report::report::{Budgets, IterationFigures, RetainedSite, ScopeStats};
+    use ying_report::report::{Budgets, IterationFigures, RetainedSite, ScopeStats, TaskEntry, TaskKind};
+
+    /// Judges a body that left no task.
+    fn judge(
+        names: Names<'_>,
+        budgets: &Budgets,
+        lost_alone: Option<&str>,
+        findings: &Findings<'_>,
+        sites: &[RetainedSite],
+    ) -> Verdict {
+        super::judge(names, budgets, lost_alone, findings, sites, &[])
+    }
+
+    #[test]
+    fn a_leaked_task_fails_by_default_naming_its_future_and_spawn_line_and_a_budget_allows_it() {
+        let runs = [run(0, 0, 0)];
+        let findings = findings(stats(0, 0, 0), 0, &runs);
+        let leaked =
+            TaskEntry::new(TaskKind::Leaked, Some("app::serve".into()), Some("tests/server.rs:14".into()), 1216);
+        let lingering = TaskEntry::new(TaskKind::Lingering, Some("app::tick".into()), None, 640);
+        let tasks = [lingering.clone(), leaked.clone()];
+        let defaults = Budgets { max_retained: Some(0), max_leaked_tasks: Some(0), ..Budgets::default() };
+        let Verdict::Failed(message) = super::judge(NAMES, &defaults, None, &findings, &[], &tasks) else {
+            panic!("a leaked task fails by default");
+        };
+        let expected = "ying: leak test `box_leak` exceeded its budget\n  max_leaked_tasks = 0: 1 task leaked \
+                        (pending, and nothing but itself can wake it), 1 over\n\nasync tasks the body left:\n  \
+                        leaked task `app::serve`, spawned at tests/server.rs:14, 1.2 KiB (1216 bytes)\n  lingering task \
+                        `app::tick`, 640 B\n\na leaked task waits";
+        assert!(message.starts_with(expected), "{message}");
+        assert!(message.ends_with("`#[ying::leak_test(max_leaked_tasks = N)]`"), "{message}");
+        let allowed = Budgets { max_leaked_tasks: Some(1), ..defaults };
+        assert_eq!(super::judge(NAMES, &allowed, None, &findings, &[], &tasks), Verdict::Passed);
+        let strict = Budgets { max_lingering_tasks: Some(0), ..allowed };
+        let Verdict::Failed(message) = super::judge(NAMES, &strict, None, &findings, &[], &tasks) else {
+            panic!("a lingering task breaks a budget of none");
+        };
+        assert!(message.contains("\n  max_lingering_tasks = 0: 1 task lingering (pending, and something else"));
+        assert!(!message.contains("max_leaked_tasks"), "{message}");
+        assert!(message.ends_with("`#[ying::leak_test(max_lingering_tasks = N)]`"), "{message}");
+        let unclaimed = [TaskEntry::new(TaskKind::Unclaimed, None, None, 64)];
+        assert_eq!(super::judge(NAMES, &strict, None, &findings, &[], &unclaimed), Verdict::Passed);
+    }
 
     const NAMES: Names<'static> = Names { harness: "box_leak", function: "leaks::box_leak", runtime: "ying" };
 
