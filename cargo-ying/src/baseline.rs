@@ -242,7 +242,7 @@ mod tests {
         assert!(file.is_of_earlier_form());
         assert_eq!(file.save(entries("b", 5), Measured::All).unwrap(), Some(2), "it says it rewrote schema 2");
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains("\"schema_version\": 3") && !text.contains("tests/leaks.rs"), "{text}");
+        assert!(text.contains("\"schema_version\": 4") && !text.contains("tests/leaks.rs"), "{text}");
         assert_eq!(
             text.lines().filter(|line| line.starts_with("    \"pkg::leaks ")).count(),
             2,

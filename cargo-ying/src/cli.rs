@@ -768,7 +768,7 @@ mod tests {
         assert!(
             gating(&["--gate", "heap"])
                 .unwrap_err()
-                .contains("[possible values: retained, lost, held, peak, allocated, allocations]")
+                .contains("[possible values: retained, lost, held, peak, allocated, allocations, leaked-tasks, lingering-tasks, unclaimed-tasks]")
         );
     }
 }

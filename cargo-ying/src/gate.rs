@@ -86,11 +86,13 @@ impl Default for Tolerance {
 
 impl Tolerance {
     /// The most `figure` may grow to from `baseline` without regressing: a count of allocations has only the
-    /// relative tolerance (the absolute one is bytes); lost bytes only the absolute one, at most [`LOST_FLOOR`].
+    /// relative tolerance (the absolute one is bytes); lost bytes only the absolute one, at most [`LOST_FLOOR`]; a
+    /// count of tasks none: one more task left behind is one more than the baseline knows of.
     pub(crate) fn limit(&self, figure: Figure, baseline: u64) -> u64 {
         match figure {
             Figure::Lost => return baseline.saturating_add(self.lost_floor()),
             Figure::Held => return baseline.saturating_add(self.held_floor()),
+            figure if figure.is_tasks() => return baseline,
             _ => {}
         }
         let relative = (baseline as f64 * self.relative.fraction()).floor() as u64;
@@ -138,9 +140,10 @@ impl Gating {
         &self.figures
     }
 
-    /// Gating of retained, lost and held bytes and `also`, with `tolerance`.
+    /// Gating of retained, lost and held bytes, the counts of tasks by kind, and `also`, with `tolerance`.
     pub(crate) fn new(tolerance: Tolerance, also: &[Figure]) -> Self {
         let mut figures = vec![Figure::Retained, Figure::Lost, Figure::Held];
+        figures.extend(Figure::TASKS);
         figures.extend(also.iter().copied());
         figures.sort_unstable();
         figures.dedup();
@@ -194,6 +197,7 @@ impl Row {
         match self.figure {
             Figure::Lost => "the lost floor",
             Figure::Held => "the held floor",
+            figure if figure.is_tasks() => "the baseline's count",
             _ => "the tolerance",
         }
     }
@@ -381,6 +385,7 @@ pub(crate) fn judge(before: &BaselineEntry, now: &BaselineEntry, gating: &Gating
     // records it gone and its return regresses.
     let improved: Vec<Row> = [Figure::Retained, Figure::Lost, Figure::Held]
         .into_iter()
+        .chain(Figure::TASKS)
         .filter(judged)
         .map(row)
         .filter(|row| row.baseline > gating.tolerance.limit(row.figure, row.now))
@@ -530,6 +535,34 @@ mod tests {
         let mended = judged(with_lost(25_088, 512), with_lost(24_576, 0));
         assert_eq!(mended.verdict, GateVerdict::Improved);
         assert_eq!(mended.rows, [super::Row { figure: Figure::Lost, baseline: 512, now: 0 }]);
+    }
+
+    /// An entry of 1 KiB retained, with (leaked, lingering, unclaimed) tasks.
+    fn with_tasks((leaked_tasks, lingering_tasks, unclaimed_tasks): (u64, u64, u64)) -> BaselineEntry {
+        let figures =
+            Figures { retained_bytes: 1024, leaked_tasks, lingering_tasks, unclaimed_tasks, ..Figures::default() };
+        BaselineEntry::new(figures, Vec::new())
+    }
+
+    #[test]
+    fn one_more_task_of_a_kind_regresses_and_one_fewer_improves_whatever_the_tolerance() {
+        let row = |figure, baseline, now| super::Row { figure, baseline, now };
+        let leaked = judged(with_tasks((0, 0, 0)), with_tasks((1, 0, 0)));
+        assert_eq!((leaked.verdict, leaked.rows), (GateVerdict::Regressed, vec![row(Figure::LeakedTasks, 0, 1)]));
+        // Ten percent of 20 lingering tasks would be two: a count of tasks has no tolerance.
+        let lingering = judged(with_tasks((0, 20, 0)), with_tasks((0, 21, 0)));
+        assert_eq!(lingering.rows, [row(Figure::LingeringTasks, 20, 21)]);
+        assert_eq!(
+            lingering.rows[0].describe(),
+            "lingering tasks grew from 20 to 21 (+1, +5.0%), past the baseline's count"
+        );
+        assert_eq!(judged(with_tasks((0, 0, 2)), with_tasks((0, 0, 3))).verdict, GateVerdict::Regressed);
+        assert_eq!(judged(with_tasks((1, 2, 3)), with_tasks((1, 2, 3))).verdict, GateVerdict::Unchanged);
+        let mended = judged(with_tasks((1, 0, 0)), with_tasks((0, 0, 0)));
+        assert_eq!((mended.verdict, mended.rows), (GateVerdict::Improved, vec![row(Figure::LeakedTasks, 1, 0)]));
+        // A task that moved from one kind to another is a regression of the kind it moved to.
+        let moved = judged(with_tasks((0, 1, 0)), with_tasks((1, 0, 0)));
+        assert_eq!((moved.verdict, moved.rows), (GateVerdict::Regressed, vec![row(Figure::LeakedTasks, 0, 1)]));
     }
 
     /// An entry of `retained_bytes`, `held_bytes` of them held by statics and thread-locals.

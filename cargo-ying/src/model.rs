@@ -7,6 +7,7 @@ use crate::signals;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
+use ying_report::report::{TaskEntry, TaskKind};
 use ying_report::{
     BaselineEntry, Figure, Figures, Frame, GateVerdict, LeakReport, Measured, Summary, SummaryTest, TestId,
     TestOutcome, Totals,
@@ -366,14 +367,56 @@ impl TestRecord {
     /// Where a regressed test's memory grew ([`Self::grown_site_indices`]), as every output lists it: a line per
     /// site in the words of [`ying_frames::why::site_line`] (size, blocks, type, why it is still there, file:line),
     /// at most [`SHOWN_SITES`], then `... and 3 more`. Empty unless the gate's verdict is that the test regressed.
+    ///
+    /// The async tasks of each kind whose count regressed come first, a line each ([`TaskEntry`]'s words: kind,
+    /// future, spawn line, bytes).
     pub(crate) fn grown_sites(&self) -> Vec<String> {
         let sites = self.grown_site_indices();
-        let mut lines: Vec<String> =
-            sites.iter().take(SHOWN_SITES).filter_map(|&index| self.site_line(index)).collect();
+        let mut lines = self.grown_tasks();
+        lines.extend(sites.iter().take(SHOWN_SITES).filter_map(|&index| self.site_line(index)));
         if sites.len() > SHOWN_SITES {
             lines.push(format!("... and {} more", sites.len() - SHOWN_SITES));
         }
         lines
+    }
+
+    /// The tasks of the kinds whose count regressed, in their words, at most [`SHOWN_SITES`] lines.
+    fn grown_tasks(&self) -> Vec<String> {
+        let groups = self.grown_task_groups();
+        let mut lines: Vec<String> = groups.iter().take(SHOWN_SITES).map(|(_, line, _)| line.clone()).collect();
+        if groups.len() > SHOWN_SITES {
+            lines.push(format!("... and {} more lines of tasks", groups.len() - SHOWN_SITES));
+        }
+        lines
+    }
+
+    /// The tasks of the kinds whose count regressed, grouped as [`ying_report::report::task_lines`] groups them:
+    /// for each group, its first task, its line and its bytes. Empty unless the test regressed.
+    fn grown_task_groups(&self) -> Vec<(&TaskEntry, String, u64)> {
+        let Some(leak) = &self.leak else { return Vec::new() };
+        let grown: Vec<Figure> = self.gate.iter().flat_map(|gate| gate.regressions()).map(|row| row.figure).collect();
+        let kinds = [TaskKind::Leaked, TaskKind::Lingering, TaskKind::Unclaimed];
+        let mut groups = Vec::new();
+        for (_, kind) in Figure::TASKS.into_iter().zip(kinds).filter(|(figure, _)| grown.contains(figure)) {
+            let of_kind: Vec<&TaskEntry> = leak.report.tasks.iter().filter(|task| task.kind == kind).collect();
+            let mut firsts: Vec<&TaskEntry> = Vec::new();
+            for task in &of_kind {
+                if !firsts.iter().any(|first| (&first.future, &first.spawned_at) == (&task.future, &task.spawned_at)) {
+                    firsts.push(task);
+                }
+            }
+            for first in firsts {
+                let alike = || {
+                    of_kind
+                        .iter()
+                        .copied()
+                        .filter(|task| (&task.future, &task.spawned_at) == (&first.future, &first.spawned_at))
+                };
+                let line = ying_report::report::task_lines(alike()).pop().unwrap_or_default();
+                groups.push((first, line, alike().map(|task| task.bytes).sum()));
+            }
+        }
+        groups
     }
 
     /// The test's entry in summary.json.
@@ -385,6 +428,7 @@ impl TestRecord {
         test.steady_state = self.leak.as_ref().and_then(|leak| Figures::steady_state(&leak.report));
         test.sites = self.leak.as_ref().map(|leak| ying_frames::retained_sites(&leak.report)).unwrap_or_default();
         test.excused_bytes = self.leak.as_ref().map_or(0, |leak| leak.report.excused_bytes);
+        test.tasks = self.leak.as_ref().map(|leak| leak.report.tasks.clone()).unwrap_or_default();
         test.baseline_retained_bytes = self.baseline.as_ref().map(|entry| entry.retained_bytes);
         test.report = self.leak.as_ref().map(|leak| leak.path.clone());
         test.retained_flamegraph = self.files.retained_flamegraph.clone();
@@ -441,8 +485,9 @@ pub(crate) struct Cause<'a> {
     /// The site's line in the first test it grew in, as every output words it, without the test
     /// ([`ying_frames::why::site_line_alone`]).
     pub line: String,
-    /// The site's frame in the package's code, with its file (relative to its package) and line, when it has one.
-    pub frame: Option<&'a Frame>,
+    /// The site's frame in the package's code, with its file (relative to its package) and line, when it has one;
+    /// for tasks, the spawn's.
+    pub frame: Option<Frame>,
     /// The tests it grew in, in the run's order.
     pub tests: Vec<&'a TestRecord>,
     /// The most bytes one of them retains there.
@@ -531,9 +576,9 @@ impl Run {
             for index in test.grown_site_indices() {
                 let all = &leak.report.retained_sites;
                 let site = &all[index];
-                let frame = ying_frames::leak_site(&site.frames).map(|frame| &site.frames[frame]);
+                let frame = ying_frames::leak_site(&site.frames).map(|frame| site.frames[frame].clone());
                 // The site's own frame in the package's code, whichever test called it; else its whole stack.
-                let key = match frame {
+                let key = match &frame {
                     Some(frame) => format!("{}@{:?}:{:?}", frame.function, frame.file, frame.line),
                     None => ying_frames::site_key(&site.frames),
                 };
@@ -555,6 +600,24 @@ impl Run {
                     cause.tests.push(test);
                 }
                 cause.bytes = cause.bytes.max(site.bytes);
+            }
+            // Tasks of a kind whose count regressed: one cause per kind, future and spawn line.
+            for (task, line, bytes) in test.grown_task_groups() {
+                let key = format!("task {:?} {:?} {:?}", task.kind, task.future, task.spawned_at);
+                let at = *by_key.entry(key).or_insert_with(|| {
+                    let frame = task.spawned_at.as_deref().and_then(|at| {
+                        let (file, line) = at.rsplit_once(':')?;
+                        let function = task.future.clone().unwrap_or_default();
+                        Some(Frame::new(function, Some(file.to_owned()), line.parse().ok()))
+                    });
+                    causes.push(Cause { line, frame, tests: Vec::new(), bytes: 0 });
+                    causes.len() - 1
+                });
+                let cause = &mut causes[at];
+                if !cause.tests.iter().any(|other| std::ptr::eq(*other, test)) {
+                    cause.tests.push(test);
+                }
+                cause.bytes = cause.bytes.max(bytes);
             }
         }
         causes.sort_by(|a, b| b.tests.len().cmp(&a.tests.len()).then(b.bytes.cmp(&a.bytes)));
@@ -836,6 +899,31 @@ mod tests {
         );
         assert_eq!(lines[5], "... and 2 more");
         assert!(lines.iter().all(|line| !line.contains(":10 ")), "the static did not grow: {lines:#?}");
+    }
+
+    #[test]
+    fn a_regressed_count_of_tasks_lists_the_tasks_of_its_kind_before_the_sites() {
+        use ying_report::report::{TaskEntry, TaskKind};
+        let mut record = leak_test("spawns", 0, Outcome::Passed);
+        let report = &mut record.leak.as_mut().unwrap().report;
+        let task = |kind, line: u32| {
+            TaskEntry::new(kind, Some("leaks::serve".into()), Some(format!("tests/leaks.rs:{line}")), 256)
+        };
+        report.tasks = vec![task(TaskKind::Lingering, 8), task(TaskKind::Leaked, 9), task(TaskKind::Unclaimed, 10)];
+        let before = BaselineEntry { lingering_tasks: 1, unclaimed_tasks: 0, ..crate::gate::entry(report) };
+        let mut run =
+            Run { tests: vec![record], elapsed: Duration::ZERO, max_fail: None, gate: None, interrupted: None };
+        let before = BaselineEntry { leaked_tasks: 0, ..before };
+        let baseline: BTreeMap<TestId, BaselineEntry> = [(run.tests[0].id.clone(), before)].into();
+        run.judge_by_default(&baseline, true);
+        assert_eq!(
+            run.tests[0].grown_sites(),
+            [
+                "leaked task `leaks::serve`, spawned at tests/leaks.rs:9, 256 B",
+                "unclaimed task `leaks::serve`, spawned at tests/leaks.rs:10, 256 B"
+            ],
+            "the lingering task was there before"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! {
-//!   "schema_version": 3,
+//!   "schema_version": 4,
 //!   "measured": "leak-tests",
 //!   "tests": {
 //!     "app::cache evicts": {"retained": 0, "lost": 0},
@@ -20,7 +20,8 @@
 //! ```
 //!
 //! A baseline of schema 2 (every retained stack, folded with its leak site's line) is read too, its figures kept and
-//! its stacks left behind; the next save writes it whole in this form.
+//! its stacks left behind; one of schema 3 (which did not record the async tasks a test left) is read with its
+//! tests not judged by their tasks. The next save writes either whole in this form.
 
 use crate::figures::{Figure, Figures};
 use crate::json::{self, Kind, ReadError};
@@ -33,7 +34,11 @@ pub use crate::terms::{Measured, Sites};
 use std::path::Path;
 
 /// The version of the baseline format.
-pub const BASELINE_SCHEMA_VERSION: u32 = 3;
+pub const BASELINE_SCHEMA_VERSION: u32 = 4;
+
+/// The schema before the baseline recorded tasks: read, its entries not judged by their tasks
+/// ([`BaselineEntry::tasks_unknown`]).
+const TASKLESS_VERSION: u32 = 3;
 
 /// The default baseline file, at the workspace root.
 pub const DEFAULT_BASELINE: &str = "ying-baseline.json";
@@ -109,6 +114,20 @@ pub struct BaselineEntry {
     /// Allocations, kept when the gate judges them; for a steady state, the fewest of one measured run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocations: Option<u64>,
+    /// Async tasks the body left, by kind: 0 (and left out) for a test that left none, or whose entry was written
+    /// before reports told them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub leaked_tasks: u64,
+    /// Async tasks the body left lingering (see `leaked_tasks`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lingering_tasks: u64,
+    /// Async tasks the body left unclaimed (see `leaked_tasks`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unclaimed_tasks: u64,
+    /// The entry was read from a baseline of an earlier schema, which did not record tasks: its test is not judged
+    /// by them until it is saved again.
+    #[serde(skip)]
+    pub tasks_unknown: bool,
     /// The figures are the steady state of several measured runs ([`Figures::steady_state`]), not the runs'
     /// totals: what the gate compares for a test with `iterations`.
     #[serde(default, skip_serializing_if = "core::ops::Not::not")]
@@ -148,6 +167,10 @@ impl BaselineEntry {
             peak_bytes: Some(figures.peak_bytes),
             allocated_bytes: Some(figures.allocated_bytes),
             allocations: Some(figures.allocations),
+            leaked_tasks: figures.leaked_tasks,
+            lingering_tasks: figures.lingering_tasks,
+            unclaimed_tasks: figures.unclaimed_tasks,
+            tasks_unknown: false,
             steady_state: false,
             sites,
             other,
@@ -179,6 +202,9 @@ impl BaselineEntry {
             Figure::Peak => self.peak_bytes,
             Figure::Allocated => self.allocated_bytes,
             Figure::Allocations => self.allocations,
+            Figure::LeakedTasks => (!self.tasks_unknown).then_some(self.leaked_tasks),
+            Figure::LingeringTasks => (!self.tasks_unknown).then_some(self.lingering_tasks),
+            Figure::UnclaimedTasks => (!self.tasks_unknown).then_some(self.unclaimed_tasks),
         }
     }
 
@@ -192,6 +218,9 @@ impl BaselineEntry {
             allocations: get(Figure::Allocations),
             lost_bytes: get(Figure::Lost),
             held_bytes: get(Figure::Held),
+            leaked_tasks: self.leaked_tasks,
+            lingering_tasks: self.lingering_tasks,
+            unclaimed_tasks: self.unclaimed_tasks,
         }
     }
 
@@ -227,8 +256,19 @@ impl Baseline {
     /// Reads a baseline from its text. A test written twice, or with more bytes lost than retained, is an error
     /// that names its lines: no line silently wins over another.
     pub fn parse(text: &str) -> Result<Self, ReadError> {
-        let baseline = if json::version_of(text) == Some(u64::from(v2::VERSION)) {
+        let version = json::version_of(text);
+        let baseline = if version == Some(u64::from(v2::VERSION)) {
             json::parse::<v2::Baseline>(text, &v2::KIND).map(v2::Baseline::into_current)?
+        } else if version == Some(u64::from(TASKLESS_VERSION)) {
+            // The same entries, without tasks: read as they are, none of them recording tasks.
+            let taskless = Kind { version: TASKLESS_VERSION, ..KIND };
+            let mut baseline = json::parse::<Self>(text, &taskless)?;
+            baseline.schema_version = BASELINE_SCHEMA_VERSION;
+            baseline.read_from = Some(TASKLESS_VERSION);
+            for entry in baseline.tests.values_mut() {
+                entry.tasks_unknown = true;
+            }
+            baseline
         } else {
             json::parse::<Self>(text, &KIND)?
         };
@@ -418,6 +458,8 @@ mod v2 {
                         steady_state: entry.steady_state,
                         sites: Vec::new(),
                         other: 0,
+                        tasks_unknown: true,
+                        ..BaselineEntry::default()
                     };
                     (id, current)
                 })
@@ -474,7 +516,7 @@ mod keyed_by_display {
 
 #[cfg(test)]
 mod tests {
-    use super::{Baseline, BaselineEntry, MAX_LINE, Measured};
+    use super::{BASELINE_SCHEMA_VERSION, Baseline, BaselineEntry, MAX_LINE, Measured};
     use crate::figures::{Figure, Figures};
     use crate::test_id::{TargetKind, TestId};
 
@@ -500,7 +542,7 @@ mod tests {
         let first = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             first,
-            "{\n  \"schema_version\": 3,\n  \"measured\": \"leak-tests\",\n  \"tests\": {\n    \
+            "{\n  \"schema_version\": 4,\n  \"measured\": \"leak-tests\",\n  \"tests\": {\n    \
              \"pkg tests::same_unit\": {\"retained\": 0},\n    \
              \"pkg::bin/pkg tests::same_unit\": {\"retained\": 0},\n    \
              \"pkg::leaks box_leak\": {\"retained\": 1000, \"lost\": 0, \"held\": 0, \"sites\": {\"leaks::box_leak\": 1000}}\n  }\n}\n"
@@ -510,7 +552,7 @@ mod tests {
         assert_eq!(Baseline::read(&path).unwrap(), Some(baseline()));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
         let empty = Baseline { measured: Measured::All, ..Baseline::default() };
-        assert_eq!(empty.render(), "{\n  \"schema_version\": 3,\n  \"measured\": \"all\",\n  \"tests\": {}\n}\n");
+        assert_eq!(empty.render(), "{\n  \"schema_version\": 4,\n  \"measured\": \"all\",\n  \"tests\": {}\n}\n");
         assert_eq!(Baseline::parse(&empty.render()).unwrap(), empty);
     }
 
@@ -540,15 +582,20 @@ mod tests {
             allocations: 4,
             lost_bytes: 5,
             held_bytes: 3,
+            leaked_tasks: 1,
+            lingering_tasks: 0,
+            unclaimed_tasks: 2,
         };
         let entry = BaselineEntry::new(figures, Vec::new());
         let kept = entry.clone().keeping(&[Figure::Retained, Figure::Lost, Figure::Peak]);
         let found: Vec<Option<u64>> = Figure::ALL.iter().map(|&figure| kept.get(figure)).collect();
-        assert_eq!(found, [Some(10), Some(5), Some(3), Some(20), None, None]);
+        assert_eq!(found, [Some(10), Some(5), Some(3), Some(20), None, None, Some(1), Some(0), Some(2)]);
         let mut baseline = Baseline::default();
         baseline.record(id("t"), kept);
         assert!(
-            baseline.render().contains("{\"retained\": 10, \"lost\": 5, \"held\": 3, \"peak\": 20}"),
+            baseline.render().contains(
+                "{\"retained\": 10, \"lost\": 5, \"held\": 3, \"peak\": 20, \"leaked_tasks\": 1, \"unclaimed_tasks\": 2}"
+            ),
             "{}",
             baseline.render()
         );
@@ -577,7 +624,7 @@ mod tests {
         let other = r#""pkg::leaks b": {"retained": 0}"#;
         for (first, second) in [(small, large), (large, small)] {
             let text = format!(
-                "{{\n  \"schema_version\": 3,\n  \"measured\": \"leak-tests\",\n  \"tests\": {{\n    {first},\n    \
+                "{{\n  \"schema_version\": 4,\n  \"measured\": \"leak-tests\",\n  \"tests\": {{\n    {first},\n    \
                  {other},\n    {second}\n  }}\n}}\n"
             );
             let message = Baseline::parse(&text).unwrap_err().to_string();
@@ -607,6 +654,20 @@ mod tests {
     }
 
     #[test]
+    fn a_baseline_of_schema_3_is_read_with_its_tests_not_judged_by_tasks_until_saved_again() {
+        let text = "{\n  \"schema_version\": 3,\n  \"measured\": \"leak-tests\",\n  \"tests\": {\n    \
+                    \"pkg::leaks t\": {\"retained\": 64, \"lost\": 0, \"held\": 0}\n  }\n}\n";
+        let earlier = Baseline::parse(text).unwrap();
+        assert_eq!((earlier.read_from, earlier.schema_version), (Some(3), BASELINE_SCHEMA_VERSION));
+        let entry = &earlier.tests[&id("t")];
+        assert_eq!((entry.get(Figure::Retained), entry.get(Figure::LeakedTasks)), (Some(64), None));
+        let current = Baseline::parse(&text.replace("\": 3,", "\": 4,")).unwrap();
+        assert_eq!(current.read_from, None);
+        let entry = &current.tests[&id("t")];
+        assert_eq!((entry.get(Figure::LeakedTasks), entry.get(Figure::UnclaimedTasks)), (Some(0), Some(0)));
+    }
+
+    #[test]
     fn a_missing_baseline_is_none_and_a_corrupt_one_an_error_with_its_position() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ying-baseline.json");
@@ -616,7 +677,7 @@ mod tests {
         assert!(message.contains("line 5 column 0"), "{message}");
         std::fs::write(&path, "{\n  \"tests\": {},\n  \"schema_version\": 7\n}").unwrap();
         let message = Baseline::read(&path).unwrap_err().to_string();
-        assert!(message.contains("schema_version 7 at line 3 column 3 is not 3"), "{message}");
+        assert!(message.contains("schema_version 7 at line 3 column 3 is not 4"), "{message}");
         std::fs::write(&path, "{\n  \"schema_version\": 1,\n  \"tests\": {}\n}").unwrap();
         let message = Baseline::read(&path).unwrap_err().to_string();
         assert!(message.contains("--save-baseline"), "an old baseline says what to do: {message}");

@@ -1,6 +1,6 @@
 //! [`Figures`]: the exact figures of a leak test that summaries show, baselines keep and the gate compares.
 
-use crate::report::LeakReport;
+use crate::report::{LeakReport, TaskKind};
 
 /// A leak test's exact figures, as judged: retained bytes leave out what the test excused.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -21,6 +21,15 @@ pub struct Figures {
     /// of `retained_bytes`. 0 when the test's memory was not scanned.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub held_bytes: u64,
+    /// Async tasks the body left leaked ([`LeakReport::tasks`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub leaked_tasks: u64,
+    /// Async tasks the body left lingering.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lingering_tasks: u64,
+    /// Async tasks the body left unclaimed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unclaimed_tasks: u64,
 }
 
 /// Whether a figure is 0, which the files leave out.
@@ -38,6 +47,9 @@ impl Figures {
             allocations: report.figures.allocations,
             lost_bytes: report.lost_bytes(),
             held_bytes: report.held_bytes(),
+            leaked_tasks: tasks(report, TaskKind::Leaked),
+            lingering_tasks: tasks(report, TaskKind::Lingering),
+            unclaimed_tasks: tasks(report, TaskKind::Unclaimed),
         }
     }
 
@@ -59,7 +71,26 @@ impl Figures {
             allocations: smallest(|run| run.allocations)?,
             lost_bytes: report.lost_bytes(),
             held_bytes: report.held_bytes(),
+            // The tasks the last measured run's body left: one run's, as the steady state is.
+            leaked_tasks: tasks(report, TaskKind::Leaked),
+            lingering_tasks: tasks(report, TaskKind::Lingering),
+            unclaimed_tasks: tasks(report, TaskKind::Unclaimed),
         })
+    }
+
+    /// The tasks the body left, in words, leaked first: `1 leaked, 2 lingering`; empty when it left none.
+    ///
+    /// ```
+    /// # use ying_report::Figures;
+    /// let figures = Figures { leaked_tasks: 1, unclaimed_tasks: 2, ..Figures::default() };
+    /// assert_eq!(figures.tasks_in_words(), "1 leaked, 2 unclaimed");
+    /// ```
+    pub fn tasks_in_words(&self) -> String {
+        let counts =
+            [(self.leaked_tasks, "leaked"), (self.lingering_tasks, "lingering"), (self.unclaimed_tasks, "unclaimed")];
+        let words: Vec<String> =
+            counts.iter().filter(|(count, _)| *count > 0).map(|(count, word)| format!("{count} {word}")).collect();
+        words.join(", ")
     }
 
     /// One figure.
@@ -71,8 +102,16 @@ impl Figures {
             Figure::Peak => self.peak_bytes,
             Figure::Allocated => self.allocated_bytes,
             Figure::Allocations => self.allocations,
+            Figure::LeakedTasks => self.leaked_tasks,
+            Figure::LingeringTasks => self.lingering_tasks,
+            Figure::UnclaimedTasks => self.unclaimed_tasks,
         }
     }
+}
+
+/// How many of the tasks `report` lists are of `kind`.
+fn tasks(report: &LeakReport, kind: TaskKind) -> u64 {
+    report.tasks.iter().filter(|task| task.kind == kind).count() as u64
 }
 
 /// One of the [`Figures`]: what the gate can compare.
@@ -91,12 +130,30 @@ pub enum Figure {
     Allocated,
     /// Allocations the test made.
     Allocations,
+    /// Async tasks the test's body left leaked.
+    LeakedTasks,
+    /// Async tasks the test's body left lingering.
+    LingeringTasks,
+    /// Async tasks the test's body left unclaimed.
+    UnclaimedTasks,
 }
 
 impl Figure {
     /// Every figure, in the order tables show them.
-    pub const ALL: [Figure; 6] =
-        [Self::Retained, Self::Lost, Self::Held, Self::Peak, Self::Allocated, Self::Allocations];
+    pub const ALL: [Figure; 9] = [
+        Self::Retained,
+        Self::Lost,
+        Self::Held,
+        Self::Peak,
+        Self::Allocated,
+        Self::Allocations,
+        Self::LeakedTasks,
+        Self::LingeringTasks,
+        Self::UnclaimedTasks,
+    ];
+
+    /// The counts of tasks, by kind: gated always, without tolerance.
+    pub const TASKS: [Figure; 3] = [Self::LeakedTasks, Self::LingeringTasks, Self::UnclaimedTasks];
 
     /// Its key in configuration and on the command line: `retained`, `lost`, `held`, `peak`, `allocated`,
     /// `allocations`.
@@ -108,6 +165,9 @@ impl Figure {
             Self::Peak => "peak",
             Self::Allocated => "allocated",
             Self::Allocations => "allocations",
+            Self::LeakedTasks => "leaked-tasks",
+            Self::LingeringTasks => "lingering-tasks",
+            Self::UnclaimedTasks => "unclaimed-tasks",
         }
     }
 
@@ -120,12 +180,20 @@ impl Figure {
             Self::Peak => "peak bytes",
             Self::Allocated => "allocated bytes",
             Self::Allocations => "allocations",
+            Self::LeakedTasks => "leaked tasks",
+            Self::LingeringTasks => "lingering tasks",
+            Self::UnclaimedTasks => "unclaimed tasks",
         }
     }
 
-    /// Whether it counts bytes (rather than allocations).
+    /// Whether it counts bytes (rather than allocations or tasks).
     pub fn is_bytes(self) -> bool {
-        self != Self::Allocations
+        !matches!(self, Self::Allocations | Self::LeakedTasks | Self::LingeringTasks | Self::UnclaimedTasks)
+    }
+
+    /// Whether it counts tasks ([`Self::TASKS`]).
+    pub fn is_tasks(self) -> bool {
+        Self::TASKS.contains(&self)
     }
 }
 

@@ -241,6 +241,59 @@ impl TaskEntry {
     }
 }
 
+/// The task as every output words it: `leaked task `app::serve`, spawned at tests/server.rs:14, 256 B`.
+///
+/// ```
+/// # use ying_report::report::{TaskEntry, TaskKind};
+/// let task = TaskEntry::new(TaskKind::Leaked, Some("app::serve".into()), Some("tests/server.rs:14".into()), 256);
+/// assert_eq!(task.to_string(), "leaked task `app::serve`, spawned at tests/server.rs:14, 256 B");
+/// ```
+impl std::fmt::Display for TaskEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let future = self.future.as_deref().unwrap_or("of a future of unknown type");
+        write!(f, "{} task `{future}`", self.kind.word())?;
+        if let Some(spawned_at) = &self.spawned_at {
+            write!(f, ", spawned at {spawned_at}")?;
+        }
+        write!(f, ", {}", crate::size::ByteSize::new(self.bytes))
+    }
+}
+
+/// `tasks` as every output lists them: a line for each (kind, future, spawn line), in the order first met, tasks
+/// alike counted on one line (`3 leaked tasks `app::serve`, spawned at tests/server.rs:14, 768 B in all`).
+///
+/// ```
+/// # use ying_report::report::{TaskEntry, TaskKind, task_lines};
+/// let task = TaskEntry::new(TaskKind::Leaked, Some("app::serve".into()), Some("tests/server.rs:14".into()), 256);
+/// let lines = task_lines(&[task.clone(), task.clone(), task]);
+/// assert_eq!(lines, ["3 leaked tasks `app::serve`, spawned at tests/server.rs:14, 768 B in all"]);
+/// ```
+pub fn task_lines<'a>(tasks: impl IntoIterator<Item = &'a TaskEntry>) -> Vec<String> {
+    let mut groups: Vec<(&TaskEntry, u64, u64)> = Vec::new();
+    for task in tasks {
+        let alike = |(first, _, _): &&mut (&TaskEntry, u64, u64)| {
+            (first.kind, &first.future, &first.spawned_at) == (task.kind, &task.future, &task.spawned_at)
+        };
+        match groups.iter_mut().find(alike) {
+            Some((_, count, bytes)) => (*count, *bytes) = (*count + 1, *bytes + task.bytes),
+            None => groups.push((task, 1, task.bytes)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(task, count, bytes)| match count {
+            1 => task.to_string(),
+            _ => {
+                let all = TaskEntry { bytes, ..task.clone() };
+                let line = all.to_string();
+                // `leaked task ...` -> `3 leaked tasks ...`, the bytes of them all.
+                let (word, rest) = line.split_once(" task ").unwrap_or((&line, ""));
+                format!("{count} {word} tasks {rest} in all")
+            }
+        })
+        .collect()
+}
+
 /// What became of a task a test's body left behind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -253,6 +306,17 @@ pub enum TaskKind {
     Lingering,
     /// Complete, its output kept because its `JoinHandle` was neither awaited nor dropped.
     Unclaimed,
+}
+
+impl TaskKind {
+    /// The kind as messages write it: `leaked`, `lingering`, `unclaimed`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Leaked => "leaked",
+            Self::Lingering => "lingering",
+            Self::Unclaimed => "unclaimed",
+        }
+    }
 }
 
 impl LeakReport {

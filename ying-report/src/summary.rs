@@ -170,6 +170,9 @@ pub struct SummaryTest {
     /// two runs compares.
     #[serde(default, skip_serializing_if = "Vec::is_empty", with = "crate::terms::sites")]
     pub sites: Sites,
+    /// The async tasks its body left ([`LeakReport::tasks`](crate::LeakReport::tasks)); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<crate::report::TaskEntry>,
     /// Retained bytes in the baseline, when the baseline has this test: the figure the gate compares (for a
     /// steady state, the smallest growth of one measured run).
     #[serde(default)]
@@ -302,6 +305,7 @@ impl SummaryTest {
             steady_state: None,
             excused_bytes: 0,
             sites: Vec::new(),
+            tasks: Vec::new(),
             baseline_retained_bytes: None,
             report: None,
             retained_flamegraph: None,
@@ -511,8 +515,8 @@ mod tests {
             peak_bytes: 1000,
             allocated_bytes: 1000,
             allocations: 1,
-            lost_bytes: 0,
-            held_bytes: 0,
+            lingering_tasks: 2,
+            ..Figures::default()
         });
         leak.gate = Some(GateVerdict::New);
         let plain = SummaryTest::new(TestId::new("p", TargetKind::Lib, "p", "tests::ok"), TestOutcome::Passed);

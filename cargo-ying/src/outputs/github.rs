@@ -49,7 +49,7 @@ fn location(test: &TestRecord, root: &Path) -> Option<(String, u32)> {
 /// first test's source line.
 fn cause_location(cause: &Cause<'_>, root: &Path) -> Option<(String, u32)> {
     let test = cause.tests.first()?;
-    match cause.frame.and_then(|frame| Some((frame.file.as_deref()?, frame.line?))) {
+    match cause.frame.as_ref().and_then(|frame| Some((frame.file.as_deref()?, frame.line?))) {
         Some((file, line)) if !Path::new(file).is_absolute() => {
             Some((from_root(test, &file.replace('\\', "/"), root), line))
         }
@@ -222,12 +222,16 @@ pub(crate) fn step_summary(run: &Run, command: &str) -> String {
                 ByteSize::new(tolerance.lost_floor()).rounded(),
                 ByteSize::new(tolerance.held_floor()).rounded(),
             ));
+            // A size in binary units; a count (allocations, tasks) as it is.
+            let value = |figure: ying_report::Figure, value: u64| {
+                if figure.is_bytes() { ByteSize::new(value).rounded().to_string() } else { value.to_string() }
+            };
             for (id, row) in regressions.iter().take(FIGURE_ROWS) {
                 out.push_str(&format!(
                     "| `{id}` | {} | {} | {} | {} | {} |\n",
                     row.figure.name(),
-                    ByteSize::new(row.baseline).rounded(),
-                    ByteSize::new(row.now).rounded(),
+                    value(row.figure, row.baseline),
+                    value(row.figure, row.now),
                     row.growth(),
                     row.rule()
                 ));

@@ -137,12 +137,21 @@ fn reason(test: &SummaryTest, regressions: &BTreeMap<TestId, Regression>) -> Str
     if test.outcome.is_failure() {
         parts.push(failure(test));
     }
-    if let Some(regression) = regressions.get(&test.id).filter(|_| test.gate == Some(GateVerdict::Regressed)) {
+    let regression = regressions.get(&test.id).filter(|_| test.gate == Some(GateVerdict::Regressed));
+    if let Some(regression) = regression {
         parts.extend(regression.figures.iter().map(|figure| escape(figure)));
         if !regression.sites.is_empty() {
             let sites: Vec<String> = regression.sites.iter().map(|site| format!("<li>{}</li>", escape(site))).collect();
             parts.push(format!("grown at:<ul class=\"sites\">{}</ul>", sites.concat()));
         }
+    }
+    // The tasks the body left, unless the grown sites above listed them.
+    if !test.tasks.is_empty()
+        && regression.is_none_or(|regression| !regression.sites.iter().any(|site| site.contains(" task")))
+    {
+        let tasks = ying_report::report::task_lines(&test.tasks);
+        let tasks: Vec<String> = tasks.iter().map(|task| format!("<li>{}</li>", escape(task))).collect();
+        parts.push(format!("tasks left:<ul class=\"sites\">{}</ul>", tasks.concat()));
     }
     parts.join("<br/>")
 }
@@ -490,8 +499,7 @@ mod tests {
             peak_bytes: 3000,
             allocated_bytes: 2048,
             allocations: 1,
-            lost_bytes: 0,
-            held_bytes: 0,
+            ..Figures::default()
         });
         grown.baseline_retained_bytes = Some(1000);
         grown.reason = Some(
@@ -548,16 +556,14 @@ mod tests {
             peak_bytes: 176,
             allocated_bytes: 176,
             allocations: 5,
-            lost_bytes: 0,
-            held_bytes: 0,
+            ..Figures::default()
         });
         steady.steady_state = Some(Figures {
             retained_bytes: 16,
             peak_bytes: 176,
             allocated_bytes: 16,
             allocations: 1,
-            lost_bytes: 0,
-            held_bytes: 0,
+            ..Figures::default()
         });
         steady.baseline_retained_bytes = Some(16);
         let html = index_html(&Summary::new(vec![steady]), &BTreeMap::new(), &[], &[]);

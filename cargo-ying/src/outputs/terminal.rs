@@ -422,20 +422,35 @@ impl Reporter {
         let width = ids.iter().map(String::len).max().unwrap_or(4).max(4);
         // Excused memory (captured output, thread-locals, the standard library's caches, `allow` patterns) is left
         // out of the retained bytes, and shown beside them.
+        // The async tasks the bodies left (`1 leaked, 2 lingering`), in a column of their own when any did.
+        let tasks: Vec<String> = rows.iter().map(|(_, leak)| leak.figures().tasks_in_words()).collect();
+        let tasks_width = match tasks.iter().map(String::len).max().unwrap_or(0) {
+            0 => 0,
+            widest => widest.max("tasks".len()),
+        };
+        let tasks_column =
+            |words: &str| if tasks_width == 0 { String::new() } else { format!("  {words:<tasks_width$}") };
         let mut table = format!(
-            "\n{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  outcome\n",
-            "test", "retained", "excused", "peak", "allocated", "allocations"
+            "\n{:<width$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}{}  outcome\n",
+            "test",
+            "retained",
+            "excused",
+            "peak",
+            "allocated",
+            "allocations",
+            tasks_column("tasks")
         );
-        for ((test, leak), id) in rows.iter().zip(ids) {
+        for (((test, leak), id), tasks) in rows.iter().zip(ids).zip(&tasks) {
             let figures = leak.figures();
             let _ = writeln!(
                 table,
-                "{id:<width$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}  {}",
+                "{id:<width$}  {:>10}  {:>10}  {:>10}  {:>10}  {:>11}{}  {}",
                 figures.retained_bytes,
                 leak.report.excused_bytes,
                 figures.peak_bytes,
                 figures.allocated_bytes,
                 figures.allocations,
+                tasks_column(tasks),
                 test.outcome.kind().name()
             );
         }

@@ -643,7 +643,7 @@ fn a_corrupt_baseline_is_a_usage_error_and_stays_as_it_was() {
         (corrupt, "line 5 column 0"),
         (
             old,
-            "schema_version 1 at line 2 column 3 is not 3, the version of the baseline this ying reads: it was \
+            "schema_version 1 at line 2 column 3 is not 4, the version of the baseline this ying reads: it was \
                written by an earlier cargo ying",
         ),
         (old, "write it anew with `cargo ying test --save-baseline`"),

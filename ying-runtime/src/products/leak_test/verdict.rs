@@ -101,7 +101,7 @@ fn task_breaches(budgets: &Budgets, tasks: &[TaskEntry]) -> Vec<Breach> {
         if let Some(limit) = limit
             && count > limit
         {
-            let word = kind_word(kind);
+            let word = kind.word();
             breaches.push(Breach {
                 budget,
                 limit: limit.to_string(),
@@ -110,16 +110,6 @@ fn task_breaches(budgets: &Budgets, tasks: &[TaskEntry]) -> Vec<Breach> {
         }
     }
     breaches
-}
-
-/// A task's kind as messages write it.
-fn kind_word(kind: TaskKind) -> &'static str {
-    match kind {
-        TaskKind::Leaked => "leaked",
-        TaskKind::Lingering => "lingering",
-        TaskKind::Unclaimed => "unclaimed",
-        _ => "left",
-    }
 }
 
 /// The tasks the body left, leaked first, each with its future, spawn line and bytes; and what to do of a leaked one.
@@ -132,16 +122,12 @@ fn tasks_section(names: Names<'_>, tasks: &[TaskEntry], breaches: &[Breach]) -> 
     let mut shown: Vec<&TaskEntry> = tasks.iter().collect();
     shown.sort_by_key(rank);
     let mut section = String::from("\n\nasync tasks the body left:");
-    for task in shown.iter().take(TASKS_SHOWN) {
-        let future = task.future.as_deref().unwrap_or("a future of unknown type");
-        section.push_str(&format!("\n  {} task `{future}`", kind_word(task.kind)));
-        if let Some(spawned_at) = &task.spawned_at {
-            section.push_str(&format!(", spawned at {spawned_at}"));
-        }
-        section.push_str(&format!(", {}", ByteSize::new(task.bytes)));
+    let lines = ying_report::report::task_lines(shown);
+    for line in lines.iter().take(TASKS_SHOWN) {
+        section.push_str(&format!("\n  {line}"));
     }
-    if shown.len() > TASKS_SHOWN {
-        section.push_str(&format!("\n  ... and {} more tasks", shown.len() - TASKS_SHOWN));
+    if lines.len() > TASKS_SHOWN {
+        section.push_str(&format!("\n  ... and {} more", lines.len() - TASKS_SHOWN));
     }
     let breached = |budget: &str| breaches.iter().any(|breach| breach.budget == budget);
     if breached("max_leaked_tasks") {
