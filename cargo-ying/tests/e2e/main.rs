@@ -31,6 +31,7 @@ mod seed;
 mod setup;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod site_types;
+mod tasks;
 mod trust;
 mod xsd;
 

@@ -272,12 +272,32 @@ fn future_of(cell: &str) -> Option<String> {
         }
         None
     })?;
-    let future = arguments[..end].trim();
-    let future = match future.rfind("::{async_fn_env#") {
-        Some(at) if future.ends_with('}') => &future[..at],
-        _ => future,
+    Some(as_the_user_names_it(arguments[..end].trim()))
+}
+
+/// A future's type as a user names it: an async fn's state machine by its function (`my_crate::fetch`), a closure
+/// `spawn_blocking` runs or an async block by the function it is in (`my_crate::load::{closure}`, the closures and
+/// blocks the test attributes wrap a body in left out); a type with generic arguments as it is.
+fn as_the_user_names_it(future: &str) -> String {
+    let future = future.strip_prefix(BLOCKING_TASK).and_then(|closure| closure.strip_suffix('>')).unwrap_or(future);
+    if future.contains('<') || !future.ends_with('}') {
+        return future.to_owned();
+    }
+    let (path, last) = future.rsplit_once("::").unwrap_or(("", future));
+    let shown = match last.split('#').next() {
+        Some("{async_fn_env") => return path.to_owned(),
+        Some("{closure_env") => "{closure}",
+        Some("{async_block_env") => "{async block}",
+        _ => return future.to_owned(),
     };
-    Some(future.to_owned())
+    // The function it is in: the closures and blocks it is nested in left out.
+    let mut function = path;
+    while let Some((outer, segment)) = function.rsplit_once("::")
+        && segment.starts_with('{')
+    {
+        function = outer;
+    }
+    format!("{function}::{shown}")
 }
 
 /// The prefix of the future of a task `spawn_blocking` spawned: the closure it runs follows, then `>`.
@@ -311,5 +331,11 @@ mod tests {
                      alloc::sync::Arc<tokio::runtime::scheduler::multi_thread::handle::Handle>>";
         assert_eq!(future_of(block).as_deref(), Some("core::future::poll_fn::PollFn<my_crate::run::{closure_env#0}>"));
         assert_eq!(future_of("alloc::vec::Vec<u8>"), None);
+        let blocking = "tokio::runtime::task::core::Cell<tokio::runtime::blocking::task::BlockingTask<tasks::drops_a_set\
+                        ::{closure#0}::{async_block#0}::{async_block#0}::{closure_env#0}>, \
+                        tokio::runtime::blocking::schedule::BlockingSchedule>";
+        assert_eq!(future_of(blocking).as_deref(), Some("tasks::drops_a_set::{closure}"));
+        let block = "tokio::runtime::task::core::Cell<my_crate::serve::{async_block_env#1}, alloc::sync::Arc<H>>";
+        assert_eq!(future_of(block).as_deref(), Some("my_crate::serve::{async block}"));
     }
 }

@@ -1,0 +1,85 @@
+//! The async tasks a leak test's body left, on the fixture's patterns of known answer (`fixtures/leak-tests/tests/
+//! tasks.rs`): each test's tasks as summary.json lists them (kind, future, spawn line), and tokio's own count of the
+//! tasks still alive as each body ended agreeing with the pending ones found.
+
+use super::{Fixture, entry, repository, stderr, summary};
+
+/// A task a pattern leaves: its kind, its future, and the label of its spawn line's `// spawn: <label>` mark.
+type Task = (&'static str, &'static str, &'static str);
+
+/// What each pattern leaves, by test.
+const PATTERNS: &[(&str, &[Task])] = &[
+    ("awaits_its_own_channel", &[("leaked", "tasks::own_channel", "own channel")]),
+    (
+        "awaits_its_own_channel_on_a_multi_thread_runtime",
+        &[("leaked", "tasks::own_channel", "own channel, multi-thread")],
+    ),
+    (
+        "two_tasks_await_each_others_handle",
+        &[
+            ("leaked", "tasks::await_other", "mutual join, first"),
+            ("leaked", "tasks::await_other", "mutual join, second"),
+        ],
+    ),
+    ("a_sleeping_loops_handle_dropped", &[("lingering", "tasks::sleeping_loop", "sleeping loop")]),
+    ("a_receiver_whose_sender_a_static_holds", &[("lingering", "tasks::receive", "static sender")]),
+    ("an_output_never_claimed", &[("unclaimed", "tasks::produce", "unclaimed")]),
+    ("a_select_arm_never_polled_again", &[("leaked", "tasks::own_channel", "select arm")]),
+    (
+        "a_join_set_dropped_while_its_blocking_task_runs",
+        &[("lingering", "tasks::a_join_set_dropped_while_its_blocking_task_runs::{closure}", "blocking")],
+    ),
+    ("a_task_on_a_runtime_never_driven", &[("lingering", "tasks::own_channel", "idle runtime")]),
+    ("every_task_joined", &[]),
+    ("handles_dropped_after_completion", &[]),
+    ("a_join_set_aborted", &[]),
+    ("a_library_helper_spawns", &[("lingering", "leak_fixtures::jobs::heartbeat", "library helper")]),
+];
+
+/// `file:line` of the spawn marked `// spawn: <label>` in the fixture's test file or its library's jobs.
+fn spawn_line(label: &str) -> String {
+    let mark = format!("// spawn: {label}");
+    for file in ["tests/tasks.rs", "src/jobs.rs"] {
+        let text = std::fs::read_to_string(repository().join("fixtures/leak-tests").join(file)).unwrap();
+        if let Some(index) = text.lines().position(|line| line.ends_with(&mark)) {
+            return format!("{file}:{}", index + 1);
+        }
+    }
+    panic!("no spawn is marked `{mark}`")
+}
+
+#[test]
+fn each_pattern_leaves_its_known_tasks_named_by_future_and_spawn_line_as_tokio_counts_them() {
+    let fixture = Fixture::shared();
+    let alive = fixture.scratch("alive");
+    std::fs::create_dir_all(&alive).unwrap();
+    let alive_env = alive.display().to_string();
+    let output = fixture.cargo_ying(&["--test", "tasks", "-j", "2"], &[("YING_FIXTURE_ALIVE", &alive_env)]);
+    assert_eq!(output.status.code(), Some(0), "every pattern allows what it leaves: {}", stderr(&output));
+    let summary = summary(&fixture.target_dir());
+    assert_eq!(summary["tests"].as_array().unwrap().len(), PATTERNS.len(), "one test a pattern");
+    for &(test, expected) in PATTERNS {
+        let tasks: Vec<(String, String, String)> = entry(&summary, "tasks", test)["tasks"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|task| {
+                let text = |key: &str| task[key].as_str().unwrap_or_default().to_owned();
+                (text("kind"), text("future"), text("spawned_at"))
+            })
+            .collect();
+        let wanted: Vec<(String, String, String)> = expected
+            .iter()
+            .map(|&(kind, future, label)| (kind.to_owned(), future.to_owned(), spawn_line(label)))
+            .collect();
+        assert_eq!(tasks, wanted, "{test}");
+        // tokio's count of the tasks alive on the test's runtimes as the body ended: the pending ones found (those
+        // just compared), but for a task on the blocking pool, which tokio does not count.
+        let counted: usize = std::fs::read_to_string(alive.join(test)).unwrap().parse().unwrap();
+        let pending = expected.iter().filter(|(kind, _, label)| *kind != "unclaimed" && *label != "blocking").count();
+        assert_eq!(counted, pending, "{test}: tokio counts {counted} alive, ying found {tasks:?}");
+    }
+    // The terminal's table names them.
+    assert!(stderr(&output).contains("1 unclaimed"), "{}", stderr(&output));
+}
