@@ -57,7 +57,8 @@ fn each_pattern_leaves_its_known_tasks_named_by_future_and_spawn_line_as_tokio_c
     let output = fixture.cargo_ying(&["--test", "tasks", "-j", "2"], &[("YING_FIXTURE_ALIVE", &alive_env)]);
     assert_eq!(output.status.code(), Some(0), "every pattern allows what it leaves: {}", stderr(&output));
     let summary = summary(&fixture.target_dir());
-    assert_eq!(summary["tests"].as_array().unwrap().len(), PATTERNS.len(), "one test a pattern");
+    let measured = summary["tests"].as_array().unwrap().iter().filter(|test| test["retained_bytes"].is_u64()).count();
+    assert_eq!(measured, PATTERNS.len(), "one leak test a pattern");
     for &(test, expected) in PATTERNS {
         let tasks: Vec<(String, String, String)> = entry(&summary, "tasks", test)["tasks"]
             .as_array()
@@ -82,4 +83,21 @@ fn each_pattern_leaves_its_known_tasks_named_by_future_and_spawn_line_as_tokio_c
     }
     // The terminal's table names them.
     assert!(stderr(&output).contains("1 unclaimed"), "{}", stderr(&output));
+}
+
+#[test]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn a_test_measured_from_outside_reports_the_task_it_left_on_a_static_runtime() {
+    let fixture = Fixture::shared();
+    let test = "a_plain_test_leaves_a_task_on_a_static_runtime";
+    let output = fixture.cargo_ying(&["--measure", "all", "--test", "tasks", "--", "--exact", test], &[]);
+    assert_eq!(output.status.code(), Some(0), "a test measured from outside has no task budget: {}", stderr(&output));
+    let summary = summary(&fixture.target_dir());
+    let tasks = &entry(&summary, "tasks", test)["tasks"];
+    assert_eq!(tasks.as_array().map(Vec::len), Some(1), "{tasks}");
+    // Polled once, then waiting for a channel only it holds: nothing can wake it, on a runtime never driven again.
+    assert_eq!(tasks[0]["kind"], "leaked", "{tasks}");
+    assert_eq!(tasks[0]["future"], "tasks::own_channel", "{tasks}");
+    assert_eq!(tasks[0]["spawned_at"], spawn_line("static runtime").as_str(), "{tasks}");
+    assert!(stderr(&output).contains("1 leaked"), "the table says so: {}", stderr(&output));
 }

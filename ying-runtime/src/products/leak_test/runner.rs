@@ -217,7 +217,7 @@ impl Session {
         Self { scope: Some(scope), excuses, per_iteration, at_start: ScopeStats::default(), excused_at_start: 0 }
     }
 
-    fn scope(&self) -> &OpenScope {
+    pub(super) fn scope(&self) -> &OpenScope {
         self.scope.as_ref().expect("the session's scope is open until it closes")
     }
 

@@ -13,7 +13,8 @@
 //! Go's collector tells a goroutine blocked for good. This thread's stack is read from the body's end outwards,
 //! where the runtime's state lies. The runtime's shutdown, after the body, would free the pending tasks that nothing
 //! else holds: only here are they still to be seen. The runtime's own tasks (a multi-thread runtime's workers) are
-//! left out.
+//! left out. A test measured from outside (`unannotated`) is looked at the same way as its thread ends, its own
+//! runtime shut down by then: what is found there was left on a runtime that outlives it.
 
 use crate::base::ids::{ScopeId, StackId};
 use crate::base::thread::as_profiler;
@@ -80,27 +81,54 @@ impl Measuring {
     /// What the last measured run's body left, named: the future each task runs and where the body spawned it,
     /// with `manifest_dir`'s files relative to it.
     pub(super) fn tasks(self, manifest_dir: &str) -> Vec<TaskEntry> {
-        as_profiler(|| {
-            let found = {
-                let mut found = found();
-                let at = found.iter().position(|(scope, _)| *scope == self.id);
-                at.map(|at| found.swap_remove(at).1).unwrap_or_default()
-            };
-            // Tasks spawned at one place share a stack: each stack is named once.
-            let mut names: std::collections::HashMap<StackId, Names> = std::collections::HashMap::new();
-            let mut tasks: Vec<TaskEntry> = found
-                .iter()
-                .map(|task| {
-                    let Names { future, spawned_at } =
-                        names.entry(task.stack).or_insert_with(|| Names::of(task.stack, manifest_dir)).clone();
-                    TaskEntry::new(task.kind, future, spawned_at, task.bytes)
-                })
-                .filter(|task| !task.future.as_deref().is_some_and(is_the_runtimes_own))
-                .collect();
-            tasks.sort_by(|a, b| (&a.spawned_at, &a.future, a.bytes).cmp(&(&b.spawned_at, &b.future, b.bytes)));
-            tasks
-        })
+        let found = as_profiler(|| {
+            let mut found = found();
+            let at = found.iter().position(|(scope, _)| *scope == self.id);
+            at.map(|at| found.swap_remove(at).1).unwrap_or_default()
+        });
+        named(&found, manifest_dir)
     }
+}
+
+/// The tasks a test measured from outside left on a runtime that outlives it (a static one), looked at among the
+/// live blocks of its scope `scope` as its thread ends (the test's own runtime has shut down by then), named with
+/// `manifest_dir`'s files relative to it.
+pub(super) fn left_as_the_test_ended(scope: ScopeId, manifest_dir: &str) -> Vec<TaskEntry> {
+    let found = as_profiler(|| find(scope, Looking::AsTheTestEnds));
+    named(&found, manifest_dir)
+}
+
+/// The tasks `found`, named: the future each runs and where it was spawned, with `manifest_dir`'s files relative to
+/// it; the runtime's own left out; by where they were spawned.
+fn named(found: &[Found], manifest_dir: &str) -> Vec<TaskEntry> {
+    if found.is_empty() {
+        return Vec::new();
+    }
+    as_profiler(|| {
+        // Tasks spawned at one place share a stack: each stack is named once.
+        let mut names: std::collections::HashMap<StackId, Names> = std::collections::HashMap::new();
+        let mut tasks: Vec<TaskEntry> = found
+            .iter()
+            .map(|task| {
+                let Names { future, spawned_at } =
+                    names.entry(task.stack).or_insert_with(|| Names::of(task.stack, manifest_dir)).clone();
+                TaskEntry::new(task.kind, future, spawned_at, task.bytes)
+            })
+            .filter(|task| !task.future.as_deref().is_some_and(is_the_runtimes_own))
+            .collect();
+        tasks.sort_by(|a, b| (&a.spawned_at, &a.future, a.bytes).cmp(&(&b.spawned_at, &b.future, b.bytes)));
+        tasks
+    })
+}
+
+/// Where the tasks are looked for from, and how the looking thread's stack is read.
+#[derive(Clone, Copy)]
+enum Looking {
+    /// At a leak test's body's end, inside its runtime: this thread's stack from `from` (an address in the frame of
+    /// the body's end) outwards, where the runtime keeps its state.
+    AtTheBodysEnd { from: usize },
+    /// As the thread of a test measured from outside ends: its stack is no root.
+    AsTheTestEnds,
 }
 
 impl Drop for Measuring {
@@ -144,7 +172,19 @@ impl Future for YieldOnce {
 #[inline(never)]
 fn at_body_end(from: usize) {
     let Some(scope) = MEASURED.try_with(Cell::get).ok().flatten() else { return };
-    let found = as_profiler(|| {
+    let found = as_profiler(|| find(scope, Looking::AtTheBodysEnd { from }));
+    as_profiler(|| {
+        let mut kept = self::found();
+        match kept.iter_mut().find(|(id, _)| *id == scope) {
+            Some((_, tasks)) => *tasks = found,
+            None => kept.push((scope, found)),
+        }
+    });
+}
+
+/// The tasks among the live blocks of scope `scope`, classified, the looking thread read as `looking` says.
+fn find(scope: ScopeId, looking: Looking) -> Vec<Found> {
+    {
         let known = symbol_table::known_code();
         let constructors = symbol_table::in_process(&known.task_cells);
         if constructors.is_empty() {
@@ -179,7 +219,7 @@ fn at_body_end(from: usize) {
         let wakeable = if waiting.is_empty() || wakers.is_empty() {
             Vec::new()
         } else {
-            wakeable(blocks.iter().map(|block| (block.address, block.size)), &waiting, &wakers, from)
+            wakeable(blocks.iter().map(|block| (block.address, block.size)), &waiting, &wakers, looking)
         };
         // The waiting cells' answers, in the cells' order.
         let mut wakeable = wakeable.into_iter();
@@ -197,31 +237,29 @@ fn at_body_end(from: usize) {
                 Some(Found { kind, stack, bytes })
             })
             .collect()
-    });
-    as_profiler(|| {
-        let mut kept = self::found();
-        match kept.iter_mut().find(|(id, _)| *id == scope) {
-            Some((_, tasks)) => *tasks = found,
-            None => kept.push((scope, found)),
-        }
-    });
+    }
 }
 
 /// Of the `waiting` task cells among the `blocks`, which something that could still wake them reaches (see
-/// `read::reach::wakeable`), this thread's stack read from `from`.
+/// `read::reach::wakeable`), this thread's stack read as `looking` says.
 #[cfg(target_os = "linux")]
 fn wakeable(
     blocks: impl IntoIterator<Item = (usize, usize)>,
     waiting: &[usize],
     wakers: &[(usize, usize)],
-    from: usize,
+    looking: Looking,
 ) -> Vec<bool> {
-    crate::read::reach::wakeable(blocks, waiting, wakers, crate::read::reach::Caller::InTheBody { from })
+    use crate::read::reach::Caller;
+    let caller = match looking {
+        Looking::AtTheBodysEnd { from } => Caller::InTheBody { from },
+        Looking::AsTheTestEnds => Caller::Ending,
+    };
+    crate::read::reach::wakeable(blocks, waiting, wakers, caller)
 }
 
 /// Where memory cannot be read through the kernel no waiting task is classified.
 #[cfg(not(target_os = "linux"))]
-fn wakeable(_: impl IntoIterator<Item = (usize, usize)>, _: &[usize], _: &[(usize, usize)], _: usize) -> Vec<bool> {
+fn wakeable(_: impl IntoIterator<Item = (usize, usize)>, _: &[usize], _: &[(usize, usize)], _: Looking) -> Vec<bool> {
     Vec::new()
 }
 

@@ -82,8 +82,10 @@ impl Drop for Window {
         }
         // What threads the test left running hold is theirs until they end, which they may do any moment now.
         self.threads.wait_for_those_started_since(SETTLE);
-        // A test measured from outside has no body's end inside its runtime: its tasks are not looked at.
-        session.close().judge(&self.plan, Vec::new());
+        // A test measured from outside has no body's end inside its runtime: the tasks left on a runtime that
+        // outlives it are looked at now.
+        let tasks = super::tasks::left_as_the_test_ended(session.scope().id(), self.plan.test.manifest_dir);
+        session.close().judge(&self.plan, tasks);
     }
 }
 
