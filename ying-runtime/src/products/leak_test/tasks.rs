@@ -37,6 +37,17 @@ const NOTIFIED: usize = 0b100;
 /// tokio's task state: a `JoinHandle` still holds an interest in the output (`JOIN_INTEREST`).
 const JOIN_INTEREST: usize = 0b1000;
 
+/// tokio's task state: the flags below the reference count (`STATE_MASK`), and the most references a live task's
+/// state counts here; a word above that is no state (a freed cell's first word, the allocator's link).
+const FLAGS: usize = 0b11_1111;
+const MOST_REFERENCES: usize = 1 << 24;
+
+/// Whether `word` can be a live task's state: a reference count of at least one, and not absurdly many.
+fn is_a_state(word: usize) -> bool {
+    let references = word >> FLAGS.count_ones();
+    (1..MOST_REFERENCES).contains(&references)
+}
+
 /// How many times the body's end yields to the runtime before its tasks are looked at.
 const YIELDS: usize = 3;
 
@@ -64,6 +75,8 @@ pub(super) struct Found {
     kind: TaskKind,
     stack: StackId,
     bytes: u64,
+    /// Where its cell is.
+    address: usize,
 }
 
 /// The measured runs of a leak test on this thread, until dropped: the bodies' ends look at scope `id`.
@@ -207,8 +220,13 @@ fn find(scope: ScopeId, looking: Looking) -> Vec<Found> {
             })
             .collect();
         let states = states(cells.iter().map(|&(address, ..)| address));
-        let cells: Vec<((usize, u64, StackId), usize)> =
-            cells.into_iter().zip(states).filter_map(|(cell, state)| Some((cell, state?))).collect();
+        // A word that is no task's state: the cell was freed by another thread since the blocks were listed (the
+        // allocator's own link in its place).
+        let cells: Vec<((usize, u64, StackId), usize)> = cells
+            .into_iter()
+            .zip(states)
+            .filter_map(|(cell, state)| Some((cell, state.filter(|&state| is_a_state(state))?)))
+            .collect();
         // The pending tasks nothing is running or about to run: whether anything could still wake them.
         let waiting: Vec<usize> = cells
             .iter()
@@ -223,9 +241,13 @@ fn find(scope: ScopeId, looking: Looking) -> Vec<Found> {
         };
         // The waiting cells' answers, in the cells' order.
         let mut wakeable = wakeable.into_iter();
+        // Another thread (a runtime that outlives the body, shutting down) may have freed a cell while it was looked
+        // at: only those still live, as they were, are left behind.
+        let still: std::collections::HashSet<(usize, StackId)> =
+            live::owned_by(scope).iter().filter_map(|block| Some((block.address, block.stack?))).collect();
         cells
             .into_iter()
-            .filter_map(|((_, bytes, stack), state)| {
+            .filter_map(|((address, bytes, stack), state)| {
                 let kind = if state & COMPLETE != 0 {
                     (state & JOIN_INTEREST != 0).then_some(TaskKind::Unclaimed)?
                 } else if state & (RUNNING | NOTIFIED) != 0 {
@@ -234,8 +256,9 @@ fn find(scope: ScopeId, looking: Looking) -> Vec<Found> {
                     // Without the wakers' vtable nothing tells a waiting task's wakers from its handles: no answer.
                     if wakeable.next()? { TaskKind::Lingering } else { TaskKind::Leaked }
                 };
-                Some(Found { kind, stack, bytes })
+                Some(Found { kind, stack, bytes, address })
             })
+            .filter(|found| still.contains(&(found.address, found.stack)))
             .collect()
     }
 }
@@ -318,6 +341,11 @@ fn future_of(cell: &str) -> Option<String> {
 /// blocks the test attributes wrap a body in left out); a type with generic arguments as it is.
 fn as_the_user_names_it(future: &str) -> String {
     let future = future.strip_prefix(BLOCKING_TASK).and_then(|closure| closure.strip_suffix('>')).unwrap_or(future);
+    // A generic function's closure or block has the function's arguments after it: the place names it alone.
+    let future = match future.find('<') {
+        Some(at) if future[..at].ends_with('}') && future.ends_with('>') => &future[..at],
+        _ => future,
+    };
     if future.contains('<') || !future.ends_with('}') {
         return future.to_owned();
     }
@@ -352,6 +380,15 @@ mod tests {
     use super::{future_of, is_the_runtimes_own};
 
     #[test]
+    fn a_word_is_a_state_with_one_reference_or_more_not_an_allocators_link() {
+        // tokio's INITIAL_STATE: three references, JOIN_INTEREST and NOTIFIED.
+        assert!(super::is_a_state((3 << 6) | 0b1100));
+        assert!(super::is_a_state(0x92));
+        assert!(!super::is_a_state(0x7f87_b800_0190), "a freed cell's first word, glibc's link");
+        assert!(!super::is_a_state(0b1010), "no reference left: the cell is being freed");
+    }
+
+    #[test]
     fn the_runtimes_workers_are_its_own_and_a_users_blocking_closure_is_not() {
         let worker = "tokio::runtime::blocking::task::BlockingTask<tokio::runtime::scheduler::multi_thread::worker::\
                       {impl#0}::launch::{closure_env#0}>";
@@ -375,5 +412,12 @@ mod tests {
         assert_eq!(future_of(blocking).as_deref(), Some("tasks::drops_a_set::{closure}"));
         let block = "tokio::runtime::task::core::Cell<my_crate::serve::{async_block_env#1}, alloc::sync::Arc<H>>";
         assert_eq!(future_of(block).as_deref(), Some("my_crate::serve::{async block}"));
+        let generic = "tokio::runtime::task::core::Cell<tokio_util::task::spawn_pinned::{impl#2}::spawn_pinned::\
+                       {async_block#0}::{closure#0}::{async_block_env#0}<t::{closure_env#0}, t::{async_block_env#0}>, \
+                       alloc::sync::Arc<H>>";
+        assert_eq!(
+            future_of(generic).as_deref(),
+            Some("tokio_util::task::spawn_pinned::{impl#2}::spawn_pinned::{async block}")
+        );
     }
 }
