@@ -55,7 +55,7 @@ pub struct KnownCode {
 }
 
 /// The path of tokio's task cell's constructors, as [`KnownCode::task_cells`] lists them.
-const TASK_CELL: &str = "tokio::runtime::task::core::Cell<";
+pub(crate) const TASK_CELL: &str = "tokio::runtime::task::core::Cell<";
 /// The path of tokio's task wakers' vtable, as [`KnownCode::task_wakers`] lists it.
 const TASK_WAKER: &str = "tokio::runtime::task::waker::WAKER_VTABLE";
 

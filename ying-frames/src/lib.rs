@@ -23,6 +23,7 @@ pub mod excuses;
 mod fold;
 pub mod known_code;
 pub mod names;
+pub mod tasks;
 mod trim;
 pub mod types;
 pub mod why;

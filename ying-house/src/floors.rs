@@ -51,6 +51,7 @@ pub const YING_FRAMES: Table = Table {
             modules: &["why", "fold", "known_code"],
             why: "what the rules make: the words of a site's kinds, folded stacks and site keys, the known code",
         },
+        Floor { modules: &["tasks"], why: "what a tokio task cell's type tells: its future, the runtime's own" },
         Floor { modules: &["lib"], why: "the crate root" },
     ],
     never: &[],

@@ -1,7 +1,8 @@
 //! SVG flamegraphs of folded stacks (inferno, bytes as the unit, deterministic colours), and the differential
 //! flamegraph of a test's retained memory, baseline against now. Retained memory is drawn with why it is still
 //! there: a frame above each site names its kind (`[lost]`, `[static app::CACHE]`), so that its boxes share a colour
-//! and the flamegraph's search finds them all, with their share of the whole.
+//! and the flamegraph's search finds them all, with their share of the whole; a tokio task's cell has one more, with
+//! the future it runs (`[task app::serve]`).
 //!
 //! Each file starts with what it was drawn from (a hash of its lines and title, after the XML declaration): a run
 //! that would draw a file from the same leaves it as it is, as most tests of a suite allocate alike run after run.
@@ -45,6 +46,9 @@ pub(crate) fn retained_stacks_by_kind(report: &LeakReport) -> Vec<FoldedStack> {
                 Some(root) => format!("[{} {root}]", why.kind.key()),
                 None => format!("[{}]", why.kind.key()),
             });
+            if let Some(future) = site.type_name.as_deref().and_then(ying_frames::tasks::task_of) {
+                functions.push(format!("[task {future}]"));
+            }
             stacks.push(FoldedStack::new(functions, why.bytes));
         }
     }
@@ -344,10 +348,19 @@ mod tests {
             site(10, "app::unscanned", false, Vec::new()),
             site(7, "std::io::stdio::_print", true, vec![why(Reach::Lost, None, 7)]),
         ];
+        let mut task = site(256, "app::spawn", false, vec![why(Reach::Lost, None, 256)]);
+        task.type_name = Some("tokio::runtime::task::core::Cell<app::serve::{async_fn_env#0}, Arc<H>>".into());
+        report.retained_sites.push(task);
         let lines: Vec<String> = retained_stacks_by_kind(&report).iter().map(ToString::to_string).collect();
         assert_eq!(
             lines,
-            ["app::fill;[lost] 48", "app::fill;[static app::CACHE] 2000", "app::link;[cycle] 96", "app::unscanned 10"]
+            [
+                "app::fill;[lost] 48",
+                "app::fill;[static app::CACHE] 2000",
+                "app::link;[cycle] 96",
+                "app::spawn;[lost];[task app::serve] 256",
+                "app::unscanned 10"
+            ]
         );
     }
 

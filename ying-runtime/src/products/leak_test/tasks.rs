@@ -26,6 +26,7 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::Mutex;
+use ying_frames::tasks::{future_of_cell, is_the_runtimes_own};
 use ying_report::report::{TaskEntry, TaskKind};
 
 /// tokio's task state: the task is being polled (`tokio::runtime::task::state::RUNNING`).
@@ -314,70 +315,12 @@ impl Names {
             let frame = &frames[index];
             Some(format!("{}:{}", frame.file.as_deref()?, frame.line?))
         });
-        Self { future: allocated_type(&ips).and_then(|cell| future_of(&cell)), spawned_at }
+        Self { future: allocated_type(&ips).and_then(|cell| future_of_cell(&cell)), spawned_at }
     }
-}
-
-/// The future a task cell's type runs, as a user names it: the first generic argument of
-/// `tokio::runtime::task::core::Cell<F, S>`, an async fn's state machine named by its function
-/// (`my_crate::fetch::{async_fn_env#0}` is `my_crate::fetch`).
-fn future_of(cell: &str) -> Option<String> {
-    let arguments = &cell[cell.find("Cell<")? + "Cell<".len()..];
-    let mut depth = 0usize;
-    let end = arguments.char_indices().find_map(|(at, char)| {
-        match char {
-            '<' | '(' | '[' => depth += 1,
-            '>' | ')' | ']' if depth > 0 => depth -= 1,
-            ',' | '>' if depth == 0 => return Some(at),
-            _ => {}
-        }
-        None
-    })?;
-    Some(as_the_user_names_it(arguments[..end].trim()))
-}
-
-/// A future's type as a user names it: an async fn's state machine by its function (`my_crate::fetch`), a closure
-/// `spawn_blocking` runs or an async block by the function it is in (`my_crate::load::{closure}`, the closures and
-/// blocks the test attributes wrap a body in left out); a type with generic arguments as it is.
-fn as_the_user_names_it(future: &str) -> String {
-    let future = future.strip_prefix(BLOCKING_TASK).and_then(|closure| closure.strip_suffix('>')).unwrap_or(future);
-    // A generic function's closure or block has the function's arguments after it: the place names it alone.
-    let future = match future.find('<') {
-        Some(at) if future[..at].ends_with('}') && future.ends_with('>') => &future[..at],
-        _ => future,
-    };
-    if future.contains('<') || !future.ends_with('}') {
-        return future.to_owned();
-    }
-    let (path, last) = future.rsplit_once("::").unwrap_or(("", future));
-    let shown = match last.split('#').next() {
-        Some("{async_fn_env") => return path.to_owned(),
-        Some("{closure_env") => "{closure}",
-        Some("{async_block_env") => "{async block}",
-        _ => return future.to_owned(),
-    };
-    // The function it is in: the closures and blocks it is nested in left out.
-    let mut function = path;
-    while let Some((outer, segment)) = function.rsplit_once("::")
-        && segment.starts_with('{')
-    {
-        function = outer;
-    }
-    format!("{function}::{shown}")
-}
-
-/// The prefix of the future of a task `spawn_blocking` spawned: the closure it runs follows, then `>`.
-const BLOCKING_TASK: &str = "tokio::runtime::blocking::task::BlockingTask<";
-
-/// Whether a task running `future` is the runtime's own: tokio's code, or tokio's code on its blocking pool (a
-/// multi-thread runtime's workers).
-fn is_the_runtimes_own(future: &str) -> bool {
-    future.strip_prefix(BLOCKING_TASK).unwrap_or(future).starts_with("tokio::")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{future_of, is_the_runtimes_own};
 
     #[test]
     fn a_word_is_a_state_with_one_reference_or_more_not_an_allocators_link() {
@@ -386,38 +329,5 @@ mod tests {
         assert!(super::is_a_state(0x92));
         assert!(!super::is_a_state(0x7f87_b800_0190), "a freed cell's first word, glibc's link");
         assert!(!super::is_a_state(0b1010), "no reference left: the cell is being freed");
-    }
-
-    #[test]
-    fn the_runtimes_workers_are_its_own_and_a_users_blocking_closure_is_not() {
-        let worker = "tokio::runtime::blocking::task::BlockingTask<tokio::runtime::scheduler::multi_thread::worker::\
-                      {impl#0}::launch::{closure_env#0}>";
-        assert!(is_the_runtimes_own(worker));
-        assert!(!is_the_runtimes_own("tokio::runtime::blocking::task::BlockingTask<my_crate::load::{closure_env#0}>"));
-        assert!(!is_the_runtimes_own("my_crate::fetch"));
-    }
-
-    #[test]
-    fn a_cells_future_is_its_first_generic_argument_an_async_fn_by_its_name() {
-        let cell = "tokio::runtime::task::core::Cell<my_crate::fetch::{async_fn_env#0}, \
-                    alloc::sync::Arc<tokio::runtime::scheduler::current_thread::Handle>>";
-        assert_eq!(future_of(cell).as_deref(), Some("my_crate::fetch"));
-        let block = "tokio::runtime::task::core::Cell<core::future::poll_fn::PollFn<my_crate::run::{closure_env#0}>, \
-                     alloc::sync::Arc<tokio::runtime::scheduler::multi_thread::handle::Handle>>";
-        assert_eq!(future_of(block).as_deref(), Some("core::future::poll_fn::PollFn<my_crate::run::{closure_env#0}>"));
-        assert_eq!(future_of("alloc::vec::Vec<u8>"), None);
-        let blocking = "tokio::runtime::task::core::Cell<tokio::runtime::blocking::task::BlockingTask<tasks::drops_a_set\
-                        ::{closure#0}::{async_block#0}::{async_block#0}::{closure_env#0}>, \
-                        tokio::runtime::blocking::schedule::BlockingSchedule>";
-        assert_eq!(future_of(blocking).as_deref(), Some("tasks::drops_a_set::{closure}"));
-        let block = "tokio::runtime::task::core::Cell<my_crate::serve::{async_block_env#1}, alloc::sync::Arc<H>>";
-        assert_eq!(future_of(block).as_deref(), Some("my_crate::serve::{async block}"));
-        let generic = "tokio::runtime::task::core::Cell<tokio_util::task::spawn_pinned::{impl#2}::spawn_pinned::\
-                       {async_block#0}::{closure#0}::{async_block_env#0}<t::{closure_env#0}, t::{async_block_env#0}>, \
-                       alloc::sync::Arc<H>>";
-        assert_eq!(
-            future_of(generic).as_deref(),
-            Some("tokio_util::task::spawn_pinned::{impl#2}::spawn_pinned::{async block}")
-        );
     }
 }
