@@ -242,11 +242,7 @@ fn find(scope: ScopeId, looking: Looking) -> Vec<Found> {
         };
         // The waiting cells' answers, in the cells' order.
         let mut wakeable = wakeable.into_iter();
-        // Another thread (a runtime that outlives the body, shutting down) may have freed a cell while it was looked
-        // at: only those still live, as they were, are left behind.
-        let still: std::collections::HashSet<(usize, StackId)> =
-            live::owned_by(scope).iter().filter_map(|block| Some((block.address, block.stack?))).collect();
-        cells
+        let found: Vec<Found> = cells
             .into_iter()
             .filter_map(|((address, bytes, stack), state)| {
                 let kind = if state & COMPLETE != 0 {
@@ -259,7 +255,16 @@ fn find(scope: ScopeId, looking: Looking) -> Vec<Found> {
                 };
                 Some(Found { kind, stack, bytes, address })
             })
-            .filter(|found| still.contains(&(found.address, found.stack)))
+            .collect();
+        // Another thread (a runtime that outlives the body, shutting down) may have freed a cell while it was looked
+        // at: the allocator's link then stands in its first word, which is no state. Only the cells whose first word
+        // is still a state are left behind.
+        let again = self::states(found.iter().map(|found| found.address));
+        found
+            .into_iter()
+            .zip(again)
+            .filter(|(_, state)| state.is_some_and(is_a_state))
+            .map(|(found, _)| found)
             .collect()
     }
 }
