@@ -1,6 +1,56 @@
 //! What a tokio task cell's type tells of its task: the future it runs, as a user names it, and whether it is the
 //! runtime's own. Read by the runtime as it names the tasks a test left, and by the flamegraphs, which mark a retained
-//! task cell with its future.
+//! task cell with its future. A thread a test left running is told by the same means (`threads_left`).
+
+use ying_report::report::{Reach, RetainedSite, TaskEntry, Why};
+
+/// What std names the closure a spawned thread runs (and owns while it runs): its `main`, whose first generic
+/// argument is the user's closure.
+const THREAD_MAIN: [&str; 2] =
+    ["std::thread::lifecycle::spawn_unchecked::{closure_env#", "std::thread::Builder::spawn_unchecked_::{closure_env#"];
+
+/// The threads a test started and left running, from its retained `sites`: a site of std's spawned thread's `main`
+/// closure, which lives as long as the thread runs, held on that thread's stack. Each gets the thread's name (the
+/// stack's), the user's closure, the spawn's `file:line` (the site's user frame) and the bytes the thread's stack
+/// holds of the test's memory.
+pub fn threads_left(sites: &[RetainedSite]) -> Vec<TaskEntry> {
+    let held_by = |name: &str| -> u64 {
+        let on_its_stack = |why: &&Why| why.kind == Reach::ThreadStack && why.root.as_deref() == Some(name);
+        sites.iter().flat_map(|site| site.why.iter().filter(on_its_stack)).map(|why| why.bytes).sum()
+    };
+    sites
+        .iter()
+        .filter(|site| {
+            site.type_name.as_deref().is_some_and(|name| THREAD_MAIN.iter().any(|main| name.starts_with(main)))
+        })
+        .filter_map(|site| {
+            let name = site.why.iter().find(|why| why.kind == Reach::ThreadStack)?.root.clone();
+            let closure = site.type_name.as_deref().and_then(first_argument).map(as_the_user_names_it);
+            let spawned_at = crate::fold::user_frame(&site.frames).and_then(|index| {
+                let frame = &site.frames[index];
+                Some(format!("{}:{}", frame.file.as_deref()?, frame.line?))
+            });
+            let bytes = name.as_deref().map_or(site.bytes, held_by);
+            Some(TaskEntry::thread(name, closure, spawned_at, bytes))
+        })
+        .collect()
+}
+
+/// The first generic argument of a type: `T` of `Name<T, U>`.
+fn first_argument(type_name: &str) -> Option<&str> {
+    let arguments = &type_name[type_name.find('<')? + 1..];
+    let mut depth = 0usize;
+    let end = arguments.char_indices().find_map(|(at, char)| {
+        match char {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' if depth > 0 => depth -= 1,
+            ',' | '>' if depth == 0 => return Some(at),
+            _ => {}
+        }
+        None
+    })?;
+    Some(arguments[..end].trim())
+}
 
 /// The future a task runs, when `type_name` (a block's allocated type) is a tokio task's cell: as
 /// [`future_of_cell`] names it.
@@ -18,18 +68,7 @@ pub fn task_of(type_name: &str) -> Option<String> {
 /// `tokio::runtime::task::core::Cell<F, S>`, an async fn's state machine named by its function
 /// (`my_crate::fetch::{async_fn_env#0}` is `my_crate::fetch`).
 pub fn future_of_cell(cell: &str) -> Option<String> {
-    let arguments = &cell[cell.find("Cell<")? + "Cell<".len()..];
-    let mut depth = 0usize;
-    let end = arguments.char_indices().find_map(|(at, char)| {
-        match char {
-            '<' | '(' | '[' => depth += 1,
-            '>' | ')' | ']' if depth > 0 => depth -= 1,
-            ',' | '>' if depth == 0 => return Some(at),
-            _ => {}
-        }
-        None
-    })?;
-    Some(as_the_user_names_it(arguments[..end].trim()))
+    first_argument(&cell[cell.find("Cell<")?..]).map(as_the_user_names_it)
 }
 
 /// A future's type as a user names it: an async fn's state machine by its function (`my_crate::fetch`), a closure
@@ -73,7 +112,39 @@ pub fn is_the_runtimes_own(future: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{future_of_cell, is_the_runtimes_own};
+    use super::{future_of_cell, is_the_runtimes_own, threads_left};
+    use ying_report::Frame;
+    use ying_report::report::{Reach, RetainedSite, TaskKind, Why};
+
+    #[test]
+    fn a_thread_left_running_is_its_main_closure_held_on_its_own_stack() {
+        let frames = || vec![Frame::new("app::starts", Some("tests/app.rs".into()), Some(9))];
+        let held = |bytes| Why { kind: Reach::ThreadStack, root: Some("ticker".into()), bytes, blocks: 1 };
+        let mut main = RetainedSite::new(40, 1, false, frames());
+        main.type_name = Some(
+            "std::thread::lifecycle::spawn_unchecked::{closure_env#1}<app::starts::{closure#0}::{closure_env#0}, ()>"
+                .into(),
+        );
+        main.why = vec![held(40)];
+        let mut packet = RetainedSite::new(48, 1, false, frames());
+        packet.type_name = Some("std::thread::lifecycle::Packet<()>".into());
+        packet.why = vec![held(48)];
+        let threads = threads_left(&[main.clone(), packet.clone()]);
+        assert_eq!(threads.len(), 1, "{threads:?}");
+        let thread = &threads[0];
+        assert_eq!((thread.kind, thread.thread.as_deref()), (TaskKind::Thread, Some("ticker")));
+        assert_eq!(
+            (thread.future.as_deref(), thread.spawned_at.as_deref()),
+            (Some("app::starts::{closure}"), Some("tests/app.rs:9"))
+        );
+        assert_eq!(thread.bytes, 88, "all its stack holds of the test's memory");
+        assert_eq!(
+            thread.to_string(),
+            "thread `ticker` left running `app::starts::{closure}`, spawned at tests/app.rs:9, 88 B"
+        );
+        // A thread that ended keeps no `main`: its packet, kept by a handle, is no thread left running.
+        assert!(threads_left(&[packet]).is_empty());
+    }
 
     #[test]
     fn the_runtimes_workers_are_its_own_and_a_users_blocking_closure_is_not() {

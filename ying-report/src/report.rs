@@ -230,14 +230,24 @@ pub struct TaskEntry {
     /// `file:line` of the user's call that spawned it, as a site's frames name files; `None` where no frame is the
     /// user's.
     pub spawned_at: Option<String>,
-    /// The bytes of the task's cell (its future or output, and tokio's header).
+    /// The bytes of the task's cell (its future or output, and tokio's header); of a thread, what its stack holds of
+    /// the test's memory.
     pub bytes: u64,
+    /// Of a [`TaskKind::Thread`], the thread's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
 }
 
 impl TaskEntry {
     /// A task of `kind`, running `future`, spawned at `spawned_at`, of `bytes`.
     pub fn new(kind: TaskKind, future: Option<String>, spawned_at: Option<String>, bytes: u64) -> Self {
-        Self { kind, future, spawned_at, bytes }
+        Self { kind, future, spawned_at, bytes, thread: None }
+    }
+
+    /// A thread named `name` the test started and left running, running `closure`, spawned at `spawned_at`, holding
+    /// `bytes` of the test's memory on its stack.
+    pub fn thread(name: Option<String>, closure: Option<String>, spawned_at: Option<String>, bytes: u64) -> Self {
+        Self { kind: TaskKind::Thread, future: closure, spawned_at, bytes, thread: name }
     }
 }
 
@@ -250,8 +260,18 @@ impl TaskEntry {
 /// ```
 impl std::fmt::Display for TaskEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let future = self.future.as_deref().unwrap_or("of a future of unknown type");
-        write!(f, "{} task `{future}`", self.kind.word())?;
+        if self.kind == TaskKind::Thread {
+            match &self.thread {
+                Some(name) => write!(f, "thread `{name}` left running")?,
+                None => write!(f, "a thread left running")?,
+            }
+            if let Some(closure) = &self.future {
+                write!(f, " `{closure}`")?;
+            }
+        } else {
+            let future = self.future.as_deref().unwrap_or("of a future of unknown type");
+            write!(f, "{} task `{future}`", self.kind.word())?;
+        }
         if let Some(spawned_at) = &self.spawned_at {
             write!(f, ", spawned at {spawned_at}")?;
         }
@@ -271,8 +291,10 @@ impl std::fmt::Display for TaskEntry {
 pub fn task_lines<'a>(tasks: impl IntoIterator<Item = &'a TaskEntry>) -> Vec<String> {
     let mut groups: Vec<(&TaskEntry, u64, u64)> = Vec::new();
     for task in tasks {
+        // Threads each have a line of their own.
         let alike = |(first, _, _): &&mut (&TaskEntry, u64, u64)| {
-            (first.kind, &first.future, &first.spawned_at) == (task.kind, &task.future, &task.spawned_at)
+            task.kind != TaskKind::Thread
+                && (first.kind, &first.future, &first.spawned_at) == (task.kind, &task.future, &task.spawned_at)
         };
         match groups.iter_mut().find(alike) {
             Some((_, count, bytes)) => (*count, *bytes) = (*count + 1, *bytes + task.bytes),
@@ -306,6 +328,8 @@ pub enum TaskKind {
     Lingering,
     /// Complete, its output kept because its `JoinHandle` was neither awaited nor dropped.
     Unclaimed,
+    /// Not a task: a thread the test started that was still running as it ended.
+    Thread,
 }
 
 impl TaskKind {
@@ -315,6 +339,7 @@ impl TaskKind {
             Self::Leaked => "leaked",
             Self::Lingering => "lingering",
             Self::Unclaimed => "unclaimed",
+            Self::Thread => "thread",
         }
     }
 }

@@ -164,6 +164,19 @@ async fn waiting_tasks_allowed() {
     leave_waiting_tasks().await;
 }
 
+/// The line of `thread_left_running`'s spawn.
+const THREAD_SPAWN_LINE: u32 = line!() + 8;
+
+/// Starts a thread that outlives the test.
+#[ying::leak_test(max_retained = "64 KiB")]
+#[ignore = "run in a child process"]
+fn thread_left_running() {
+    std::thread::Builder::new()
+        .name("ticker".into())
+        .spawn(|| std::thread::sleep(std::time::Duration::from_secs(2)))
+        .unwrap();
+}
+
 /// A task joined: nothing is left of it.
 #[ying::leak_test]
 #[tokio::test]
@@ -303,6 +316,23 @@ fn a_leaked_task_is_allowed_by_the_attributes_budget_or_the_workspaces() {
     assert!(!message.contains("max_leaked_tasks"), "{message}");
     let loose = [envs[0], (ying::report::TASK_BUDGETS_ENV, "leaked=0,lingering=1".as_ref())];
     assert!(run_alone("waiting_tasks_allowed", &loose).status.success());
+}
+
+#[test]
+fn a_thread_the_test_left_running_is_listed_with_its_name_closure_and_spawn_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = [(ying::report::REPORT_DIR_ENV, dir.path().as_os_str())];
+    let output = run_alone("thread_left_running", &envs);
+    assert!(output.status.success(), "what its stack holds is within the budget: {}", stderr(&output));
+    let reports = read_reports(dir.path());
+    let threads = &reports[0].tasks;
+    assert_eq!(threads.len(), 1, "{threads:#?}");
+    let thread = &threads[0];
+    assert_eq!((thread.kind, thread.thread.as_deref()), (ying::report::TaskKind::Thread, Some("ticker")));
+    assert_eq!(thread.future.as_deref(), Some("leak_test_process::thread_left_running::{closure}"));
+    let spawned_at = format!("tests/leak_test_process.rs:{THREAD_SPAWN_LINE}");
+    assert_eq!(thread.spawned_at.as_deref(), Some(spawned_at.as_str()));
+    assert!(thread.bytes > 0, "{thread:?}");
 }
 
 #[test]

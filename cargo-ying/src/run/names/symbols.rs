@@ -453,6 +453,8 @@ impl Symbolizer {
         if deferred_sites {
             // In the runtime's order, now that the deferred sites have frames.
             ying_report::report::RetainedSite::sort(&mut report.retained_sites);
+            // The threads the test left running, as the runtime tells them where it names the sites itself.
+            report.tasks.extend(ying_frames::tasks::threads_left(&report.retained_sites));
         }
         true
     }

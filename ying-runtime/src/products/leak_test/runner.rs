@@ -356,9 +356,12 @@ impl Measured {
     /// `should_panic` test whose body did not panic, the message is printed and the harness fails the test for
     /// not panicking). The panic is located at the test function.
     #[track_caller]
-    pub(super) fn judge(mut self, plan: &Plan, tasks: Vec<TaskEntry>) {
+    pub(super) fn judge(mut self, plan: &Plan, mut tasks: Vec<TaskEntry>) {
         let function = plan.function_path();
         let sites = self.sites(plan.test.manifest_dir, &function);
+        // The threads it left running, told by their retained `main` closures (named here unless deferred, in which
+        // case `cargo ying` tells them as it names the sites).
+        tasks.extend(ying_frames::tasks::threads_left(&sites));
         let names = Names { harness: plan.harness_name(), function: &function, runtime: plan.test.runtime };
         match verdict::judge(names, &plan.budgets, plan.lost_alone, &self.findings(), &sites, &tasks) {
             Verdict::Passed => report::write(plan, &self.findings(), Outcome::Passed, None, sites, tasks),

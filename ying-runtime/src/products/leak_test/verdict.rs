@@ -121,7 +121,12 @@ fn tasks_section(names: Names<'_>, tasks: &[TaskEntry], breaches: &[Breach]) -> 
     };
     let mut shown: Vec<&TaskEntry> = tasks.iter().collect();
     shown.sort_by_key(rank);
-    let mut section = String::from("\n\nasync tasks the body left:");
+    let threads = tasks.iter().any(|task| task.kind == TaskKind::Thread);
+    let mut section = String::from(if threads {
+        "\n\nasync tasks and threads the body left:"
+    } else {
+        "\n\nasync tasks the body left:"
+    });
     let lines = ying_report::report::task_lines(shown);
     for line in lines.iter().take(TASKS_SHOWN) {
         section.push_str(&format!("\n  {line}"));
