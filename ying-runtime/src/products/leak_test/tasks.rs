@@ -198,75 +198,67 @@ fn at_body_end(from: usize) {
 
 /// The tasks among the live blocks of scope `scope`, classified, the looking thread read as `looking` says.
 fn find(scope: ScopeId, looking: Looking) -> Vec<Found> {
-    {
-        let known = symbol_table::known_code();
-        let constructors = symbol_table::in_process(&known.task_cells);
-        if constructors.is_empty() {
-            return Vec::new();
-        }
-        let constructed =
-            |ip: usize| constructors.iter().any(|&(start, end)| (start..end).contains(&ip.wrapping_sub(1)));
-        let blocks = live::owned_by(scope);
-        // Many blocks share a stack: each stack is looked at once.
-        let mut of_stack: std::collections::HashMap<StackId, bool> = std::collections::HashMap::new();
-        let cells: Vec<(usize, u64, StackId)> = blocks
-            .iter()
-            .filter_map(|block| {
-                let stack = block.stack?;
-                let is_cell = *of_stack.entry(stack).or_insert_with(|| {
-                    stacks::ips(stack)
-                        .is_some_and(|ips| ips.as_slice().iter().take(CONSTRUCTOR_DEPTH).any(|&ip| constructed(ip)))
-                });
-                is_cell.then_some((block.address, block.size as u64, stack))
-            })
-            .collect();
-        let states = states(cells.iter().map(|&(address, ..)| address));
-        // A word that is no task's state: the cell was freed by another thread since the blocks were listed (the
-        // allocator's own link in its place).
-        let cells: Vec<((usize, u64, StackId), usize)> = cells
-            .into_iter()
-            .zip(states)
-            .filter_map(|(cell, state)| Some((cell, state.filter(|&state| is_a_state(state))?)))
-            .collect();
-        // The pending tasks nothing is running or about to run: whether anything could still wake them.
-        let waiting: Vec<usize> = cells
-            .iter()
-            .filter(|&&(_, state)| state & (COMPLETE | RUNNING | NOTIFIED) == 0)
-            .map(|&((address, ..), _)| address)
-            .collect();
-        let wakers = symbol_table::in_process(&known.task_wakers);
-        let wakeable = if waiting.is_empty() || wakers.is_empty() {
-            Vec::new()
-        } else {
-            wakeable(blocks.iter().map(|block| (block.address, block.size)), &waiting, &wakers, looking)
-        };
-        // The waiting cells' answers, in the cells' order.
-        let mut wakeable = wakeable.into_iter();
-        let found: Vec<Found> = cells
-            .into_iter()
-            .filter_map(|((address, bytes, stack), state)| {
-                let kind = if state & COMPLETE != 0 {
-                    (state & JOIN_INTEREST != 0).then_some(TaskKind::Unclaimed)?
-                } else if state & (RUNNING | NOTIFIED) != 0 {
-                    TaskKind::Lingering
-                } else {
-                    // Without the wakers' vtable nothing tells a waiting task's wakers from its handles: no answer.
-                    if wakeable.next()? { TaskKind::Lingering } else { TaskKind::Leaked }
-                };
-                Some(Found { kind, stack, bytes, address })
-            })
-            .collect();
-        // Another thread (a runtime that outlives the body, shutting down) may have freed a cell while it was looked
-        // at: the allocator's link then stands in its first word, which is no state. Only the cells whose first word
-        // is still a state are left behind.
-        let again = self::states(found.iter().map(|found| found.address));
-        found
-            .into_iter()
-            .zip(again)
-            .filter(|(_, state)| state.is_some_and(is_a_state))
-            .map(|(found, _)| found)
-            .collect()
+    let known = symbol_table::known_code();
+    let constructors = symbol_table::in_process(&known.task_cells);
+    if constructors.is_empty() {
+        return Vec::new();
     }
+    let constructed = |ip: usize| constructors.iter().any(|&(start, end)| (start..end).contains(&ip.wrapping_sub(1)));
+    let blocks = live::owned_by(scope);
+    // Many blocks share a stack: each stack is looked at once.
+    let mut of_stack: std::collections::HashMap<StackId, bool> = std::collections::HashMap::new();
+    let cells: Vec<(usize, u64, StackId)> = blocks
+        .iter()
+        .filter_map(|block| {
+            let stack = block.stack?;
+            let is_cell = *of_stack.entry(stack).or_insert_with(|| {
+                stacks::ips(stack)
+                    .is_some_and(|ips| ips.as_slice().iter().take(CONSTRUCTOR_DEPTH).any(|&ip| constructed(ip)))
+            });
+            is_cell.then_some((block.address, block.size as u64, stack))
+        })
+        .collect();
+    let first_words = states(cells.iter().map(|&(address, ..)| address));
+    // A word that is no task's state: the cell was freed by another thread since the blocks were listed (the
+    // allocator's own link in its place).
+    let cells: Vec<((usize, u64, StackId), usize)> = cells
+        .into_iter()
+        .zip(first_words)
+        .filter_map(|(cell, state)| Some((cell, state.filter(|&state| is_a_state(state))?)))
+        .collect();
+    // The pending tasks nothing is running or about to run: whether anything could still wake them.
+    let waiting: Vec<usize> = cells
+        .iter()
+        .filter(|&&(_, state)| state & (COMPLETE | RUNNING | NOTIFIED) == 0)
+        .map(|&((address, ..), _)| address)
+        .collect();
+    let wakers = symbol_table::in_process(&known.task_wakers);
+    let wakeable = if waiting.is_empty() || wakers.is_empty() {
+        Vec::new()
+    } else {
+        wakeable(blocks.iter().map(|block| (block.address, block.size)), &waiting, &wakers, looking)
+    };
+    // The waiting cells' answers, in the cells' order.
+    let mut wakeable = wakeable.into_iter();
+    let found: Vec<Found> = cells
+        .into_iter()
+        .filter_map(|((address, bytes, stack), state)| {
+            let kind = if state & COMPLETE != 0 {
+                (state & JOIN_INTEREST != 0).then_some(TaskKind::Unclaimed)?
+            } else if state & (RUNNING | NOTIFIED) != 0 {
+                TaskKind::Lingering
+            } else {
+                // Without the wakers' vtable nothing tells a waiting task's wakers from its handles: no answer.
+                if wakeable.next()? { TaskKind::Lingering } else { TaskKind::Leaked }
+            };
+            Some(Found { kind, stack, bytes, address })
+        })
+        .collect();
+    // Another thread (a runtime that outlives the body, shutting down) may have freed a cell while it was looked
+    // at: the allocator's link then stands in its first word, which is no state. Only the cells whose first word
+    // is still a state are left behind.
+    let again = states(found.iter().map(|found| found.address));
+    found.into_iter().zip(again).filter(|(_, state)| state.is_some_and(is_a_state)).map(|(found, _)| found).collect()
 }
 
 /// Of the `waiting` task cells among the `blocks`, which something that could still wake them reaches (see
