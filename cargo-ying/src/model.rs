@@ -7,7 +7,7 @@ use crate::signals;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
-use ying_report::report::{TaskEntry, TaskKind};
+use ying_report::report::{TaskGroup, TaskKind, task_groups};
 use ying_report::{
     BaselineEntry, Figure, Figures, Frame, GateVerdict, LeakReport, Measured, Summary, SummaryTest, TestId,
     TestOutcome, Totals,
@@ -383,40 +383,25 @@ impl TestRecord {
     /// The tasks of the kinds whose count regressed, in their words, at most [`SHOWN_SITES`] lines.
     fn grown_tasks(&self) -> Vec<String> {
         let groups = self.grown_task_groups();
-        let mut lines: Vec<String> = groups.iter().take(SHOWN_SITES).map(|(_, line, _)| line.clone()).collect();
+        let mut lines: Vec<String> = groups.iter().take(SHOWN_SITES).map(|group| group.line.clone()).collect();
         if groups.len() > SHOWN_SITES {
             lines.push(format!("... and {} more lines of tasks", groups.len() - SHOWN_SITES));
         }
         lines
     }
 
-    /// The tasks of the kinds whose count regressed, grouped as [`ying_report::report::task_lines`] groups them:
-    /// for each group, its first task, its line and its bytes. Empty unless the test regressed.
-    fn grown_task_groups(&self) -> Vec<(&TaskEntry, String, u64)> {
+    /// The tasks of the kinds whose count regressed, grouped as every output lists them
+    /// ([`ying_report::report::task_groups`]), a kind after another. Empty unless the test regressed.
+    fn grown_task_groups(&self) -> Vec<TaskGroup<'_>> {
         let Some(leak) = &self.leak else { return Vec::new() };
         let grown: Vec<Figure> = self.gate.iter().flat_map(|gate| gate.regressions()).map(|row| row.figure).collect();
         let kinds = [TaskKind::Leaked, TaskKind::Lingering, TaskKind::Unclaimed];
-        let mut groups = Vec::new();
-        for (_, kind) in Figure::TASKS.into_iter().zip(kinds).filter(|(figure, _)| grown.contains(figure)) {
-            let of_kind: Vec<&TaskEntry> = leak.report.tasks.iter().filter(|task| task.kind == kind).collect();
-            let mut firsts: Vec<&TaskEntry> = Vec::new();
-            for task in &of_kind {
-                if !firsts.iter().any(|first| (&first.future, &first.spawned_at) == (&task.future, &task.spawned_at)) {
-                    firsts.push(task);
-                }
-            }
-            for first in firsts {
-                let alike = || {
-                    of_kind
-                        .iter()
-                        .copied()
-                        .filter(|task| (&task.future, &task.spawned_at) == (&first.future, &first.spawned_at))
-                };
-                let line = ying_report::report::task_lines(alike()).pop().unwrap_or_default();
-                groups.push((first, line, alike().map(|task| task.bytes).sum()));
-            }
-        }
-        groups
+        Figure::TASKS
+            .into_iter()
+            .zip(kinds)
+            .filter(|(figure, _)| grown.contains(figure))
+            .flat_map(|(_, kind)| task_groups(leak.report.tasks.iter().filter(move |task| task.kind == kind)))
+            .collect()
     }
 
     /// The test's entry in summary.json.
@@ -602,7 +587,7 @@ impl Run {
                 cause.bytes = cause.bytes.max(site.bytes);
             }
             // Tasks of a kind whose count regressed: one cause per kind, future and spawn line.
-            for (task, line, bytes) in test.grown_task_groups() {
+            for TaskGroup { first: task, bytes, line } in test.grown_task_groups() {
                 let key = format!("task {:?} {:?} {:?}", task.kind, task.future, task.spawned_at);
                 let at = *by_key.entry(key).or_insert_with(|| {
                     let frame = task.spawned_at.as_deref().and_then(|at| {

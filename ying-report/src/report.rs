@@ -289,6 +289,22 @@ impl std::fmt::Display for TaskEntry {
 /// assert_eq!(lines, ["3 leaked tasks `app::serve`, spawned at tests/server.rs:14, 768 B in all"]);
 /// ```
 pub fn task_lines<'a>(tasks: impl IntoIterator<Item = &'a TaskEntry>) -> Vec<String> {
+    task_groups(tasks).into_iter().map(|group| group.line).collect()
+}
+
+/// Tasks alike (one kind, future and spawn line; a thread alone), as [`task_lines`] counts them on one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskGroup<'a> {
+    /// The first task of the group met.
+    pub first: &'a TaskEntry,
+    /// The bytes of all of them.
+    pub bytes: u64,
+    /// The group as every output words it.
+    pub line: String,
+}
+
+/// `tasks` grouped as [`task_lines`] lists them, in the order first met.
+pub fn task_groups<'a>(tasks: impl IntoIterator<Item = &'a TaskEntry>) -> Vec<TaskGroup<'a>> {
     let mut groups: Vec<(&TaskEntry, u64, u64)> = Vec::new();
     for task in tasks {
         // Threads each have a line of their own.
@@ -303,15 +319,18 @@ pub fn task_lines<'a>(tasks: impl IntoIterator<Item = &'a TaskEntry>) -> Vec<Str
     }
     groups
         .into_iter()
-        .map(|(task, count, bytes)| match count {
-            1 => task.to_string(),
-            _ => {
-                let all = TaskEntry { bytes, ..task.clone() };
-                let line = all.to_string();
-                // `leaked task ...` -> `3 leaked tasks ...`, the bytes of them all.
-                let (word, rest) = line.split_once(" task ").unwrap_or((&line, ""));
-                format!("{count} {word} tasks {rest} in all")
-            }
+        .map(|(first, count, bytes)| {
+            let line = match count {
+                1 => first.to_string(),
+                _ => {
+                    let all = TaskEntry { bytes, ..first.clone() };
+                    let line = all.to_string();
+                    // `leaked task ...` -> `3 leaked tasks ...`, the bytes of them all.
+                    let (word, rest) = line.split_once(" task ").unwrap_or((&line, ""));
+                    format!("{count} {word} tasks {rest} in all")
+                }
+            };
+            TaskGroup { first, bytes, line }
         })
         .collect()
 }
