@@ -64,9 +64,16 @@ pub(crate) enum Caller {
     },
 }
 
+/// What a thread spawned without a name is called, as std's panic messages call it. The kernel gives such a thread
+/// the name of the thread that spawned it: one that shares the calling thread's name (the test's, whose body spawned
+/// it) or the main thread's is taken for one.
+const UNNAMED: &str = "<unnamed>";
+
 /// A live thread of the process, as the scan reads it.
 pub(crate) struct Thread {
-    /// Its name (its `comm` file).
+    /// Its thread id.
+    id: u64,
+    /// Its name (its `comm` file), or [`UNNAMED`].
     pub(crate) name: String,
     /// Its stack in use, `(stack pointer, end of its mapping)`, when known.
     stack: Option<(usize, usize)>,
@@ -155,7 +162,14 @@ impl Process {
             let own = id == own_thread;
             let pointer = if own { Some(own_stack_pointer) } else { stack_pointer(id) };
             let Some(pointer) = pointer else {
-                threads.push(Thread { name, stack: None, stack_unread: false, locals: None, executable_locals: None });
+                threads.push(Thread {
+                    id,
+                    name,
+                    stack: None,
+                    stack_unread: false,
+                    locals: None,
+                    executable_locals: None,
+                });
                 continue;
             };
             let Some(end) = mapping_end(pointer) else { continue };
@@ -172,8 +186,16 @@ impl Process {
                 Caller::InTheBody { .. } if own => false,
                 _ => own || i32::try_from(id).is_ok_and(runs_a_test),
             };
-            threads.push(Thread { name, stack: Some((pointer, stack_end)), stack_unread, locals, executable_locals });
+            threads.push(Thread {
+                id,
+                name,
+                stack: Some((pointer, stack_end)),
+                stack_unread,
+                locals,
+                executable_locals,
+            });
         }
+        name_the_unnamed(&mut threads, own_thread);
         Self { mappings, threads }
     }
 
@@ -227,6 +249,20 @@ impl Process {
         let thread =
             self.threads.iter().find(|thread| thread.locals.is_some_and(|(s, e)| (s..e).contains(&address)))?;
         Some((thread, thread.executable_locals.and_then(|start| address.checked_sub(start))))
+    }
+}
+
+/// Names [`UNNAMED`] the `threads` that share the name of the calling thread, `own_thread`, or of the main thread.
+fn name_the_unnamed(threads: &mut [Thread], own_thread: u64) {
+    // SAFETY: `getpid` has no preconditions.
+    let main_thread = u64::try_from(unsafe { libc::getpid() }).unwrap_or_default();
+    let spawners = [own_thread, main_thread];
+    let inheritable: Vec<String> =
+        threads.iter().filter(|thread| spawners.contains(&thread.id)).map(|thread| thread.name.clone()).collect();
+    for thread in threads.iter_mut().filter(|thread| !spawners.contains(&thread.id)) {
+        if inheritable.contains(&thread.name) {
+            UNNAMED.clone_into(&mut thread.name);
+        }
     }
 }
 
@@ -289,7 +325,39 @@ std::thread_local! {
 
 #[cfg(test)]
 mod tests {
-    use super::without;
+    use super::{Caller, Process, UNNAMED, without};
+
+    #[test]
+    fn a_thread_spawned_without_a_name_is_unnamed_not_named_after_its_spawner() {
+        let (ids, threads) = std::sync::mpsc::channel();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let stopped = std::sync::Arc::new(std::sync::Mutex::new(stopped));
+        let spawn = |builder: std::thread::Builder| {
+            let (ids, stopped) = (ids.clone(), stopped.clone());
+            builder
+                .spawn(move || {
+                    // SAFETY: `gettid` has no preconditions.
+                    ids.send(unsafe { libc::gettid() }).unwrap();
+                    let _ = stopped.lock().unwrap().recv();
+                })
+                .unwrap()
+        };
+        let handles = [spawn(std::thread::Builder::new()), spawn(std::thread::Builder::new().name("ticker".into()))];
+        let (unnamed, named) = (threads.recv().unwrap(), threads.recv().unwrap());
+        // The two may have started in either order: the named one tells which is which.
+        let process = Process::now(Caller::RanTheBody);
+        let name = |id: i32| {
+            let thread = process.threads.iter().find(|thread| thread.id == u64::try_from(id).unwrap());
+            thread.map(|thread| thread.name.as_str())
+        };
+        let (unnamed, named) = if name(unnamed) == Some("ticker") { (named, unnamed) } else { (unnamed, named) };
+        assert_eq!(name(named), Some("ticker"));
+        assert_eq!(name(unnamed), Some(UNNAMED), "the kernel gave it the test thread's name");
+        drop(stop);
+        for handle in handles {
+            handle.join().unwrap();
+        }
+    }
 
     #[test]
     fn a_range_without_its_holes_keeps_what_lies_between_them() {
