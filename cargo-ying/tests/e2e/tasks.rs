@@ -50,7 +50,34 @@ fn spawn_line(label: &str) -> String {
 
 #[test]
 fn each_pattern_leaves_its_known_tasks_named_by_future_and_spawn_line_as_tokio_counts_them() {
-    let fixture = Fixture::shared();
+    each_pattern_leaves_its_known_tasks(&Fixture::shared());
+}
+
+/// The same patterns with tokio pinned to each version `YING_E2E_TOKIO` lists (comma-separated; 1.39 or newer, whose
+/// `num_alive_tasks` the fixture reads), in a copy of the fixture each: nothing of tokio's is written in ying but its
+/// task cell's constructor and its wakers' vtable by name, and its state's flags (tokio's since 0.2.14). Fetches
+/// tokio from the registry and builds it anew: `YING_E2E_TOKIO=1.39.3,1.43.4 cargo test -p cargo-ying --test e2e --
+/// --ignored tasks::`.
+#[test]
+#[ignore = "builds the fixture against the tokio versions YING_E2E_TOKIO lists, from the registry"]
+fn each_pattern_leaves_the_same_tasks_on_other_tokio_versions() {
+    let versions = std::env::var("YING_E2E_TOKIO").expect("YING_E2E_TOKIO lists the tokio versions to try");
+    for version in versions.split(',').map(str::trim).filter(|version| !version.is_empty()) {
+        let fixture = Fixture::new();
+        let update = std::process::Command::new(env!("CARGO"))
+            .args(["update", "--quiet", "--package", "tokio", "--precise", version, "--manifest-path"])
+            .arg(fixture.path().join("Cargo.toml"))
+            .status()
+            .unwrap();
+        assert!(update.success(), "tokio {version} from the registry");
+        let lock = std::fs::read_to_string(fixture.path().join("Cargo.lock")).unwrap();
+        assert!(lock.contains(&format!("name = \"tokio\"\nversion = \"{version}\"")), "tokio {version} pinned");
+        each_pattern_leaves_its_known_tasks(&fixture);
+    }
+}
+
+/// Runs the fixture's task patterns and compares what each left with [`PATTERNS`] and with tokio's own count.
+fn each_pattern_leaves_its_known_tasks(fixture: &Fixture) {
     let alive = fixture.scratch("alive");
     std::fs::create_dir_all(&alive).unwrap();
     let alive_env = alive.display().to_string();

@@ -29,6 +29,10 @@ use std::sync::Mutex;
 use ying_frames::tasks::{future_of_cell, is_the_runtimes_own};
 use ying_report::report::{TaskEntry, TaskKind};
 
+// tokio's task state's flags (`tokio::runtime::task::state`): constants, which no debug information keeps, the same
+// from tokio 0.2.14 to 1.54 (the cell's type and the state's place, first in its `#[repr(C)]` header, are tokio's
+// layout as its own casts rely on it).
+
 /// tokio's task state: the task is being polled (`tokio::runtime::task::state::RUNNING`).
 const RUNNING: usize = 0b1;
 /// tokio's task state: the task has completed (`COMPLETE`).
