@@ -15,6 +15,8 @@
 use gimli::{AttributeValue, DebugInfoOffset, EndianSlice, RunTimeEndian, UnitOffset};
 use std::sync::OnceLock;
 
+pub mod layout;
+
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 type Dwarf<'a> = gimli::Dwarf<Reader<'a>>;
 type Unit<'a> = gimli::Unit<Reader<'a>>;
@@ -272,6 +274,22 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
         parameter: &str,
         hops: usize,
     ) -> Option<String> {
+        self.template_argument_with(dwarf, unit, offset, parameter, hops, &|unit, argument| {
+            self.type_name_at(dwarf, unit, argument, 0)
+        })
+    }
+
+    /// What `read` reads of the argument of `parameter` (a reference to its type, in the unit given) among the
+    /// template parameters of the entry at `offset`, or of the entries it refers to as its origin or declaration.
+    fn template_argument_with<'a, T>(
+        &self,
+        dwarf: &Dwarf<'a>,
+        unit: &Unit<'a>,
+        offset: UnitOffset,
+        parameter: &str,
+        hops: usize,
+        read: &dyn Fn(&Unit<'a>, AttributeValue<Reader<'a>>) -> Option<T>,
+    ) -> Option<T> {
         if hops > MAX_HOPS {
             return None;
         }
@@ -291,12 +309,11 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
             }
             let name = entry.attr_value(gimli::DW_AT_name).and_then(|name| dwarf.attr_string(unit, name).ok());
             if name.is_some_and(|name| name.slice() == parameter.as_bytes()) {
-                let argument = entry.attr_value(gimli::DW_AT_type)?;
-                return self.type_name_at(dwarf, unit, argument, 0);
+                return read(unit, entry.attr_value(gimli::DW_AT_type)?);
             }
         }
         let (other, offset) = self.follow(dwarf, unit, origin?)?;
-        self.template_argument(dwarf, other.as_ref().unwrap_or(unit), offset, parameter, hops + 1)
+        self.template_argument_with(dwarf, other.as_ref().unwrap_or(unit), offset, parameter, hops + 1, read)
     }
 
     /// The name of the type `reference` refers to.
@@ -519,7 +536,7 @@ mod tests {
     }
 
     /// This test binary's bytes.
-    fn executable() -> Vec<u8> {
+    pub(super) fn executable() -> Vec<u8> {
         std::fs::read(std::env::current_exe().unwrap()).unwrap()
     }
 

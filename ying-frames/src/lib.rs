@@ -10,7 +10,8 @@
 //! - [`excuses`]: what retained memory is excused by the names of its stack;
 //! - [`why`]: why retained memory is still there, in the words every output uses;
 //! - [`types`]: which frame of a stack names the type it allocated, and `debug_types` (with the `dwarf` feature)
-//!   the type that frame's generic argument names, read from the executable's debug information;
+//!   the type that frame's generic argument names, read from the executable's debug information, and where that
+//!   type's pointers lie, by the fields that lead to them (`debug_types::layout`);
 //! - [`KnownCode`]: the functions of a test executable the runtime knows by address, which `cargo ying` reads once
 //!   per executable (with the `elf` feature) and passes to its test processes.
 //!

@@ -46,6 +46,10 @@ pub const YING_FRAMES: Table = Table {
             why: "what one frame or one executable tells: a function's name and its pieces, the types debug \
                   information gives",
         },
+        Floor {
+            modules: &["debug_types/layout"],
+            why: "where a type's pointers lie, by the user's fields, read with the debug information's reader",
+        },
         Floor { modules: &["types", "trim", "excuses"], why: "the rules over a stack's frames, by their names" },
         Floor {
             modules: &["why", "fold", "known_code"],
