@@ -71,10 +71,17 @@ pub fn future_of_cell(cell: &str) -> Option<String> {
     first_argument(&cell[cell.find("Cell<")?..]).map(as_the_user_names_it)
 }
 
-/// A future's type as a user names it: an async fn's state machine by its function (`my_crate::fetch`), a closure
-/// `spawn_blocking` runs or an async block by the function it is in (`my_crate::load::{closure}`, the closures and
-/// blocks the test attributes wrap a body in left out); a type with generic arguments as it is.
-fn as_the_user_names_it(future: &str) -> String {
+/// A future's or a closure's type as a user names it: an async fn's state machine by its function (`my_crate::fetch`),
+/// a closure (one `spawn_blocking` runs, one a value captured its owner in) or an async block by the function it is
+/// in (`my_crate::load::{closure}`, the closures and blocks the test attributes wrap a body in left out); a type with
+/// generic arguments as it is.
+///
+/// ```
+/// use ying_frames::tasks::as_the_user_names_it;
+/// assert_eq!(as_the_user_names_it("app::open::{closure#0}::{closure_env#0}<>"), "app::open::{closure}");
+/// assert_eq!(as_the_user_names_it("app::fetch::{async_fn_env#0}"), "app::fetch");
+/// ```
+pub fn as_the_user_names_it(future: &str) -> String {
     let future = future.strip_prefix(BLOCKING_TASK).and_then(|closure| closure.strip_suffix('>')).unwrap_or(future);
     // A generic function's closure or block has the function's arguments after it: the place names it alone.
     let future = match future.find('<') {

@@ -120,6 +120,63 @@ pub fn allocated_type<T: AsRef<Frame>>(frames: &[T]) -> Option<AllocatedType> {
     })
 }
 
+/// How a block holds the type its stack allocated ([`allocated_type`]): where in the block a value lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holding {
+    /// One value at the block's start (a `Box<T>`'s).
+    Value,
+    /// One value after two counts (an `Rc<T>`'s `RcInner<T>`, an `Arc<T>`'s `ArcInner<T>`, both `#[repr(C)]`): at the
+    /// first offset past two words aligned for it.
+    Counted,
+    /// Values one after another from the block's start (a `Vec<T>`'s buffer).
+    Elements,
+}
+
+impl Holding {
+    /// The offset in its value of the byte at `offset` in the block, the value being `size` bytes aligned to
+    /// `align`; `None` for a byte of no value (an `Rc`'s counts, past a `Box`'s value).
+    ///
+    /// ```
+    /// use ying_frames::types::Holding;
+    /// assert_eq!(Holding::Counted.value_offset(24, 32, 8), Some(8));
+    /// assert_eq!(Holding::Counted.value_offset(8, 32, 8), None);
+    /// assert_eq!(Holding::Elements.value_offset(40, 16, 8), Some(8));
+    /// assert_eq!(Holding::Value.value_offset(40, 16, 8), None);
+    /// ```
+    pub fn value_offset(self, offset: u64, size: u64, align: u64) -> Option<u64> {
+        match self {
+            Self::Value => (offset < size).then_some(offset),
+            Self::Counted => {
+                let counts = (2 * size_of::<usize>() as u64).next_multiple_of(align.max(1));
+                offset.checked_sub(counts).filter(|&offset| offset < size)
+            }
+            Self::Elements => (size > 0).then(|| offset % size),
+        }
+    }
+}
+
+/// How the block whose stack is `frames` holds the type [`allocated_type`] found there, at `allocated`.
+///
+/// ```
+/// use ying_frames::types::{Holding, allocated_type, holding};
+/// use ying_report::Frame;
+///
+/// let frames: Vec<Frame> = ["alloc::boxed::Box<T>::new", "alloc::rc::Rc<T>::new", "app::f"]
+///     .iter()
+///     .map(|function| Frame::new(*function, None, None))
+///     .collect();
+/// assert_eq!(holding(&frames, allocated_type(&frames).unwrap()), Holding::Counted);
+/// assert_eq!(holding(&frames[..1], allocated_type(&frames[..1]).unwrap()), Holding::Value);
+/// ```
+pub fn holding<T: AsRef<Frame>>(frames: &[T], allocated: AllocatedType) -> Holding {
+    let function = frames.get(allocated.frame()).map_or("", |frame| frame.as_ref().function.as_str());
+    match allocating(function) {
+        Some(Allocating { allocates: Allocates::Counted, .. }) => Holding::Counted,
+        Some(Allocating { name: "Box", .. }) | None => Holding::Value,
+        Some(_) => Holding::Elements,
+    }
+}
+
 /// The allocating generic whose method `function` is, if it is one.
 fn allocating(function: &str) -> Option<&'static Allocating> {
     let (module, name) = self_type(function)?;

@@ -216,6 +216,136 @@ pub struct LeakReport {
     /// `async fn` leak test's); by where they were spawned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<TaskEntry>,
+    /// The reference cycles among the blocks nothing reaches any more: each strongly connected component of lost
+    /// blocks, by its members' types, with the fields to make `Weak`. The most bytes first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cycles: Vec<CycleEntry>,
+}
+
+/// A reference cycle among lost blocks (see [`LeakReport::cycles`]): blocks that keep each other alive and that
+/// nothing else reaches.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct CycleEntry {
+    /// The members' Rust types, each once, in the order first met (`my_crate::Node`; a closure as its function's
+    /// `{closure}`); `"?"` for a block whose type the debug information does not tell.
+    pub members: Vec<String>,
+    /// The bytes of the cycle's blocks and of those only they hold (its members' buffers, what their fields own),
+    /// as valgrind counts a cycle's "definitely" and "indirectly lost".
+    pub bytes: u64,
+    /// The pointers between members, by the field that holds each, once each.
+    pub edges: Vec<CycleEdge>,
+    /// A smallest set of fields whose pointers, made `Weak`, leave the cycle none: one for a simple cycle.
+    pub make_weak: Vec<CycleField>,
+    /// The bytes freed if the fields of [`make_weak`](Self::make_weak) were `Weak`, as the reference counts would
+    /// free them: checked on the graph of lost blocks with those pointers taken out.
+    pub freed_if_weak: u64,
+}
+
+/// A pointer between members of a cycle: the field of `from` that holds it, and the type it points to.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct CycleEdge {
+    /// The type whose field holds the pointer.
+    pub from: String,
+    /// The field's path as its user names it (`parent`, `children[]`, a closure's captured `window`); `"?"` where
+    /// the debug information does not tell.
+    pub field: String,
+    /// The type pointed to.
+    pub to: String,
+}
+
+/// A field to make `Weak` (see [`CycleEntry::make_weak`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct CycleField {
+    /// The type whose field it is.
+    pub from: String,
+    /// The field's path.
+    pub field: String,
+}
+
+impl CycleEdge {
+    /// The pointer of `from`'s `field` to `to`.
+    pub fn new(from: impl Into<String>, field: impl Into<String>, to: impl Into<String>) -> Self {
+        Self { from: from.into(), field: field.into(), to: to.into() }
+    }
+}
+
+impl CycleField {
+    /// `from`'s field `field`.
+    pub fn new(from: impl Into<String>, field: impl Into<String>) -> Self {
+        Self { from: from.into(), field: field.into() }
+    }
+}
+
+/// The cycle as every output words it: its members, its edges, the fields to make `Weak` and what that frees.
+///
+/// ```
+/// # use ying_report::report::{CycleEdge, CycleEntry, CycleField};
+/// let mut cycle = CycleEntry::default();
+/// cycle.members = vec!["app::Node".into()];
+/// cycle.bytes = 192;
+/// cycle.edges = vec![CycleEdge::new("app::Node", "children[]", "app::Node"), CycleEdge::new("app::Node", "parent", "app::Node")];
+/// cycle.make_weak = vec![CycleField::new("app::Node", "parent")];
+/// cycle.freed_if_weak = 256;
+/// assert_eq!(
+///     cycle.to_string(),
+///     "reference cycle of `Node`, 192 B (Node.children[] -> Node, Node.parent -> Node): make `Node.parent` a `Weak` \
+///      (frees 256 B)"
+/// );
+/// ```
+impl std::fmt::Display for CycleEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let members: Vec<String> = self.members.iter().map(|member| format!("`{}`", short_type(member))).collect();
+        write!(f, "reference cycle of {}, {}", members.join(", "), crate::size::ByteSize::new(self.bytes))?;
+        let edges: Vec<String> = self
+            .edges
+            .iter()
+            .map(|edge| {
+                format!("{} -> {}", CycleField::new(edge.from.clone(), edge.field.clone()), short_type(&edge.to))
+            })
+            .collect();
+        if !edges.is_empty() {
+            write!(f, " ({})", edges.join(", "))?;
+        }
+        if !self.make_weak.is_empty() {
+            let fields: Vec<String> = self.make_weak.iter().map(|field| format!("`{field}`")).collect();
+            let (fields, article) = match fields.split_last() {
+                Some((last, [])) => (last.clone(), "a `Weak`"),
+                Some((last, rest)) => (format!("{} and {last}", rest.join(", ")), "`Weak`s"),
+                None => (String::new(), ""),
+            };
+            write!(f, ": make {fields} {article} (frees {})", crate::size::ByteSize::new(self.freed_if_weak))?;
+        }
+        Ok(())
+    }
+}
+
+/// The field as every output names it: `Node.parent`, the type's path left out.
+///
+/// ```
+/// # use ying_report::report::CycleField;
+/// assert_eq!(CycleField::new("app::tree::Node", "parent").to_string(), "Node.parent");
+/// assert_eq!(CycleField::new("app::Window::new::{closure}", "window").to_string(), "Window::new::{closure}.window");
+/// assert_eq!(CycleField::new("app::open::{closure}", "window").to_string(), "open::{closure}.window");
+/// ```
+impl std::fmt::Display for CycleField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", short_type(&self.from), self.field)
+    }
+}
+
+/// A type's path as outputs show it: its last segment (`Node` of `app::tree::Node<T>`, generic arguments kept);
+/// a closure with the function it is in, its crate left out (`Window::new::{closure}`).
+pub fn short_type(path: &str) -> &str {
+    let generic = path.find('<').unwrap_or(path.len());
+    let segments: Vec<usize> = path[..generic].match_indices("::").map(|(at, _)| at).collect();
+    let kept = match segments.first() {
+        Some(&first) if path[..generic].ends_with("{closure}") && segments.len() > 1 => Some(first),
+        _ => segments.last().copied(),
+    };
+    kept.map_or(path, |at| &path[at + 2..])
 }
 
 /// An async task a test's body left behind (see [`LeakReport::tasks`]).
@@ -384,6 +514,7 @@ impl LeakReport {
             run_token: None,
             notes: Vec::new(),
             tasks: Vec::new(),
+            cycles: Vec::new(),
         }
     }
 

@@ -67,6 +67,43 @@ fn reference_cycle() {
     first.borrow_mut().next = Some(second);
 }
 
+/// A tree's node that holds its parent as strongly as its children.
+#[expect(dead_code, reason = "its parent is held, never read: the cycle is the test")]
+struct TreeNode {
+    _name: String,
+    parent: RefCell<Option<Rc<TreeNode>>>,
+    children: RefCell<Vec<Rc<TreeNode>>>,
+}
+
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn tree_whose_children_hold_their_parent() {
+    let root = Rc::new(TreeNode { _name: "root".into(), parent: RefCell::new(None), children: RefCell::default() });
+    for name in ["a", "b", "c"] {
+        let child = Rc::new(TreeNode {
+            _name: name.into(),
+            parent: RefCell::new(Some(Rc::clone(&root))),
+            children: RefCell::default(),
+        });
+        root.children.borrow_mut().push(child);
+    }
+}
+
+/// A window whose close callback may capture it.
+struct Window {
+    on_close: RefCell<Option<Box<dyn Fn()>>>,
+}
+
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn callback_capturing_its_window() {
+    let window = Rc::new(Window { on_close: RefCell::new(None) });
+    let captured = Rc::clone(&window);
+    *window.on_close.borrow_mut() = Some(Box::new(move || {
+        black_box(black_box(&captured).on_close.borrow().is_some());
+    }));
+}
+
 #[ying::leak_test(attribution = "process")]
 #[ignore = "run in a child process"]
 fn held_by_a_thread_that_never_ends() {
@@ -284,6 +321,66 @@ fn two_rcs_pointing_at_each_other_are_a_reference_cycle() {
         .map(|site| site.type_name.as_deref())
         .collect();
     assert_eq!(counted, [Some("core::cell::RefCell<why::Node>"); 2]);
+}
+
+#[test]
+fn a_reference_cycle_names_its_members_its_edge_and_the_field_to_make_weak() {
+    let (_, report) = run_alone("reference_cycle");
+    assert_eq!(report.cycles.len(), 1, "{:#?}", report.cycles);
+    let cycle = &report.cycles[0];
+    assert_eq!(cycle.members, ["why::Node"]);
+    let edges: Vec<(&str, &str, &str)> =
+        cycle.edges.iter().map(|edge| (edge.from.as_str(), edge.field.as_str(), edge.to.as_str())).collect();
+    assert_eq!(edges, [("why::Node", "next", "why::Node")]);
+    let weak: Vec<String> = cycle.make_weak.iter().map(ToString::to_string).collect();
+    assert_eq!(weak, ["Node.next"]);
+    // The two `RcInner`s and the payloads they own; made `Weak`, `next` frees them all.
+    let rc_bytes: u64 = report
+        .retained_sites
+        .iter()
+        .filter(|site| site.type_name.as_deref() == Some("core::cell::RefCell<why::Node>"))
+        .map(|site| site.bytes)
+        .sum();
+    assert_eq!(cycle.bytes, rc_bytes + 777 + 778);
+    assert_eq!(cycle.freed_if_weak, cycle.bytes);
+}
+
+/// The edges of the only cycle of `report`, `(from, field, to)`, and its fields to make `Weak`.
+fn only_cycle(report: &LeakReport) -> (Vec<(String, String, String)>, Vec<String>) {
+    assert_eq!(report.cycles.len(), 1, "{:#?}", report.cycles);
+    let cycle = &report.cycles[0];
+    let edges = cycle.edges.iter().map(|edge| (edge.from.clone(), edge.field.clone(), edge.to.clone())).collect();
+    (edges, cycle.make_weak.iter().map(ToString::to_string).collect())
+}
+
+#[test]
+fn of_a_tree_whose_children_hold_their_parent_the_parent_field_is_made_weak() {
+    let (output, report) = run_alone("tree_whose_children_hold_their_parent");
+    let (edges, weak) = only_cycle(&report);
+    // The failure says so, with the fix.
+    let message = stderr(&output);
+    assert!(message.contains("reference cycle of `TreeNode`"), "{message}");
+    assert!(message.contains(": make `TreeNode.parent` a `Weak` (frees "), "{message}");
+    let edge = |field: &str| ("why::TreeNode".to_owned(), field.to_owned(), "why::TreeNode".to_owned());
+    assert_eq!(edges, [edge("children[]"), edge("parent")]);
+    // Both break the cycle alone: three children point through `parent` to one node.
+    assert_eq!(weak, ["TreeNode.parent"]);
+    assert_eq!(report.cycles[0].members, ["why::TreeNode"]);
+}
+
+#[test]
+fn of_a_callback_capturing_its_window_the_capture_is_made_weak() {
+    let (_, report) = run_alone("callback_capturing_its_window");
+    let (edges, weak) = only_cycle(&report);
+    let closure = "why::callback_capturing_its_window::{closure}".to_owned();
+    assert_eq!(
+        edges,
+        [
+            ("why::Window".to_owned(), "on_close".to_owned(), closure.clone()),
+            (closure.clone(), "captured".to_owned(), "why::Window".to_owned()),
+        ]
+    );
+    assert_eq!(weak, ["callback_capturing_its_window::{closure}.captured"]);
 }
 
 #[test]

@@ -143,6 +143,22 @@ pub(crate) fn allocated_type(stack: &Ips) -> Option<String> {
     })
 }
 
+/// What a block allocated at `stack` holds, and how: the layout of the type it allocated (see [`allocated_type`]),
+/// and where in the block its values lie.
+pub(crate) fn allocated_layout(
+    stack: &Ips,
+) -> Option<(ying_frames::debug_types::layout::Layout, ying_frames::types::Holding)> {
+    as_profiler(|| {
+        let mut frames = resolve_untrimmed(stack.as_slice());
+        TRIM.strip_allocator_frames(&mut frames);
+        let allocated = ying_frames::types::allocated_type(&frames)?;
+        let holding = ying_frames::types::holding(&frames, allocated);
+        let at = &frames[allocated.frame()];
+        let layout = super::types::layout(at.ip, at.index, resolve_ip(at.ip).len(), allocated)?;
+        Some((layout, holding))
+    })
+}
+
 /// One place of a stack, innermost first: a machine instruction with its frames (inlined callees first), or a
 /// `tracing` span, which has no address.
 #[cfg(feature = "pprof")]

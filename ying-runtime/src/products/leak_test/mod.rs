@@ -19,6 +19,7 @@
 //! costs an allocation-bound body: BENCHMARKS.md, "What a leak-test scope costs"); the figures themselves are exact
 //! either way.
 
+mod cycles;
 mod excuses;
 mod exit;
 mod hook;

@@ -8,7 +8,7 @@ use crate::read::stack_stats;
 use crate::read::symbol_table::executable_address;
 use crate::read::symbolize::{OWN_SOURCE, span_frames, symbolize};
 use ying_report::report::{
-    DEFER_SYMBOLS_ENV, DeferredSymbols, LeakReport, Outcome, REPORT_DIR_ENV, RUN_TOKEN_ENV, RetainedSite,
+    CycleEntry, DEFER_SYMBOLS_ENV, DeferredSymbols, LeakReport, Outcome, REPORT_DIR_ENV, RUN_TOKEN_ENV, RetainedSite,
     STARTED_EXTENSION, SampledStack, TaskEntry, TestIdentity,
 };
 use ying_report::{Frame, file_name_component};
@@ -20,8 +20,7 @@ pub(super) fn write(
     findings: &Findings<'_>,
     outcome: Outcome,
     message: Option<String>,
-    retained_sites: Vec<RetainedSite>,
-    tasks: Vec<TaskEntry>,
+    (retained_sites, tasks, cycles): (Vec<RetainedSite>, Vec<TaskEntry>, Vec<CycleEntry>),
 ) {
     let Some(dir) = std::env::var_os(REPORT_DIR_ENV) else { return };
     as_profiler(|| {
@@ -35,6 +34,7 @@ pub(super) fn write(
         report.per_iteration = findings.per_iteration.to_vec();
         report.retained_sites = retained_sites;
         report.tasks = tasks;
+        report.cycles = cycles;
         report.sampled_stacks = sampled_stacks(plan.test.manifest_dir);
         if report.sampled_stacks.iter().any(|stack| !stack.addresses.is_empty())
             || report.retained_sites.iter().any(|site| !site.addresses.is_empty())

@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use ying_report::Frame;
-use ying_report::report::{IterationFigures, Outcome, Owned, RetainedSite, TaskEntry};
+use ying_report::report::{CycleEntry, IterationFigures, Outcome, Owned, RetainedSite, TaskEntry};
 
 /// What a test function returns: `()` or a `Result`.
 #[doc(hidden)]
@@ -159,7 +159,13 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
         Ok(()) => last.expect("at least one measured run"),
         Err(panic) => {
             let failure = body_failure(&plan, "panicked", panic_message(&*panic));
-            report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), Vec::new(), tasks);
+            report::write(
+                &plan,
+                &measured.findings(),
+                Outcome::BodyFailed,
+                Some(failure),
+                (Vec::new(), tasks, Vec::new()),
+            );
             resume_unwind(panic);
         }
     };
@@ -167,7 +173,7 @@ pub fn run<R: TestResult>(test: &'static LeakTest, mut body: impl FnMut() -> R) 
         measured.judge(&plan, tasks);
     } else {
         let failure = body_failure(&plan, "returned a failure", result.failure().as_deref());
-        report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), Vec::new(), tasks);
+        report::write(&plan, &measured.findings(), Outcome::BodyFailed, Some(failure), (Vec::new(), tasks, Vec::new()));
     }
     result
 }
@@ -256,8 +262,8 @@ impl Session {
 
 impl Measured {
     /// The retained blocks of the closed scope grouped by stack, largest first, the body's frame named after the
-    /// test `function`, each with why its blocks are still there.
-    fn sites(&mut self, manifest_dir: &str, function: &str) -> Vec<RetainedSite> {
+    /// test `function`, each with why its blocks are still there; and the reference cycles among the lost ones.
+    fn sites(&mut self, manifest_dir: &str, function: &str) -> (Vec<RetainedSite>, Vec<CycleEntry>) {
         as_profiler(|| {
             let blocks = live::owned_by(self.scope_id);
             // The blocks of code the excuses know by address (the standard library's backtraces) are not scanned.
@@ -306,7 +312,11 @@ impl Measured {
                 site.owns.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.site.cmp(&b.site)));
             }
             RetainedSite::sort(&mut sites);
-            sites
+            let cycles = reach
+                .as_ref()
+                .map(|reach| reach.cycles(|address| stack_at.get(&address).copied().flatten()))
+                .unwrap_or_default();
+            (sites, cycles)
         })
     }
 
@@ -358,15 +368,17 @@ impl Measured {
     #[track_caller]
     pub(super) fn judge(mut self, plan: &Plan, mut tasks: Vec<TaskEntry>) {
         let function = plan.function_path();
-        let sites = self.sites(plan.test.manifest_dir, &function);
+        let (sites, cycles) = self.sites(plan.test.manifest_dir, &function);
         // The threads it left running, told by their retained `main` closures (named here unless deferred, in which
         // case `cargo ying` tells them as it names the sites).
         tasks.extend(ying_frames::tasks::threads_left(&sites));
         let names = Names { harness: plan.harness_name(), function: &function, runtime: plan.test.runtime };
-        match verdict::judge(names, &plan.budgets, plan.lost_alone, &self.findings(), &sites, &tasks) {
-            Verdict::Passed => report::write(plan, &self.findings(), Outcome::Passed, None, sites, tasks),
+        let found = (tasks.as_slice(), cycles.as_slice());
+        match verdict::judge(names, &plan.budgets, plan.lost_alone, &self.findings(), &sites, found) {
+            Verdict::Passed => report::write(plan, &self.findings(), Outcome::Passed, None, (sites, tasks, cycles)),
             Verdict::Failed(message) => {
-                report::write(plan, &self.findings(), Outcome::Failed, Some(message.clone()), sites, tasks);
+                let found = (sites, tasks, cycles);
+                report::write(plan, &self.findings(), Outcome::Failed, Some(message.clone()), found);
                 if plan.test.should_panic {
                     eprintln!("{message}");
                 } else {

@@ -3,7 +3,9 @@
 
 use crate::read::symbolize::{is_own_frame, name_test_body};
 use ying_frames::is_package_code;
-use ying_report::report::{Budgets, IterationFigures, Reach, RetainedSite, ScopeStats, TaskEntry, TaskKind};
+use ying_report::report::{
+    Budgets, CycleEntry, IterationFigures, Reach, RetainedSite, ScopeStats, TaskEntry, TaskKind,
+};
 use ying_report::{ByteSize, Frame, SignedByteSize};
 
 /// Stacks shown per failure message, and frames per stack; tasks shown.
@@ -61,7 +63,7 @@ pub(super) fn judge(
     lost_alone: Option<&str>,
     findings: &Findings<'_>,
     sites: &[RetainedSite],
-    tasks: &[TaskEntry],
+    (tasks, cycles): (&[TaskEntry], &[CycleEntry]),
 ) -> Verdict {
     let judged = || sites.iter().filter(|site| !site.excused);
     let lost = judged().map(RetainedSite::lost_bytes).sum();
@@ -80,7 +82,7 @@ pub(super) fn judge(
     if breaches.is_empty() {
         Verdict::Passed
     } else {
-        Verdict::Failed(message(names, &breaches, findings, sites, tasks))
+        Verdict::Failed(message(names, &breaches, findings, sites, (tasks, cycles)))
     }
 }
 
@@ -271,7 +273,7 @@ fn message(
     breaches: &[Breach],
     findings: &Findings<'_>,
     sites: &[RetainedSite],
-    tasks: &[TaskEntry],
+    (tasks, cycles): (&[TaskEntry], &[CycleEntry]),
 ) -> String {
     let mut message = format!("ying: leak test `{}` exceeded its budget", names.harness);
     if breaches.len() > 1 {
@@ -288,6 +290,12 @@ fn message(
     }
     if !tasks.is_empty() {
         message.push_str(&tasks_section(names, tasks, breaches));
+    }
+    if !cycles.is_empty() {
+        message.push_str("\n\nthe lost memory's reference cycles:");
+        for cycle in cycles {
+            message.push_str(&format!("\n  {cycle}"));
+        }
     }
     // Lost memory as valgrind groups it: a site whose lost blocks another's own is listed under that one.
     let listed = ying_frames::why::grouped(sites, (0..sites.len()).filter(|&index| !sites[index].excused));
@@ -403,7 +411,7 @@ mod tests {
         findings: &Findings<'_>,
         sites: &[RetainedSite],
     ) -> Verdict {
-        super::judge(names, budgets, lost_alone, findings, sites, &[])
+        super::judge(names, budgets, lost_alone, findings, sites, (&[], &[]))
     }
 
     #[test]
@@ -415,7 +423,7 @@ mod tests {
         let lingering = TaskEntry::new(TaskKind::Lingering, Some("app::tick".into()), None, 640);
         let tasks = [lingering.clone(), leaked.clone()];
         let defaults = Budgets { max_retained: Some(0), max_leaked_tasks: Some(0), ..Budgets::default() };
-        let Verdict::Failed(message) = super::judge(NAMES, &defaults, None, &findings, &[], &tasks) else {
+        let Verdict::Failed(message) = super::judge(NAMES, &defaults, None, &findings, &[], (&tasks, &[])) else {
             panic!("a leaked task fails by default");
         };
         let expected = "ying: leak test `box_leak` exceeded its budget\n  max_leaked_tasks = 0: 1 task leaked \
@@ -425,16 +433,16 @@ mod tests {
         assert!(message.starts_with(expected), "{message}");
         assert!(message.ends_with("`#[ying::leak_test(max_leaked_tasks = N)]`"), "{message}");
         let allowed = Budgets { max_leaked_tasks: Some(1), ..defaults };
-        assert_eq!(super::judge(NAMES, &allowed, None, &findings, &[], &tasks), Verdict::Passed);
+        assert_eq!(super::judge(NAMES, &allowed, None, &findings, &[], (&tasks, &[])), Verdict::Passed);
         let strict = Budgets { max_lingering_tasks: Some(0), ..allowed };
-        let Verdict::Failed(message) = super::judge(NAMES, &strict, None, &findings, &[], &tasks) else {
+        let Verdict::Failed(message) = super::judge(NAMES, &strict, None, &findings, &[], (&tasks, &[])) else {
             panic!("a lingering task breaks a budget of none");
         };
         assert!(message.contains("\n  max_lingering_tasks = 0: 1 task lingering (pending, and something else"));
         assert!(!message.contains("max_leaked_tasks"), "{message}");
         assert!(message.ends_with("`#[ying::leak_test(max_lingering_tasks = N)]`"), "{message}");
         let unclaimed = [TaskEntry::new(TaskKind::Unclaimed, None, None, 64)];
-        assert_eq!(super::judge(NAMES, &strict, None, &findings, &[], &unclaimed), Verdict::Passed);
+        assert_eq!(super::judge(NAMES, &strict, None, &findings, &[], (&unclaimed, &[])), Verdict::Passed);
     }
 
     const NAMES: Names<'static> = Names { harness: "box_leak", function: "leaks::box_leak", runtime: "ying" };

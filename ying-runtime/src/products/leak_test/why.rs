@@ -75,6 +75,23 @@ impl Why {
         }
     }
 
+    /// The reference cycles among the lost blocks, named (see `cycles`), each block's stack told by `stack_of` (by
+    /// its address); none where there is no scan.
+    pub(super) fn cycles(
+        &self,
+        stack_of: impl Fn(usize) -> Option<crate::base::ids::StackId>,
+    ) -> Vec<ying_report::report::CycleEntry> {
+        #[cfg(target_os = "linux")]
+        {
+            super::cycles::named(&self.reach.lost_graph(), stack_of)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = stack_of;
+            Vec::new()
+        }
+    }
+
     /// `reached` as a report says it: the kind, and the root's name where it has one.
     fn said(&mut self, reached: Reached) -> (Reach, Option<String>) {
         #[cfg(target_os = "linux")]

@@ -28,6 +28,14 @@ pub(crate) struct Reached {
     pub(crate) root: Root,
 }
 
+/// The blocks nothing reaches, and the pointers between them ([`Graph::lost_edges`]).
+pub(crate) struct LostGraph {
+    /// `(start, end)` of each block, by address.
+    pub(crate) blocks: Vec<(usize, usize)>,
+    /// `(from, offset in from, to)`, by index in `blocks`.
+    pub(crate) edges: Vec<(usize, usize, usize)>,
+}
+
 /// The retained blocks, sorted by address, and what reaches each.
 pub(super) struct Graph {
     /// `(start, end)` of each block, sorted by start.
@@ -359,6 +367,38 @@ impl Graph {
                 });
             }
         }
+    }
+
+    /// The blocks no root reached ([`Reach::is_lost`]), `(start, end)`, with the pointers between them: `(from,
+    /// offset in from, to)`, by index among those blocks, in the order of their addresses. A block's pointer into
+    /// itself counts only at its start (an `Rc` of its own `RcInner`), not into its middle (a value pointing at its
+    /// own field).
+    pub(super) fn lost_edges(&self, reader: &mut Reader) -> LostGraph {
+        let lost = |reached: &Option<Reached>| reached.is_some_and(|reached| reached.kind.is_lost());
+        // Each block's index among the lost ones.
+        let mut index_of = vec![NO_OWNER; self.blocks.len()];
+        let mut blocks = Vec::new();
+        for (index, reached) in self.reached.iter().enumerate() {
+            if lost(reached) {
+                index_of[index] = blocks.len();
+                blocks.push(self.blocks[index]);
+            }
+        }
+        let mut edges = Vec::new();
+        for (index, &(start, end)) in self.blocks.iter().enumerate() {
+            let from = index_of[index];
+            if from == NO_OWNER {
+                continue;
+            }
+            reader.words(start, end, |address, word| {
+                let Some(found) = block_at(&self.blocks, word) else { return };
+                let to = index_of[found];
+                if to != NO_OWNER && (found != index || word == start) {
+                    edges.push((from, address - start, to));
+                }
+            });
+        }
+        LostGraph { blocks, edges }
     }
 
     /// The block that owns the lost block at `start` (see [`settle_unreached`](Self::settle_unreached)): its start,

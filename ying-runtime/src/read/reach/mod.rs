@@ -9,6 +9,7 @@
 //! Roots are named by their symbols (`names`). Nothing of this runs for a test that retained nothing, and the heap
 //! is walked only when the roots do not reach every block directly.
 
+pub(crate) mod cycles;
 mod graph;
 mod heap;
 mod memory;
@@ -17,7 +18,7 @@ mod roots;
 
 use crate::base::raw::{RawSystem, RawVec};
 use graph::Graph;
-pub(crate) use graph::{Reached, Root};
+pub(crate) use graph::{LostGraph, Reached, Root};
 use memory::Reader;
 use names::Namer;
 use roots::Process;
@@ -149,6 +150,12 @@ impl Reachability {
     /// member first in the scan's order owns the rest.
     pub(crate) fn owner(&self, address: usize) -> Option<usize> {
         self.graph.owner(address)
+    }
+
+    /// The blocks nothing reaches, with the pointers between them, for the reference cycles among them (see
+    /// [`cycles`]).
+    pub(crate) fn lost_graph(&self) -> LostGraph {
+        self.graph.lost_edges(&mut Reader::new())
     }
 
     /// The name of what reaches a block (see [`of`](Self::of)), when it has one: a static's path, a thread-local's
