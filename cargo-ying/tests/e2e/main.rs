@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod ci;
+mod cycles;
 mod files;
 mod frames;
 mod hostile;
