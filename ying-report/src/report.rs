@@ -954,8 +954,8 @@ impl RetainedSite {
 }
 
 /// What keeps retained memory allocated at the end of a test: how it is reached, and from where. A block gets the
-/// first kind that reaches it, in this order from [`Static`](Self::Static) on; [`Lost`](Self::Lost) and
-/// [`Cycle`](Self::Cycle) are what nothing reaches.
+/// first kind that reaches it, in this order from [`Static`](Self::Static) on; [`Cycle`](Self::Cycle),
+/// [`Owned`](Self::Owned) and [`Lost`](Self::Lost) are what nothing reaches.
 ///
 /// Roots are found by a conservative scan: any aligned word whose value points into a block reaches it, so a word
 /// that only looks like a pointer (an integer, a stale copy in memory freed since) can keep a lost block reachable.
@@ -974,19 +974,22 @@ pub enum Reach {
     /// In a cycle of blocks that nothing else reaches (a reference cycle, for `Rc` and `Arc` allocations), or
     /// reached only from one.
     Cycle,
-    /// Nothing points to it, nor to the blocks that do: no pointer to it remains (`mem::forget`, `Box::leak`
-    /// whose reference was dropped).
+    /// Only lost blocks point to it, no cycle among them: memory a lost block owns (the inner nodes of a list
+    /// forgotten whole), valgrind's "indirectly lost".
+    Owned,
+    /// Nothing points to it: no pointer to it remains (`mem::forget`, `Box::leak` whose reference was dropped).
     Lost,
 }
 
 impl Reach {
     /// Every kind, in order.
-    pub const ALL: [Reach; 6] =
-        [Self::Static, Self::ThreadLocal, Self::ThreadStack, Self::Heap, Self::Cycle, Self::Lost];
+    pub const ALL: [Reach; 7] =
+        [Self::Static, Self::ThreadLocal, Self::ThreadStack, Self::Heap, Self::Cycle, Self::Owned, Self::Lost];
 
-    /// Whether nothing reaches memory of this kind any more: [`Lost`](Self::Lost) or [`Cycle`](Self::Cycle).
+    /// Whether nothing reaches memory of this kind any more: [`Lost`](Self::Lost), [`Owned`](Self::Owned) or
+    /// [`Cycle`](Self::Cycle).
     pub fn is_lost(self) -> bool {
-        matches!(self, Self::Lost | Self::Cycle)
+        matches!(self, Self::Lost | Self::Owned | Self::Cycle)
     }
 
     /// Whether a static or a thread-local holds it, directly or through memory allocated before the test: memory
@@ -995,7 +998,7 @@ impl Reach {
         matches!(self, Self::Static | Self::ThreadLocal | Self::Heap)
     }
 
-    /// Its name in the report: `static`, `thread_local`, `thread_stack`, `heap`, `cycle`, `lost`.
+    /// Its name in the report: `static`, `thread_local`, `thread_stack`, `heap`, `cycle`, `owned`, `lost`.
     pub fn key(self) -> &'static str {
         match self {
             Self::Static => "static",
@@ -1003,6 +1006,7 @@ impl Reach {
             Self::ThreadStack => "thread_stack",
             Self::Heap => "heap",
             Self::Cycle => "cycle",
+            Self::Owned => "owned",
             Self::Lost => "lost",
         }
     }
@@ -1029,6 +1033,7 @@ impl Why {
         let root = self.root.as_deref();
         match (self.kind, root) {
             (Reach::Lost, _) => "lost (nothing points to it)".to_owned(),
+            (Reach::Owned, _) => "lost, owned by lost memory (only lost blocks point to it)".to_owned(),
             (Reach::Cycle, _) if counted => "lost in a reference cycle".to_owned(),
             (Reach::Cycle, _) => "lost in a cycle (only lost blocks point to it)".to_owned(),
             (Reach::Static, Some(root)) => format!("held by static {root}"),

@@ -67,6 +67,22 @@ fn reference_cycle() {
     first.borrow_mut().next = Some(second);
 }
 
+/// A node of a singly linked list.
+struct ListNode {
+    _value: u64,
+    _next: Option<Box<ListNode>>,
+}
+
+#[ying::leak_test]
+#[ignore = "run in a child process"]
+fn list_forgotten_whole() {
+    let mut head: Option<Box<ListNode>> = None;
+    for value in 0..1000 {
+        head = Some(Box::new(ListNode { _value: value, _next: head }));
+    }
+    std::mem::forget(black_box(head));
+}
+
 /// A tree's node that holds its parent as strongly as its children.
 #[expect(dead_code, reason = "its parent is held, never read: the cycle is the test")]
 struct TreeNode {
@@ -343,6 +359,19 @@ fn a_reference_cycle_names_its_members_its_edge_and_the_field_to_make_weak() {
         .sum();
     assert_eq!(cycle.bytes, rc_bytes + 777 + 778);
     assert_eq!(cycle.freed_if_weak, cycle.bytes);
+}
+
+#[test]
+fn the_inner_nodes_of_a_list_forgotten_whole_are_owned_by_lost_memory_on_the_sites_one_line() {
+    let (output, report) = run_alone("list_forgotten_whole");
+    let nodes = report.retained_sites.iter().find(|site| site.blocks == 1000).expect("one site of the 1000 nodes");
+    let whys: Vec<(Reach, u64)> = nodes.why.iter().map(|why| (why.kind, why.blocks)).collect();
+    assert_eq!(whys, [(Reach::Owned, 999), (Reach::Lost, 1)], "only the head is pointed to by nothing");
+    assert!(report.cycles.is_empty(), "{:#?}", report.cycles);
+    let message = stderr(&output);
+    let lines: Vec<&str> = message.lines().filter(|line| line.contains("in 1000 blocks of why::ListNode")).collect();
+    assert_eq!(lines.len(), 1, "{message}");
+    assert!(lines[0].contains("lost, owned by lost memory (only lost blocks point to it)"), "{message}");
 }
 
 /// The edges of the only cycle of `report`, `(from, field, to)`, and its fields to make `Weak`.

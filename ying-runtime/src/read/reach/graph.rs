@@ -298,7 +298,8 @@ impl Graph {
     }
 
     /// What no root reached, grouped as valgrind groups lost memory. `Lost` for the blocks no other unreached block
-    /// points to and everything they reach; `Cycle` for the rest (reached only from a cycle among unreached blocks).
+    /// points to, `Owned` for everything they reach; `Cycle` for the rest (reached only from a cycle among
+    /// unreached blocks).
     /// Each such block gets an owner ([`owner`](Self::owner)): a block nothing points to owns what it reaches; of a
     /// cycle, the member first in `first`'s order (then by address) owns the rest and what hangs from them, and a
     /// cycle another cycle reaches joins that one's owner.
@@ -337,8 +338,9 @@ impl Graph {
                 continue;
             }
             let kind = if pointed_to[candidate] { Reach::Cycle } else { Reach::Lost };
-            let reached = Reached { kind, root: Root::None };
-            self.reached[candidate] = Some(reached);
+            self.reached[candidate] = Some(Reached { kind, root: Root::None });
+            // What a block nothing points to reaches, it owns; what a cycle reaches hangs from the cycle.
+            let reached = Reached { kind: if kind == Reach::Lost { Reach::Owned } else { kind }, root: Root::None };
             self.owner[candidate] = candidate;
             seen[candidate] = candidate;
             pending.push(candidate);
@@ -500,10 +502,10 @@ mod tests {
     }
 
     #[test]
-    fn blocks_take_the_first_root_that_reaches_them_and_the_rest_are_lost_or_in_a_cycle() {
+    fn blocks_take_the_first_root_that_reaches_them_and_the_rest_are_lost_owned_or_in_a_cycle() {
         let mut heap = Box::new(Heap([0; 64]));
-        // 0 -> 1 (reached from a root); 2 -> 3 (2 lost, 3 reached only through it); 4 <-> 5, 5 -> 6 (a cycle and
-        // what hangs from it); 7 points to itself only (lost).
+        // 0 -> 1 (reached from a root); 2 -> 3 (2 lost, 3 owned: reached only through it); 4 <-> 5, 5 -> 6 (a cycle
+        // and what hangs from it); 7 points to itself only (lost).
         heap.point(0, 3, 1);
         heap.point(2, 0, 3);
         heap.point(4, 7, 5);
@@ -518,8 +520,8 @@ mod tests {
         assert!(!graph.all_reached());
         graph.settle_unreached(&mut reader, |_| 0);
         let kinds: Vec<Reach> = (0..8).map(|index| graph.reached(heap.block(index).0).unwrap().kind).collect();
-        use Reach::{Cycle, Lost, Static};
-        assert_eq!(kinds, [Static, Static, Lost, Lost, Cycle, Cycle, Cycle, Lost]);
+        use Reach::{Cycle, Lost, Owned, Static};
+        assert_eq!(kinds, [Static, Static, Lost, Owned, Cycle, Cycle, Cycle, Lost]);
         assert_eq!(graph.reached(heap.block(1).0).unwrap().root, Root::Word(0x1000));
         // As valgrind groups them: 2 owns 3; 4, first of the cycle in address order, owns 5 and 6; 7 owns itself.
         let owners: Vec<Option<usize>> = (0..8).map(|index| graph.owner(heap.block(index).0)).collect();
@@ -566,6 +568,6 @@ mod tests {
         graph.settle_unreached(&mut reader, |_| 0);
         assert_eq!(graph.reached(heap.block(2).0).unwrap(), Reached { kind: Reach::Heap, root: Root::Word(start) });
         assert_eq!(graph.reached(heap.block(1).0).unwrap().kind, Reach::Lost);
-        assert_eq!(graph.reached(heap.block(3).0).unwrap().kind, Reach::Lost);
+        assert_eq!(graph.reached(heap.block(3).0).unwrap().kind, Reach::Owned, "only the lost block 1 points to it");
     }
 }
