@@ -36,7 +36,6 @@ const LIBRARY: [&str; 4] = ["core::", "alloc::", "std::", "hashbrown::"];
 const BACK: [&str; 7] = ["parent", "prev", "previous", "back", "owner", "up", "root"];
 
 /// What a block's stack tells of it.
-#[derive(Clone)]
 struct Typed {
     /// The type it holds as outputs show it; `?` when the debug information does not tell.
     name: String,
@@ -46,35 +45,50 @@ struct Typed {
     through: bool,
 }
 
+/// Which field of a type holds a pointer: the index of the pointer in the type's layout, or one of these.
+type Slot = u32;
+/// A pointer the layout does not tell (`?`).
+const UNKNOWN: Slot = Slot::MAX;
+/// A pointer of a looked-through block whose field no owner carried to it: its elements' (`[]`).
+const ELEMENTS: Slot = Slot::MAX - 1;
+
 impl Typed {
     /// What `stack` allocated.
     fn of(stack: Option<StackId>) -> Self {
         let layout = stack.and_then(stacks::ips).and_then(|ips| allocated_layout(&ips));
         let name = layout.as_ref().map_or_else(|| "?".to_owned(), |(layout, _)| shown(&layout.name));
-        let through =
-            layout.is_some() && (LIBRARY.iter().any(|prefix| name.starts_with(prefix)) || !name.contains("::"));
-        Self { name, layout, through }
+        let library = LIBRARY.iter().any(|prefix| name.starts_with(prefix)) || !name.contains("::");
+        Self { through: layout.is_some() && library, name, layout }
     }
 
-    /// The field of the pointer at `offset` in the block, and whether it is a `Weak`'s; `?` where the layout does
-    /// not say.
-    fn field(&self, offset: usize) -> (String, bool) {
-        let Some((layout, holding)) = &self.layout else { return ("?".to_owned(), false) };
-        let pointer = holding
-            .value_offset(offset as u64, layout.size, layout.align)
-            .and_then(|offset| layout.pointers.iter().find(|pointer| pointer.offset == offset));
-        match pointer {
-            Some(pointer) if pointer.field.is_empty() => ("[]".to_owned(), pointer.weak),
-            Some(pointer) => (pointer.field.clone(), pointer.weak),
-            None => ("?".to_owned(), false),
+    /// The slot of the pointer at `offset` in the block, and whether it is a `Weak`'s.
+    fn slot(&self, offset: usize) -> (Slot, bool) {
+        let Some((layout, holding)) = &self.layout else { return (UNKNOWN, false) };
+        let Some(offset) = holding.value_offset(offset as u64, layout.size, layout.align) else {
+            return (UNKNOWN, false);
+        };
+        match layout.pointers.iter().position(|pointer| pointer.offset == offset) {
+            Some(index) => (Slot::try_from(index).unwrap_or(UNKNOWN), layout.pointers[index].weak),
+            None => (UNKNOWN, false),
         }
     }
 
-    /// Whether the pointer at `offset` lies in an `Option` already.
-    fn optional(&self, field: &str) -> bool {
-        self.layout
-            .as_ref()
-            .is_some_and(|(layout, _)| layout.pointers.iter().any(|pointer| pointer.field == field && pointer.optional))
+    /// The field's path of `slot`: `?` where the layout does not tell, `[]` for a pointer of the type itself (an
+    /// element of a buffer).
+    fn field(&self, slot: Slot) -> String {
+        let pointer = self.layout.as_ref().and_then(|(layout, _)| layout.pointers.get(slot as usize));
+        match (slot, pointer) {
+            (ELEMENTS, _) => "[]".to_owned(),
+            (_, Some(pointer)) if pointer.field.is_empty() => "[]".to_owned(),
+            (_, Some(pointer)) => pointer.field.clone(),
+            (_, None) => "?".to_owned(),
+        }
+    }
+
+    /// Whether the pointer of `slot` lies in an `Option` already.
+    fn optional(&self, slot: Slot) -> bool {
+        let pointer = self.layout.as_ref().and_then(|(layout, _)| layout.pointers.get(slot as usize));
+        pointer.is_some_and(|pointer| pointer.optional)
     }
 }
 
@@ -91,24 +105,25 @@ fn shown(name: &str) -> String {
     ying_frames::tasks::as_the_user_names_it(name)
 }
 
-/// The labels of fields, by the type and the field's path: one label a field of a type.
+/// A field of a type, as a label stands for it: the type (its index among the types met), the pointer's slot, and
+/// whether it is the pointer to a looked-through block the field owns (`#own`: a `Weak` of the field's elements
+/// does not change it).
+type Field = (usize, Slot, bool);
+
+/// The labels of fields: one label a field of a type.
 #[derive(Default)]
 struct Labels {
-    by_field: HashMap<(String, String), u32>,
-    fields: Vec<(String, String)>,
+    by_field: HashMap<Field, u32>,
+    fields: Vec<Field>,
 }
 
 impl Labels {
-    /// The label of `field` of type `from`.
-    fn of(&mut self, from: &str, field: &str) -> u32 {
-        let key = (from.to_owned(), field.to_owned());
-        if let Some(&label) = self.by_field.get(&key) {
-            return label;
-        }
-        let label = u32::try_from(self.fields.len()).unwrap_or(u32::MAX);
-        self.fields.push(key.clone());
-        self.by_field.insert(key, label);
-        label
+    /// The label of `field`.
+    fn of(&mut self, field: Field) -> u32 {
+        *self.by_field.entry(field).or_insert_with(|| {
+            self.fields.push(field);
+            u32::try_from(self.fields.len() - 1).unwrap_or(u32::MAX)
+        })
     }
 }
 
@@ -121,36 +136,61 @@ pub(super) fn named(graph: &LostGraph, stack_of: impl Fn(usize) -> Option<StackI
     if raw.is_empty() {
         return Vec::new();
     }
-    // The blocks of every cycle and those their pointers lead to, typed (by stack: many blocks share one).
-    let mut by_stack: HashMap<Option<StackId>, Typed> = HashMap::new();
-    let mut typed: Vec<Option<Typed>> = vec![None; count];
+    // The blocks of every cycle and those their pointers lead to, typed by stack (many blocks share one), each type
+    // once by its name and how a block holds it; the first, a type no stack told.
+    let mut types = vec![Typed { name: "?".to_owned(), layout: None, through: false }];
+    let mut of_stack: HashMap<Option<StackId>, usize> = HashMap::new();
+    let mut in_cycle = vec![false; count];
+    for &block in raw.iter().flatten() {
+        in_cycle[block] = true;
+    }
     let mut wanted: Vec<usize> = raw.iter().flatten().copied().collect();
-    wanted.extend(graph.edges.iter().filter(|edge| raw.iter().any(|c| c.binary_search(&edge.0).is_ok())).map(|e| e.2));
+    wanted.extend(graph.edges.iter().filter(|edge| in_cycle[edge.0]).map(|edge| edge.2));
+    let mut type_at = vec![0usize; count];
+    let mut typed = vec![false; count];
+    let mut last_stack: Option<(Option<StackId>, usize)> = None;
     for block in wanted {
-        if typed[block].is_none() {
-            let stack = stack_of(graph.blocks[block].0);
-            typed[block] = Some(by_stack.entry(stack).or_insert_with(|| Typed::of(stack)).clone());
+        if std::mem::replace(&mut typed[block], true) {
+            continue;
         }
+        let stack = stack_of(graph.blocks[block].0);
+        // Blocks side by side are often of one stack (a list's nodes): the last one's type first.
+        if let Some(&(last, at)) = last_stack.as_ref()
+            && last == stack
+        {
+            type_at[block] = at;
+            continue;
+        }
+        type_at[block] = *of_stack.entry(stack).or_insert_with(|| {
+            let typed = Typed::of(stack);
+            let holding = |typed: &Typed| typed.layout.as_ref().map(|(_, holding)| *holding);
+            let alike = |known: &Typed| known.name == typed.name && holding(known) == holding(&typed);
+            types.iter().position(|known| typed.layout.is_some() && alike(known)).unwrap_or_else(|| {
+                types.push(typed);
+                types.len() - 1
+            })
+        });
+        last_stack = Some((stack, type_at[block]));
     }
-    let unknown = Typed { name: "?".to_owned(), layout: None, through: false };
-    let type_of = |block: usize| typed[block].as_ref().unwrap_or(&unknown);
+    let type_of = |block: usize| &types[type_at[block]];
     let mut labels = Labels::default();
-    // The pointers that keep blocks alive, labelled by their fields: a looked-through block's carry the field of
-    // the pointer that leads to it; the pointer to it, that field's own (`#own`), which a `Weak` does not change.
+    // The pointers that keep blocks alive, by their fields' slots: a `Weak`'s keeps nothing alive.
+    let strong: Vec<(usize, Slot, usize)> = graph
+        .edges
+        .iter()
+        .filter_map(|&(from, offset, to)| {
+            let (slot, weak) = type_of(from).slot(offset);
+            (!weak).then_some((from, slot, to))
+        })
+        .collect();
+    // A looked-through block carries the field of the pointer that leads to it, and passes it on to the
+    // looked-through blocks it leads to.
     let mut carried: Vec<Option<u32>> = vec![None; count];
-    let mut strong: Vec<(usize, String, usize)> = Vec::new();
-    for &(from, offset, to) in &graph.edges {
-        let (field, weak) = type_of(from).field(offset);
-        if !weak {
-            strong.push((from, field, to));
-        }
-    }
-    for &(from, ref field, to) in &strong {
+    for &(from, slot, to) in &strong {
         if !type_of(from).through && type_of(to).through && carried[to].is_none() {
-            carried[to] = Some(labels.of(&type_of(from).name, field));
+            carried[to] = Some(labels.of((type_at[from], slot, false)));
         }
     }
-    // A looked-through block another looked-through block leads to carries the same field.
     for _ in 0..4 {
         for &(from, _, to) in &strong {
             if type_of(from).through && type_of(to).through && carried[to].is_none() {
@@ -160,29 +200,136 @@ pub(super) fn named(graph: &LostGraph, stack_of: impl Fn(usize) -> Option<StackI
     }
     let block_edges: Vec<Edge> = strong
         .iter()
-        .map(|&(from, ref field, to)| {
-            let (from_type, to_type) = (type_of(from), type_of(to));
-            let label = match (from_type.through, to_type.through) {
-                (true, _) => carried[from].unwrap_or_else(|| labels.of(&from_type.name, "[]")),
-                (false, true) => labels.of(&from_type.name, &format!("{field}#own")),
-                (false, false) => labels.of(&from_type.name, field),
+        .map(|&(from, slot, to)| {
+            let label = match (type_of(from).through, type_of(to).through) {
+                (true, _) => carried[from].unwrap_or_else(|| labels.of((type_at[from], ELEMENTS, false))),
+                (false, true) => labels.of((type_at[from], slot, true)),
+                (false, false) => labels.of((type_at[from], slot, false)),
             };
             Edge { from, to, label }
         })
         .collect();
-    // The members' graph: a looked-through block's pointers are its owner's field's, to the members they lead to.
-    let member = |block: usize| !type_of(block).through;
-    let mut member_edges: Vec<Edge> = Vec::new();
-    for &Edge { from, to, label } in &block_edges {
-        if member(from) && member(to) {
-            member_edges.push(Edge { from, to, label });
+    let member_edges = members_graph(&block_edges, &carried, &|block| !type_of(block).through, count);
+    // A block another lost block points to can be freed; one nothing points to was forgotten, and stays.
+    let mut pointed_to = vec![false; count];
+    for edge in &graph.edges {
+        pointed_to[edge.2] = true;
+    }
+    let field_of = |label: u32| {
+        let (at, slot, _) = labels.fields[label as usize];
+        CycleField::new(types[at].name.clone(), types[at].field(slot))
+    };
+    let size = |block: usize| (graph.blocks[block].1 - graph.blocks[block].0) as u64;
+    let member_components = components(count, &member_edges);
+    // Each block's component, by its index; `usize::MAX` for a block in none.
+    let mut component_of = vec![usize::MAX; count];
+    for (index, component) in member_components.iter().enumerate() {
+        for &block in component {
+            component_of[block] = index;
         }
     }
-    let mut leaving: Vec<Vec<usize>> = vec![Vec::new(); count];
-    for (index, edge) in block_edges.iter().enumerate() {
-        leaving[edge.from].push(index);
+    let mut cycles: Vec<CycleEntry> = member_components
+        .iter()
+        .enumerate()
+        .map(|(index, component)| {
+            let inside = |edge: &&Edge| component_of[edge.from] == index && component_of[edge.to] == index;
+            let ours: Vec<Edge> = member_edges.iter().filter(inside).copied().collect();
+            // Each label's score, once: a cycle has a few.
+            let mut scores: Vec<(u32, u32)> = Vec::new();
+            for edge in &ours {
+                if scores.iter().all(|&(label, _)| label != edge.label) {
+                    let (at, slot, _) = labels.fields[edge.label as usize];
+                    let field = field_of(edge.label);
+                    let score = score(edge.label, &ours, (&types[at].name, &field.field, types[at].optional(slot)));
+                    scores.push((edge.label, score));
+                }
+            }
+            let score_of =
+                |wanted: u32| scores.iter().find(|&&(label, _)| label == wanted).map_or(0, |&(_, score)| score);
+            let weak = make_weak(component, &ours, score_of);
+            let freed = freed_if_weak(count, &block_edges, &weak, |block| pointed_to[block]);
+            let mut members: Vec<&str> = Vec::new();
+            for &block in component {
+                if !members.contains(&type_of(block).name.as_str()) {
+                    members.push(&type_of(block).name);
+                }
+            }
+            // Each (field, type pointed to) once, named once.
+            let mut pairs: Vec<(u32, usize)> = ours.iter().map(|edge| (edge.label, type_at[edge.to])).collect();
+            pairs.sort_unstable();
+            pairs.dedup();
+            let mut edges: Vec<CycleEdge> = pairs
+                .into_iter()
+                .map(|(label, to)| {
+                    let field = field_of(label);
+                    CycleEdge::new(field.from, field.field, types[to].name.clone())
+                })
+                .collect();
+            edges.sort_unstable();
+            edges.dedup();
+            let mut entry = CycleEntry::default();
+            entry.members = members.into_iter().map(str::to_owned).collect();
+            entry.bytes = held_only_by(component, graph).into_iter().map(size).sum();
+            entry.edges = edges;
+            entry.make_weak = weak.iter().map(|&label| field_of(label)).collect();
+            entry.freed_if_weak = (0..count).filter(|&block| freed[block]).map(size).sum();
+            entry
+        })
+        .collect();
+    cycles.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.members.cmp(&b.members)));
+    cycles
+}
+
+/// The targets of the pointers each block holds, by block, in one buffer: block `b`'s are
+/// `targets[starts[b]..starts[b + 1]]` (a `Vec` a block would be a hundred thousand allocations for a list's).
+struct Adjacent {
+    starts: Vec<usize>,
+    targets: Vec<usize>,
+}
+
+impl Adjacent {
+    /// Of `count` blocks, by the pointers `(from, to)`.
+    fn new(count: usize, pairs: impl Iterator<Item = (usize, usize)> + Clone) -> Self {
+        let mut starts = vec![0; count + 1];
+        for (from, _) in pairs.clone() {
+            starts[from + 1] += 1;
+        }
+        for block in 0..count {
+            starts[block + 1] += starts[block];
+        }
+        let mut next = starts.clone();
+        let mut targets = vec![0; starts[count]];
+        for (from, to) in pairs {
+            targets[next[from]] = to;
+            next[from] += 1;
+        }
+        Self { starts, targets }
     }
-    for &Edge { from, to, .. } in &block_edges {
+
+    /// The blocks `block` points to.
+    fn of(&self, block: usize) -> &[usize] {
+        &self.targets[self.starts[block]..self.starts[block + 1]]
+    }
+}
+
+/// The pointers between members (the blocks `member` tells): those of `block_edges` between two, and a member's
+/// pointer to a looked-through block continued to the members that block leads to, with the field the block
+/// `carried`.
+fn members_graph(
+    block_edges: &[Edge],
+    carried: &[Option<u32>],
+    member: &dyn Fn(usize) -> bool,
+    count: usize,
+) -> Vec<Edge> {
+    let mut member_edges: Vec<Edge> =
+        block_edges.iter().filter(|edge| member(edge.from) && member(edge.to)).copied().collect();
+    if block_edges.iter().all(|edge| member(edge.to)) {
+        // Nothing to look through: each pointer is one field's, to one block, once.
+        return member_edges;
+    }
+    // By edge index, to keep each edge's label.
+    let leaving = Adjacent::new(count, block_edges.iter().enumerate().map(|(index, edge)| (edge.from, index)));
+    for &Edge { from, to, .. } in block_edges {
         if !member(from) || member(to) {
             continue;
         }
@@ -190,7 +337,7 @@ pub(super) fn named(graph: &LostGraph, stack_of: impl Fn(usize) -> Option<StackI
         // The members the looked-through block at `to` leads to, through others like it.
         let (mut pending, mut seen) = (vec![to], vec![to]);
         while let Some(block) = pending.pop() {
-            for &index in &leaving[block] {
+            for &index in leaving.of(block) {
                 let next = block_edges[index].to;
                 if member(next) {
                     member_edges.push(Edge { from, to: next, label });
@@ -203,57 +350,7 @@ pub(super) fn named(graph: &LostGraph, stack_of: impl Fn(usize) -> Option<StackI
     }
     member_edges.sort_unstable_by_key(|edge| (edge.from, edge.to, edge.label));
     member_edges.dedup();
-    // A block another lost block points to can be freed; one nothing points to was forgotten, and stays.
-    let mut pointed_to = vec![false; count];
-    for edge in &graph.edges {
-        pointed_to[edge.2] = true;
-    }
-    let mut cycles: Vec<CycleEntry> = components(count, &member_edges)
-        .into_iter()
-        .map(|component| {
-            let optional = |block: usize, field: &str| type_of(block).optional(field);
-            let score = |label: u32| score(label, &component, &member_edges, &labels, &optional);
-            let weak = make_weak(&component, &member_edges, score);
-            let freed = freed_if_weak(count, &block_edges, &weak, |block| pointed_to[block]);
-            let size = |block: usize| (graph.blocks[block].1 - graph.blocks[block].0) as u64;
-            let bytes = held_only_by(&component, graph).into_iter().map(size).sum();
-            let mut members: Vec<String> = Vec::new();
-            for &block in &component {
-                if !members.contains(&type_of(block).name) {
-                    members.push(type_of(block).name.clone());
-                }
-            }
-            let inside =
-                |edge: &&Edge| component.binary_search(&edge.from).is_ok() && component.binary_search(&edge.to).is_ok();
-            let mut edges: Vec<CycleEdge> = member_edges
-                .iter()
-                .filter(inside)
-                .map(|edge| {
-                    let (from, field) = &labels.fields[edge.label as usize];
-                    CycleEdge::new(from.clone(), field.clone(), type_of(edge.to).name.clone())
-                })
-                .collect();
-            edges.sort_unstable();
-            edges.dedup();
-            let make_weak = weak
-                .iter()
-                .map(|&label| {
-                    let (from, field) = &labels.fields[label as usize];
-                    CycleField::new(from.clone(), field.clone())
-                })
-                .collect();
-            let freed_if_weak = (0..count).filter(|&block| freed[block]).map(size).sum();
-            let mut entry = CycleEntry::default();
-            entry.members = members;
-            entry.bytes = bytes;
-            entry.edges = edges;
-            entry.make_weak = make_weak;
-            entry.freed_if_weak = freed_if_weak;
-            entry
-        })
-        .collect();
-    cycles.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.members.cmp(&b.members)));
-    cycles
+    member_edges
 }
 
 /// The blocks only the blocks of `component` hold, theirs among them, as valgrind tells what a lost block owns (its
@@ -261,18 +358,15 @@ pub(super) fn named(graph: &LostGraph, stack_of: impl Fn(usize) -> Option<StackI
 /// what another lost block leads to as well.
 fn held_only_by(component: &[usize], graph: &LostGraph) -> Vec<usize> {
     let count = graph.blocks.len();
-    let (mut leaving, mut entering) = (vec![Vec::new(); count], vec![Vec::new(); count]);
-    for &(from, _, to) in &graph.edges {
-        leaving[from].push(to);
-        entering[to].push(from);
-    }
+    let leaving = Adjacent::new(count, graph.edges.iter().map(|&(from, _, to)| (from, to)));
+    let entering = Adjacent::new(count, graph.edges.iter().map(|&(from, _, to)| (to, from)));
     let mut held = vec![false; count];
     let mut pending: Vec<usize> = component.to_vec();
     for &block in component {
         held[block] = true;
     }
     while let Some(block) = pending.pop() {
-        for &next in &leaving[block] {
+        for &next in leaving.of(block) {
             if !held[next] {
                 held[next] = true;
                 pending.push(next);
@@ -280,40 +374,35 @@ fn held_only_by(component: &[usize], graph: &LostGraph) -> Vec<usize> {
         }
     }
     // A block something outside leads to is not only the component's, nor is what it leads to in turn.
-    let own = |block: usize| component.binary_search(&block).is_ok();
+    let mut member = vec![false; count];
+    for &block in component {
+        member[block] = true;
+    }
+    let own = |block: usize| member[block];
     let mut pending: Vec<usize> = (0..count).filter(|&block| held[block] && !own(block)).collect();
     while let Some(block) = pending.pop() {
-        if held[block] && entering[block].iter().any(|&from| !held[from]) {
+        if held[block] && entering.of(block).iter().any(|&from| !held[from]) {
             held[block] = false;
-            pending.extend(leaving[block].iter().copied().filter(|&next| held[next] && !own(next)));
+            pending.extend(leaving.of(block).iter().copied().filter(|&next| held[next] && !own(next)));
         }
     }
     (0..count).filter(|&block| held[block]).collect()
 }
 
-/// How much making the field `label` a `Weak` is the fix a user would make, of the fields that break the cycle
-/// `component` alike: a field many blocks point through to one (a child's `parent`, an observer's registry) most,
-/// then a closure's capture (a callback that captured its owner), a field that can be `None` already (`optional`
-/// tells, by the block and the field), a field named as pointing back (`parent`, `prev`).
-fn score(
-    label: u32,
-    component: &[usize],
-    edges: &[Edge],
-    labels: &Labels,
-    optional: &dyn Fn(usize, &str) -> bool,
-) -> u32 {
-    let ours: Vec<&Edge> =
-        edges.iter().filter(|edge| edge.label == label && component.binary_search(&edge.from).is_ok()).collect();
-    let Some(first) = ours.first() else { return 0 };
-    let mut targets: Vec<usize> = ours.iter().map(|edge| edge.to).collect();
+/// How much making the field `label` a `Weak` is the fix a user would make, of the fields that break a cycle
+/// alike (`edges`: the cycle's): a field many blocks point through to one (a child's `parent`, an observer's
+/// registry) most, then a closure's capture (a callback that captured its owner), a field that can be `None` already,
+/// a field named as pointing back (`parent`, `prev`). `field`: the type's name, the field's path and whether it is an
+/// `Option`.
+fn score(label: u32, edges: &[Edge], (from, field, optional): (&str, &str, bool)) -> u32 {
+    let mut targets: Vec<usize> = edges.iter().filter(|edge| edge.label == label).map(|edge| edge.to).collect();
+    let pointers = targets.len();
     targets.sort_unstable();
     targets.dedup();
-    let converging = ours.len() > targets.len();
-    let (from, field) = &labels.fields[label as usize];
+    let converging = pointers > targets.len();
     let closure = from.ends_with("{closure}");
-    let optional = optional(first.from, field);
-    let back =
-        BACK.iter().any(|back| field.rsplit('.').next().is_some_and(|last| last.trim_end_matches("[]") == *back));
+    let last = field.rsplit('.').next().unwrap_or(field).trim_end_matches("[]");
+    let back = BACK.contains(&last);
     8 * u32::from(converging) + 4 * u32::from(closure) + 2 * u32::from(optional) + u32::from(back)
 }
 
