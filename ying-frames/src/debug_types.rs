@@ -163,7 +163,11 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
             let function = unit.entry(UnitOffset(entry)).ok()?;
             [gimli::DW_TAG_subprogram, gimli::DW_TAG_inlined_subroutine]
                 .contains(&function.tag())
-                .then(|| self.template_argument(&dwarf, &unit, UnitOffset(entry), parameter, 0))
+                .then(|| {
+                    self.template_argument_with(&dwarf, &unit, UnitOffset(entry), parameter, 0, &|unit, argument| {
+                        self.type_name_at(&dwarf, unit, argument, 0)
+                    })
+                })
                 .flatten()
         })
     }
@@ -262,21 +266,6 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
             }
             _ => None,
         }
-    }
-
-    /// The argument of `parameter` among the template parameters of the entry at `offset`, or of the entries it
-    /// refers to as its origin or declaration.
-    fn template_argument<'a>(
-        &self,
-        dwarf: &Dwarf<'a>,
-        unit: &Unit<'a>,
-        offset: UnitOffset,
-        parameter: &str,
-        hops: usize,
-    ) -> Option<String> {
-        self.template_argument_with(dwarf, unit, offset, parameter, hops, &|unit, argument| {
-            self.type_name_at(dwarf, unit, argument, 0)
-        })
     }
 
     /// What `read` reads of the argument of `parameter` (a reference to its type, in the unit given) among the
