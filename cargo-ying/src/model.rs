@@ -414,6 +414,7 @@ impl TestRecord {
         test.sites = self.leak.as_ref().map(|leak| ying_frames::retained_sites(&leak.report)).unwrap_or_default();
         test.excused_bytes = self.leak.as_ref().map_or(0, |leak| leak.report.excused_bytes);
         test.tasks = self.leak.as_ref().map(|leak| leak.report.tasks.clone()).unwrap_or_default();
+        test.cycles = self.leak.as_ref().map(|leak| leak.report.cycles.clone()).unwrap_or_default();
         test.baseline_retained_bytes = self.baseline.as_ref().map(|entry| entry.retained_bytes);
         test.report = self.leak.as_ref().map(|leak| leak.path.clone());
         test.retained_flamegraph = self.files.retained_flamegraph.clone();

@@ -173,6 +173,10 @@ pub struct SummaryTest {
     /// The async tasks its body left ([`LeakReport::tasks`](crate::LeakReport::tasks)); absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<crate::report::TaskEntry>,
+    /// The reference cycles among its lost memory ([`LeakReport::cycles`](crate::LeakReport::cycles)); absent when
+    /// none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cycles: Vec<crate::report::CycleEntry>,
     /// Retained bytes in the baseline, when the baseline has this test: the figure the gate compares (for a
     /// steady state, the smallest growth of one measured run).
     #[serde(default)]
@@ -306,6 +310,7 @@ impl SummaryTest {
             excused_bytes: 0,
             sites: Vec::new(),
             tasks: Vec::new(),
+            cycles: Vec::new(),
             baseline_retained_bytes: None,
             report: None,
             retained_flamegraph: None,

@@ -153,7 +153,82 @@ fn reason(test: &SummaryTest, regressions: &BTreeMap<TestId, Regression>) -> Str
         let tasks: Vec<String> = tasks.iter().map(|task| format!("<li>{}</li>", escape(task))).collect();
         parts.push(format!("tasks left:<ul class=\"sites\">{}</ul>", tasks.concat()));
     }
+    for (index, cycle) in test.cycles.iter().enumerate() {
+        // The drawing's arrowhead has an id of its own in the page.
+        let id = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            test.id.hash(&mut hasher);
+            format!("arrow-{:x}-{index}", hasher.finish())
+        };
+        parts.push(format!("{}<br/>{}", escape(&cycle.to_string()), cycle_drawing(cycle, &id)));
+    }
     parts.join("<br/>")
+}
+
+/// A reference cycle drawn: its types on a circle, an arrow a field from one to another (a loop for a field of a
+/// type to itself), the fields to make `Weak` dashed and red; `id`, its arrowhead's, unique in the page.
+fn cycle_drawing(cycle: &ying_report::report::CycleEntry, id: &str) -> String {
+    use ying_report::report::{CycleField, short_type};
+    const SIZE: f64 = 240.0;
+    const RADIUS: f64 = 70.0;
+    let mut types: Vec<&str> = cycle.members.iter().map(String::as_str).collect();
+    for edge in &cycle.edges {
+        for name in [edge.from.as_str(), edge.to.as_str()] {
+            if !types.contains(&name) {
+                types.push(name);
+            }
+        }
+    }
+    let count = types.len() as f64;
+    let place = |name: &str| {
+        let index = types.iter().position(|known| *known == name).unwrap_or(0) as f64;
+        let angle = std::f64::consts::TAU * index / count - std::f64::consts::FRAC_PI_2;
+        if types.len() == 1 {
+            (SIZE / 2.0, SIZE / 2.0)
+        } else {
+            (SIZE / 2.0 + RADIUS * angle.cos(), SIZE / 2.0 + RADIUS * angle.sin())
+        }
+    };
+    let mut svg = format!(
+        "<svg class=\"cycle\" width=\"{SIZE}\" height=\"{SIZE}\" viewBox=\"0 0 {SIZE} {SIZE}\" role=\"img\">\
+         <defs><marker id=\"{id}\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"6\" markerHeight=\"6\" \
+         orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\"/></marker></defs>"
+    );
+    for (index, edge) in cycle.edges.iter().enumerate() {
+        let weak = cycle.make_weak.contains(&CycleField::new(edge.from.clone(), edge.field.clone()));
+        let class = if weak { "edge weak" } else { "edge" };
+        let ((x1, y1), (x2, y2)) = (place(&edge.from), place(&edge.to));
+        // Edges between one pair apart, each bowed to its own side.
+        let bow = 18.0 * (1.0 + index as f64);
+        let (path, label) = if edge.from == edge.to {
+            let path = format!("M{:.1},{:.1}c{bow:.1},-{bow:.1} {bow:.1},{bow:.1} 8,14", x1 + 10.0, y1 - 6.0);
+            (path, (x1 + bow, y1 - bow / 2.0))
+        } else {
+            let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
+            let (dx, dy) = (x2 - x1, y2 - y1);
+            let length = dx.hypot(dy).max(1.0);
+            let (cx, cy) = (mx - dy / length * bow, my + dx / length * bow);
+            (format!("M{x1:.1},{y1:.1}Q{cx:.1},{cy:.1} {x2:.1},{y2:.1}"), (cx, cy))
+        };
+        svg.push_str(&format!(
+            "<path class=\"{class}\" d=\"{path}\" marker-end=\"url(#{id})\"/><text class=\"field\" x=\"{:.1}\" \
+             y=\"{:.1}\">{}</text>",
+            label.0,
+            label.1,
+            escape(&edge.field)
+        ));
+    }
+    for name in &types {
+        let (x, y) = place(name);
+        svg.push_str(&format!(
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\"/><text class=\"member\" x=\"{x:.1}\" y=\"{:.1}\">{}</text>",
+            y + 18.0,
+            escape(short_type(name))
+        ));
+    }
+    svg.push_str("</svg>");
+    svg
 }
 
 /// Why a failed test failed: the summary's reason (of a leak test's message, its lines up to the first blank one:
@@ -249,6 +324,8 @@ fn headline(tests: &[SummaryTest]) -> String {
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1em;color:#222}\
 h1{font-size:1.4em;margin:0 0 .6em}\
+svg.cycle{display:block;overflow:visible}svg.cycle .edge{fill:none;stroke:#555}\
+svg.cycle .edge.weak{stroke:#b00020;stroke-dasharray:4 3}svg.cycle text{font-size:11px;text-anchor:middle}\
 #headline{border-left:.5em solid #2a7a2a;background:#eef7ee;padding:.6em 1em;margin-bottom:1em}\
 #headline.failed,#headline.regressed{border-color:#b00020;background:#fdecee}\
 #headline p{margin:.2em 0}.verdict{font-size:1.2em}#totals{font-weight:600}\
@@ -387,6 +464,30 @@ mod tests {
         let mut test = SummaryTest::new(TestId::new("p", TargetKind::Test, "t", name), outcome);
         test.gate = gate;
         test
+    }
+
+    #[test]
+    fn a_cycle_is_drawn_with_its_fields_and_the_one_to_make_weak_dashed() {
+        use ying_report::report::{CycleEdge, CycleEntry, CycleField};
+        let mut cycle = CycleEntry::default();
+        cycle.members = vec!["app::Node".into()];
+        cycle.bytes = 391;
+        cycle.edges = vec![
+            CycleEdge::new("app::Node", "children[]", "app::Node"),
+            CycleEdge::new("app::Node", "parent", "app::Node"),
+        ];
+        cycle.make_weak = vec![CycleField::new("app::Node", "parent")];
+        cycle.freed_if_weak = 391;
+        let mut tree = test("tree", TestOutcome::Failed, None);
+        tree.cycles = vec![cycle];
+        let html = index_html(&Summary::new(vec![tree]), &BTreeMap::new(), &[], &[]);
+        assert!(html.contains("make `Node.parent` a `Weak`"), "{html}");
+        assert_eq!(html.matches("<svg class=\"cycle\"").count(), 1, "{html}");
+        assert_eq!(html.matches("class=\"edge weak\"").count(), 1, "the parent field alone: {html}");
+        assert_eq!(html.matches("class=\"edge\"").count(), 1, "{html}");
+        for text in [">children[]</text>", ">parent</text>", ">Node</text>"] {
+            assert!(html.contains(text), "{text}: {html}");
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Reference cycles of known shape (`fixtures/leak-tests/tests/cycles.rs`): the field each report says to make `Weak`
-//! is the one its fixed variant made `Weak`, and every fixed variant retains nothing.
+//! is the one its fixed variant made `Weak`, every fixed variant retains nothing, and index.html draws each cycle.
 
 use super::{Fixture, entry, stderr, summary};
 use std::path::Path;
@@ -51,6 +51,12 @@ fn each_cycle_names_the_field_its_fix_made_weak_and_each_fixed_variant_retains_n
         let test = entry(&summary, "cycles", &fixed);
         assert_eq!((test["outcome"].as_str(), test["retained_bytes"].as_u64()), (Some("passed"), Some(0)), "{fixed}");
     }
+    // index.html draws each cycle once, the field to make `Weak` dashed; summary.json lists them.
+    let index = std::fs::read_to_string(fixture.target_dir().join("ying/index.html")).unwrap();
+    let cycles: usize = SHAPES.iter().map(|(_, fields)| fields.len()).sum();
+    assert_eq!(index.matches("<svg class=\"cycle\"").count(), cycles);
+    assert_eq!(index.matches("class=\"edge weak\"").count(), cycles);
+    assert_eq!(entry(&summary, "cycles", "two_cycles")["cycles"].as_array().map(Vec::len), Some(2));
     // A cycle already weakened leaves nothing.
     let weakened = entry(&summary, "cycles", "weakened_cycle");
     assert_eq!((weakened["outcome"].as_str(), weakened["retained_bytes"].as_u64()), (Some("passed"), Some(0)));
