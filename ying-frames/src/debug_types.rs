@@ -329,19 +329,7 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
         let string = |value| dwarf.attr_string(unit, value).ok().map(|name| name.to_string_lossy().into_owned());
         if entry.tag() == gimli::DW_TAG_array_type {
             let element = self.type_name_at(dwarf, unit, entry.attr_value(gimli::DW_AT_type)?, depth + 1)?;
-            let mut tree = unit.entries_tree(Some(offset)).ok()?;
-            let root = tree.root().ok()?;
-            let mut children = root.children();
-            let mut length = None;
-            while let Ok(Some(child)) = children.next() {
-                let entry = child.entry();
-                if entry.tag() == gimli::DW_TAG_subrange_type {
-                    length = entry.attr_value(gimli::DW_AT_count).and_then(|count| count.udata_value()).or_else(|| {
-                        entry.attr_value(gimli::DW_AT_upper_bound).and_then(|bound| bound.udata_value()).map(|b| b + 1)
-                    });
-                }
-            }
-            return Some(match length {
+            return Some(match array_length(unit, offset) {
                 Some(length) => format!("[{element}; {length}]"),
                 None => format!("[{element}]"),
             });
@@ -360,6 +348,24 @@ impl<B: AsRef<[u8]>> DebugTypes<B> {
         path.push(name);
         Some(path.join("::"))
     }
+}
+
+/// The length of the array type at `offset` of `unit`, from its (last) subrange: its count, or its upper bound and
+/// one; `None` where it says neither (a slice).
+fn array_length(unit: &Unit<'_>, offset: UnitOffset) -> Option<u64> {
+    let mut tree = unit.entries_tree(Some(offset)).ok()?;
+    let root = tree.root().ok()?;
+    let mut children = root.children();
+    let mut length = None;
+    while let Ok(Some(child)) = children.next() {
+        let entry = child.entry();
+        if entry.tag() == gimli::DW_TAG_subrange_type {
+            length = entry.attr_value(gimli::DW_AT_count).and_then(|count| count.udata_value()).or_else(|| {
+                entry.attr_value(gimli::DW_AT_upper_bound).and_then(|bound| bound.udata_value()).map(|b| b + 1)
+            });
+        }
+    }
+    length
 }
 
 /// Whether the table of abbreviations of `header`'s unit declares a `DW_TAG_template_type_parameter`; true where the

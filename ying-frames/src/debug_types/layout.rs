@@ -9,7 +9,7 @@
 //! its field `[]`: its pointer leads to a buffer of elements. An enum's variants are each walked, the variant's name
 //! in the path of a user's enum; a closure's captures are its members, named after the captured variables.
 
-use super::{DebugTypes, Dwarf, MAX_HOPS, Unit};
+use super::{DebugTypes, Dwarf, MAX_HOPS, Unit, array_length};
 use gimli::{AttributeValue, UnitOffset};
 
 /// How deeply members nest inside one another, at most, before the walk stops.
@@ -273,22 +273,6 @@ fn member<'a>(
         _ => return None,
     };
     Some(Member { name, location, kind })
-}
-
-/// The length of the array type at `offset` of `unit`, from its subrange.
-fn array_length(unit: &Unit<'_>, offset: UnitOffset) -> Option<u64> {
-    let mut tree = unit.entries_tree(Some(offset)).ok()?;
-    let root = tree.root().ok()?;
-    let mut children = root.children();
-    while let Ok(Some(child)) = children.next() {
-        let entry = child.entry();
-        if entry.tag() == gimli::DW_TAG_subrange_type {
-            return entry.attr_value(gimli::DW_AT_count).and_then(|count| count.udata_value()).or_else(|| {
-                entry.attr_value(gimli::DW_AT_upper_bound).and_then(|bound| bound.udata_value()).map(|b| b + 1)
-            });
-        }
-    }
-    None
 }
 
 #[cfg(test)]
